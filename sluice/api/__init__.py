@@ -1,0 +1,1 @@
+"""The API of sluice: the Queue resource, views of Kubernetes objects, quantities, configuration."""

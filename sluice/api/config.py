@@ -1,0 +1,295 @@
+"""The scheduler configuration, in Volcano's shape.
+
+Read from ConfigMap ``sluice-scheduler``, key ``scheduler.yaml``.
+
+Everything unknown is an error that names its key: a typo in a plugin argument must not
+silently turn a feature off.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, Final, Literal
+
+import yaml
+
+from sluice.api.errors import ConfigError
+
+ACTIONS: Final = ("enqueue", "allocate", "reclaim", "preempt", "backfill")
+PLUGINS: Final = ("priority", "gang", "drf", "proportion", "capacity", "proportion_optimize")
+SCORE_PLUGINS: Final = ("priority", "drf", "proportion", "capacity", "proportion_optimize")
+"""Plugins that contribute a queue score under QueueScoreOrderEnable."""
+
+DEFAULT_ACTIONS: Final = ("enqueue", "allocate", "reclaim", "backfill")
+DEFAULT_TIERS: Final = (("priority", "gang"), ("drf", "proportion"))
+
+_ORDER_ACTIONS: Final = ("enqueue", "allocate", "reclaim", "preempt")
+_PLUGIN_KEYS: Final = ("name", "arguments", "enabledHierarchy")
+_PLUGIN_ARGUMENTS: Final[Mapping[str, tuple[str, ...]]] = {
+    "proportion_optimize": ("GuaranteeEnable", "ElasticEnable", "PriorityType"),
+}
+
+JobOrder = Literal["queue", "global"]
+PriorityType = Literal["Guarantee", "Weight"]
+
+
+@dataclass(frozen=True, slots=True)
+class ActionArguments:
+    queue_score_order: bool = False
+    score_weights: Mapping[str, float] = field(default_factory=dict)
+    job_order: JobOrder = "queue"
+    min_runtime: timedelta = timedelta(0)
+
+    def score_weight(self, plugin: str) -> float:
+        """A plugin's QueueScoreOrder weight; 1 when not configured (Volcano's default)."""
+        return self.score_weights.get(plugin, 1.0)
+
+
+@dataclass(frozen=True, slots=True)
+class PluginConfig:
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+
+    def flag(self, key: str, default: bool) -> bool:
+        value = self.arguments.get(key)
+        return default if value is None else bool(value)
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerConfig:
+    actions: tuple[str, ...] = DEFAULT_ACTIONS
+    tiers: tuple[tuple[PluginConfig, ...], ...] = tuple(
+        tuple(PluginConfig(name) for name in tier) for tier in DEFAULT_TIERS
+    )
+    action_arguments: Mapping[str, ActionArguments] = field(default_factory=dict)
+
+    def arguments(self, action: str) -> ActionArguments:
+        return self.action_arguments.get(action, ActionArguments())
+
+    def plugin(self, name: str) -> PluginConfig | None:
+        for tier in self.tiers:
+            for plugin in tier:
+                if plugin.name == name:
+                    return plugin
+        return None
+
+    def plugin_names(self) -> list[str]:
+        return [plugin.name for tier in self.tiers for plugin in tier]
+
+
+DEFAULT_CONFIG: Final = SchedulerConfig()
+
+
+def load_scheduler_config(text: str) -> SchedulerConfig:
+    """Parse ``scheduler.yaml``; an empty document is the default configuration."""
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError("scheduler.yaml", f"not valid YAML{where}") from None
+    if raw is None:
+        return DEFAULT_CONFIG
+    return parse_scheduler_config(raw)
+
+
+def parse_scheduler_config(raw: Any) -> SchedulerConfig:
+    if not isinstance(raw, Mapping):
+        raise ConfigError(
+            "scheduler.yaml", "expected a mapping with actions, tiers, configurations"
+        )
+    for key in raw:
+        if key not in ("actions", "tiers", "configurations"):
+            raise ConfigError(str(key), "unknown key (expected actions, tiers, configurations)")
+    actions = _parse_actions(raw.get("actions"))
+    tiers = _parse_tiers(raw.get("tiers"))
+    arguments = _parse_configurations(raw.get("configurations"))
+    return SchedulerConfig(actions=actions, tiers=tiers, action_arguments=arguments)
+
+
+def _parse_actions(raw: Any) -> tuple[str, ...]:
+    if raw is None:
+        return DEFAULT_ACTIONS
+    if isinstance(raw, str):
+        names = [part.strip() for part in raw.split(",") if part.strip()]
+    elif isinstance(raw, list):
+        names = [str(part).strip() for part in raw]
+    else:
+        raise ConfigError("actions", "expected a comma-separated string")
+    if not names:
+        raise ConfigError("actions", "no action given")
+    for name in names:
+        if name not in ACTIONS:
+            raise ConfigError(f"actions.{name}", f"unknown action (known: {', '.join(ACTIONS)})")
+    if len(set(names)) != len(names):
+        raise ConfigError("actions", "an action is listed twice")
+    return tuple(names)
+
+
+def _parse_tiers(raw: Any) -> tuple[tuple[PluginConfig, ...], ...]:
+    if raw is None:
+        return DEFAULT_CONFIG.tiers
+    if not isinstance(raw, list):
+        raise ConfigError("tiers", "expected a list of {plugins: [...]}")
+    seen: set[str] = set()
+    tiers: list[tuple[PluginConfig, ...]] = []
+    for t, tier in enumerate(raw):
+        if not isinstance(tier, Mapping) or set(tier) - {"plugins"}:
+            raise ConfigError(f"tiers[{t}]", "expected {plugins: [...]}")
+        plugins = tier.get("plugins") or []
+        if not isinstance(plugins, list):
+            raise ConfigError(f"tiers[{t}].plugins", "expected a list")
+        parsed: list[PluginConfig] = []
+        for p, plugin in enumerate(plugins):
+            where = f"tiers[{t}].plugins[{p}]"
+            if not isinstance(plugin, Mapping) or "name" not in plugin:
+                raise ConfigError(where, "expected {name: ...}")
+            name = str(plugin["name"])
+            if name not in PLUGINS:
+                raise ConfigError(
+                    f"{where}.name", f"unknown plugin {name!r} (known: {', '.join(PLUGINS)})"
+                )
+            if name in seen:
+                raise ConfigError(f"{where}.name", f"plugin {name!r} is listed twice")
+            seen.add(name)
+            for key in plugin:
+                if key not in _PLUGIN_KEYS:
+                    raise ConfigError(
+                        f"{where}.{key}", f"unknown key (known: {', '.join(_PLUGIN_KEYS)})"
+                    )
+            if "enabledHierarchy" in plugin:
+                _as_bool(plugin["enabledHierarchy"], f"{where}.enabledHierarchy")
+            parsed.append(
+                PluginConfig(name, _plugin_arguments(name, plugin.get("arguments"), where))
+            )
+        tiers.append(tuple(parsed))
+    if "proportion" in seen and "capacity" in seen:
+        raise ConfigError("tiers", "proportion and capacity both compute deserved; enable one")
+    return tuple(tiers)
+
+
+def _plugin_arguments(name: str, raw: Any, where: str) -> Mapping[str, Any]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{where}.arguments", "expected a mapping")
+    allowed = _PLUGIN_ARGUMENTS.get(name, ())
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key not in allowed:
+            known = ", ".join(allowed) if allowed else "none"
+            raise ConfigError(
+                f"{where}.arguments.{key}", f"unknown argument of {name} (known: {known})"
+            )
+        if key == "PriorityType":
+            if value not in ("Guarantee", "Weight"):
+                raise ConfigError(f"{where}.arguments.{key}", "expected Guarantee or Weight")
+            out[key] = value
+        else:
+            out[key] = _as_bool(value, f"{where}.arguments.{key}")
+    return out
+
+
+def _parse_configurations(raw: Any) -> Mapping[str, ActionArguments]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, list):
+        raise ConfigError("configurations", "expected a list of {name, arguments}")
+    out: dict[str, ActionArguments] = {}
+    for i, entry in enumerate(raw):
+        where = f"configurations[{i}]"
+        if (
+            not isinstance(entry, Mapping)
+            or "name" not in entry
+            or set(entry) - {"name", "arguments"}
+        ):
+            raise ConfigError(where, "expected {name: <action>, arguments: {...}}")
+        action = str(entry["name"]).rstrip(":")
+        if action not in ACTIONS:
+            raise ConfigError(
+                f"{where}.name", f"unknown action {action!r} (known: {', '.join(ACTIONS)})"
+            )
+        if action in out:
+            raise ConfigError(f"{where}.name", f"action {action!r} is configured twice")
+        out[action] = _action_arguments(action, entry.get("arguments") or {}, f"{where}.arguments")
+    return out
+
+
+_SCORE_KEY = re.compile(r"^QueueScoreOrder\.(?P<plugin>[a-z_]+)\.weight$")
+
+
+def _action_arguments(action: str, raw: Any, where: str) -> ActionArguments:
+    if not isinstance(raw, Mapping):
+        raise ConfigError(where, "expected a mapping")
+    score_order = False
+    weights: dict[str, float] = {}
+    job_order: JobOrder = "queue"
+    min_runtime = timedelta(0)
+    for key, value in raw.items():
+        at = f"{where}.{key}"
+        match = _SCORE_KEY.match(str(key))
+        if action in _ORDER_ACTIONS and key == "QueueScoreOrderEnable":
+            score_order = _as_bool(value, at)
+        elif action in _ORDER_ACTIONS and match and match["plugin"] in SCORE_PLUGINS:
+            weights[match["plugin"]] = _as_number(value, at)
+        elif action in _ORDER_ACTIONS and key == "jobOrder":
+            if value not in ("queue", "global"):
+                raise ConfigError(at, "expected queue or global")
+            job_order = value
+        elif action == "reclaim" and key == "minRuntime":
+            min_runtime = parse_duration(value, at)
+        else:
+            raise ConfigError(at, f"unknown argument of {action}")
+    return ActionArguments(score_order, weights, job_order, min_runtime)
+
+
+def _as_bool(value: Any, where: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise ConfigError(where, f"expected true or false, got {value!r}")
+
+
+def _as_number(value: Any, where: str) -> float:
+    if isinstance(value, bool):
+        raise ConfigError(where, f"expected a number, got {value!r}")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(where, f"expected a number, got {value!r}") from None
+    if number < 0 or number != number:
+        raise ConfigError(where, "expected a number >= 0")
+    return number
+
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_UNIT_SECONDS: Final = {
+    "ns": 1e-9,
+    "us": 1e-6,
+    "µs": 1e-6,
+    "ms": 1e-3,
+    "s": 1.0,
+    "m": 60.0,
+    "h": 3600.0,
+}
+
+
+def parse_duration(value: Any, where: str = "duration") -> timedelta:
+    """A Go-style duration: ``90s``, ``10m``, ``1h30m``, ``1.5h``, ``0``."""
+    text = str(value).strip()
+    if text == "0":
+        return timedelta(0)
+    pos = 0
+    seconds = 0.0
+    for match in _DURATION_PART.finditer(text):
+        if match.start() != pos:
+            break
+        seconds += float(match[1]) * _UNIT_SECONDS[match[2]]
+        pos = match.end()
+    if pos != len(text) or not text:
+        raise ConfigError(where, f"{value!r} is not a duration (e.g. 90s, 10m, 1h30m)")
+    return timedelta(seconds=seconds)

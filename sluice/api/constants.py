@@ -1,0 +1,48 @@
+"""Names shared by the CRD, the webhooks, the operator, the CLI and the docs.
+
+One name for one thing: everything that appears on a Kubernetes object is spelled here once.
+"""
+
+from typing import Final
+
+GROUP: Final = "scheduling.sluice.dev"
+VERSION: Final = "v1beta1"
+API_VERSION: Final = f"{GROUP}/{VERSION}"
+KIND: Final = "Queue"
+PLURAL: Final = "queues"
+SHORT_NAME: Final = "sq"
+
+ROOT_QUEUE: Final = "root"
+DEFAULT_QUEUE: Final = "default"
+RESERVED_QUEUES: Final = frozenset({ROOT_QUEUE, DEFAULT_QUEUE})
+
+PREFIX: Final = "sluice.dev"
+
+# Labels
+QUEUE_LABEL: Final = f"{PREFIX}/queue-name"
+"""On a batch/v1 Job: the leaf queue the job is submitted to."""
+DEFAULT_QUEUE_LABEL: Final = f"{PREFIX}/default-queue"
+"""On a Namespace: the queue that unlabelled Jobs of that namespace go to."""
+
+# Annotations written by users
+PREEMPTABLE_ANNOTATION: Final = f"{PREFIX}/preemptable"
+"""A Job annotated "false" is never a reclaim or preempt victim."""
+
+# Annotations written by the operator
+ADMITTED_AT_ANNOTATION: Final = f"{PREFIX}/admitted-at"
+RECLAIMED_BY_ANNOTATION: Final = f"{PREFIX}/reclaimed-by"
+PENDING_REASON_ANNOTATION: Final = f"{PREFIX}/pending-reason"
+CLOSED_BY_PARENT_ANNOTATION: Final = f"{PREFIX}/closed-by-parent"
+"""On a Queue closed because an ancestor was closed; reopening that ancestor reopens it."""
+
+QUEUE_FINALIZER: Final = f"{PREFIX}/subtree"
+"""On Queues: deleting a parent deletes its (Closed) subtree first."""
+
+# Scheduler configuration
+CONFIGMAP_NAME: Final = "sluice-scheduler"
+CONFIGMAP_KEY: Final = "scheduler.yaml"
+
+# Condition types on Queue status
+CONDITION_VALID: Final = "Valid"
+
+DEFAULT_MAX_QUEUE_DEPTH: Final = 5

@@ -1,0 +1,178 @@
+"""The Queue custom resource: spec and status as pydantic models.
+
+Field names and defaults match ``crds/queues.scheduling.sluice.dev.yaml`` (a test holds the two
+together). ``parent`` has no schema default because the root queue has none; every other queue
+without a parent hangs under ``root`` (see ``QueueSpec.parent_name``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    ValidationError,
+    WithJsonSchema,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+
+from sluice.api.constants import API_VERSION, KIND, ROOT_QUEUE
+from sluice.api.errors import InvalidObject
+from sluice.api.quantity import QUANTITY_PATTERN, QuantityError
+from sluice.api.resources import EMPTY, Resources
+
+
+def _to_resources(raw: Any) -> Resources:
+    if isinstance(raw, Resources):
+        return raw
+    try:
+        return Resources.parse(raw, "")
+    except QuantityError as err:
+        raise ValueError(str(err)) from None
+
+
+ResourceMap = Annotated[
+    Resources,
+    BeforeValidator(_to_resources),
+    PlainSerializer(lambda r: r.to_kube(), return_type=dict[str, str]),
+    WithJsonSchema(
+        {
+            "type": "object",
+            "additionalProperties": {"type": "string", "pattern": QUANTITY_PATTERN},
+        }
+    ),
+]
+
+QueueSpecState = Literal["Open", "Closed"]
+QueueState = Literal["Open", "Closing", "Closed", "Unknown"]
+DequeueStrategy = Literal["fifo", "traverse"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        arbitrary_types_allowed=True,
+        extra="forbid",
+        frozen=True,
+    )
+
+
+class Guarantee(_Model):
+    resource: ResourceMap = EMPTY
+
+
+class QueueSpec(_Model):
+    weight: int = Field(default=1, ge=1, le=65535)
+    capability: ResourceMap = EMPTY
+    deserved: ResourceMap = EMPTY
+    guarantee: Guarantee = Guarantee()
+    reclaimable: bool = True
+    priority: int | None = Field(default=None, ge=0)
+    priority_class_name: str | None = None
+    parent: str | None = None
+    state: QueueSpecState = "Open"
+    dequeue_strategy: DequeueStrategy = "traverse"
+
+    @model_validator(mode="after")
+    def _priority_xor_class(self) -> QueueSpec:
+        if self.priority is not None and self.priority_class_name:
+            raise ValueError("priority and priorityClassName cannot both be set")
+        return self
+
+    def parent_name(self, queue_name: str) -> str | None:
+        """The effective parent: None for root, ``root`` when unset."""
+        if queue_name == ROOT_QUEUE:
+            return None
+        return self.parent or ROOT_QUEUE
+
+
+class Condition(_Model):
+    type: str
+    status: Literal["True", "False", "Unknown"]
+    reason: str = ""
+    message: str = ""
+    last_transition_time: str | None = None
+
+
+class QueueStatus(_Model):
+    state: QueueState | None = None
+    pending: int = 0
+    inqueue: int = 0
+    running: int = 0
+    completed: int = 0
+    allocated: ResourceMap = EMPTY
+    deserved: ResourceMap = EMPTY
+    share: float = 0.0
+    conditions: tuple[Condition, ...] = ()
+    observed_generation: int | None = None
+
+
+class Queue(_Model):
+    """A Queue as sluice sees it: identity, spec, status and the annotations that matter."""
+
+    name: str
+    uid: str = ""
+    creation_timestamp: datetime = datetime(1970, 1, 1, tzinfo=UTC)
+    generation: int = 0
+    deletion_timestamp: datetime | None = None
+    annotations: Mapping[str, str] = Field(default_factory=dict)
+    finalizers: tuple[str, ...] = ()
+    spec: QueueSpec = QueueSpec()
+    status: QueueStatus = QueueStatus()
+
+    @property
+    def parent(self) -> str | None:
+        return self.spec.parent_name(self.name)
+
+    @classmethod
+    def from_object(cls, obj: Mapping[str, Any]) -> Queue:
+        """Read a Queue object (as the API server returns it); errors name the field."""
+        meta = obj.get("metadata") or {}
+        name = meta.get("name") if isinstance(meta, Mapping) else None
+        if not isinstance(name, str) or not name:
+            raise InvalidObject(KIND, "<unnamed>", "metadata.name", "missing")
+        api_version = obj.get("apiVersion")
+        if api_version is not None and api_version != API_VERSION:
+            raise InvalidObject(
+                KIND, name, "apiVersion", f"expected {API_VERSION}, got {api_version}"
+            )
+        try:
+            return cls.model_validate(
+                {
+                    "name": name,
+                    "uid": meta.get("uid") or "",
+                    "creation_timestamp": meta.get("creationTimestamp")
+                    or datetime(1970, 1, 1, tzinfo=UTC),
+                    "generation": meta.get("generation") or 0,
+                    "deletion_timestamp": meta.get("deletionTimestamp"),
+                    "annotations": meta.get("annotations") or {},
+                    "finalizers": tuple(meta.get("finalizers") or ()),
+                    "spec": obj.get("spec") or {},
+                    "status": obj.get("status") or {},
+                }
+            )
+        except ValidationError as err:
+            first = err.errors()[0]
+            field = ".".join(str(part) for part in first["loc"])
+            message = first["msg"].removeprefix("Value error, ")
+            raise InvalidObject(KIND, name, field, message) from None
+
+    def to_object(self) -> dict[str, Any]:
+        """The Kubernetes object (spec only, as a user would apply it)."""
+        return {
+            "apiVersion": API_VERSION,
+            "kind": KIND,
+            "metadata": {
+                "name": self.name,
+                **({"annotations": dict(self.annotations)} if self.annotations else {}),
+            },
+            "spec": self.spec.model_dump(by_alias=True, exclude_none=True, exclude_defaults=False),
+        }

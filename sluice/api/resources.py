@@ -1,0 +1,157 @@
+"""Resource vectors: exact milli-unit integers per resource name.
+
+Absent and zero are the same thing in a vector. What an absent resource *means* in a limit
+differs by field (0 in ``deserved`` and ``guarantee``, unlimited in ``capability``); callers say
+which through the comparison they use, never by storing a sentinel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from sluice.api.quantity import QuantityError, format_quantity, parse_quantity
+
+
+class Resources(Mapping[str, int]):
+    """An immutable mapping of resource name to milli-units, without zero entries."""
+
+    __slots__ = ("_m",)
+
+    def __init__(self, values: Mapping[str, int] | Iterable[tuple[str, int]] = ()) -> None:
+        items = values.items() if isinstance(values, Mapping) else values
+        self._m: dict[str, int] = {name: amount for name, amount in items if amount != 0}
+
+    @classmethod
+    def parse(cls, raw: Any, field: str = "resources") -> Resources:
+        """Read a Kubernetes resource map ``{"cpu": "4", "memory": "8Gi"}``.
+
+        Raises QuantityError naming ``field.resource`` for anything that is not a quantity.
+        """
+        if raw is None:
+            return EMPTY
+        if not isinstance(raw, Mapping):
+            raise QuantityError(f"{field}: expected a map of resource name to quantity")
+        out: dict[str, int] = {}
+        for name, value in raw.items():
+            if not isinstance(name, str) or not name:
+                raise QuantityError(f"{field}: resource names must be non-empty strings")
+            try:
+                out[name] = parse_quantity(value)
+            except QuantityError as err:
+                where = f"{field}.{name}" if field else name
+                raise QuantityError(f"{where}: {err}") from None
+        return cls(out)
+
+    # Mapping protocol -------------------------------------------------------------------
+    def __getitem__(self, name: str) -> int:
+        return self._m[name]
+
+    def get_amount(self, name: str) -> int:
+        return self._m.get(name, 0)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._m)
+
+    def __len__(self) -> int:
+        return len(self._m)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Resources):
+            return self._m == other._m
+        if isinstance(other, Mapping):
+            return self._m == {k: v for k, v in other.items() if v != 0}
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self._m.items()))
+
+    def __repr__(self) -> str:
+        return f"Resources({self.to_kube()!r})"
+
+    def __bool__(self) -> bool:
+        return bool(self._m)
+
+    # Arithmetic -------------------------------------------------------------------------
+    def __add__(self, other: Mapping[str, int]) -> Resources:
+        out = dict(self._m)
+        for name, amount in other.items():
+            out[name] = out.get(name, 0) + amount
+        return Resources(out)
+
+    def __sub__(self, other: Mapping[str, int]) -> Resources:
+        out = dict(self._m)
+        for name, amount in other.items():
+            out[name] = out.get(name, 0) - amount
+        return Resources(out)
+
+    def scale(self, factor: int) -> Resources:
+        return Resources({name: amount * factor for name, amount in self._m.items()})
+
+    def maximum(self, other: Mapping[str, int]) -> Resources:
+        names = set(self._m) | set(other)
+        return Resources({n: max(self._m.get(n, 0), other.get(n, 0)) for n in names})
+
+    def minimum(self, other: Mapping[str, int]) -> Resources:
+        """Per-resource minimum where both are plain vectors (absent = 0)."""
+        names = set(self._m) & set(other)
+        return Resources({n: min(self._m[n], other[n]) for n in names})
+
+    def clamp_min_zero(self) -> Resources:
+        return Resources({n: a for n, a in self._m.items() if a > 0})
+
+    def is_negative_anywhere(self) -> bool:
+        return any(amount < 0 for amount in self._m.values())
+
+    # Comparisons ------------------------------------------------------------------------
+    def fits_within(self, limit: Mapping[str, int], *, absent_is_unlimited: bool) -> bool:
+        """True when every resource this vector uses is <= the limit's amount.
+
+        Only the resources this vector requests are compared ("fits within a limit" compares
+        only what the job requests). A resource absent from the limit is unlimited for
+        capability-like limits and 0 for deserved/guarantee-like limits.
+        """
+        for name, amount in self._m.items():
+            if amount <= 0:
+                continue
+            if name in limit:
+                if amount > limit[name]:
+                    return False
+            elif not absent_is_unlimited:
+                return False
+        return True
+
+    def exceeding(
+        self, limit: Mapping[str, int], *, absent_is_unlimited: bool
+    ) -> list[tuple[str, int, int]]:
+        """The resources over the limit, as (name, amount, limit) sorted by name."""
+        over: list[tuple[str, int, int]] = []
+        for name in sorted(self._m):
+            amount = self._m[name]
+            if amount <= 0:
+                continue
+            if name in limit:
+                if amount > limit[name]:
+                    over.append((name, amount, limit[name]))
+            elif not absent_is_unlimited:
+                over.append((name, amount, 0))
+        return over
+
+    # Output -----------------------------------------------------------------------------
+    def to_kube(self) -> dict[str, str]:
+        """Quantity strings as Kubernetes writes them, sorted by resource name."""
+        return {name: format_quantity(self._m[name], name) for name in sorted(self._m)}
+
+    def describe(self) -> str:
+        """``cpu 4, memory 8Gi`` for messages."""
+        if not self._m:
+            return "nothing"
+        return ", ".join(f"{name} {qty}" for name, qty in self.to_kube().items())
+
+
+EMPTY = Resources()
+
+
+def describe_amount(name: str, milli: int) -> str:
+    """``cpu 6`` for messages: the resource and its quantity as Kubernetes writes it."""
+    return f"{name} {format_quantity(milli, name)}"

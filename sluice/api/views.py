@@ -1,0 +1,262 @@
+"""Read-only views of the Kubernetes objects the scheduler looks at: Jobs, Nodes, PriorityClasses.
+
+These are plain slotted dataclasses rather than pydantic models: a cycle reads tens of thousands
+of Jobs, and each view is built once from an object whose shape the API server has already
+validated. What sluice itself must check (the queue label, quantities) raises InvalidObject
+naming the object and the field.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from sluice.api.constants import (
+    ADMITTED_AT_ANNOTATION,
+    DEFAULT_QUEUE_LABEL,
+    PENDING_REASON_ANNOTATION,
+    PREEMPTABLE_ANNOTATION,
+    QUEUE_LABEL,
+)
+from sluice.api.errors import InvalidObject
+from sluice.api.quantity import QuantityError
+from sluice.api.resources import EMPTY, Resources
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+class JobPhase(enum.Enum):
+    """A job's phase as sluice sees it (design section 3)."""
+
+    PENDING = "pending"  # suspended and not finished
+    INQUEUE = "inqueue"  # admitted, no active pod yet
+    RUNNING = "running"  # admitted, at least one active pod
+    COMPLETED = "completed"  # condition Complete or Failed
+
+    @property
+    def admitted(self) -> bool:
+        return self in (JobPhase.INQUEUE, JobPhase.RUNNING)
+
+    @property
+    def finished(self) -> bool:
+        return self is JobPhase.COMPLETED
+
+
+@dataclass(frozen=True, slots=True)
+class JobView:
+    namespace: str
+    name: str
+    queue: str
+    request: Resources
+    phase: JobPhase
+    creation_timestamp: datetime = EPOCH
+    uid: str = ""
+    priority_class_name: str | None = None
+    parallelism: int = 1
+    admitted_at: datetime | None = None
+    preemptable: bool = True
+    pending_reason: str | None = None
+    queue_from_namespace: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeView:
+    name: str
+    allocatable: Resources
+    ready: bool = True
+    schedulable: bool = True
+
+    @property
+    def usable(self) -> bool:
+        return self.ready and self.schedulable
+
+
+@dataclass(frozen=True, slots=True)
+class PriorityClassView:
+    name: str
+    value: int
+    global_default: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class NamespaceView:
+    name: str
+    default_queue: str | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------------------------
+# Reading objects
+
+
+def parse_time(value: Any, kind: str, name: str, field_name: str) -> datetime | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if not isinstance(value, str):
+        raise InvalidObject(kind, name, field_name, f"{value!r} is not an RFC 3339 time")
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidObject(kind, name, field_name, f"{value!r} is not an RFC 3339 time") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _meta(obj: Mapping[str, Any], kind: str) -> tuple[Mapping[str, Any], str]:
+    meta = obj.get("metadata")
+    if not isinstance(meta, Mapping) or not isinstance(meta.get("name"), str):
+        raise InvalidObject(kind, "<unnamed>", "metadata.name", "missing")
+    return meta, meta["name"]
+
+
+def _resources(raw: Any, kind: str, name: str, field_name: str) -> Resources:
+    try:
+        return Resources.parse(raw, "")
+    except QuantityError as err:
+        raise InvalidObject(kind, name, field_name, str(err)) from None
+
+
+def container_request(container: Mapping[str, Any], kind: str, name: str, where: str) -> Resources:
+    """A container's requests; a resource with only a limit requests its limit.
+
+    That is how Kubernetes defaults requests.
+    """
+    res = container.get("resources") or {}
+    limits = _resources(res.get("limits"), kind, name, f"{where}.resources.limits")
+    requests = _resources(res.get("requests"), kind, name, f"{where}.resources.requests")
+    return Resources({**limits, **requests})
+
+
+def pod_request(pod_spec: Mapping[str, Any], kind: str, name: str) -> Resources:
+    """The request of one pod as Kubernetes computes it for scheduling.
+
+    max(sum of app containers + sum of restartable (sidecar) init containers, for each init
+    container: its request + the sidecars started before it), plus the pod overhead.
+    """
+    base = "spec.template.spec"
+    total = EMPTY
+    for i, c in enumerate(pod_spec.get("containers") or ()):
+        total = total + container_request(c, kind, name, f"{base}.containers[{i}]")
+    sidecars = EMPTY
+    init_peak = EMPTY
+    for i, c in enumerate(pod_spec.get("initContainers") or ()):
+        req = container_request(c, kind, name, f"{base}.initContainers[{i}]")
+        if c.get("restartPolicy") == "Always":
+            sidecars = sidecars + req
+            init_peak = init_peak.maximum(sidecars)
+        else:
+            init_peak = init_peak.maximum(sidecars + req)
+    result = (total + sidecars).maximum(init_peak)
+    overhead = _resources(pod_spec.get("overhead"), kind, name, f"{base}.overhead")
+    return result + overhead
+
+
+def _condition_true(status: Mapping[str, Any], types: tuple[str, ...]) -> bool:
+    for cond in status.get("conditions") or ():
+        if isinstance(cond, Mapping) and cond.get("type") in types and cond.get("status") == "True":
+            return True
+    return False
+
+
+def job_queue_name(
+    obj: Mapping[str, Any], namespace_default_queue: Mapping[str, str] | None = None
+) -> tuple[str | None, bool]:
+    """The queue a Job belongs to and whether it came from its namespace's default-queue label."""
+    meta = obj.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    queue = labels.get(QUEUE_LABEL)
+    if queue:
+        return str(queue), False
+    if namespace_default_queue:
+        ns_queue = namespace_default_queue.get(meta.get("namespace") or "")
+        if ns_queue:
+            return ns_queue, True
+    return None, False
+
+
+def job_from_object(
+    obj: Mapping[str, Any], namespace_default_queue: Mapping[str, str] | None = None
+) -> JobView | None:
+    """A batch/v1 Job as sluice sees it, or None when no queue manages it."""
+    meta, name = _meta(obj, "Job")
+    namespace = str(meta.get("namespace") or "default")
+    full = f"{namespace}/{name}"
+    queue, from_ns = job_queue_name(obj, namespace_default_queue)
+    if queue is None:
+        return None
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    template = (spec.get("template") or {}).get("spec") or {}
+    parallelism = spec.get("parallelism", 1)
+    if parallelism is None:
+        parallelism = 1
+    if not isinstance(parallelism, int) or isinstance(parallelism, bool) or parallelism < 0:
+        raise InvalidObject("Job", full, "spec.parallelism", f"{parallelism!r} is not a count")
+    pod = pod_request(template, "Job", full)
+    if _condition_true(status, ("Complete", "Failed")):
+        phase = JobPhase.COMPLETED
+    elif spec.get("suspend"):
+        phase = JobPhase.PENDING
+    elif (status.get("active") or 0) > 0:
+        phase = JobPhase.RUNNING
+    else:
+        phase = JobPhase.INQUEUE
+    annotations = meta.get("annotations") or {}
+    return JobView(
+        namespace=namespace,
+        name=name,
+        uid=str(meta.get("uid") or ""),
+        queue=queue,
+        request=pod.scale(parallelism),
+        phase=phase,
+        creation_timestamp=parse_time(
+            meta.get("creationTimestamp"), "Job", full, "metadata.creationTimestamp"
+        )
+        or EPOCH,
+        priority_class_name=template.get("priorityClassName") or None,
+        parallelism=parallelism,
+        admitted_at=parse_time(
+            annotations.get(ADMITTED_AT_ANNOTATION),
+            "Job",
+            full,
+            f"metadata.annotations[{ADMITTED_AT_ANNOTATION}]",
+        ),
+        preemptable=str(annotations.get(PREEMPTABLE_ANNOTATION, "true")).lower() != "false",
+        pending_reason=annotations.get(PENDING_REASON_ANNOTATION),
+        queue_from_namespace=from_ns,
+    )
+
+
+def node_from_object(obj: Mapping[str, Any]) -> NodeView:
+    _, name = _meta(obj, "Node")
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    ready = _condition_true(status, ("Ready",))
+    return NodeView(
+        name=name,
+        allocatable=_resources(status.get("allocatable"), "Node", name, "status.allocatable"),
+        ready=ready,
+        schedulable=not spec.get("unschedulable", False),
+    )
+
+
+def priority_class_from_object(obj: Mapping[str, Any]) -> PriorityClassView:
+    _, name = _meta(obj, "PriorityClass")
+    value = obj.get("value", 0)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise InvalidObject("PriorityClass", name, "value", f"{value!r} is not an integer")
+    return PriorityClassView(name=name, value=value, global_default=bool(obj.get("globalDefault")))
+
+
+def namespace_from_object(obj: Mapping[str, Any]) -> NamespaceView:
+    meta, name = _meta(obj, "Namespace")
+    labels = dict(meta.get("labels") or {})
+    return NamespaceView(name=name, default_queue=labels.get(DEFAULT_QUEUE_LABEL), labels=labels)

@@ -1,0 +1,103 @@
+"""What goes into a scheduling cycle and what comes out of it.
+
+These types are the contract between the pure scheduler and its callers (the operator's loop,
+``sluice simulate``, the benchmarks): a cycle reads a Snapshot and returns a CycleResult, and
+nothing else crosses the boundary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+from sluice.api.config import DEFAULT_CONFIG, SchedulerConfig
+from sluice.api.constants import DEFAULT_MAX_QUEUE_DEPTH
+from sluice.api.queue import Queue, QueueState
+from sluice.api.resources import EMPTY, Resources
+from sluice.api.views import JobView, NodeView, PriorityClassView
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """The cluster as one cycle sees it. Jobs are the managed ones only."""
+
+    queues: Sequence[Queue]
+    jobs: Sequence[JobView]
+    nodes: Sequence[NodeView]
+    now: datetime
+    priority_classes: Sequence[PriorityClassView] = ()
+    config: SchedulerConfig = DEFAULT_CONFIG
+    max_queue_depth: int = DEFAULT_MAX_QUEUE_DEPTH
+
+
+DecisionAction = Literal["admit", "reclaim", "preempt"]
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A decision about one job.
+
+    ``for_job`` names the job that a reclaim or preempt victim makes room for.
+    """
+
+    action: DecisionAction
+    job: str  # namespace/name
+    queue: str
+    reason: str = ""
+    for_job: str | None = None
+
+
+QueueActionKind = Literal["create", "close", "reopen", "delete", "invalid", "valid"]
+
+
+@dataclass(frozen=True, slots=True)
+class QueueAction:
+    """A queue lifecycle step the operator takes (create root/default, cascade close/reopen/delete,
+    mark a queue invalid or valid again)."""
+
+    action: QueueActionKind
+    queue: str
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class QueueResult:
+    """A queue's derived status after the cycle."""
+
+    state: QueueState
+    parent: str | None
+    weight: int
+    priority: int
+    deserved: Resources = EMPTY
+    allocated: Resources = EMPTY
+    guarantee: Resources = EMPTY
+    real_capability: Resources | None = None  # None: unlimited in every resource
+    share: float = 0.0
+    pending: int = 0
+    inqueue: int = 0
+    running: int = 0
+    completed: int = 0
+    valid: bool = True
+    invalid_reason: str = ""
+    children: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PendingJob:
+    job: str  # namespace/name
+    queue: str
+    reason: str
+    position: int  # 1-based position in its queue's job order
+
+
+@dataclass(frozen=True, slots=True)
+class CycleResult:
+    queue_order: Sequence[str]
+    queues: Mapping[str, QueueResult]
+    decisions: Sequence[Decision] = ()
+    pending: Sequence[PendingJob] = ()
+    queue_actions: Sequence[QueueAction] = ()
+    cluster_total: Resources = EMPTY
+    notes: Sequence[str] = field(default_factory=tuple)
