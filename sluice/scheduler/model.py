@@ -17,6 +17,17 @@ from sluice.api.constants import DEFAULT_MAX_QUEUE_DEPTH
 from sluice.api.queue import Queue, QueueState
 from sluice.api.resources import EMPTY, Resources
 from sluice.api.views import JobView, NodeView, PriorityClassView
+from sluice.queues.lifecycle import QueueAction
+
+__all__ = [
+    "CycleResult",
+    "Decision",
+    "DecisionAction",
+    "PendingJob",
+    "QueueAction",
+    "QueueResult",
+    "Snapshot",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,19 +58,6 @@ class Decision:
     queue: str
     reason: str = ""
     for_job: str | None = None
-
-
-QueueActionKind = Literal["create", "close", "reopen", "delete", "invalid", "valid"]
-
-
-@dataclass(frozen=True, slots=True)
-class QueueAction:
-    """A queue lifecycle step the operator takes (create root/default, cascade close/reopen/delete,
-    mark a queue invalid or valid again)."""
-
-    action: QueueActionKind
-    queue: str
-    reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)
