@@ -10,7 +10,7 @@ QueueActionKind = Literal["create", "close", "reopen", "delete", "invalid", "val
 
 @dataclass(frozen=True, slots=True)
 class QueueAction:
-    """A queue lifecycle step: create root/default, cascade close/reopen/delete, mark invalid/valid."""
+    """A lifecycle step: create root/default, cascade close/reopen/delete, mark invalid/valid."""
 
     action: QueueActionKind
     queue: str
