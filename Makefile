@@ -1,0 +1,49 @@
+# sluice — developer entry points. `make test` is the README's test command and what CI runs.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PYTEST_WORKERS ?= 2
+
+.PHONY: install lint test test-unit test-e2e bench binaries cluster-up cluster-down clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+lint: install
+	$(VENV)/bin/ruff check sluice tests bench
+	$(VENV)/bin/ruff format --check sluice tests bench
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
+
+## The README's test command: lint, then unit + integration tests in parallel, then the
+## end-to-end suite against a real control plane (built once, cached under ~/.cache/sluice).
+test: lint binaries
+	$(PY) -m pytest -n $(PYTEST_WORKERS) tests/unit tests/integration
+	$(PY) -m pytest tests/e2e
+
+test-unit: install
+	$(PY) -m pytest -n $(PYTEST_WORKERS) tests/unit tests/integration
+
+test-e2e: install binaries
+	$(PY) -m pytest tests/e2e
+
+binaries:
+	hack/build-binaries
+
+cluster-up: install binaries
+	$(PY) hack/cluster-up
+
+cluster-down:
+	$(PY) hack/cluster-down
+
+bench: install
+	$(PY) -m bench.bench_scheduler
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
