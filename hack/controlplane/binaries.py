@@ -1,0 +1,237 @@
+"""Build (or find) the control-plane binaries the end-to-end tests run.
+
+The pins live in the committed Go modules under hack/tools/: the version of
+k8s.io/kubernetes, of the etcd server and of helm are read from their go.mod
+files, so bumping a release is one edit there plus `go mod tidy`. Binaries are
+cached outside the repository, one directory per set of pins, and a directory
+counts only once its `.complete` marker exists (written last), so an
+interrupted build is redone rather than half-used.
+
+Standard library only: this runs before the project's Python dependencies are
+installed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+HACK_DIR = Path(__file__).resolve().parent.parent
+TOOLS_DIR = HACK_DIR / "tools"
+KUBERNETES_MODULE = TOOLS_DIR / "kubernetes"
+HELM_MODULE = TOOLS_DIR / "helm"
+
+BINARIES = ("etcd", "kube-apiserver", "kubectl", "helm")
+COMPLETE_MARKER = ".complete"
+
+
+class BinariesMissing(RuntimeError):
+    """The cache has no complete build for the pinned versions."""
+
+
+@dataclass(frozen=True)
+class Pins:
+    kubernetes: str
+    etcd: str
+    helm: str
+
+    @property
+    def key(self) -> str:
+        return f"k8s-{self.kubernetes}-etcd-{self.etcd}-helm-{self.helm}"
+
+
+def _required_version(go_mod: Path, module: str) -> str:
+    pattern = re.compile(rf"^\s*(?:require\s+)?{re.escape(module)}\s+(v\S+)", re.MULTILINE)
+    match = pattern.search(go_mod.read_text())
+    if match is None:
+        raise RuntimeError(f"{go_mod} does not require {module}")
+    return match.group(1)
+
+
+def pins() -> Pins:
+    return Pins(
+        kubernetes=_required_version(KUBERNETES_MODULE / "go.mod", "k8s.io/kubernetes"),
+        etcd=_required_version(KUBERNETES_MODULE / "go.mod", "go.etcd.io/etcd/server/v3"),
+        helm=_required_version(HELM_MODULE / "go.mod", "helm.sh/helm/v3"),
+    )
+
+
+def cache_root() -> Path:
+    override = os.environ.get("SLUICE_CACHE_DIR")
+    if override:
+        return Path(override)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "sluice"
+
+
+def bin_dir(p: Pins | None = None) -> Path:
+    return cache_root() / "bin" / (p or pins()).key
+
+
+def find_binaries() -> dict[str, Path]:
+    """Paths of the cached binaries; raises BinariesMissing with the fix."""
+    directory = bin_dir()
+    if not (directory / COMPLETE_MARKER).exists():
+        raise BinariesMissing(
+            f"no complete control-plane build in {directory}; "
+            "run `hack/build-binaries` (a first build takes a while)"
+        )
+    return {name: directory / name for name in BINARIES}
+
+
+def _log(message: str) -> None:
+    print(f"[build-binaries] {message}", file=sys.stderr, flush=True)
+
+
+def _go_env() -> dict[str, str]:
+    env = dict(os.environ)
+    # Never let a go.mod line silently download another toolchain; static,
+    # reproducible binaries as the upstream release builds make them.
+    env.update(GOTOOLCHAIN="local", CGO_ENABLED="0", GOFLAGS="-trimpath -mod=readonly")
+    return env
+
+
+def _jobs() -> str:
+    return os.environ.get("SLUICE_BUILD_JOBS") or str(max(1, min(2, os.cpu_count() or 1)))
+
+
+def _kube_ldflags(version: str) -> str:
+    # Without these, /version reports v0.0.0-master, which breaks charts with
+    # a kubeVersion constraint and the apiserver's own compatibility checks.
+    major, minor = version.lstrip("v").split(".")[:2]
+    flags = ["-s", "-w"]
+    for package in ("k8s.io/client-go/pkg/version", "k8s.io/component-base/version"):
+        flags += [
+            f"-X {package}.gitVersion={version}",
+            f"-X {package}.gitMajor={major}",
+            f"-X {package}.gitMinor={minor}",
+            f"-X {package}.gitTreeState=clean",
+        ]
+    return " ".join(flags)
+
+
+def _helm_ldflags(p: Pins) -> str:
+    major, minor = p.kubernetes.lstrip("v").split(".")[:2]
+    return " ".join(
+        [
+            "-s",
+            "-w",
+            f"-X helm.sh/helm/v3/internal/version.version={p.helm}",
+            "-X helm.sh/helm/v3/internal/version.gitTreeState=clean",
+            f"-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor={major}",
+            f"-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor={minor}",
+            f"-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor={major}",
+            f"-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor={minor}",
+        ]
+    )
+
+
+def _count_packages(module: Path, packages: list[str], env: dict[str, str]) -> int:
+    result = subprocess.run(
+        ["go", "list", "-deps", *packages],
+        cwd=module,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return len(result.stdout.split())
+
+
+def _go_build(
+    label: str, module: Path, packages: list[str], ldflags: str, out: Path, log: Path
+) -> None:
+    env = _go_env()
+    _log(f"{label}: resolving modules (downloads from the Go module proxy on first use)")
+    subprocess.run(["go", "mod", "download"], cwd=module, env=env, check=True)
+    total = _count_packages(module, packages, env)
+    _log(f"{label}: compiling up to {total} packages with -p {_jobs()} (log: {log})")
+    command = [
+        "nice",
+        "-n",
+        "10",
+        "go",
+        "build",
+        "-v",
+        "-p",
+        _jobs(),
+        "-ldflags",
+        ldflags,
+        "-o",
+        f"{out}/",
+        *packages,
+    ]
+    started = time.monotonic()
+    compiled = 0
+    last_report = started
+    with log.open("a") as log_file:
+        log_file.write(f"$ {' '.join(command)}\n")
+        process = subprocess.Popen(
+            command,
+            cwd=module,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        assert process.stdout is not None
+        for line in process.stdout:
+            log_file.write(line)
+            compiled += 1
+            now = time.monotonic()
+            if now - last_report >= 30:
+                last_report = now
+                _log(f"{label}: {compiled}/{total} packages, {now - started:.0f}s")
+        code = process.wait()
+    if code != 0:
+        tail = "".join(log.read_text().splitlines(keepends=True)[-40:])
+        raise RuntimeError(f"{label}: go build failed (exit {code}); end of {log}:\n{tail}")
+    _log(f"{label}: done in {time.monotonic() - started:.0f}s")
+
+
+def build(force: bool = False) -> Path:
+    """Build every binary into the cache unless a complete build is there."""
+    p = pins()
+    target = bin_dir(p)
+    if (target / COMPLETE_MARKER).exists() and not force:
+        _log(f"reusing {target}")
+        return target
+    if shutil.which("go") is None:
+        raise RuntimeError("the Go toolchain is needed to build the control plane (go not on PATH)")
+    _log(f"building Kubernetes {p.kubernetes} (kube-apiserver, kubectl), etcd {p.etcd}")
+    _log(f"and helm {p.helm}")
+    _log(f"into {target}; a first build takes tens of minutes on 2 cores")
+    started = time.monotonic()
+    staging = target.with_name(target.name + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    log = staging / "build.log"
+    _go_build(
+        "kubernetes",
+        KUBERNETES_MODULE,
+        [
+            "k8s.io/kubernetes/cmd/kube-apiserver",
+            "k8s.io/kubernetes/cmd/kubectl",
+            "go.etcd.io/etcd/server/v3",
+        ],
+        _kube_ldflags(p.kubernetes),
+        staging,
+        log,
+    )
+    # `go build -o dir/` names a /vN module's main package after its parent.
+    (staging / "server").rename(staging / "etcd")
+    _go_build("helm", HELM_MODULE, ["helm.sh/helm/v3/cmd/helm"], _helm_ldflags(p), staging, log)
+    for name in BINARIES:
+        if not (staging / name).is_file():
+            raise RuntimeError(f"build finished without {name} in {staging}")
+    shutil.rmtree(target, ignore_errors=True)
+    staging.rename(target)
+    (target / COMPLETE_MARKER).write_text(f"{p.key}\n")
+    _log(f"all binaries ready in {target} after {time.monotonic() - started:.0f}s")
+    return target
