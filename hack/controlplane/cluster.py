@@ -115,20 +115,26 @@ def _set_parent_death_signal() -> None:
 
     pr_set_pdeathsig = 1
     libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
+    # SIGKILL: with etcd gone too, a SIGTERMed kube-apiserver hangs in its shutdown hooks.
+    libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
 
 
 def _is_ours(pid: int, binary: Path) -> bool:
     """True when pid is alive and runs `binary` (pids are reused after a reboot)."""
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    if stat.rsplit(")", 1)[1].split()[0] == "Z":
-        _reap(pid)
-        return False
-    return cmdline.decode(errors="replace") == str(binary)
+    for _ in range(20):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return False
+        if stat.rsplit(")", 1)[1].split()[0] == "Z":
+            _reap(pid)
+            return False
+        if cmdline:
+            return cmdline.split(b"\0")[0].decode(errors="replace") == str(binary)
+        # Empty while the process is between fork and a finished exec: look again.
+        time.sleep(0.05)
+    return False
 
 
 def _reap(pid: int) -> None:
@@ -136,24 +142,33 @@ def _reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
 
 
-def _stop_process(name: str, pid: int, binary: Path) -> None:
-    if not _is_ours(pid, binary):
+def _stop_process(
+    name: str, pid: int, binary: Path, child: subprocess.Popen[bytes] | None = None
+) -> None:
+    if child is not None and child.poll() is not None:
+        return
+    if child is None and not _is_ours(pid, binary):
         return
     _log(f"stopping {name} (pid {pid})")
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
+
+    def gone() -> bool:
+        if child is not None:
+            return child.poll() is not None
+        _reap(pid)
+        return not _is_ours(pid, binary)
+
     deadline = time.monotonic() + STOP_TIMEOUT
     while time.monotonic() < deadline:
-        _reap(pid)
-        if not _is_ours(pid, binary):
+        if gone():
             return
         time.sleep(0.1)
     _log(f"{name} (pid {pid}) ignored SIGTERM; killing it")
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
     for _ in range(50):
-        _reap(pid)
-        if not _is_ours(pid, binary):
+        if gone():
             return
         time.sleep(0.1)
 
@@ -171,9 +186,17 @@ def _tail(path: Path, lines: int = 25) -> str:
 class ControlPlane:
     """etcd + kube-apiserver whose state lives in `state_dir`."""
 
-    def __init__(self, state_dir: Path, *, tie_to_parent: bool = False) -> None:
+    def __init__(
+        self, state_dir: Path, *, tie_to_parent: bool = False, data_root: Path | None = None
+    ) -> None:
+        """tie_to_parent: the processes die with this one (for test fixtures).
+        data_root: where etcd's temporary data dir goes (default: the system's temp dir).
+        """
         self.state_dir = Path(state_dir).resolve()
         self.tie_to_parent = tie_to_parent
+        self.data_root = data_root
+        # Processes this object started, by pid: their exit is known without /proc.
+        self._children: dict[int, subprocess.Popen[bytes]] = {}
 
     # paths
     @property
@@ -302,7 +325,8 @@ class ControlPlane:
         # The API server first, so it does not log a storm of etcd errors.
         for name in ("kube-apiserver", "etcd"):
             if name in state.pids:
-                _stop_process(name, state.pids[name], bin_dir / name)
+                pid = state.pids[name]
+                _stop_process(name, pid, bin_dir / name, self._children.pop(pid, None))
         if state.data_dir and Path(state.data_dir).name.startswith("sluice-etcd-"):
             shutil.rmtree(state.data_dir, ignore_errors=True)
         for path in (self._state_file, self.state_dir / "kubeconfig", self.state_dir / "ca.crt"):
@@ -322,13 +346,14 @@ class ControlPlane:
                 start_new_session=True,  # a Ctrl-C in the shell must not hit them directly
                 preexec_fn=_set_parent_death_signal if self.tie_to_parent else None,
             )
+        self._children[process.pid] = process
         return process.pid
 
     def _start(self, bin_dir: Path) -> Cluster:
         started = time.monotonic()
         state = State(
             bin_dir=str(bin_dir),
-            data_dir=tempfile.mkdtemp(prefix="sluice-etcd-"),
+            data_dir=tempfile.mkdtemp(prefix="sluice-etcd-", dir=self.data_root),
             etcd_port=free_port(),
             etcd_peer_port=free_port(),
             api_port=free_port(),
@@ -358,7 +383,9 @@ class ControlPlane:
         while time.monotonic() < deadline:
             if ready():
                 return
-            if not _is_ours(state.pids[name], binary):
+            child = self._children.get(state.pids[name])
+            exited = child.poll() is not None if child else not _is_ours(state.pids[name], binary)
+            if exited:
                 log = self._logs / f"{name}.log"
                 text = _tail(log)
                 if "address already in use" in text:

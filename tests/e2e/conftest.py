@@ -33,7 +33,10 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[controlp
         controlplane.find_binaries()
     except controlplane.BinariesMissing as error:
         pytest.fail(f"{error}. The e2e tests need them and do not skip.", pytrace=False)
-    plane = controlplane.ControlPlane(tmp_path_factory.mktemp("controlplane"), tie_to_parent=True)
+    # Everything under pytest's temp dir, and the processes die with pytest: an
+    # interrupted session leaves nothing running and nothing outside that dir.
+    state_dir = tmp_path_factory.mktemp("controlplane")
+    plane = controlplane.ControlPlane(state_dir, tie_to_parent=True, data_root=state_dir)
     cluster = plane.up()
     try:
         controlplane.install_crds(cluster, CRD_DIR)
