@@ -1,0 +1,370 @@
+"""The rules a Queue or a Job must pass at the door (design section 4), as pure functions.
+
+Every denial names the queue, the rule and the numbers, with quantities as Kubernetes writes
+them. Comparisons between two resource maps follow one convention: a map that is not set
+(empty) does not constrain; a map that is set counts an absent resource as 0, except
+``capability``, where an absent resource is unlimited.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sluice.api.constants import (
+    DEFAULT_MAX_QUEUE_DEPTH,
+    DEFAULT_QUEUE,
+    QUEUE_LABEL,
+    RESERVED_QUEUES,
+    ROOT_QUEUE,
+)
+from sluice.api.queue import Queue
+from sluice.api.resources import EMPTY, Resources, describe_amount
+from sluice.queues.tree import QueueTree
+from sluice.queues.verdict import ALLOW, Verdict, deny
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterFacts:
+    """What the rules need to know beyond the Queues themselves."""
+
+    max_queue_depth: int = DEFAULT_MAX_QUEUE_DEPTH
+    cluster_capacity: Resources | None = None
+    """For the warning on root's children's guarantees; None when unknown."""
+    queues_holding_jobs: frozenset[str] = frozenset()
+    """Queues known to hold pending or unfinished jobs (only those job_facts_needed named)."""
+
+
+def _with(existing: Mapping[str, Queue], queue: Queue) -> dict[str, Queue]:
+    merged = dict(existing)
+    merged[queue.name] = queue
+    return merged
+
+
+def job_facts_needed(
+    old: Queue | None, new: Queue, existing: Mapping[str, Queue]
+) -> frozenset[str]:
+    """The queues whose "holds jobs" fact the rules need for this create or update."""
+    needed: set[str] = set()
+    parent = new.parent
+    if parent is not None and (old is None or old.parent != parent):
+        siblings = [q for q in existing.values() if q.parent == parent and q.name != new.name]
+        if not siblings and parent != ROOT_QUEUE:
+            needed.add(parent)
+    if old is not None and old.parent != new.parent:
+        tree = QueueTree(existing)
+        needed.add(new.name)
+        needed.update(tree.descendants(new.name))
+    return frozenset(needed)
+
+
+# Queue create / update --------------------------------------------------------------------
+
+
+def check_queue_create(new: Queue, existing: Mapping[str, Queue], facts: ClusterFacts) -> Verdict:
+    if new.name in existing:
+        return deny("exists", f"queue {new.name} already exists")
+    return _check_queue(None, new, existing, facts)
+
+
+def check_queue_update(
+    old: Queue, new: Queue, existing: Mapping[str, Queue], facts: ClusterFacts
+) -> Verdict:
+    if old.spec == new.spec:
+        return ALLOW  # metadata only (annotations, finalizers, labels): never blocked
+    return _check_queue(old, new, existing, facts)
+
+
+def _check_queue(
+    old: Queue | None, new: Queue, existing: Mapping[str, Queue], facts: ClusterFacts
+) -> Verdict:
+    name = new.name
+    spec = new.spec
+    if name == ROOT_QUEUE and spec.state == "Closed":
+        return deny("root-closed", "queue root cannot be closed")
+    if name == ROOT_QUEUE and spec.parent:
+        return deny("reserved-parent", f"queue root cannot have a parent (got {spec.parent})")
+    if name == DEFAULT_QUEUE and new.parent != ROOT_QUEUE:
+        return deny("reserved-parent", f"queue default must stay under root (got {new.parent})")
+    if (verdict := _check_amounts(new)) is not None:
+        return verdict
+    if (
+        old is not None
+        and old.spec.state != spec.state
+        and old.spec.model_copy(update={"state": spec.state}) == spec
+    ):
+        return _check_state_change(new, existing)
+    queues = _with(existing, new)
+    if (verdict := _check_parent(old, new, queues, facts)) is not None:
+        return verdict
+    if (verdict := _check_state_under_parent(new, queues)) is not None:
+        return verdict
+    tree = QueueTree(queues)
+    for check in (_check_sums, _check_capability):
+        if (verdict := check(new, tree)) is not None:
+            return verdict
+    return Verdict(True, warnings=_guarantee_warnings(new, tree, facts))
+
+
+def _check_state_change(new: Queue, existing: Mapping[str, Queue]) -> Verdict:
+    verdict = _check_state_under_parent(new, _with(existing, new))
+    return verdict if verdict is not None else ALLOW
+
+
+def _check_amounts(new: Queue) -> Verdict | None:
+    spec = new.spec
+    fields = {
+        "capability": spec.capability,
+        "deserved": spec.deserved,
+        "guarantee.resource": spec.guarantee.resource,
+    }
+    for field_name, amounts in fields.items():
+        for resource in sorted(amounts):
+            if amounts[resource] < 0:
+                return deny(
+                    "negative-quantity",
+                    f"queue {new.name}: {field_name} {describe_amount(resource, amounts[resource])}"
+                    " is negative; quantities must be >= 0",
+                )
+    guarantee = spec.guarantee.resource
+    for lower_name, lower, upper_name, upper in (
+        ("guarantee", guarantee, "deserved", spec.deserved),
+        ("deserved", spec.deserved, "capability", spec.capability),
+        ("guarantee", guarantee, "capability", spec.capability),
+    ):
+        for resource in sorted(lower):
+            if resource in upper and lower[resource] > upper[resource]:
+                return deny(
+                    f"{lower_name}-over-{upper_name}",
+                    f"queue {new.name}: {lower_name} {describe_amount(resource, lower[resource])}"
+                    f" exceeds its {upper_name} {describe_amount(resource, upper[resource])};"
+                    f" {lower_name} must be <= {upper_name}",
+                )
+    return None
+
+
+def _check_parent(
+    old: Queue | None, new: Queue, queues: Mapping[str, Queue], facts: ClusterFacts
+) -> Verdict | None:
+    name = new.name
+    parent = new.parent
+    if parent is None:
+        return None
+    if parent == name:
+        return deny("parent-self", f"queue {name} cannot be its own parent")
+    if parent not in queues:
+        return deny("parent-missing", f"queue {name}: parent queue {parent} does not exist")
+    parent_changed = old is not None and old.parent != parent
+    if old is not None and parent_changed and name in RESERVED_QUEUES:
+        return deny("reserved-parent", f"queue {name} keeps its parent {old.parent}")
+    tree = QueueTree(queues)
+    if name in tree.ancestors(parent) or "cycle" in tree.problems().get(name, ""):
+        return deny(
+            "parent-cycle",
+            f"queue {name}: parent {parent} is one of its own descendants; that makes a cycle",
+        )
+    depth = tree.depth(name)
+    subtree_depth = max((tree.depth(d) for d in tree.descendants(name)), default=depth)
+    if subtree_depth > facts.max_queue_depth:
+        return deny(
+            "max-depth",
+            f"queue {name}: the tree would be {subtree_depth} levels deep under root"
+            f" (maximum {facts.max_queue_depth}, set by --max-queue-depth)",
+        )
+    gains_first_child = (old is None or parent_changed) and not [
+        q for q in tree.children(parent) if q != name
+    ]
+    if gains_first_child and parent in facts.queues_holding_jobs:
+        return deny(
+            "parent-holds-jobs",
+            f"queue {name}: parent {parent} holds jobs; a queue that holds jobs cannot get"
+            " children (jobs run only in leaf queues); move or finish its jobs first",
+        )
+    if parent_changed:
+        holding = sorted(
+            q for q in (name, *tree.descendants(name)) if q in facts.queues_holding_jobs
+        )
+        if holding:
+            return deny(
+                "parent-change-with-jobs",
+                f"queue {name}: parent can change only while the queue holds no unfinished"
+                f" jobs ({', '.join(holding)} still holds some)",
+            )
+    return None
+
+
+def _check_state_under_parent(new: Queue, queues: Mapping[str, Queue]) -> Verdict | None:
+    parent = new.parent
+    if new.spec.state != "Open" or parent is None or parent not in queues:
+        return None
+    if queues[parent].spec.state == "Closed":
+        return deny(
+            "parent-closed",
+            f"queue {new.name} cannot be Open while its parent {parent} is Closed;"
+            f" open {parent} first",
+        )
+    return None
+
+
+def _sum(queues: list[Queue], pick: str) -> Resources:
+    total = EMPTY
+    for queue in queues:
+        total = total + (
+            queue.spec.guarantee.resource if pick == "guarantee" else queue.spec.deserved
+        )
+    return total
+
+
+def _check_sums(new: Queue, tree: QueueTree) -> Verdict | None:
+    """Children's guarantees and deserved fit in their parent's, for the new queue's parent
+    and for the new queue as a parent."""
+    for parent in (new.parent, new.name):
+        if parent is None or parent == ROOT_QUEUE or parent not in tree.queues:
+            continue
+        children = [tree.queues[c] for c in tree.children(parent)]
+        if not children:
+            continue
+        parent_queue = tree.queues[parent]
+        for pick, limit in (
+            ("guarantee", parent_queue.spec.guarantee.resource),
+            ("deserved", parent_queue.spec.deserved),
+        ):
+            if not limit:
+                continue
+            total = _sum(children, pick)
+            for resource, amount in sorted(total.items()):
+                if amount > limit.get_amount(resource):
+                    return deny(
+                        f"{pick}-sum",
+                        f"queue {new.name}: the children of {parent} would have {pick}"
+                        f" {describe_amount(resource, amount)} in total, more than {parent}'s"
+                        f" {pick} {describe_amount(resource, limit.get_amount(resource))}",
+                    )
+    return None
+
+
+def _check_capability(new: Queue, tree: QueueTree) -> Verdict | None:
+    # Upwards: each resource the queue caps is within its nearest ancestor capping it.
+    for resource, amount in sorted(new.spec.capability.items()):
+        for ancestor in tree.ancestors(new.name):
+            queue = tree.queues.get(ancestor)
+            if queue is None or resource not in queue.spec.capability:
+                continue
+            limit = queue.spec.capability[resource]
+            if amount > limit:
+                return deny(
+                    "capability-over-ancestor",
+                    f"queue {new.name}: capability {describe_amount(resource, amount)} exceeds"
+                    f" the capability {describe_amount(resource, limit)} of its ancestor"
+                    f" {ancestor}",
+                )
+            break
+    # Downwards: no descendant caps a resource higher than this queue does.
+    for descendant in tree.descendants(new.name):
+        caps = tree.queues[descendant].spec.capability
+        for resource, limit in sorted(new.spec.capability.items()):
+            if caps.get_amount(resource) > limit:
+                return deny(
+                    "capability-under-descendant",
+                    f"queue {new.name}: capability {describe_amount(resource, limit)} is below"
+                    f" the capability {describe_amount(resource, caps[resource])} of its"
+                    f" descendant {descendant}",
+                )
+    return None
+
+
+def _guarantee_warnings(new: Queue, tree: QueueTree, facts: ClusterFacts) -> tuple[str, ...]:
+    if new.parent != ROOT_QUEUE or facts.cluster_capacity is None:
+        return ()
+    children = [tree.queues[c] for c in tree.children(ROOT_QUEUE)]
+    total = _sum(children, "guarantee")
+    over = total.exceeding(facts.cluster_capacity, absent_is_unlimited=False)
+    return tuple(
+        f"the guarantees of root's children add up to {describe_amount(r, amount)}, more than"
+        f" the cluster's current {describe_amount(r, cap)}; they cannot all be honoured"
+        for r, amount, cap in over
+    )
+
+
+# Queue delete -----------------------------------------------------------------------------
+
+
+def check_queue_delete(queue: Queue, existing: Mapping[str, Queue]) -> Verdict:
+    if queue.name in RESERVED_QUEUES:
+        return deny("reserved-delete", f"queue {queue.name} cannot be deleted")
+    state = queue.status.state
+    if state != "Closed":
+        shown = state or "not yet reconciled"
+        return deny(
+            "delete-not-closed",
+            f"queue {queue.name} is {shown}; only a Closed queue can be deleted"
+            f" (close it with spec.state: Closed and wait until its jobs finish)",
+        )
+    return ALLOW
+
+
+# Jobs -------------------------------------------------------------------------------------
+
+
+def queue_state(queue: Queue) -> str:
+    """status.state when the operator has written it, else what spec.state implies."""
+    return queue.status.state or queue.spec.state
+
+
+def check_job_queue(queue_name: str | None, existing: Mapping[str, Queue]) -> Verdict:
+    if not queue_name:
+        return deny("job-no-queue", f"the job names no queue (label {QUEUE_LABEL})")
+    if queue_name == ROOT_QUEUE:
+        return deny("job-root", "jobs cannot be submitted to queue root; use a leaf queue")
+    queue = existing.get(queue_name)
+    if queue is None:
+        return deny("job-queue-missing", f"queue {queue_name} does not exist")
+    children = sorted(q.name for q in existing.values() if q.parent == queue_name)
+    if children:
+        return deny(
+            "job-not-leaf",
+            f"queue {queue_name} has child queues ({', '.join(children[:5])}); jobs go to leaf"
+            " queues only",
+        )
+    state = queue_state(queue)
+    if state != "Open":
+        return deny("job-queue-not-open", f"queue {queue_name} is {state}; it accepts no new jobs")
+    return ALLOW
+
+
+def _labels(job: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = job.get("metadata") or {}
+    return meta.get("labels") or {} if isinstance(meta, Mapping) else {}
+
+
+def _suspended(job: Mapping[str, Any]) -> bool:
+    spec = job.get("spec") or {}
+    return bool(spec.get("suspend")) if isinstance(spec, Mapping) else False
+
+
+def check_job_update(
+    old_job: Mapping[str, Any],
+    new_job: Mapping[str, Any],
+    username: str,
+    operator_users: frozenset[str],
+) -> Verdict:
+    old_queue = _labels(old_job).get(QUEUE_LABEL)
+    new_queue = _labels(new_job).get(QUEUE_LABEL)
+    if old_queue is None and new_queue is None:
+        return ALLOW
+    name = (new_job.get("metadata") or {}).get("name", "?")
+    admitted = old_queue is not None and not _suspended(old_job)
+    if admitted and new_queue != old_queue:
+        return deny(
+            "job-queue-immutable",
+            f"job {name}: the queue label {QUEUE_LABEL} of an admitted job cannot change"
+            f" (from {old_queue} to {new_queue or 'nothing'})",
+        )
+    if _suspended(old_job) and not _suspended(new_job) and username not in operator_users:
+        return deny(
+            "job-unsuspend",
+            f"job {name}: only sluice may clear spec.suspend on a job of queue"
+            f" {old_queue or new_queue}; it does so when the queue's quota allows",
+        )
+    return ALLOW
