@@ -222,30 +222,42 @@ def _check_sums(new: Queue, tree: QueueTree) -> Verdict | None:
     for parent in (new.parent, new.name):
         if parent is None or parent == ROOT_QUEUE or parent not in tree.queues:
             continue
-        children = [tree.queues[c] for c in tree.children(parent)]
-        if not children:
+        if (verdict := _check_sums_of(parent, new.name, tree)) is not None:
+            return verdict
+    return None
+
+
+def _check_sums_of(parent: str, subject: str, tree: QueueTree) -> Verdict | None:
+    children = [tree.queues[c] for c in tree.children(parent)]
+    if not children:
+        return None
+    parent_queue = tree.queues[parent]
+    for pick, limit in (
+        ("guarantee", parent_queue.spec.guarantee.resource),
+        ("deserved", parent_queue.spec.deserved),
+    ):
+        if not limit:
             continue
-        parent_queue = tree.queues[parent]
-        for pick, limit in (
-            ("guarantee", parent_queue.spec.guarantee.resource),
-            ("deserved", parent_queue.spec.deserved),
-        ):
-            if not limit:
-                continue
-            total = _sum(children, pick)
-            for resource, amount in sorted(total.items()):
-                if amount > limit.get_amount(resource):
-                    return deny(
-                        f"{pick}-sum",
-                        f"queue {new.name}: the children of {parent} would have {pick}"
-                        f" {describe_amount(resource, amount)} in total, more than {parent}'s"
-                        f" {pick} {describe_amount(resource, limit.get_amount(resource))}",
-                    )
+        total = _sum(children, pick)
+        for resource, amount in sorted(total.items()):
+            if amount > limit.get_amount(resource):
+                return deny(
+                    f"{pick}-sum",
+                    f"queue {subject}: the children of {parent} would have {pick}"
+                    f" {describe_amount(resource, amount)} in total, more than {parent}'s"
+                    f" {pick} {describe_amount(resource, limit.get_amount(resource))}",
+                )
     return None
 
 
 def _check_capability(new: Queue, tree: QueueTree) -> Verdict | None:
-    # Upwards: each resource the queue caps is within its nearest ancestor capping it.
+    if (verdict := _check_capability_upwards(new, tree)) is not None:
+        return verdict
+    return _check_capability_downwards(new, tree)
+
+
+def _check_capability_upwards(new: Queue, tree: QueueTree) -> Verdict | None:
+    """Each resource the queue caps is within the cap of its nearest ancestor capping it."""
     for resource, amount in sorted(new.spec.capability.items()):
         for ancestor in tree.ancestors(new.name):
             queue = tree.queues.get(ancestor)
@@ -260,7 +272,11 @@ def _check_capability(new: Queue, tree: QueueTree) -> Verdict | None:
                     f" {ancestor}",
                 )
             break
-    # Downwards: no descendant caps a resource higher than this queue does.
+    return None
+
+
+def _check_capability_downwards(new: Queue, tree: QueueTree) -> Verdict | None:
+    """No descendant caps a resource higher than this queue does."""
     for descendant in tree.descendants(new.name):
         caps = tree.queues[descendant].spec.capability
         for resource, limit in sorted(new.spec.capability.items()):
@@ -368,3 +384,32 @@ def check_job_update(
             f" {old_queue or new_queue}; it does so when the queue's quota allows",
         )
     return ALLOW
+
+
+# A whole tree, for the operator ---------------------------------------------------------
+
+
+def tree_violations(tree: QueueTree, max_queue_depth: int) -> dict[str, str]:
+    """Queue -> why it breaks the rules, for a tree that got past the webhooks anyway.
+
+    The offending queue is the one to fix: the queue with a broken parent link, the queue too
+    deep, the queue whose own amounts or capability are wrong, and the parent whose children's
+    guarantees or deserved add up to more than its own.
+    """
+    out: dict[str, str] = dict(tree.problems())
+    for name in sorted(tree.queues):
+        if name in out:
+            continue
+        queue = tree.queues[name]
+        if tree.depth(name) > max_queue_depth:
+            out[name] = (
+                f"queue {name} is {tree.depth(name)} levels deep under root"
+                f" (maximum {max_queue_depth})"
+            )
+            continue
+        verdict = _check_amounts(queue) or _check_capability_upwards(queue, tree)
+        if verdict is None and tree.children(name) and name != ROOT_QUEUE:
+            verdict = _check_sums_of(name, name, tree)
+        if verdict is not None:
+            out[name] = verdict.message
+    return out
