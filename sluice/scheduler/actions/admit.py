@@ -1,0 +1,163 @@
+"""enqueue / allocate: admit whole jobs while every limit on their path holds.
+
+Queues are served one job at a time, always the best queue by the current order (shares
+change with every admission, so two equal teams take turns instead of one taking all). The
+choice walks the tree from the root through one heap of children per parent, so each pick
+costs the depth of the tree times a log, not the number of queues.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+
+from sluice.api.constants import ROOT_QUEUE
+from sluice.scheduler.actions.outcome import Outcome
+from sluice.scheduler.fit import cluster_failure, queue_failure
+from sluice.scheduler.order import QueueKey, global_job_key, leaf_order, queue_key_function
+from sluice.scheduler.session import JobInfo, Session
+
+
+def admissible_leaves(session: Session, outcome: Outcome) -> list[str]:
+    """Leaves whose pending jobs may be admitted; others get their reason here."""
+    leaves: list[str] = []
+    for name, info in session.queues.items():
+        if not info.pending_jobs:
+            continue
+        if info.blocked_by:
+            for job in info.pending_jobs:
+                outcome.reasons[job.key] = f"queue {name} is not valid: {info.blocked_by}"
+            continue
+        if info.children:
+            for job in info.pending_jobs:
+                outcome.reasons[job.key] = (
+                    f"queue {name} has child queues; jobs run only in leaf queues"
+                )
+            continue
+        if name == ROOT_QUEUE:
+            for job in info.pending_jobs:
+                outcome.reasons[job.key] = "jobs cannot run in queue root"
+            continue
+        leaves.append(name)
+    for job in session.orphans:
+        if not job.admitted:
+            outcome.reasons[job.key] = f"queue {job.queue} does not exist"
+    return leaves
+
+
+def try_admit(session: Session, outcome: Outcome, job: JobInfo, action: str) -> bool:
+    failure = queue_failure(session, job) or cluster_failure(session, job)
+    if failure is not None:
+        outcome.reasons[job.key] = failure
+        return False
+    outcome.admit(session, job, f"{action}: fits in queue {job.queue}")
+    return True
+
+
+def admit(session: Session, outcome: Outcome, action: str) -> None:
+    leaves = admissible_leaves(session, outcome)
+    if session.config.arguments(action).job_order == "global" or (
+        action in ("enqueue", "allocate")
+        and session.config.arguments("enqueue").job_order == "global"
+    ):
+        _admit_global(session, outcome, action, leaves)
+    else:
+        _admit_by_queue(session, outcome, action, leaves)
+    for info in session.queues.values():
+        info.pending_jobs = [j for j in info.pending_jobs if not j.admitted]
+    outcome.changed = False
+
+
+def _admit_global(session: Session, outcome: Outcome, action: str, leaves: list[str]) -> None:
+    rank = {name: i for i, name in enumerate(leaf_order(session, leaves))}
+    jobs = [j for name in leaves for j in session.queues[name].pending_jobs if not j.admitted]
+    blocked: dict[str, str] = {}  # fifo queue -> the job it waits behind
+    for job in sorted(jobs, key=global_job_key(rank)):
+        info = session.queues[job.queue]
+        if job.queue in blocked:
+            outcome.reasons[job.key] = _behind(job.queue, blocked[job.queue])
+            continue
+        if not try_admit(session, outcome, job, action) and (
+            info.queue.spec.dequeue_strategy == "fifo"
+        ):
+            blocked[job.queue] = job.key
+
+
+def _behind(queue: str, first: str) -> str:
+    return f"waiting behind {first}, the first job of fifo queue {queue}"
+
+
+class _Picker:
+    """Best leaf by the hierarchical queue order, with lazily refreshed per-parent heaps."""
+
+    def __init__(self, session: Session, leaves: list[str], key: Callable[[str], QueueKey]):
+        self.session = session
+        self.key = key
+        self.version: dict[str, int] = {}
+        self.active: set[str] = set()
+        self.heaps: dict[str, list[tuple[QueueKey, int, str]]] = {}
+        for leaf in leaves:
+            for name in session.chain(leaf):
+                if name in self.active:
+                    break
+                self.active.add(name)
+                parent = session.queues[name].parent
+                if parent is not None:
+                    self.version[name] = 0
+                    self.heaps.setdefault(parent, []).append((key(name), 0, name))
+        for heap in self.heaps.values():
+            heapq.heapify(heap)
+
+    def pick(self) -> str | None:
+        node = ROOT_QUEUE
+        while True:
+            heap = self.heaps.get(node, [])
+            while heap and (
+                heap[0][2] not in self.active or heap[0][1] != self.version[heap[0][2]]
+            ):
+                heapq.heappop(heap)
+            if not heap:
+                if node == ROOT_QUEUE:
+                    return None
+                self.active.discard(node)
+                node = ROOT_QUEUE
+                continue
+            child = heap[0][2]
+            if not self.session.queues[child].children:
+                return child
+            node = child
+
+    def refresh(self, leaf: str) -> None:
+        """The leaf's allocation changed: re-key it and its ancestors among their siblings."""
+        for name in self.session.chain(leaf):
+            parent = self.session.queues[name].parent
+            if parent is None:
+                break
+            self.version[name] += 1
+            heapq.heappush(self.heaps[parent], (self.key(name), self.version[name], name))
+
+    def retire(self, leaf: str) -> None:
+        self.active.discard(leaf)
+
+
+def _admit_by_queue(session: Session, outcome: Outcome, action: str, leaves: list[str]) -> None:
+    picker = _Picker(session, leaves, queue_key_function(session))
+    cursor = {name: 0 for name in leaves}
+    while (leaf := picker.pick()) is not None:
+        info = session.queues[leaf]
+        jobs = info.pending_jobs
+        i = cursor[leaf]
+        while i < len(jobs) and jobs[i].admitted:
+            i += 1
+        if i >= len(jobs):
+            picker.retire(leaf)
+            continue
+        job = jobs[i]
+        cursor[leaf] = i + 1
+        if try_admit(session, outcome, job, action):
+            picker.refresh(leaf)
+        elif info.queue.spec.dequeue_strategy == "fifo":
+            for later in jobs[i + 1 :]:
+                if not later.admitted:
+                    outcome.reasons[later.key] = _behind(leaf, job.key)
+            picker.retire(leaf)

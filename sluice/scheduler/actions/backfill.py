@@ -1,0 +1,16 @@
+"""backfill: jobs that request nothing are admitted wherever they wait, even behind a fifo head."""
+
+from __future__ import annotations
+
+from sluice.scheduler.actions.admit import admissible_leaves
+from sluice.scheduler.actions.outcome import Outcome
+from sluice.scheduler.session import Session
+
+
+def backfill(session: Session, outcome: Outcome) -> None:
+    for leaf in admissible_leaves(session, outcome):
+        info = session.queues[leaf]
+        for job in info.pending_jobs:
+            if not job.admitted and not any(a > 0 for a in job.request.values()):
+                outcome.admit(session, job, "backfill: requests nothing")
+        info.pending_jobs = [j for j in info.pending_jobs if not j.admitted]

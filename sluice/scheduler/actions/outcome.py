@@ -1,0 +1,46 @@
+"""What the actions of one cycle decide, gathered as they go."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from sluice.scheduler.model import Decision
+from sluice.scheduler.session import JobInfo, Session
+
+
+@dataclass(slots=True)
+class Outcome:
+    decisions: list[Decision] = field(default_factory=list)
+    reasons: dict[str, str] = field(default_factory=dict)
+    """Pending job -> why it waits (without its position, added at the end)."""
+    evicted: list[JobInfo] = field(default_factory=list)
+    """Victims of this cycle: pending again, but not re-admitted before the next cycle."""
+    changed: bool = True
+    """Something was evicted since the last admission pass, so another pass may admit more."""
+
+    def admit(self, session: Session, job: JobInfo, reason: str) -> None:
+        session.admit(job)
+        self.reasons.pop(job.key, None)
+        self.decisions.append(Decision("admit", job.key, job.queue, reason))
+
+    def evict(
+        self,
+        session: Session,
+        kind: Literal["reclaim", "preempt"],
+        victim: JobInfo,
+        for_job: JobInfo,
+    ) -> None:
+        session.evict(victim)
+        self.evicted.append(victim)
+        self.reasons[victim.key] = f"{kind}ed for {for_job.key}; waits for quota again"
+        self.changed = True
+        self.decisions.append(
+            Decision(
+                kind,
+                victim.key,
+                victim.queue,
+                f"{kind}ed for {for_job.key} of queue {for_job.queue}",
+                for_job=for_job.key,
+            )
+        )

@@ -1,0 +1,144 @@
+"""One scheduling cycle: Snapshot in, CycleResult out. The only entry point callers need."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+
+from sluice.api.constants import ROOT_QUEUE
+from sluice.api.resources import Resources
+from sluice.api.views import JobPhase, JobView
+from sluice.queues.lifecycle import QueueAction, derive_states, lifecycle_actions
+from sluice.scheduler.actions.admit import admit
+from sluice.scheduler.actions.backfill import backfill
+from sluice.scheduler.actions.outcome import Outcome
+from sluice.scheduler.actions.preempt import preempt
+from sluice.scheduler.actions.reclaim import reclaim
+from sluice.scheduler.model import CycleResult, PendingJob, QueueResult, Snapshot
+from sluice.scheduler.order import leaf_order
+from sluice.scheduler.session import JobInfo, Session, job_order_key
+
+
+def run_cycle(snapshot: Snapshot) -> CycleResult:
+    session = Session(snapshot)
+    leaves = [n for n in session.tree.leaves() if n in session.queues]
+    queue_order = leaf_order(session, leaves)
+    outcome = Outcome()
+    for action in session.config.actions:
+        if action in ("enqueue", "allocate"):
+            if outcome.changed:
+                admit(session, outcome, action)
+        elif action == "reclaim":
+            reclaim(session, outcome)
+        elif action == "preempt":
+            preempt(session, outcome)
+        elif action == "backfill":
+            backfill(session, outcome)
+    return CycleResult(
+        queue_order=queue_order,
+        queues=_queue_results(session, outcome),
+        decisions=tuple(outcome.decisions),
+        pending=tuple(_pending(session, outcome, queue_order)),
+        queue_actions=tuple(_queue_actions(session)),
+        cluster_total=session.total,
+    )
+
+
+def _pending(session: Session, outcome: Outcome, queue_order: list[str]) -> list[PendingJob]:
+    by_queue: dict[str, list[JobInfo]] = {}
+    for info in session.queues.values():
+        waiting = [j for j in info.pending_jobs if not j.admitted]
+        if waiting:
+            by_queue[info.name] = waiting
+    for job in [*outcome.evicted, *session.orphans]:
+        if not job.admitted:
+            by_queue.setdefault(job.queue, []).append(job)
+    rank = {name: i for i, name in enumerate(queue_order)}
+    out: list[PendingJob] = []
+    for queue in sorted(by_queue, key=lambda q: (rank.get(q, len(rank)), q)):
+        jobs = sorted(by_queue[queue], key=job_order_key)
+        for position, job in enumerate(jobs, start=1):
+            reason = outcome.reasons.get(job.key) or (
+                "no admission action is configured"
+                if not {"enqueue", "allocate"} & set(session.config.actions)
+                else "not reached this cycle"
+            )
+            out.append(
+                PendingJob(job.key, queue, f"position {position} in {queue}; {reason}", position)
+            )
+    return out
+
+
+def _queue_results(session: Session, outcome: Outcome) -> dict[str, QueueResult]:
+    counts: dict[str, list[int]] = {name: [0, 0, 0, 0] for name in session.queues}
+    for job in outcome.evicted:
+        if job.queue in counts:
+            counts[job.queue][0] += 1
+    for info in session.queues.values():
+        own = counts[info.name]
+        own[0] += len([j for j in info.pending_jobs if not j.admitted])
+        for job in info.admitted_jobs:
+            if job.view.phase is JobPhase.RUNNING and not job.fresh:
+                own[2] += 1
+            else:
+                own[1] += 1
+        own[3] += info.completed
+    unfinished = {name: c[0] + c[1] + c[2] for name, c in counts.items()}
+    states = derive_states(session.tree, unfinished)
+    for info in sorted(session.queues.values(), key=lambda q: -q.depth):
+        if info.parent is not None:
+            parent = counts[info.parent]
+            for i, value in enumerate(counts[info.name]):
+                parent[i] += value
+    out: dict[str, QueueResult] = {}
+    for name, info in sorted(session.queues.items()):
+        if name == ROOT_QUEUE:
+            continue
+        pending, inqueue, running, completed = counts[name]
+        out[name] = QueueResult(
+            state=states.get(name, "Unknown"),
+            parent=info.parent,
+            weight=info.weight,
+            priority=info.priority,
+            deserved=info.deserved,
+            allocated=Resources(info.allocated),
+            guarantee=info.guarantee,
+            real_capability=info.real_capability,
+            share=session.share(name),
+            pending=pending,
+            inqueue=inqueue,
+            running=running,
+            completed=completed,
+            valid=not info.invalid_reason,
+            invalid_reason=info.invalid_reason,
+            children=info.children,
+        )
+    return out
+
+
+def _queue_actions(session: Session) -> list[QueueAction]:
+    actions: list[QueueAction] = []
+    if session.root_missing:
+        actions.append(QueueAction("create", ROOT_QUEUE, f"queue {ROOT_QUEUE} is missing"))
+    actions.extend(a for a in lifecycle_actions(session.tree) if a.queue != ROOT_QUEUE)
+    for name, info in sorted(session.queues.items()):
+        if info.invalid_reason:
+            actions.append(QueueAction("invalid", name, info.invalid_reason))
+        elif session.condition_invalid(name):
+            actions.append(QueueAction("valid", name, "the queue follows the rules again"))
+    return actions
+
+
+def apply_decisions(snapshot: Snapshot, result: CycleResult, now: datetime) -> Snapshot:
+    """The snapshot as it would be once the operator wrote the cycle's decisions."""
+    admitted = {d.job for d in result.decisions if d.action == "admit"}
+    evicted = {d.job for d in result.decisions if d.action != "admit"} - admitted
+    jobs: list[JobView] = []
+    for job in snapshot.jobs:
+        if job.key in admitted:
+            jobs.append(replace(job, phase=JobPhase.INQUEUE, admitted_at=now))
+        elif job.key in evicted:
+            jobs.append(replace(job, phase=JobPhase.PENDING, admitted_at=None))
+        else:
+            jobs.append(job)
+    return replace(snapshot, jobs=tuple(jobs), now=now)

@@ -1,0 +1,81 @@
+"""Does a job fit, and if not, what exactly stops it (the text of its pending reason)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from sluice.api.resources import describe_amount
+from sluice.scheduler.session import JobInfo, Session
+
+
+def _level(session: Session, leaf: str, name: str) -> str:
+    if name == leaf:
+        return name
+    return (
+        f"{name} (ancestor of {leaf})"
+        if session.queues[leaf].parent != name
+        else (f"{name} (parent of {leaf})")
+    )
+
+
+def queue_failure(
+    session: Session, job: JobInfo, freed: Mapping[str, Mapping[str, int]] | None = None
+) -> str | None:
+    """Why admitting the job would take its queue or an ancestor over its limit, or None.
+
+    ``freed`` lets reclaim and preempt ask the question as if some jobs were already gone.
+    """
+    leaf = job.queue
+    for name in session.chain(leaf):
+        info = session.queues[name]
+        if info.parent is None:
+            continue  # root's limit is the cluster, checked separately
+        gone = freed.get(name, {}) if freed else {}
+        for r, amount in job.request.items():
+            if amount <= 0:
+                continue
+            would = info.allocated.get(r, 0) - gone.get(r, 0) + amount
+            limit = info.real_capability.get_amount(r)
+            if would > limit:
+                label = (
+                    "capability"
+                    if r in info.capability and info.capability[r] == limit
+                    else "realCapability"
+                )
+                return (
+                    f"{_level(session, leaf, name)} would use {describe_amount(r, would)}"
+                    f" > {label} {describe_amount(r, limit)}"
+                )
+            if not session.elastic and would > info.deserved.get_amount(r):
+                return (
+                    f"{_level(session, leaf, name)} would use {describe_amount(r, would)}"
+                    f" > deserved {describe_amount(r, info.deserved.get_amount(r))}"
+                    " (ElasticEnable is false)"
+                )
+    return None
+
+
+def cluster_failure(
+    session: Session, job: JobInfo, freed: Mapping[str, int] | None = None
+) -> str | None:
+    """Why the cluster has no room for the job, or None."""
+    for r, amount in job.request.items():
+        if amount <= 0:
+            continue
+        free = session.total.get_amount(r) - session.used.get(r, 0) + (freed or {}).get(r, 0)
+        if amount > free:
+            return (
+                f"cluster has {describe_amount(r, max(free, 0))} free,"
+                f" job requests {describe_amount(r, amount)}"
+            )
+    return None
+
+
+def short_resources(session: Session, job: JobInfo) -> dict[str, int]:
+    """The resources the cluster lacks for this job, and by how much."""
+    out: dict[str, int] = {}
+    for r, amount in job.request.items():
+        free = session.total.get_amount(r) - session.used.get(r, 0)
+        if amount > free:
+            out[r] = amount - max(free, 0)
+    return out

@@ -1,0 +1,327 @@
+"""A Session: one snapshot turned into the working state of one cycle.
+
+It holds the tree, every queue's derived numbers (realCapability, deserved), the mutable
+allocations the actions change as they admit and evict, and the per-queue job lists sorted
+once. Allocations are plain dicts of milli-units because actions update them thousands of
+times a cycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from sluice.api.config import SchedulerConfig
+from sluice.api.constants import CONDITION_VALID, ROOT_QUEUE
+from sluice.api.queue import Queue
+from sluice.api.resources import EMPTY, Resources
+from sluice.api.views import JobPhase, JobView
+from sluice.queues.admission import tree_violations
+from sluice.queues.tree import QueueTree
+from sluice.scheduler.model import Snapshot
+from sluice.scheduler.plugins import deserved as deserved_plugins
+
+DESERVED_PLUGINS = ("proportion", "capacity", "proportion_optimize")
+
+
+@dataclass(slots=True, eq=False)
+class JobInfo:
+    view: JobView
+    priority: int
+    request: Mapping[str, int]
+    admitted: bool
+    admitted_at: datetime | None
+    finished: bool
+    fresh: bool = False  # admitted by this cycle: never a victim in the same cycle
+
+    @property
+    def key(self) -> str:
+        return self.view.key
+
+    @property
+    def queue(self) -> str:
+        return self.view.queue
+
+
+@dataclass(slots=True, eq=False)
+class QueueInfo:
+    name: str
+    queue: Queue
+    parent: str | None
+    children: tuple[str, ...]
+    depth: int
+    priority: int
+    weight: int
+    guarantee: Resources
+    capability: Resources  # absent resource: unlimited
+    real_capability: Resources = EMPTY  # absent resource: 0
+    deserved: Resources = EMPTY
+    request: Resources = EMPTY  # allocated + pending of the subtree, for proportion
+    invalid_reason: str = ""  # its own rule break
+    blocked_by: str = ""  # an invalid ancestor-or-self: nothing is admitted here
+    allocated: dict[str, int] = field(default_factory=dict)
+    pending_jobs: list[JobInfo] = field(default_factory=list)
+    admitted_jobs: list[JobInfo] = field(default_factory=list)
+    completed: int = 0
+
+
+class Session:
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        self.config: SchedulerConfig = snapshot.config
+        self.now: datetime = snapshot.now
+        queues = {q.name: q for q in snapshot.queues}
+        self.root_missing = ROOT_QUEUE not in queues
+        if self.root_missing:
+            queues[ROOT_QUEUE] = Queue(name=ROOT_QUEUE)
+        self.tree = QueueTree(queues)
+        self.priority_classes = {pc.name: pc.value for pc in snapshot.priority_classes}
+        defaults = [pc for pc in snapshot.priority_classes if pc.global_default]
+        self.default_priority = max((pc.value for pc in defaults), default=0)
+        self.total = Resources({})
+        for node in snapshot.nodes:
+            if node.usable:
+                self.total = self.total + node.allocatable
+        self.used: dict[str, int] = {}
+        self.queues: dict[str, QueueInfo] = {}
+        self.orphans: list[JobInfo] = []  # jobs whose queue is missing
+        self._build_queues()
+        self._place_jobs(snapshot.jobs)
+        self._derive()
+
+    # Construction ------------------------------------------------------------------------
+    def _queue_priority(self, queue: Queue) -> int:
+        if queue.spec.priority is not None:
+            return queue.spec.priority
+        if queue.spec.priority_class_name:
+            return self.priority_classes.get(queue.spec.priority_class_name, 0)
+        return 0
+
+    def _build_queues(self) -> None:
+        tree = self.tree
+        violations = tree_violations(tree, self.snapshot.max_queue_depth)
+        for name in sorted(tree.queues, key=lambda n: (tree.depth(n), n)):
+            queue = tree.queues[name]
+            parent = tree.parent(name)
+            info = QueueInfo(
+                name=name,
+                queue=queue,
+                parent=parent if parent in tree.queues else None,
+                children=tree.children(name),
+                depth=tree.depth(name),
+                priority=self._queue_priority(queue),
+                weight=queue.spec.weight,
+                guarantee=queue.spec.guarantee.resource,
+                capability=queue.spec.capability,
+                invalid_reason=violations.get(name, ""),
+            )
+            if info.invalid_reason:
+                info.blocked_by = info.invalid_reason
+            elif info.parent is not None and self.queues[info.parent].blocked_by:
+                info.blocked_by = self.queues[info.parent].blocked_by
+            self.queues[name] = info
+
+    def job_priority(self, job: JobView) -> int:
+        if job.priority_class_name and job.priority_class_name in self.priority_classes:
+            return self.priority_classes[job.priority_class_name]
+        info = self.queues.get(job.queue)
+        if info is not None and (
+            info.queue.spec.priority is not None or info.queue.spec.priority_class_name
+        ):
+            return info.priority
+        return self.default_priority
+
+    def _place_jobs(self, jobs: Iterable[JobView]) -> None:
+        for view in jobs:
+            admitted = view.phase.admitted
+            job = JobInfo(
+                view=view,
+                priority=self.job_priority(view),
+                request=dict(view.request),
+                admitted=admitted,
+                admitted_at=view.admitted_at,
+                finished=view.phase is JobPhase.COMPLETED,
+            )
+            info = self.queues.get(view.queue)
+            if admitted:
+                _add(self.used, job.request)
+            if info is None:
+                if not job.finished:
+                    self.orphans.append(job)
+                continue
+            if job.finished:
+                info.completed += 1
+            elif admitted:
+                info.admitted_jobs.append(job)
+                for name in self.chain(info.name):
+                    _add(self.queues[name].allocated, job.request)
+            else:
+                info.pending_jobs.append(job)
+        for info in self.queues.values():
+            info.pending_jobs.sort(key=job_order_key)
+
+    def chain(self, name: str) -> list[str]:
+        """The queue and its ancestors, nearest first (root last)."""
+        out = [name]
+        parent = self.queues[name].parent
+        while parent is not None:
+            out.append(parent)
+            parent = self.queues[parent].parent
+        return out
+
+    # Derived numbers ---------------------------------------------------------------------
+    def _derive(self) -> None:
+        order = sorted(self.queues.values(), key=lambda q: (q.depth, q.name))
+        for info in order:
+            info.real_capability = self._real_capability(info)
+        for info in reversed(order):  # bottom-up requests
+            own = Resources(info.allocated) if not info.children else EMPTY
+            pending = EMPTY
+            if not info.blocked_by:
+                for job in info.pending_jobs:
+                    pending = pending + job.request
+            if info.children:
+                total = EMPTY
+                for child in info.children:
+                    total = total + self.queues[child].request
+                info.request = total
+            else:
+                info.request = own + pending
+        self._derive_deserved(order)
+
+    def _real_capability(self, info: QueueInfo) -> Resources:
+        if info.parent is None:
+            return self.total
+        parent = self.queues[info.parent]
+        siblings_guarantee = EMPTY
+        for sibling in parent.children:
+            siblings_guarantee = siblings_guarantee + self.queues[sibling].guarantee
+        names = set(parent.real_capability) | set(info.guarantee)
+        values: dict[str, int] = {}
+        for r in names:
+            base = max(parent.real_capability.get_amount(r) - siblings_guarantee.get_amount(r), 0)
+            amount = base + info.guarantee.get_amount(r)
+            if r in info.capability:
+                amount = min(amount, info.capability[r])
+            values[r] = amount
+        return Resources(values)
+
+    def deserved_plugin(self) -> str | None:
+        for name in self.config.plugin_names():
+            if name in DESERVED_PLUGINS:
+                return name
+        return None
+
+    def _derive_deserved(self, order: list[QueueInfo]) -> None:
+        plugin = self.deserved_plugin()
+        root = self.queues[ROOT_QUEUE]
+        root.deserved = self.total
+        if plugin in (None, "capacity"):
+            for info in order:
+                if info.parent is None:
+                    continue
+                wanted = info.queue.spec.deserved
+                capped = Resources(
+                    {r: min(a, info.real_capability.get_amount(r)) for r, a in wanted.items()}
+                )
+                info.deserved = capped.maximum(info.guarantee)
+            return
+        options = self.config.plugin(plugin) if plugin else None
+        for info in order:
+            if not info.children:
+                continue
+            claims = [
+                deserved_plugins.Claim(
+                    name=child.name,
+                    weight=child.weight,
+                    cap=child.request.minimum(child.real_capability),
+                    guarantee=child.guarantee,
+                )
+                for child in (self.queues[c] for c in info.children)
+            ]
+            if plugin == "proportion":
+                split = deserved_plugins.proportion(info.deserved, claims)
+            else:
+                assert options is not None
+                split = deserved_plugins.proportion_optimize(
+                    info.deserved,
+                    claims,
+                    guarantee_enable=options.flag("GuaranteeEnable", True),
+                    priority_type=str(options.arguments.get("PriorityType", "Weight")),
+                )
+            for name, amount in split.items():
+                self.queues[name].deserved = amount
+
+    @property
+    def elastic(self) -> bool:
+        """proportion_optimize with ElasticEnable false: no queue may go beyond its deserved."""
+        options = self.config.plugin("proportion_optimize")
+        return options is None or options.flag("ElasticEnable", True)
+
+    # Shares --------------------------------------------------------------------------------
+    def share(self, name: str) -> float:
+        """max over resources of allocated/deserved; deserved 0 counts 1 if used, else 0."""
+        info = self.queues[name]
+        if not info.deserved:
+            return 1.0
+        best = 0.0
+        for r, used in info.allocated.items():
+            if used <= 0:
+                continue
+            want = info.deserved.get_amount(r)
+            value = 1.0 if want <= 0 else used / want
+            best = max(best, value)
+        return best
+
+    def drf_share(self, name: str) -> float:
+        """Dominant share of the cluster: max over resources of allocated/cluster total."""
+        info = self.queues[name]
+        best = 0.0
+        for r, used in info.allocated.items():
+            if used <= 0:
+                continue
+            cap = self.total.get_amount(r)
+            best = max(best, 1.0 if cap <= 0 else used / cap)
+        return best
+
+    def condition_invalid(self, name: str) -> bool:
+        """Whether the stored status already says Valid=False."""
+        for cond in self.queues[name].queue.status.conditions:
+            if cond.type == CONDITION_VALID:
+                return cond.status == "False"
+        return False
+
+    # Mutations by actions ------------------------------------------------------------------
+    def admit(self, job: JobInfo) -> None:
+        job.admitted = True
+        job.fresh = True
+        job.admitted_at = self.now
+        _add(self.used, job.request)
+        for name in self.chain(job.queue):
+            _add(self.queues[name].allocated, job.request)
+        info = self.queues[job.queue]
+        info.admitted_jobs.append(job)
+
+    def evict(self, job: JobInfo) -> None:
+        job.admitted = False
+        job.admitted_at = None
+        _sub(self.used, job.request)
+        for name in self.chain(job.queue):
+            _sub(self.queues[name].allocated, job.request)
+        self.queues[job.queue].admitted_jobs.remove(job)
+
+
+def job_order_key(job: JobInfo) -> tuple[int, datetime, str]:
+    """Within a queue: higher job priority first, then older, then by name."""
+    return (-job.priority, job.view.creation_timestamp, job.key)
+
+
+def _add(target: dict[str, int], amounts: Mapping[str, int]) -> None:
+    for r, a in amounts.items():
+        target[r] = target.get(r, 0) + a
+
+
+def _sub(target: dict[str, int], amounts: Mapping[str, int]) -> None:
+    for r, a in amounts.items():
+        target[r] = target.get(r, 0) - a

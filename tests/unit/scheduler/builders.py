@@ -1,0 +1,101 @@
+"""Readable snapshots for scheduler tests: queues, jobs and nodes in one line each."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sluice.api.config import SchedulerConfig, parse_scheduler_config
+from sluice.api.queue import Queue
+from sluice.api.resources import Resources
+from sluice.api.views import JobPhase, JobView, NodeView, PriorityClassView
+from sluice.scheduler.model import Snapshot
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+NOW = T0 + timedelta(hours=1)
+
+
+def res(**amounts: float | str) -> Resources:
+    return Resources.parse({k.replace("_", "/"): v for k, v in amounts.items()})
+
+
+def queue(name: str, parent: str | None = None, *, created: int = 0, **spec: Any) -> Queue:
+    body: dict[str, Any] = {}
+    for key, value in spec.items():
+        if key == "guarantee":
+            body["guarantee"] = {"resource": value}
+        elif key == "priority_class_name":
+            body["priorityClassName"] = value
+        elif key == "dequeue":
+            body["dequeueStrategy"] = value
+        else:
+            body[key] = value
+    if parent is not None:
+        body["parent"] = parent
+    return Queue.from_object(
+        {
+            "metadata": {
+                "name": name,
+                "creationTimestamp": (T0 + timedelta(seconds=created)).isoformat(),
+            },
+            "spec": body,
+        }
+    )
+
+
+def job(
+    name: str,
+    queue_name: str,
+    *,
+    cpu: float | str = 1,
+    phase: JobPhase = JobPhase.PENDING,
+    created: int = 0,
+    admitted: int | None = None,
+    priority_class: str | None = None,
+    preemptable: bool = True,
+    **other: float | str,
+) -> JobView:
+    request = res(cpu=cpu, **other)
+    return JobView(
+        namespace="ns",
+        name=name,
+        queue=queue_name,
+        request=request,
+        phase=phase,
+        creation_timestamp=T0 + timedelta(seconds=created),
+        priority_class_name=priority_class,
+        admitted_at=(
+            T0 + timedelta(seconds=admitted)
+            if admitted is not None
+            else (T0 if phase.admitted else None)
+        ),
+        preemptable=preemptable,
+    )
+
+
+def running(name: str, queue_name: str, **kw: Any) -> JobView:
+    return job(name, queue_name, phase=JobPhase.RUNNING, **kw)
+
+
+def node(name: str = "n1", **allocatable: float | str) -> NodeView:
+    return NodeView(name=name, allocatable=res(**allocatable))
+
+
+def snapshot(
+    queues: list[Queue],
+    jobs: list[JobView],
+    nodes: list[NodeView],
+    *,
+    config: dict[str, Any] | None = None,
+    priority_classes: dict[str, int] | None = None,
+    now: datetime = NOW,
+) -> Snapshot:
+    cfg = parse_scheduler_config(config) if config is not None else SchedulerConfig()
+    return Snapshot(
+        queues=[queue("root"), *queues] if all(q.name != "root" for q in queues) else queues,
+        jobs=jobs,
+        nodes=nodes,
+        now=now,
+        priority_classes=[PriorityClassView(n, v) for n, v in (priority_classes or {}).items()],
+        config=cfg,
+    )
