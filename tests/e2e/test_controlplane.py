@@ -39,22 +39,29 @@ def _crd_manifest() -> dict[str, Any]:
     raise AssertionError(f"no CRD named {QUEUE_CRD} in {CRD_DIR}")
 
 
-def _exclusive_priority_message() -> str:
-    """The message of the CRD's own CEL rule against priority + priorityClassName."""
+def _cel_rules(node: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(node, dict):
+        yield from node.get("x-kubernetes-validations", [])
+        for value in node.values():
+            yield from _cel_rules(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _cel_rules(value)
 
-    def rules(node: Any) -> Iterator[dict[str, Any]]:
-        if isinstance(node, dict):
-            yield from node.get("x-kubernetes-validations", [])
-            for value in node.values():
-                yield from rules(value)
-        elif isinstance(node, list):
-            for value in node:
-                yield from rules(value)
 
-    for rule in rules(_crd_manifest()):
-        if "priorityClassName" in rule.get("rule", "") and "message" in rule:
+def _cel_message(applies: Callable[[str], bool]) -> str:
+    """The message of the CRD's own CEL rule whose expression satisfies `applies`."""
+    for rule in _cel_rules(_crd_manifest()):
+        if applies(rule.get("rule", "")) and "message" in rule:
             return str(rule["message"])
-    raise AssertionError("the Queue CRD has no CEL rule (with a message) on priorityClassName")
+    raise AssertionError("the Queue CRD has no such CEL rule with a message")
+
+
+def _spec_defaults() -> dict[str, Any]:
+    """Every default the CRD declares for a top-level spec field."""
+    schema = _crd_manifest()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    fields = schema["properties"]["spec"]["properties"]
+    return {name: field["default"] for name, field in fields.items() if "default" in field}
 
 
 # -- the CRD ---------------------------------------------------------------------------------
@@ -84,10 +91,11 @@ def test_valid_queue_is_stored_with_schema_defaults(kubectl: Kubectl) -> None:
     stored = kubectl.get("sq", name)["spec"]
     assert stored["weight"] == 1
     assert stored["reclaimable"] is True
-    assert stored["parent"] == "root"
     assert stored["state"] == "Open"
     assert stored["dequeueStrategy"] == "traverse"
     assert stored["capability"] == {"cpu": "4", "memory": "8Gi"}
+    for field, default in _spec_defaults().items():
+        assert stored[field] == default, field
     kubectl.delete("queue", name)
 
 
@@ -179,10 +187,33 @@ def test_priority_and_priority_class_name_together_are_refused_by_cel(kubectl: K
         kubectl.create(queue(name, priority=10, priorityClassName="high"))
     message = str(refused.value)
     assert f'The Queue "{name}" is invalid' in message
-    assert _exclusive_priority_message() in message
+    assert _cel_message(lambda rule: "priorityClassName" in rule) in message
     # Either one alone is fine.
     kubectl.create(queue(name, priority=10), "--dry-run=server")
     kubectl.create(queue(name, priorityClassName="high"), "--dry-run=server")
+
+
+def test_quantity_rules_are_checked_by_cel(kubectl: Kubectl) -> None:
+    """CEL's quantity library runs in the API server: only a real one proves these rules."""
+    name = unique_name("quantities")
+    with pytest.raises(KubectlError) as refused:
+        kubectl.create(queue(name, capability={"cpu": "4"}, deserved={"cpu": "8"}))
+    deserved_rule = _cel_message(
+        lambda rule: (
+            "self.deserved" in rule and "self.capability" in rule and "guarantee" not in rule
+        )
+    )
+    assert deserved_rule in str(refused.value)
+
+    with pytest.raises(KubectlError) as refused:
+        kubectl.create(queue(name, capability={"memory": "-1Gi"}))
+    assert 'spec.capability[memory]: Invalid value: "-1Gi"' in str(refused.value)
+    assert _cel_message(lambda rule: "isLessThan" in rule) in str(refused.value)
+
+    # 2000m == 2: equal quantities in different forms are within the limit.
+    kubectl.create(
+        queue(name, capability={"cpu": "2"}, deserved={"cpu": "2000m"}), "--dry-run=server"
+    )
 
 
 # -- RBAC ------------------------------------------------------------------------------------
