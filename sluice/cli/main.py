@@ -13,6 +13,13 @@ app = typer.Typer(
 )
 
 
+@app.callback()
+def _group() -> None:
+    """Kubernetes-native queue manager for multi-tenant batch and AI clusters."""
+    # A callback keeps `sluice` a command group even while a single command is registered;
+    # without it typer would turn `sluice simulate X` into `sluice X`.
+
+
 def _register() -> None:
     # Each component adds its commands to the app; kept in one place so `sluice --help`
     # lists everything and a missing component fails loudly at start-up.
