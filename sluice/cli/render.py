@@ -1,0 +1,172 @@
+"""Rendering simulate's results: the JSON contract of design section 5, and tables for people."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from sluice.api.constants import ROOT_QUEUE
+from sluice.api.resources import Resources
+from sluice.scheduler.model import CycleResult, Decision, QueueAction, QueueResult
+
+
+@dataclass(frozen=True, slots=True)
+class Simulation:
+    """What several cycles produced: the first cycle's queue order, the last cycle's state."""
+
+    queue_order: Sequence[str]
+    final: CycleResult
+    decisions: Sequence[tuple[int, Decision]]
+    queue_actions: Sequence[QueueAction]
+    config_source: str = ""
+    cycles: int = 1
+    notes: Sequence[str] = field(default_factory=tuple)
+
+
+def to_json(sim: Simulation) -> dict[str, Any]:
+    return {
+        "queueOrder": list(sim.queue_order),
+        "queues": {name: _queue_json(q) for name, q in sorted(sim.final.queues.items())},
+        "decisions": [_decision_json(cycle, d) for cycle, d in sim.decisions],
+        "pending": [
+            {"job": p.job, "queue": p.queue, "reason": p.reason} for p in sim.final.pending
+        ],
+        "queueActions": [
+            {"action": a.action, "queue": a.queue, "reason": a.reason} for a in sim.queue_actions
+        ],
+    }
+
+
+def _queue_json(q: QueueResult) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "state": q.state,
+        "parent": q.parent,
+        "weight": q.weight,
+        "priority": q.priority,
+        "guarantee": q.guarantee.to_kube(),
+        "deserved": q.deserved.to_kube(),
+        "allocated": q.allocated.to_kube(),
+        "share": round(q.share, 6),
+        "pending": q.pending,
+        "inqueue": q.inqueue,
+        "running": q.running,
+        "completed": q.completed,
+        "valid": q.valid,
+    }
+    if not q.valid:
+        out["invalidReason"] = q.invalid_reason
+    return out
+
+
+def _decision_json(cycle: int, d: Decision) -> dict[str, Any]:
+    out: dict[str, Any] = {"cycle": cycle, "action": d.action, "job": d.job, "queue": d.queue}
+    if d.for_job is not None:
+        out["for"] = d.for_job
+    if d.reason:
+        out["reason"] = d.reason
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Tables
+
+
+def render_table(sim: Simulation, console: Console) -> None:
+    header = f"{sim.cycles} cycle{'s' if sim.cycles != 1 else ''}; {sim.config_source}"
+    if sim.final.cluster_total:
+        header += f"; cluster total {sim.final.cluster_total.describe()}"
+    console.print(Text(header, style="dim"))
+    console.print(_queue_table(sim.final))
+    console.print(_decision_table(sim.decisions))
+    console.print(_pending_table(sim.final))
+    if sim.queue_actions:
+        console.print(_queue_action_table(sim.queue_actions))
+
+
+def _tree_order(queues: dict[str, QueueResult]) -> list[tuple[str, int]]:
+    children: dict[str | None, list[str]] = {}
+    for name, q in queues.items():
+        parent = q.parent if q.parent in queues else None
+        children.setdefault(parent, []).append(name)
+    out: list[tuple[str, int]] = []
+    stack = [(name, 0) for name in sorted(children.get(None, []), reverse=True)]
+    seen: set[str] = set()
+    while stack:
+        name, depth = stack.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        out.append((name, depth))
+        stack.extend((kid, depth + 1) for kid in sorted(children.get(name, []), reverse=True))
+    out.extend((name, 0) for name in sorted(set(queues) - seen))
+    return out
+
+
+def _res(r: Resources) -> str:
+    return "\n".join(f"{k} {v}" for k, v in r.to_kube().items()) or "-"
+
+
+def _queue_table(result: CycleResult) -> Table:
+    table = Table(title="Queues", title_justify="left", show_lines=True)
+    for column in ("QUEUE", "STATE", "WEIGHT", "PRIO", "DESERVED", "ALLOCATED", "SHARE"):
+        table.add_column(column, no_wrap=column in ("QUEUE", "STATE"))
+    for column in ("PEND", "INQ", "RUN", "DONE"):
+        table.add_column(column, justify="right")
+    queues = dict(result.queues)
+    for name, depth in _tree_order(queues):
+        q = queues[name]
+        state = q.state if q.valid else f"{q.state} (invalid: {q.invalid_reason})"
+        table.add_row(
+            ("  " * depth) + name,
+            state,
+            str(q.weight),
+            str(q.priority),
+            _res(q.deserved),
+            _res(q.allocated),
+            f"{q.share:.2f}",
+            str(q.pending),
+            str(q.inqueue),
+            str(q.running),
+            str(q.completed),
+            style=None if q.valid else "red",
+        )
+    if not queues:
+        table.caption = f"no queues besides {ROOT_QUEUE}"
+    return table
+
+
+def _decision_table(decisions: Sequence[tuple[int, Decision]]) -> Table:
+    table = Table(title="Decisions", title_justify="left")
+    for column in ("CYCLE", "ACTION", "JOB", "QUEUE", "FOR", "WHY"):
+        table.add_column(column, no_wrap=column in ("ACTION", "JOB"))
+    for cycle, d in decisions:
+        table.add_row(str(cycle), d.action, d.job, d.queue, d.for_job or "", d.reason)
+    if not decisions:
+        table.caption = "nothing to admit, reclaim or preempt"
+    return table
+
+
+def _pending_table(result: CycleResult) -> Table:
+    table = Table(title="Pending jobs", title_justify="left")
+    table.add_column("JOB", no_wrap=True)
+    table.add_column("QUEUE", no_wrap=True)
+    table.add_column("REASON")
+    for p in result.pending:
+        table.add_row(p.job, p.queue, p.reason)
+    if not result.pending:
+        table.caption = "no job is waiting"
+    return table
+
+
+def _queue_action_table(actions: Sequence[QueueAction]) -> Table:
+    table = Table(title="Queue actions the operator would take", title_justify="left")
+    for column in ("ACTION", "QUEUE", "REASON"):
+        table.add_column(column)
+    for a in actions:
+        table.add_row(a.action, a.queue, a.reason)
+    return table

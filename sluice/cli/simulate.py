@@ -1,0 +1,121 @@
+"""``sluice simulate``: the operator's scheduler, run offline over a dump of a cluster."""
+
+from __future__ import annotations
+
+import enum
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from sluice.cli.render import Simulation, render_table, to_json
+from sluice.cli.snapshot_io import SnapshotError, build_snapshot, load_config_file, load_objects
+from sluice.scheduler.cycle import apply_decisions, run_cycle
+from sluice.scheduler.model import Decision, QueueAction
+
+EXIT_BAD_INPUT = 2
+
+
+class Output(enum.StrEnum):
+    json = "json"
+    table = "table"
+
+
+def parse_now(value: str | None) -> datetime:
+    if value is None:
+        return datetime.now(UTC)
+    try:
+        parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise SnapshotError(
+            f"--now: {value!r} is not an RFC 3339 time (e.g. 2026-01-01T12:00:00Z)"
+        ) from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def simulate_file(
+    snapshot: Path, config: Path | None = None, cycles: int = 1, now: datetime | None = None
+) -> Simulation:
+    """Run ``cycles`` cycles over a dump; each cycle sees the previous one's decisions applied."""
+    when = now or datetime.now(UTC)
+    chosen = load_config_file(config) if config is not None else None
+    dump = build_snapshot(load_objects(snapshot), when, chosen)
+    state = dump.snapshot
+    decisions: list[tuple[int, Decision]] = []
+    actions: list[QueueAction] = []
+    queue_order: list[str] = []
+    result = None
+    for cycle in range(1, cycles + 1):
+        result = run_cycle(state)
+        if cycle == 1:
+            queue_order = list(result.queue_order)
+        decisions.extend((cycle, d) for d in result.decisions)
+        actions.extend(a for a in result.queue_actions if a not in actions)
+        state = apply_decisions(state, result, when)
+    assert result is not None  # cycles >= 1
+    return Simulation(
+        queue_order=queue_order,
+        final=result,
+        decisions=decisions,
+        queue_actions=actions,
+        config_source=dump.config_source,
+        cycles=cycles,
+    )
+
+
+def simulate(
+    snapshot: Annotated[
+        Path,
+        typer.Argument(
+            help="A YAML or JSON dump: `kubectl get queues,jobs,nodes,priorityclasses,"
+            "namespaces -A -o yaml` (separate documents or kind: List).",
+            show_default=False,
+        ),
+    ],
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            help="Scheduler configuration (scheduler.yaml, or the sluice-scheduler ConfigMap "
+            "manifest). Without it, a sluice-scheduler ConfigMap in the dump is used, else the "
+            "default configuration.",
+            show_default=False,
+        ),
+    ] = None,
+    cycles: Annotated[
+        int,
+        typer.Option(
+            "--cycles", min=1, help="Cycles to run; each applies the previous one's decisions."
+        ),
+    ] = 1,
+    now: Annotated[
+        str | None,
+        typer.Option(
+            "--now",
+            help="The time the cycles run at, RFC 3339 (default: now); it decides which jobs "
+            "minRuntime protects.",
+            show_default=False,
+        ),
+    ] = None,
+    output: Annotated[Output, typer.Option("--output", "-o", help="json or table.")] = (
+        Output.table
+    ),
+) -> None:
+    """Print what the scheduler would do with a cluster dump, and why. Needs no cluster."""
+    try:
+        sim = simulate_file(snapshot, config, cycles, parse_now(now))
+    except SnapshotError as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    if output is Output.json:
+        sys.stdout.write(json.dumps(to_json(sim), indent=2) + "\n")
+    else:
+        render_table(sim, Console(soft_wrap=False))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("simulate")(simulate)

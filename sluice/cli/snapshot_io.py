@@ -1,0 +1,266 @@
+"""Reading a cluster dump (``kubectl get ... -o yaml|json``) into a scheduler Snapshot.
+
+The operator tolerates a broken queue tree (it marks the offending queue invalid and schedules
+the rest), but a dump with a missing parent or a cycle is almost always a truncated or
+hand-edited dump, so simulate refuses it up front rather than printing a misleading answer.
+Every refusal is one line naming the document, the object and the field.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sluice.api.config import SchedulerConfig, load_scheduler_config
+from sluice.api.constants import CONFIGMAP_KEY, CONFIGMAP_NAME, ROOT_QUEUE
+from sluice.api.errors import ConfigError, InvalidObject
+from sluice.api.queue import Queue
+from sluice.api.views import (
+    JobView,
+    NodeView,
+    PriorityClassView,
+    job_from_object,
+    namespace_from_object,
+    node_from_object,
+    priority_class_from_object,
+)
+from sluice.scheduler.model import Snapshot
+
+SUPPORTED_KINDS = ("Queue", "Job", "Node", "PriorityClass", "Namespace", "ConfigMap")
+
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class SnapshotError(ValueError):
+    """A dump simulate cannot use; the message is one line meant for the user."""
+
+
+@dataclass(frozen=True, slots=True)
+class Located:
+    """An object of the dump and where it was found, for messages."""
+
+    where: str  # "snapshot.yaml: document 3" or "snapshot.json: item 12"
+    obj: Mapping[str, Any]
+
+    @property
+    def kind(self) -> str:
+        return str(self.obj.get("kind") or "")
+
+    @property
+    def label(self) -> str:
+        meta = self.obj.get("metadata")
+        name = meta.get("name") if isinstance(meta, Mapping) else None
+        namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
+        ident = f"{namespace}/{name}" if namespace else str(name or "<unnamed>")
+        return f"{self.kind or '<no kind>'} {ident}"
+
+
+@dataclass(frozen=True, slots=True)
+class Dump:
+    """The snapshot and where its configuration came from (for the table's header)."""
+
+    snapshot: Snapshot
+    config_source: str
+
+
+def load_objects(path: Path) -> list[Located]:
+    """Every object of a YAML or JSON dump, ``kind: List`` documents flattened."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise SnapshotError(f"{path}: cannot read: {err}") from None
+    return parse_objects(text, path.name)
+
+
+def parse_objects(text: str, source: str) -> list[Located]:
+    stripped = text.lstrip()
+    documents: list[Any]
+    if stripped.startswith(("{", "[")):
+        try:
+            documents = [json.loads(text)]
+        except json.JSONDecodeError as err:
+            raise SnapshotError(
+                f"{source}: not valid JSON at line {err.lineno} column {err.colno}: {err.msg}"
+            ) from None
+    else:
+        try:
+            documents = list(yaml.load_all(text, Loader=_Loader))
+        except yaml.YAMLError as err:
+            mark = getattr(err, "problem_mark", None)
+            at = f" at line {mark.line + 1}" if mark is not None else ""
+            raise SnapshotError(f"{source}: not valid YAML{at}") from None
+    out: list[Located] = []
+    for number, document in enumerate(documents, start=1):
+        where = f"{source}: document {number}"
+        if document is None:
+            continue
+        if isinstance(document, list):
+            out.extend(_items(document, where))
+        elif not isinstance(document, Mapping):
+            raise SnapshotError(f"{where}: expected a Kubernetes object, got {_type(document)}")
+        elif "items" in document and str(document.get("kind", "")).endswith("List"):
+            out.extend(_items(document.get("items") or [], where))
+        else:
+            out.append(Located(where, document))
+    return out
+
+
+def _items(items: Any, where: str) -> Iterator[Located]:
+    if not isinstance(items, list):
+        raise SnapshotError(f"{where}: field items: expected a list")
+    for index, item in enumerate(items, start=1):
+        if not isinstance(item, Mapping):
+            raise SnapshotError(f"{where}: item {index}: expected a Kubernetes object")
+        yield Located(f"{where}, item {index}", item)
+
+
+def _type(value: Any) -> str:
+    return {str: "a string", int: "a number", float: "a number", bool: "a boolean"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def build_snapshot(
+    objects: list[Located], now: datetime, config: tuple[SchedulerConfig, str] | None = None
+) -> Dump:
+    """The Snapshot the operator would build from these objects.
+
+    ``config`` (from --config) wins over a ``sluice-scheduler`` ConfigMap in the dump; without
+    either, the default configuration is used.
+    """
+    by_kind: dict[str, list[Located]] = {kind: [] for kind in SUPPORTED_KINDS}
+    for item in objects:
+        if item.kind not in by_kind:
+            raise SnapshotError(
+                f"{item.where}: {item.label}: field kind: unsupported kind {item.kind or '(none)'}"
+                f" (expected {', '.join(SUPPORTED_KINDS)})"
+            )
+        by_kind[item.kind].append(item)
+
+    default_queues: dict[str, str] = {}
+    for item in by_kind["Namespace"]:
+        namespace = _read(item, namespace_from_object)
+        if namespace.default_queue:
+            default_queues[namespace.name] = namespace.default_queue
+
+    queues = _queues(by_kind["Queue"])
+    jobs: list[JobView] = []
+    seen_jobs: set[str] = set()
+    for item in by_kind["Job"]:
+        api_version = item.obj.get("apiVersion")
+        if api_version not in (None, "batch/v1"):
+            raise SnapshotError(
+                f"{item.where}: {item.label}: field apiVersion: expected batch/v1, "
+                f"got {api_version}"
+            )
+        job = _read(item, lambda obj: job_from_object(obj, default_queues))
+        if job is None:
+            continue
+        if job.key in seen_jobs:
+            raise SnapshotError(f"{item.where}: {item.label}: appears twice in the dump")
+        seen_jobs.add(job.key)
+        jobs.append(job)
+    nodes: list[NodeView] = [_read(item, node_from_object) for item in by_kind["Node"]]
+    classes: list[PriorityClassView] = [
+        _read(item, priority_class_from_object) for item in by_kind["PriorityClass"]
+    ]
+
+    if config is not None:
+        chosen, source = config
+    else:
+        chosen, source = _config_from_dump(by_kind["ConfigMap"])
+    snapshot = Snapshot(
+        queues=queues,
+        jobs=jobs,
+        nodes=nodes,
+        now=now,
+        priority_classes=classes,
+        config=chosen,
+    )
+    return Dump(snapshot, source)
+
+
+def _read(item: Located, reader: Any) -> Any:
+    try:
+        return reader(item.obj)
+    except InvalidObject as err:
+        raise SnapshotError(f"{item.where}: {err}") from None
+
+
+def _queues(items: list[Located]) -> list[Queue]:
+    queues: dict[str, Queue] = {}
+    where: dict[str, str] = {}
+    for item in items:
+        queue: Queue = _read(item, Queue.from_object)
+        if queue.name in queues:
+            raise SnapshotError(f"{item.where}: Queue {queue.name}: appears twice in the dump")
+        queues[queue.name] = queue
+        where[queue.name] = item.where
+    for name in sorted(queues):
+        parent = queues[name].parent
+        if parent is None or parent in queues or parent == ROOT_QUEUE:
+            continue
+        raise SnapshotError(
+            f"{where[name]}: Queue {name}: field spec.parent: parent queue {parent} is not in "
+            "the dump (a truncated dump? include every queue: kubectl get queues -o yaml)"
+        )
+    for name in sorted(queues):
+        chain = [name]
+        parent = queues[name].parent
+        while parent is not None and parent in queues:
+            if parent in chain:
+                loop = " -> ".join([*chain[chain.index(parent) :], parent])
+                raise SnapshotError(
+                    f"{where[name]}: Queue {name}: field spec.parent: the parents form a cycle "
+                    f"({loop})"
+                )
+            chain.append(parent)
+            parent = queues[parent].parent
+    return list(queues.values())
+
+
+def _config_from_dump(items: list[Located]) -> tuple[SchedulerConfig, str]:
+    for item in items:
+        meta = item.obj.get("metadata") or {}
+        if meta.get("name") != CONFIGMAP_NAME:
+            continue  # other ConfigMaps of a namespace dump are not ours to judge
+        data = item.obj.get("data") or {}
+        text = data.get(CONFIGMAP_KEY)
+        if not isinstance(text, str):
+            raise SnapshotError(f"{item.where}: {item.label}: field data.{CONFIGMAP_KEY}: missing")
+        return (
+            load_config(text, f"{item.where}: {item.label}: data.{CONFIGMAP_KEY}"),
+            f"ConfigMap {item.label.split(' ', 1)[1]}",
+        )
+    return SchedulerConfig(), "default configuration"
+
+
+def load_config(text: str, source: str) -> SchedulerConfig:
+    try:
+        return load_scheduler_config(text)
+    except ConfigError as err:
+        raise SnapshotError(f"{source}: {err}") from None
+
+
+def load_config_file(path: Path) -> tuple[SchedulerConfig, str]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise SnapshotError(f"{path}: cannot read: {err}") from None
+    try:
+        document = yaml.load(text, Loader=_Loader)
+    except yaml.YAMLError:
+        document = None  # load_config reports where the YAML breaks
+    if isinstance(document, Mapping) and document.get("kind") == "ConfigMap":
+        data = document.get("data") or {}
+        inner = data.get(CONFIGMAP_KEY) if isinstance(data, Mapping) else None
+        if not isinstance(inner, str):
+            raise SnapshotError(f"{path}: ConfigMap: field data.{CONFIGMAP_KEY}: missing")
+        return load_config(inner, f"{path}: data.{CONFIGMAP_KEY}"), str(path)
+    return load_config(text, str(path)), str(path)
