@@ -1,0 +1,286 @@
+"""`sluice simulate` end to end through the command line: output contract and bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from sluice.cli.main import _register, app
+
+EXAMPLES = Path(__file__).parents[3] / "examples"
+NOW = "2026-03-02T09:00:00Z"
+
+_register()
+runner = CliRunner()
+
+
+def run(*args: str) -> Any:
+    return runner.invoke(app, ["simulate", *args])
+
+
+def queue(name: str, parent: str | None = None, **spec: Any) -> dict[str, Any]:
+    body = dict(spec)
+    if parent:
+        body["parent"] = parent
+    return {
+        "apiVersion": "scheduling.sluice.dev/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": name, "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": body,
+    }
+
+
+def job(name: str, queue_name: str, cpu: str, *, admitted_at: str | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": "ns",
+        "labels": {"sluice.dev/queue-name": queue_name},
+        "creationTimestamp": "2026-01-01T00:00:00Z",
+    }
+    if admitted_at:
+        meta["annotations"] = {"sluice.dev/admitted-at": admitted_at}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": meta,
+        "spec": {
+            "suspend": admitted_at is None,
+            "template": {
+                "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}
+            },
+        },
+        "status": {"active": 1} if admitted_at else {},
+    }
+
+
+def node(name: str, cpu: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name},
+        "status": {
+            "allocatable": {"cpu": cpu},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def write(tmp_path: Path, objects: list[dict[str, Any]], name: str = "dump.yaml") -> Path:
+    path = tmp_path / name
+    if name.endswith(".json"):
+        path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
+    else:
+        path.write_text(yaml.safe_dump_all(objects))
+    return path
+
+
+def reclaim_cluster() -> list[dict[str, Any]]:
+    """a borrows all 4 cpus; b is owed 2 of them and waits for a 2-cpu job."""
+    return [
+        queue("root"),
+        queue("a", "root", deserved={"cpu": "2"}),
+        queue("b", "root", deserved={"cpu": "2"}),
+        job("a1", "a", "2", admitted_at="2026-01-01T00:00:00Z"),
+        job("a2", "a", "2", admitted_at="2026-01-01T08:00:00Z"),
+        job("b1", "b", "2"),
+        node("n1", "4"),
+    ]
+
+
+CAPACITY = (
+    "tiers:\n- plugins: [{name: priority}, {name: gang}]\n"
+    "- plugins: [{name: drf}, {name: capacity}]\n"
+)
+
+
+def test_json_output_contract(tmp_path: Path) -> None:
+    config = tmp_path / "scheduler.yaml"
+    config.write_text(CAPACITY)
+    dump = write(tmp_path, reclaim_cluster(), "dump.json")
+    result = run(str(dump), "--config", str(config), "--now", NOW, "--output", "json")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert set(out) == {"queueOrder", "queues", "decisions", "pending", "queueActions"}
+    assert out["queueOrder"] == ["b", "a"]  # b uses nothing, a is at twice its deserved
+    assert set(out["queues"]) == {"a", "b"}
+    b = out["queues"]["b"]
+    assert b["deserved"] == {"cpu": "2"} and b["allocated"] == {"cpu": "2"}
+    assert {k: b[k] for k in ("state", "parent", "pending", "inqueue", "running")} == {
+        "state": "Open",
+        "parent": "root",
+        "pending": 0,
+        "inqueue": 1,
+        "running": 0,
+    }
+    decisions = [{k: d[k] for k in ("cycle", "action", "job", "queue")} for d in out["decisions"]]
+    assert decisions == [
+        {"cycle": 1, "action": "reclaim", "job": "ns/a2", "queue": "a"},
+        {"cycle": 1, "action": "admit", "job": "ns/b1", "queue": "b"},
+    ]
+    assert out["decisions"][0]["for"] == "ns/b1"
+    assert "for" not in out["decisions"][1]
+    assert [p["job"] for p in out["pending"]] == ["ns/a2"]
+    assert out["pending"][0]["reason"].startswith("position 1 in a")
+    assert {"action": "create", "queue": "default"} in [
+        {"action": a["action"], "queue": a["queue"]} for a in out["queueActions"]
+    ]
+
+
+def test_min_runtime_protects_recent_jobs(tmp_path: Path) -> None:
+    config = tmp_path / "scheduler.yaml"
+    config.write_text(
+        CAPACITY + "configurations:\n- name: reclaim\n  arguments: {minRuntime: 10h}\n"
+    )
+    dump = write(tmp_path, reclaim_cluster())
+    early = run(str(dump), "--config", str(config), "--now", "2026-01-01T09:00:00Z", "-o", "json")
+    late = run(str(dump), "--config", str(config), "--now", "2026-01-01T19:00:00Z", "-o", "json")
+    assert early.exit_code == 0 and late.exit_code == 0
+    assert json.loads(early.stdout)["decisions"] == []
+    assert [d["action"] for d in json.loads(late.stdout)["decisions"]] == ["reclaim", "admit"]
+
+
+def test_config_from_configmap_in_dump(tmp_path: Path) -> None:
+    configmap = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "sluice-scheduler", "namespace": "sluice-system"},
+        "data": {"scheduler.yaml": 'actions: "enqueue, allocate, backfill"\n'},
+    }
+    dump = write(tmp_path, [*reclaim_cluster(), configmap])
+    result = run(str(dump), "--now", NOW, "-o", "json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["decisions"] == []  # no reclaim action configured
+
+
+def test_multi_cycle_applies_decisions(tmp_path: Path) -> None:
+    objects = [queue("root"), queue("a"), job("j1", "a", "2"), job("j2", "a", "2"), node("n", "2")]
+    dump = write(tmp_path, objects)
+    result = run(str(dump), "--cycles", "2", "--now", NOW, "-o", "json")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert [(d["cycle"], d["job"]) for d in out["decisions"]] == [(1, "ns/j1")]
+    assert out["queues"]["a"]["inqueue"] == 1 and out["queues"]["a"]["pending"] == 1
+    assert "cpu" in out["pending"][0]["reason"]
+
+
+def test_missing_root_is_created(tmp_path: Path) -> None:
+    dump = write(tmp_path, [queue("a"), node("n", "1")])
+    out = json.loads(run(str(dump), "--now", NOW, "-o", "json").stdout)
+    assert {"action": "create", "queue": "root"} in [
+        {"action": a["action"], "queue": a["queue"]} for a in out["queueActions"]
+    ]
+
+
+def test_example_table(tmp_path: Path) -> None:
+    result = run(str(EXAMPLES / "cluster.yaml"), "--now", NOW, "--output", "table")
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    for title in ("Queues", "Decisions", "Pending jobs"):
+        assert title in text
+    assert "  vision" in text  # indented under research
+    assert "reclaim" in text
+
+
+def test_example_json_reclaims_within_research() -> None:
+    result = run(str(EXAMPLES / "cluster.yaml"), "--now", NOW, "-o", "json")
+    out = json.loads(result.stdout)
+    reclaims = [d for d in out["decisions"] if d["action"] == "reclaim"]
+    assert reclaims and all(d["queue"] == "nlp" for d in reclaims)
+    assert all(p["reason"].startswith("position ") for p in out["pending"])
+
+
+def test_example_with_scheduler_config() -> None:
+    result = run(
+        str(EXAMPLES / "cluster.yaml"),
+        "--config",
+        str(EXAMPLES / "scheduler.yaml"),
+        "--now",
+        NOW,
+        "-o",
+        "json",
+    )
+    assert result.exit_code == 0, result.output
+
+
+BAD = {
+    "unknown kind": (
+        [
+            queue("root"),
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x", "namespace": "default"}},
+        ],
+        ["document 2", "Pod default/x", "unsupported kind Pod"],
+    ),
+    "malformed quantity": (
+        [queue("root"), queue("a", capability={"cpu": "4x"})],
+        ["Queue a", "spec.capability: cpu", "'4x' is not a quantity"],
+    ),
+    "missing parent": (
+        [queue("root"), queue("a", "dept")],
+        ["Queue a", "spec.parent", "dept is not in the dump", "truncated"],
+    ),
+    "cycle": (
+        [queue("root"), queue("a", "b"), queue("b", "a")],
+        ["Queue a", "spec.parent", "cycle", "a -> b -> a"],
+    ),
+    "malformed job quantity": (
+        [queue("root"), queue("a"), job("j", "a", "lots")],
+        ["Job ns/j", "containers[0].resources.requests", "cpu"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_input_is_one_line(tmp_path: Path, case: str) -> None:
+    objects, expected = BAD[case]
+    result = run(str(write(tmp_path, objects)), "--now", NOW)
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: dump.yaml")
+    for part in expected:
+        assert part in lines[0]
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        ('actions: "enqueue, teleport"\n', "actions.teleport: unknown action"),
+        ("tiers:\n- plugins: [{name: magic}]\n", "tiers[0].plugins[0].name: unknown plugin"),
+        ("configurations:\n- name: reclaim\n  arguments: {minRuntime: soon}\n", "minRuntime"),
+    ],
+)
+def test_bad_config_is_one_line(tmp_path: Path, config: str, expected: str) -> None:
+    path = tmp_path / "scheduler.yaml"
+    path.write_text(config)
+    result = run(str(write(tmp_path, [queue("root")])), "--config", str(path))
+    assert result.exit_code == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert "scheduler.yaml" in line and expected in line
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("{not json", "not valid JSON"),
+        ("a: [unclosed\n", "not valid YAML"),
+        ("- 3\n", "expected a Kubernetes object"),
+    ],
+)
+def test_unreadable_dump(tmp_path: Path, content: str, expected: str) -> None:
+    path = tmp_path / "dump.yaml"
+    path.write_text(content)
+    result = run(str(path))
+    assert result.exit_code == 2
+    assert expected in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_bad_now(tmp_path: Path) -> None:
+    result = run(str(write(tmp_path, [queue("root")])), "--now", "yesterday")
+    assert result.exit_code == 2
+    assert "--now" in result.stderr and "RFC 3339" in result.stderr
