@@ -1,0 +1,160 @@
+"""Scheduler benchmark: one full cycle (enqueue, allocate, reclaim, preempt, backfill) on
+generated clusters, at the base size of the targets and at ten times that size.
+
+Each size runs in its own process so that its peak memory (maxrss) is its own. Beside the cycle
+time it prints a bare ``sorted()`` of the same jobs' order keys: no scheduler can order jobs
+faster than that, so it is the floor to compare with. It also times reading the same cluster as
+a ``kubectl get -o json`` dump through the reader of ``sluice simulate``.
+
+Run: ``.venv/bin/python -m bench.bench_scheduler`` (``--quick`` for sizes 20 times smaller).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import math
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from bench.gen_cluster import BASE, START, Size, generate, to_objects
+
+QUICK = Size(departments=1, teams=9, leaves=5, pending=1_000, admitted=1_000, nodes=100)
+TARGET_SECONDS = 1.0
+TARGET_BYTES = 1024**3
+
+
+def _progress(message: str) -> None:
+    print(f"[bench] {message}", file=sys.stderr, flush=True)
+
+
+def measure(size: Size, repeat: int) -> dict[str, Any]:
+    """Everything for one size; runs in a child process."""
+    from sluice.cli.snapshot_io import build_snapshot, load_objects
+    from sluice.scheduler.cycle import run_cycle
+
+    started = time.perf_counter()
+    snapshot = generate(size)
+    generated = time.perf_counter() - started
+    times: list[float] = []
+    decisions = 0
+    for i in range(repeat):
+        gc.collect()
+        started = time.perf_counter()
+        result = run_cycle(snapshot)
+        times.append(time.perf_counter() - started)
+        decisions = len(result.decisions)
+        _progress(f"  {size.queues:,} queues: cycle {i + 1}/{repeat} {times[-1]:.3f}s")
+        del result
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+    priority = {pc.name: pc.value for pc in snapshot.priority_classes}
+    keys = [
+        (-priority.get(j.priority_class_name or "", 0), j.creation_timestamp, j.namespace, j.name)
+        for j in snapshot.jobs
+    ]
+    floors = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        sorted(keys)
+        floors.append(time.perf_counter() - started)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "dump.json"
+        path.write_text(json.dumps(to_objects(snapshot)))
+        del snapshot
+        gc.collect()
+        started = time.perf_counter()
+        build_snapshot(load_objects(path), START + timedelta(days=1))
+        parse = time.perf_counter() - started
+    return {
+        "size": asdict(size),
+        "queues": size.queues,
+        "jobs": size.pending + size.admitted,
+        "generate": generated,
+        "times": times,
+        "decisions": decisions,
+        "peak_bytes": peak,
+        "sort_floor": statistics.median(floors),
+        "parse": parse,
+    }
+
+
+def _run_child(size: Size, repeat: int) -> dict[str, Any]:
+    command = [sys.executable, "-m", "bench.bench_scheduler", "--child", json.dumps(asdict(size))]
+    command += ["--repeat", str(repeat)]
+    done = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True)
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def _p90(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, math.ceil(0.9 * len(ordered)) - 1)]
+
+
+def _table(rows: list[dict[str, Any]]) -> str:
+    header = (
+        f"{'queues':>7} {'pending':>8} {'admitted':>9} {'nodes':>6} | {'median':>8} {'p90':>8} "
+        f"{'per job':>8} {'sorted()':>8} {'peak RSS':>9} {'decisions':>9} {'dump read':>9}"
+    )
+    lines = [header, "-" * len(header)]
+    for row in rows:
+        size = row["size"]
+        median = statistics.median(row["times"])
+        lines.append(
+            f"{row['queues']:>7,} {size['pending']:>8,} {size['admitted']:>9,} "
+            f"{size['nodes']:>6,} | {median:>7.3f}s {_p90(row['times']):>7.3f}s "
+            f"{median / row['jobs'] * 1e6:>6.1f}us {row['sort_floor']:>7.3f}s "
+            f"{row['peak_bytes'] / 1024**2:>7.0f}Mi {row['decisions']:>9,} {row['parse']:>8.2f}s"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description="Scheduler cycle benchmark")
+    parser.add_argument("--quick", action="store_true", help="sizes 20 times smaller")
+    parser.add_argument("--repeat", type=int, default=0, help="cycles per size")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        print(json.dumps(measure(Size(**json.loads(args.child)), args.repeat or 5)))
+        return 0
+
+    base = QUICK if args.quick else BASE
+    rows = []
+    for size, repeat in ((base, args.repeat or 7), (base.scaled(10), args.repeat or 3)):
+        _progress(
+            f"{size.queues:,} queues, {size.pending:,} pending + {size.admitted:,} admitted "
+            f"jobs, {size.nodes:,} nodes: {repeat} cycles"
+        )
+        rows.append(_run_child(size, repeat))
+    print(_table(rows))
+
+    small, large = rows
+    t_small, t_large = (statistics.median(r["times"]) for r in rows)
+    n_small, n_large = small["jobs"], large["jobs"]
+    nlogn = (n_large * math.log(n_large)) / (n_small * math.log(n_small))
+    print(
+        f"\ngrowth x{n_large // n_small} jobs: cycle time x{t_large / t_small:.1f}, "
+        f"n log n x{nlogn:.1f} (ratio {t_large / t_small / nlogn:.2f}; <= 1 is n log n or better)"
+    )
+    if not args.quick:
+        met = t_small <= TARGET_SECONDS and small["peak_bytes"] < TARGET_BYTES
+        print(
+            f"base size: median {t_small:.3f}s (target <= {TARGET_SECONDS:.0f}s), peak "
+            f"{small['peak_bytes'] / 1024**2:.0f}Mi (target < 1Gi): {'met' if met else 'NOT met'}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
