@@ -34,14 +34,12 @@ class JobInfo:
     admitted_at: datetime | None
     finished: bool
     fresh: bool = False  # admitted by this cycle: never a victim in the same cycle
+    key: str = ""  # namespace/name, copied from the view: read on every hot path
+    queue: str = ""
 
-    @property
-    def key(self) -> str:
-        return self.view.key
-
-    @property
-    def queue(self) -> str:
-        return self.view.queue
+    def __post_init__(self) -> None:
+        self.key = self.view.key
+        self.queue = self.view.queue
 
 
 @dataclass(slots=True, eq=False)
@@ -86,6 +84,10 @@ class Session:
         self.used: dict[str, int] = {}
         self.queues: dict[str, QueueInfo] = {}
         self.orphans: list[JobInfo] = []  # jobs whose queue is missing
+        self._chains: dict[str, list[str]] = {}
+        options = self.config.plugin("proportion_optimize")
+        # proportion_optimize with ElasticEnable false: no queue may exceed its deserved.
+        self.elastic = options is None or options.flag("ElasticEnable", True)
         self._build_queues()
         self._place_jobs(snapshot.jobs)
         self._derive()
@@ -162,13 +164,21 @@ class Session:
             info.pending_jobs.sort(key=job_order_key)
 
     def chain(self, name: str) -> list[str]:
-        """The queue and its ancestors, nearest first (root last)."""
+        """The queue and its ancestors, nearest first (root last). Do not modify."""
+        cached = self._chains.get(name)
+        if cached is not None:
+            return cached
         out = [name]
         parent = self.queues[name].parent
         while parent is not None:
             out.append(parent)
             parent = self.queues[parent].parent
+        self._chains[name] = out
         return out
+
+    def leaves_under(self, name: str) -> list[str]:
+        """Leaf queues in the subtree of ``name`` (itself when it is a leaf)."""
+        return [n for n in (name, *self.tree.descendants(name)) if not self.queues[n].children]
 
     # Derived numbers ---------------------------------------------------------------------
     def _derive(self) -> None:
@@ -252,12 +262,6 @@ class Session:
                 )
             for name, amount in split.items():
                 self.queues[name].deserved = amount
-
-    @property
-    def elastic(self) -> bool:
-        """proportion_optimize with ElasticEnable false: no queue may go beyond its deserved."""
-        options = self.config.plugin("proportion_optimize")
-        return options is None or options.flag("ElasticEnable", True)
 
     # Shares --------------------------------------------------------------------------------
     def share(self, name: str) -> float:

@@ -1,8 +1,11 @@
 """reclaim: a queue owed its deserved share takes it back from queues above theirs.
 
-Design section 5 fixes the rules; what this module adds is keeping the search cheap: victim
-queues are only those above their deserved share, each with its victims sorted once, merged
-lazily in victim order, and the search stops as soon as the job fits.
+Design section 5 fixes the rules. What this module adds is keeping the search cheap on big
+clusters: a job is only considered when its own queue is below its deserved share and the
+queues above theirs could, together, give back enough; candidate queues are visited group by
+group from the nearest relatives outwards, a whole queue is passed over when its branch is
+not above its deserved share, its victims are sorted once per cycle, and the search stops as
+soon as the job fits.
 """
 
 from __future__ import annotations
@@ -10,8 +13,8 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterator
 from datetime import datetime, timedelta
-from typing import Any
 
+from sluice.api.constants import ROOT_QUEUE
 from sluice.api.views import EPOCH
 from sluice.scheduler.actions.admit import admissible_leaves
 from sluice.scheduler.actions.outcome import Outcome
@@ -19,146 +22,196 @@ from sluice.scheduler.fit import cluster_failure, queue_failure, short_resources
 from sluice.scheduler.order import leaf_order
 from sluice.scheduler.session import JobInfo, Session
 
-VictimKey = tuple[int, int, float, str]
+Taken = dict[str, dict[str, int]]
 
 
-def _victim_order(job: JobInfo) -> tuple[int, float, str]:
+def victim_order(job: JobInfo) -> tuple[int, float, str]:
     """Lower job priority first, then the most recently admitted, then by name."""
     admitted = (job.admitted_at or EPOCH).timestamp()
     return (job.priority, -admitted, job.key)
 
 
-def _eligible(job: JobInfo, now: datetime, min_runtime: timedelta) -> bool:
-    if not job.view.preemptable or job.fresh:
-        return False
-    return job.admitted_at is None or now - job.admitted_at >= min_runtime
+class _Reclaim:
+    def __init__(self, session: Session, outcome: Outcome) -> None:
+        self.session = session
+        self.outcome = outcome
+        self.min_runtime: timedelta = session.config.arguments("reclaim").min_runtime
+        self.now: datetime = session.now
+        self.victims: dict[str, list[JobInfo]] = {}
+        self.victims_using: dict[tuple[str, frozenset[str]], list[JobInfo]] = {}
+        self.leaves_under: dict[str, list[str]] = {}
+        self.excess: dict[str, dict[str, int]] = {}
+        self.room: dict[str, int] = {}
+        self.over: dict[str, set[str]] = {}  # resource -> leaves above their share in it
+        for name, info in session.queues.items():
+            if not info.children and info.admitted_jobs and info.queue.spec.reclaimable:
+                self._count_excess(name, +1)
 
-
-def _within_deserved(session: Session, job: JobInfo, name: str) -> bool:
-    info = session.queues[name]
-    return all(
-        info.allocated.get(r, 0) + a <= info.deserved.get_amount(r)
-        for r, a in job.request.items()
-        if a > 0
-    )
-
-
-def _above_deserved(
-    session: Session, name: str, taken: dict[str, dict[str, int]], short: dict[str, int]
-) -> bool:
-    info = session.queues[name]
-    gone = taken.get(name, {})
-    return any(
-        info.allocated.get(r, 0) - gone.get(r, 0) > info.deserved.get_amount(r) for r in short
-    )
-
-
-def _keeps_guarantee(
-    session: Session, name: str, victim: JobInfo, taken: dict[str, dict[str, int]]
-) -> bool:
-    info = session.queues[name]
-    gone = taken.get(name, {})
-    for r, g in info.guarantee.items():
-        if g <= 0:
-            continue
-        left = info.allocated.get(r, 0) - gone.get(r, 0) - victim.request.get(r, 0)
-        if victim.request.get(r, 0) > 0 and left < g:
+    # Conditions ------------------------------------------------------------------------------
+    def eligible(self, job: JobInfo) -> bool:
+        if not job.view.preemptable or job.fresh or not job.admitted:
             return False
-    return True
+        return job.admitted_at is None or self.now - job.admitted_at >= self.min_runtime
+
+    def within_deserved(self, job: JobInfo, name: str) -> bool:
+        info = self.session.queues[name]
+        return all(
+            info.allocated.get(r, 0) + a <= info.deserved.get_amount(r)
+            for r, a in job.request.items()
+            if a > 0
+        )
+
+    def above_deserved(self, name: str, taken: Taken, short: dict[str, int]) -> bool:
+        info = self.session.queues[name]
+        gone = taken.get(name, {})
+        return any(
+            info.allocated.get(r, 0) - gone.get(r, 0) > info.deserved.get_amount(r) for r in short
+        )
+
+    def keeps_guarantee(self, name: str, victim: JobInfo, taken: Taken) -> bool:
+        info = self.session.queues[name]
+        gone = taken.get(name, {})
+        for r, g in info.guarantee.items():
+            used = victim.request.get(r, 0)
+            if g > 0 and used > 0 and info.allocated.get(r, 0) - gone.get(r, 0) - used < g:
+                return False
+        return True
+
+    def _count_excess(self, name: str, sign: int) -> None:
+        """Add (or with sign -1, remove) a leaf's amounts above max(deserved, guarantee)."""
+        if sign > 0:
+            info = self.session.queues[name]
+            self.excess[name] = {
+                r: over
+                for r, used in info.allocated.items()
+                if (over := used - max(info.deserved.get_amount(r), info.guarantee.get_amount(r)))
+                > 0
+            }
+        for r, over in self.excess.get(name, {}).items():
+            self.room[r] = self.room.get(r, 0) + sign * over
+            leaves = self.over.setdefault(r, set())
+            if sign > 0:
+                leaves.add(name)
+            else:
+                leaves.discard(name)
+
+    def supply(self, short: dict[str, int]) -> bool:
+        """Could all queues above their deserved share, together, give back enough?"""
+        return all(self.room.get(r, 0) >= need for r, need in short.items())
+
+    # Search ------------------------------------------------------------------------------------
+    def sorted_victims(self, name: str) -> list[JobInfo]:
+        if name not in self.victims:
+            self.victims[name] = sorted(self.session.queues[name].admitted_jobs, key=victim_order)
+        return self.victims[name]
+
+    def victims_for(self, name: str, short: dict[str, int]) -> list[JobInfo]:
+        """The queue's victims that give back at least one resource the job is short of."""
+        key = (name, frozenset(short))
+        if key not in self.victims_using:
+            self.victims_using[key] = [
+                v for v in self.sorted_victims(name) if any(v.request.get(r, 0) > 0 for r in short)
+            ]
+        return self.victims_using[key]
+
+    def candidates(self, job: JobInfo, short: dict[str, int], taken: Taken) -> Iterator[JobInfo]:
+        """Victims in order: nearest relatives first, then lower queue priority, then lower
+        job priority, then the most recently admitted."""
+        session = self.session
+        chain = session.chain(job.queue)
+        position = {name: i for i, name in enumerate(chain)}
+        over: set[str] = set()
+        for r in short:
+            over |= self.over.get(r, set())
+        over.discard(job.queue)
+        groups: dict[int, list[tuple[str, list[str]]]] = {}
+        for name in over:
+            upto = session.chain(name)
+            for i, ancestor in enumerate(upto):
+                if ancestor in position:
+                    groups.setdefault(position[ancestor], []).append((name, upto[:i]))
+                    break
+        for level in sorted(groups):
+            below = chain[:level]
+            if not all(self.within_deserved(job, q) for q in below):
+                return  # further groups have a higher common ancestor: still not within
+            streams = []
+            for name, upto in groups[level]:
+                info = session.queues[name]
+                if all(self.above_deserved(q, taken, short) for q in upto):
+                    streams.append(_stream(info.priority, self.victims_for(name, short)))
+            for _, _, victim in heapq.merge(*streams):
+                yield victim
+
+    def reclaim_for(self, job: JobInfo, short: dict[str, int]) -> bool:
+        session = self.session
+        chosen: list[JobInfo] = []
+        taken: Taken = {}
+        freed: dict[str, int] = {}
+        for victim in self.candidates(job, short, taken):
+            if not self.eligible(victim) or not any(victim.request.get(r, 0) > 0 for r in short):
+                continue
+            common = session.tree.lowest_common_ancestor(job.queue, victim.queue) or ROOT_QUEUE
+            upto = session.chain(victim.queue)
+            upto = upto[: upto.index(common)]
+            if not all(self.above_deserved(q, taken, short) for q in upto):
+                continue
+            if not self.keeps_guarantee(victim.queue, victim, taken):
+                continue
+            chosen.append(victim)
+            for q in session.chain(victim.queue):
+                slot = taken.setdefault(q, {})
+                for r, a in victim.request.items():
+                    slot[r] = slot.get(r, 0) + a
+            for r, a in victim.request.items():
+                freed[r] = freed.get(r, 0) + a
+            if cluster_failure(session, job, freed) is None:
+                self._take(job, chosen)
+                return True
+        return False
+
+    def _take(self, job: JobInfo, chosen: list[JobInfo]) -> None:
+        touched = {v.queue for v in chosen}
+        for name in touched:
+            self._count_excess(name, -1)
+        for v in chosen:
+            self.outcome.evict(self.session, "reclaim", v, job)
+            self.victims[v.queue].remove(v)
+            for (queue, _), listed in self.victims_using.items():
+                if queue == v.queue and v in listed:
+                    listed.remove(v)
+        for name in touched:
+            self._count_excess(name, +1)
+
+    def run(self) -> None:
+        session = self.session
+        leaves = leaf_order(session, admissible_leaves(session, self.outcome))
+        for leaf in leaves:
+            failed: list[dict[str, int]] = []  # requests of this queue that found no room
+            for job in session.queues[leaf].pending_jobs:
+                if job.admitted:
+                    continue
+                if any(all(job.request.get(r, 0) >= a for r, a in f.items()) for f in failed):
+                    continue
+                if queue_failure(session, job) is not None or not self.within_deserved(job, leaf):
+                    continue  # its own queue stops it; taking from others cannot help
+                short = short_resources(session, job)
+                if not short:
+                    continue
+                if self.supply(short) and self.reclaim_for(job, short):
+                    self.outcome.admit(session, job, f"reclaim: room taken back for queue {leaf}")
+                else:
+                    failed.append(dict(job.request))
+            info = session.queues[leaf]
+            info.pending_jobs = [j for j in info.pending_jobs if not j.admitted]
+
+
+def _stream(
+    queue_priority: int, jobs: list[JobInfo]
+) -> Iterator[tuple[int, tuple[int, float, str], JobInfo]]:
+    for job in list(jobs):
+        yield (queue_priority, victim_order(job), job)
 
 
 def reclaim(session: Session, outcome: Outcome) -> None:
-    min_runtime = session.config.arguments("reclaim").min_runtime
-    leaves = leaf_order(session, admissible_leaves(session, outcome))
-    failed: dict[str, list[dict[str, int]]] = {}  # leaf -> requests that found no victims
-    for leaf in leaves:
-        for job in list(session.queues[leaf].pending_jobs):
-            if job.admitted or job in outcome.evicted:
-                continue
-            if any(
-                all(job.request.get(r, 0) >= a for r, a in bigger.items())
-                for bigger in failed.get(leaf, [])
-            ):
-                continue
-            if queue_failure(session, job) is not None:
-                continue  # its own queue's limit stops it; taking from others cannot help
-            short = short_resources(session, job)
-            if not short:
-                continue
-            if _reclaim_for(session, outcome, job, short, min_runtime):
-                outcome.admit(session, job, f"reclaim: room taken back for queue {leaf}")
-            else:
-                failed.setdefault(leaf, []).append(dict(job.request))
-    for info in session.queues.values():
-        info.pending_jobs = [j for j in info.pending_jobs if not j.admitted]
-
-
-def _candidates(session: Session, job: JobInfo, short: dict[str, int]) -> Iterator[JobInfo]:
-    """Victims in order: nearest relatives, lower queue priority, lower job priority, newest."""
-    tree = session.tree
-    streams = []
-    for name, info in session.queues.items():
-        if name == job.queue or not info.admitted_jobs or info.children:
-            continue
-        if not info.queue.spec.reclaimable:
-            continue
-        if not any(info.allocated.get(r, 0) > info.deserved.get_amount(r) for r in short):
-            continue
-        common = tree.lowest_common_ancestor(job.queue, name)
-        if common is None:
-            continue
-        rank = (-session.queues[common].depth, info.priority)
-        streams.append(_stream(rank, info.admitted_jobs))
-    for _, _, victim in heapq.merge(*streams, key=lambda item: (item[0], item[1])):
-        yield victim
-
-
-def _stream(rank: tuple[int, int], jobs: list[JobInfo]) -> Iterator[tuple[Any, ...]]:
-    for job in sorted(jobs, key=_victim_order):
-        yield (rank, _victim_order(job), job)
-
-
-def _reclaim_for(
-    session: Session,
-    outcome: Outcome,
-    job: JobInfo,
-    short: dict[str, int],
-    min_runtime: timedelta,
-) -> bool:
-    tree = session.tree
-    chosen: list[JobInfo] = []
-    taken: dict[str, dict[str, int]] = {}
-    freed: dict[str, int] = {}
-    requester_ok: dict[str, bool] = {}
-    for victim in _candidates(session, job, short):
-        if not any(victim.request.get(r, 0) > 0 for r in short):
-            continue
-        if not _eligible(victim, session.now, min_runtime):
-            continue
-        common = tree.lowest_common_ancestor(job.queue, victim.queue)
-        if common is None:
-            continue
-        if common not in requester_ok:
-            below = session.chain(job.queue)
-            below = below[: below.index(common)] if common in below else below
-            requester_ok[common] = all(_within_deserved(session, job, q) for q in below)
-        if not requester_ok[common]:
-            continue
-        chain = session.chain(victim.queue)
-        upto = chain[: chain.index(common)] if common in chain else chain
-        if not all(_above_deserved(session, q, taken, short) for q in upto):
-            continue
-        if not _keeps_guarantee(session, victim.queue, victim, taken):
-            continue
-        chosen.append(victim)
-        for q in chain:
-            slot = taken.setdefault(q, {})
-            for r, a in victim.request.items():
-                slot[r] = slot.get(r, 0) + a
-        for r, a in victim.request.items():
-            freed[r] = freed.get(r, 0) + a
-        if cluster_failure(session, job, freed) is None:
-            for v in chosen:
-                outcome.evict(session, "reclaim", v, job)
-            return True
-    return False
+    _Reclaim(session, outcome).run()
