@@ -1,50 +1,64 @@
-"""preempt: inside one queue, a higher-priority pending job suspends lower-priority ones."""
+"""preempt: inside one queue, a higher-priority pending job suspends lower-priority ones.
+
+Victims are the queue's own admitted jobs of strictly lower priority that may be preempted,
+lowest priority and most recently admitted first; if all of them together would not make
+room, nothing is preempted.
+"""
 
 from __future__ import annotations
 
 from sluice.scheduler.actions.admit import admissible_leaves
 from sluice.scheduler.actions.outcome import Outcome
+from sluice.scheduler.actions.reclaim import victim_order
 from sluice.scheduler.fit import cluster_failure, queue_failure
 from sluice.scheduler.order import leaf_order
 from sluice.scheduler.session import JobInfo, Session
 
 
-def _victim_order(job: JobInfo) -> tuple[int, float, str]:
-    admitted = job.admitted_at.timestamp() if job.admitted_at else 0.0
-    return (job.priority, -admitted, job.key)
-
-
 def preempt(session: Session, outcome: Outcome) -> None:
     for leaf in leaf_order(session, admissible_leaves(session, outcome)):
         info = session.queues[leaf]
-        for job in list(info.pending_jobs):
-            if job.admitted or job in outcome.evicted:
-                continue
-            if queue_failure(session, job) is None and cluster_failure(session, job) is None:
-                continue
-            victims = sorted(
-                (
-                    v
-                    for v in info.admitted_jobs
-                    if v.priority < job.priority and v.view.preemptable and not v.fresh
-                ),
-                key=_victim_order,
-            )
-            if not victims:
-                continue
-            chosen: list[JobInfo] = []
-            freed: dict[str, int] = {}
-            for victim in victims:
-                chosen.append(victim)
-                for r, a in victim.request.items():
-                    freed[r] = freed.get(r, 0) + a
-                in_queue = {name: freed for name in session.chain(leaf)}
-                if (
-                    queue_failure(session, job, in_queue) is None
-                    and cluster_failure(session, job, freed) is None
-                ):
-                    for v in chosen:
-                        outcome.evict(session, "preempt", v, job)
-                    outcome.admit(session, job, f"preempt: higher priority in queue {leaf}")
-                    break
+        victims = sorted(
+            (v for v in info.admitted_jobs if v.view.preemptable and not v.fresh),
+            key=victim_order,
+        )
+        if victims:
+            _preempt_in(session, outcome, leaf, victims)
         info.pending_jobs = [j for j in info.pending_jobs if not j.admitted]
+
+
+def _preempt_in(session: Session, outcome: Outcome, leaf: str, victims: list[JobInfo]) -> None:
+    chain = session.chain(leaf)
+    failed: list[tuple[int, dict[str, int]]] = []  # (priority, request) that found no room
+    for job in session.queues[leaf].pending_jobs:
+        if not victims or victims[0].priority >= job.priority:
+            continue
+        if job.admitted or job in outcome.evicted:
+            continue
+        if any(
+            p >= job.priority and all(job.request.get(r, 0) >= a for r, a in req.items())
+            for p, req in failed
+        ):
+            continue
+        if queue_failure(session, job) is None and cluster_failure(session, job) is None:
+            continue
+        chosen: list[JobInfo] = []
+        freed: dict[str, int] = {}
+        for victim in victims:
+            if victim.priority >= job.priority:
+                break
+            chosen.append(victim)
+            for r, a in victim.request.items():
+                freed[r] = freed.get(r, 0) + a
+            in_queue = dict.fromkeys(chain, freed)
+            if (
+                queue_failure(session, job, in_queue) is None
+                and cluster_failure(session, job, freed) is None
+            ):
+                for v in chosen:
+                    outcome.evict(session, "preempt", v, job)
+                    victims.remove(v)
+                outcome.admit(session, job, f"preempt: higher priority in queue {leaf}")
+                break
+        if not job.admitted:
+            failed.append((job.priority, dict(job.request)))

@@ -135,13 +135,23 @@ class _Reclaim:
             below = chain[:level]
             if not all(self.within_deserved(job, q) for q in below):
                 return  # further groups have a higher common ancestor: still not within
-            streams = []
-            for name, upto in groups[level]:
-                info = session.queues[name]
-                if all(self.above_deserved(q, taken, short) for q in upto):
-                    streams.append(_stream(info.priority, self.victims_for(name, short)))
+            streams = [
+                self._stream(name, upto, short, taken)
+                for name, upto in groups[level]
+                if all(self.above_deserved(q, taken, short) for q in upto)
+            ]
             for _, _, victim in heapq.merge(*streams):
                 yield victim
+
+    def _stream(
+        self, name: str, upto: list[str], short: dict[str, int], taken: Taken
+    ) -> Iterator[tuple[int, tuple[int, float, str], JobInfo]]:
+        """A queue's victims, ending as soon as its branch is no longer above its share."""
+        priority = self.session.queues[name].priority
+        for job in list(self.victims_for(name, short)):
+            if not all(self.above_deserved(q, taken, short) for q in upto):
+                return
+            yield (priority, victim_order(job), job)
 
     def reclaim_for(self, job: JobInfo, short: dict[str, int]) -> bool:
         session = self.session
@@ -204,13 +214,6 @@ class _Reclaim:
                     failed.append(dict(job.request))
             info = session.queues[leaf]
             info.pending_jobs = [j for j in info.pending_jobs if not j.admitted]
-
-
-def _stream(
-    queue_priority: int, jobs: list[JobInfo]
-) -> Iterator[tuple[int, tuple[int, float, str], JobInfo]]:
-    for job in list(jobs):
-        yield (queue_priority, victim_order(job), job)
 
 
 def reclaim(session: Session, outcome: Outcome) -> None:
