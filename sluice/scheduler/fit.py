@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from sluice.api.quantity import format_quantity
 from sluice.api.resources import describe_amount
 from sluice.scheduler.session import JobInfo, Session
 
@@ -26,7 +27,9 @@ def queue_failure(
     ``freed`` lets reclaim and preempt ask the question as if some jobs were already gone.
     """
     leaf = job.queue
-    for name in session.chain(leaf):
+    # From the top down, so the reason names the level that sets the limit (a team under a
+    # full department inherits the department's limit; the department is what to look at).
+    for name in reversed(session.chain(leaf)):
         info = session.queues[name]
         if info.parent is None:
             continue  # root's limit is the cluster, checked separately
@@ -36,7 +39,8 @@ def queue_failure(
                 continue
             would = info.allocated.get(r, 0) - gone.get(r, 0) + amount
             limit = info.real_capability.get_amount(r)
-            if would > limit:
+            if would > limit and limit < session.total.get_amount(r):
+                # a limit equal to the whole cluster is the cluster's: cluster_failure says it
                 label = (
                     "capability"
                     if r in info.capability and info.capability[r] == limit
@@ -44,12 +48,12 @@ def queue_failure(
                 )
                 return (
                     f"{_level(session, leaf, name)} would use {describe_amount(r, would)}"
-                    f" > {label} {describe_amount(r, limit)}"
+                    f" > {label} {format_quantity(limit, r)}"
                 )
             if not session.elastic and would > info.deserved.get_amount(r):
                 return (
                     f"{_level(session, leaf, name)} would use {describe_amount(r, would)}"
-                    f" > deserved {describe_amount(r, info.deserved.get_amount(r))}"
+                    f" > deserved {format_quantity(info.deserved.get_amount(r), r)}"
                     " (ElasticEnable is false)"
                 )
     return None

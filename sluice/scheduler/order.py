@@ -51,29 +51,53 @@ def queue_key_function(session: Session) -> Callable[[str], QueueKey]:
     return key
 
 
+def weighted_score(
+    weights: dict[str, float],
+    *,
+    priority: float | None = None,
+    drf_share: float | None = None,
+    weight: int = 1,
+    share: float | None = None,
+) -> float:
+    """Seed 000's queue score: each configured plugin's score times its weight, summed.
+
+    priority is already normalised to 0..1 over the queues' own min and max; drf scores
+    1 - share/weight; proportion, capacity and proportion_optimize score 1 - share.
+    """
+    total = 0.0
+    if priority is not None:
+        total += weights.get("priority", 1.0) * priority
+    if drf_share is not None:
+        total += weights.get("drf", 1.0) * (1.0 - drf_share / max(weight, 1))
+    if share is not None:
+        total += weights.get("share", 1.0) * (1.0 - share)
+    return total
+
+
 def _score_key(
     session: Session, args: ActionArguments, plugins: list[str]
 ) -> Callable[[str], QueueKey]:
     priorities = [q.priority for n, q in session.queues.items() if n != ROOT_QUEUE]
     low, high = (min(priorities), max(priorities)) if priorities else (0, 0)
-
-    def score(name: str) -> float:
-        info = session.queues[name]
-        total = 0.0
-        for plugin in plugins:
-            weight = args.score_weight(plugin)
-            if plugin == "priority":
-                if high > low:
-                    total += weight * (info.priority - low) / (high - low)
-            elif plugin == "drf":
-                total += weight * (1.0 - session.drf_share(name) / max(info.weight, 1))
-            elif plugin in SHARE_PLUGINS:
-                total += weight * (1.0 - session.share(name))
-        return total
+    share_plugin = next((p for p in plugins if p in SHARE_PLUGINS), None)
+    weights = {
+        "priority": args.score_weight("priority"),
+        "drf": args.score_weight("drf"),
+        "share": args.score_weight(share_plugin) if share_plugin else 0.0,
+    }
 
     def key(name: str) -> QueueKey:
         info = session.queues[name]
-        return (-score(name), info.queue.creation_timestamp, name)
+        score = weighted_score(
+            weights,
+            priority=(info.priority - low) / (high - low)
+            if "priority" in plugins and high > low
+            else None,
+            drf_share=session.drf_share(name) if "drf" in plugins else None,
+            weight=info.weight,
+            share=session.share(name) if share_plugin else None,
+        )
+        return (-score, info.queue.creation_timestamp, name)
 
     return key
 

@@ -15,8 +15,11 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 NOW = T0 + timedelta(hours=1)
 
 
+ALIASES = {"nvidia_com_gpu": "nvidia.com/gpu"}
+
+
 def res(**amounts: float | str) -> Resources:
-    return Resources.parse({k.replace("_", "/"): v for k, v in amounts.items()})
+    return Resources.parse({ALIASES.get(k, k): v for k, v in amounts.items()})
 
 
 def queue(name: str, parent: str | None = None, *, created: int = 0, **spec: Any) -> Queue:

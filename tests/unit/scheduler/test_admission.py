@@ -1,0 +1,139 @@
+"""Admission (enqueue/allocate/backfill), fifo vs traverse, pending reasons, invalid trees."""
+
+from __future__ import annotations
+
+from builders import job, node, queue, running, snapshot
+
+from sluice.scheduler.cycle import apply_decisions, run_cycle
+
+ONLY_ADMIT = {"actions": "enqueue, allocate, backfill"}
+
+
+def admitted(result: object) -> list[str]:
+    return [d.job for d in result.decisions if d.action == "admit"]  # type: ignore[attr-defined]
+
+
+def reasons(result: object) -> dict[str, str]:
+    return {p.job: p.reason for p in result.pending}  # type: ignore[attr-defined]
+
+
+def test_admits_within_capability_and_explains_the_rest_with_numbers() -> None:
+    queues = [queue("team-a", capability={"cpu": 4})]
+    jobs = [job(f"j{i}", "team-a", cpu=2, created=i) for i in range(4)]
+    result = run_cycle(snapshot(queues, jobs, [node(cpu=100)], config=ONLY_ADMIT))
+    assert admitted(result) == ["ns/j0", "ns/j1"]
+    assert reasons(result) == {
+        "ns/j2": "position 1 in team-a; team-a would use cpu 6 > capability 4",
+        "ns/j3": "position 2 in team-a; team-a would use cpu 6 > capability 4",
+    }
+
+
+def test_the_limiting_level_of_the_tree_is_named() -> None:
+    queues = [queue("dept", capability={"nvidia.com/gpu": 2}), queue("team", "dept")]
+    jobs = [
+        running("r", "team", cpu=1, nvidia_com_gpu=2),
+        job("p", "team", cpu=1, nvidia_com_gpu=1),
+    ]
+    result = run_cycle(snapshot(queues, jobs, [node(cpu=10, nvidia_com_gpu=8)], config=ONLY_ADMIT))
+    assert reasons(result)["ns/p"] == (
+        "position 1 in team; dept (parent of team) would use nvidia.com/gpu 3 > capability 2"
+    )
+
+
+def test_cluster_room_is_the_last_limit() -> None:
+    jobs = [running("r", "a", cpu=3), job("p", "a", cpu=2, memory="1Gi")]
+    result = run_cycle(snapshot([queue("a")], jobs, [node(cpu=4, memory="8Gi")], config=ONLY_ADMIT))
+    assert reasons(result)["ns/p"] == "position 1 in a; cluster has cpu 1 free, job requests cpu 2"
+
+
+def test_deserved_never_blocks_admission_idle_quota_is_lent() -> None:
+    queues = [queue("a", weight=1), queue("b", weight=1)]
+    jobs = [job(f"a{i}", "a", cpu=1, created=i) for i in range(8)]
+    result = run_cycle(snapshot(queues, jobs, [node(cpu=8)], config=ONLY_ADMIT))
+    assert len(admitted(result)) == 8
+
+
+def test_traverse_skips_a_job_that_does_not_fit_fifo_stops_there() -> None:
+    def run(strategy: str) -> list[str]:
+        queues = [queue("q", dequeue=strategy)]
+        jobs = [job("big", "q", cpu=8, created=1), job("small", "q", cpu=1, created=2)]
+        return admitted(run_cycle(snapshot(queues, jobs, [node(cpu=4)], config=ONLY_ADMIT)))
+
+    assert run("traverse") == ["ns/small"]
+    assert run("fifo") == []
+
+
+def test_fifo_reason_names_the_job_in_front() -> None:
+    queues = [queue("q", dequeue="fifo")]
+    jobs = [job("big", "q", cpu=8, created=1), job("small", "q", cpu=1, created=2)]
+    result = run_cycle(snapshot(queues, jobs, [node(cpu=4)], config=ONLY_ADMIT))
+    assert reasons(result)["ns/small"] == (
+        "position 2 in q; waiting behind ns/big, the first job of fifo queue q"
+    )
+
+
+def test_backfill_admits_jobs_that_request_nothing_even_behind_a_fifo_head() -> None:
+    queues = [queue("q", dequeue="fifo")]
+    jobs = [job("big", "q", cpu=8, created=1), job("zero", "q", cpu=0, created=2)]
+    result = run_cycle(snapshot(queues, jobs, [node(cpu=4)], config=ONLY_ADMIT))
+    assert admitted(result) == ["ns/zero"]
+    assert result.decisions[0].reason.startswith("backfill")
+
+
+def test_jobs_only_run_in_leaf_queues() -> None:
+    queues = [queue("parent"), queue("child", "parent")]
+    result = run_cycle(snapshot(queues, [job("stray", "parent")], [node(cpu=4)]))
+    assert admitted(result) == []
+    assert "has child queues; jobs run only in leaf queues" in reasons(result)["ns/stray"]
+
+
+def test_a_job_of_a_missing_queue_waits_with_a_reason() -> None:
+    result = run_cycle(snapshot([queue("a")], [job("lost", "nope")], [node(cpu=4)]))
+    assert reasons(result)["ns/lost"] == "position 1 in nope; queue nope does not exist"
+
+
+def test_an_invalid_subtree_is_isolated_and_the_rest_schedules() -> None:
+    queues = [
+        queue("dept", capability={"cpu": 2}),
+        queue("bad", "dept", capability={"cpu": 5}),  # over its parent's capability
+        queue("good"),
+    ]
+    jobs = [job("b", "bad", cpu=1), job("g", "good", cpu=1)]
+    result = run_cycle(snapshot(queues, jobs, [node(cpu=10)]))
+    assert admitted(result) == ["ns/g"]
+    assert not result.queues["bad"].valid
+    assert "capability cpu 5 exceeds the capability cpu 2 of its ancestor dept" in (
+        result.queues["bad"].invalid_reason
+    )
+    assert "is not valid" in reasons(result)["ns/b"]
+    assert [(a.action, a.queue) for a in result.queue_actions if a.action == "invalid"] == [
+        ("invalid", "bad")
+    ]
+
+
+def test_children_guarantees_over_the_parent_mark_the_parent_invalid() -> None:
+    queues = [
+        queue("dept", guarantee={"cpu": 2}),
+        queue("x", "dept", guarantee={"cpu": 2}),
+        queue("y", "dept", guarantee={"cpu": 1}),
+    ]
+    result = run_cycle(snapshot(queues, [job("j", "x")], [node(cpu=10)]))
+    assert not result.queues["dept"].valid and result.queues["x"].valid
+    assert admitted(result) == []
+
+
+def test_same_snapshot_same_result() -> None:
+    queues = [queue(f"q{i}", weight=i + 1) for i in range(5)]
+    jobs = [job(f"j{i}", f"q{i % 5}", cpu=1 + i % 3, created=i % 4) for i in range(40)]
+    snap = snapshot(queues, jobs, [node(cpu=30)])
+    assert run_cycle(snap) == run_cycle(snap)
+
+
+def test_apply_decisions_then_next_cycle_has_nothing_left_to_admit() -> None:
+    jobs = [job(f"j{i}", "a", cpu=1, created=i) for i in range(3)]
+    snap = snapshot([queue("a")], jobs, [node(cpu=2)])
+    first = run_cycle(snap)
+    second = run_cycle(apply_decisions(snap, first, snap.now))
+    assert admitted(first) == ["ns/j0", "ns/j1"]
+    assert second.decisions == ()
+    assert second.queues["a"].inqueue == 2 and second.queues["a"].pending == 1

@@ -1,0 +1,143 @@
+"""Queue order (seed 003, seed 000's QueueScoreOrder) and job order (seed 000's global order)."""
+
+from __future__ import annotations
+
+import pytest
+from builders import job, node, queue, running, snapshot
+
+from sluice.scheduler.cycle import run_cycle
+from sluice.scheduler.order import weighted_score
+
+
+def test_seed_000_queue_score_table_orders_b_then_c_then_a() -> None:
+    weights = {"priority": 1.0, "drf": 1.0, "share": 1.0}
+    table = {  # queue: (priority, drf share, proportion share), priorities 0..100
+        "A": (40, 0.3, 1.2),
+        "B": (80, 0.4, 0.5),
+        "C": (0, 0.5, 0.3),
+    }
+    scores = {
+        name: weighted_score(weights, priority=p / 100, drf_share=d, share=s)
+        for name, (p, d, s) in table.items()
+    }
+    assert scores == pytest.approx({"A": 0.9, "B": 1.9, "C": 1.2})
+    assert sorted(scores, key=lambda n: -scores[n]) == ["B", "C", "A"]
+
+
+def test_score_weights_change_the_winner() -> None:
+    heavy_priority = {"priority": 10.0, "drf": 1.0, "share": 1.0}
+    a = weighted_score(heavy_priority, priority=1.0, drf_share=0.9, share=1.0)
+    b = weighted_score(heavy_priority, priority=0.0, drf_share=0.0, share=0.0)
+    assert a > b
+    assert weighted_score({"priority": 0.0}, priority=1.0, drf_share=0.9, share=1.0) < b
+
+
+def test_queue_score_order_in_a_cycle_uses_priority_drf_and_share() -> None:
+    config = {
+        "actions": "enqueue, allocate",
+        "configurations": [{"name": "enqueue", "arguments": {"QueueScoreOrderEnable": True}}],
+        "tiers": [
+            {"plugins": [{"name": "priority"}]},
+            {"plugins": [{"name": "drf"}, {"name": "capacity"}]},
+        ],
+    }
+    queues = [
+        queue("a", priority=40, deserved={"cpu": 25}),
+        queue("b", priority=80, deserved={"cpu": 80}),
+        queue("c", priority=0, deserved={"cpu": 100}),
+    ]
+    jobs = [running("a-r", "a", cpu=30), running("b-r", "b", cpu=40), running("c-r", "c", cpu=30)]
+    # a: 0.4 + (1 - 0.3) + (1 - 1.2) = 0.9; b: 1 + 0.6 + 0.5 = 2.1; c: 0 + 0.7 + 0.7 = 1.4
+    result = run_cycle(snapshot(queues, jobs, [node(cpu=100)], config=config))
+    assert list(result.queue_order) == ["b", "c", "a"]
+
+
+def test_without_score_order_queue_priority_comes_before_share() -> None:
+    queues = [queue("low", priority=1), queue("high", priority=5)]
+    jobs = [running("h", "high", cpu=5), job("l1", "low", cpu=1), job("h1", "high", cpu=1)]
+    result = run_cycle(snapshot(queues, jobs, [node(cpu=10)]))
+    assert list(result.queue_order) == ["high", "low"]
+    assert [d.job for d in result.decisions] == ["ns/h1", "ns/l1"]
+
+
+def test_equal_queues_take_turns_by_share() -> None:
+    queues = [queue("a"), queue("b")]
+    jobs = [job(f"a{i}", "a", created=i) for i in range(4)] + [
+        job(f"b{i}", "b", created=i) for i in range(4)
+    ]
+    result = run_cycle(snapshot(queues, jobs, [node(cpu=4)]))
+    assert [d.job for d in result.decisions] == ["ns/a0", "ns/b0", "ns/a1", "ns/b1"]
+
+
+def test_hierarchy_compares_departments_before_teams() -> None:
+    # dept-x is busier than dept-y, so y's team goes first although x-1 is the emptier team.
+    queues = [
+        queue("x"),
+        queue("y"),
+        queue("x-1", "x", created=1),
+        queue("x-2", "x", created=2),
+        queue("y-1", "y", created=3),
+    ]
+    jobs = [
+        running("x2-r", "x-2", cpu=6),
+        running("y1-r", "y-1", cpu=2),
+        job("x1-p", "x-1", cpu=1),
+        job("y1-p", "y-1", cpu=1),
+    ]
+    result = run_cycle(snapshot(queues, jobs, [node(cpu=12)]))
+    assert list(result.queue_order)[0] == "y-1"
+    assert result.decisions[0].job == "ns/y1-p"
+
+
+def test_seed_000_global_job_order_is_b2_a2_a1_b1() -> None:
+    config = {"configurations": [{"name": "enqueue", "arguments": {"jobOrder": "global"}}]}
+    queues = [queue("A", priority=10), queue("B", priority=8)]
+    jobs = [
+        job("A1", "A", created=1),
+        job("A2", "A", created=2, priority_class="p12"),
+        job("B1", "B", created=3),
+        job("B2", "B", created=4, priority_class="p13"),
+    ]
+    result = run_cycle(
+        snapshot(
+            queues, jobs, [node(cpu=10)], config=config, priority_classes={"p12": 12, "p13": 13}
+        )
+    )
+    assert [d.job for d in result.decisions] == ["ns/B2", "ns/A2", "ns/A1", "ns/B1"]
+
+
+def test_per_queue_job_order_serves_queue_a_first() -> None:
+    queues = [queue("A", priority=10), queue("B", priority=8)]
+    jobs = [
+        job("A1", "A", created=1),
+        job("A2", "A", created=2, priority_class="p12"),
+        job("B1", "B", created=3),
+        job("B2", "B", created=4, priority_class="p13"),
+    ]
+    result = run_cycle(
+        snapshot(queues, jobs, [node(cpu=10)], priority_classes={"p12": 12, "p13": 13})
+    )
+    assert [d.job for d in result.decisions][:2] == ["ns/A2", "ns/A1"]
+
+
+def test_job_priority_inherits_queue_priority_class_then_global_default() -> None:
+    from sluice.api.views import PriorityClassView
+    from sluice.scheduler.session import Session
+
+    snap = snapshot(
+        [queue("q", priority_class_name="team"), queue("plain")],
+        [job("inherit", "q"), job("own", "q", priority_class="top"), job("dflt", "plain")],
+        [node(cpu=1)],
+        priority_classes={"team": 50, "top": 90},
+    )
+    snap = type(snap)(
+        queues=snap.queues,
+        jobs=snap.jobs,
+        nodes=snap.nodes,
+        now=snap.now,
+        priority_classes=[*snap.priority_classes, PriorityClassView("base", 7, True)],
+        config=snap.config,
+    )
+    session = Session(snap)
+    priorities = {j.name: session.job_priority(j) for j in snap.jobs}
+    assert priorities == {"inherit": 50, "own": 90, "dflt": 7}
