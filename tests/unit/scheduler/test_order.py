@@ -85,7 +85,7 @@ def test_hierarchy_compares_departments_before_teams() -> None:
         job("y1-p", "y-1", cpu=1),
     ]
     result = run_cycle(snapshot(queues, jobs, [node(cpu=12)]))
-    assert list(result.queue_order)[0] == "y-1"
+    assert result.queue_order[0] == "y-1"
     assert result.decisions[0].job == "ns/y1-p"
 
 
