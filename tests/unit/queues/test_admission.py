@@ -1,0 +1,205 @@
+"""Every create/update/delete rule of design section 4, allowed and denied."""
+
+from __future__ import annotations
+
+from helpers import cluster, q
+
+from sluice.api.resources import Resources
+from sluice.queues.admission import (
+    ClusterFacts,
+    check_job_queue,
+    check_job_update,
+    check_queue_create,
+    check_queue_delete,
+    check_queue_update,
+    job_facts_needed,
+    tree_violations,
+)
+from sluice.queues.tree import QueueTree
+
+FACTS = ClusterFacts()
+
+
+def test_a_plain_queue_under_root_is_allowed() -> None:
+    assert check_queue_create(q("team"), cluster(), FACTS).allowed
+
+
+def test_guarantee_must_not_exceed_deserved_nor_deserved_capability() -> None:
+    v = check_queue_create(q("t", guarantee={"cpu": "6"}, deserved={"cpu": "4"}), cluster(), FACTS)
+    assert (v.allowed, v.rule) == (False, "guarantee-over-deserved")
+    assert v.message == (
+        "queue t: guarantee cpu 6 exceeds its deserved cpu 4; guarantee must be <= deserved"
+    )
+    v = check_queue_create(
+        q("t", deserved={"memory": "8Gi"}, capability={"memory": "4Gi"}), cluster(), FACTS
+    )
+    assert v.rule == "deserved-over-capability" and "deserved memory 8Gi" in v.message
+    assert "capability memory 4Gi" in v.message
+
+
+def test_negative_quantities_are_refused() -> None:
+    v = check_queue_create(q("t", capability={"cpu": "-1"}), cluster(), FACTS)
+    assert v.rule == "negative-quantity" and "capability cpu -1" in v.message
+
+
+def test_parent_must_exist_and_not_be_the_queue_itself() -> None:
+    v = check_queue_create(q("t", "nowhere"), cluster(), FACTS)
+    assert v.message == "queue t: parent queue nowhere does not exist"
+    v = check_queue_create(q("t", "t"), cluster(), FACTS)
+    assert v.rule == "parent-self"
+
+
+def test_a_parent_change_that_makes_a_cycle_is_refused() -> None:
+    queues = cluster(q("a"), q("b", "a"), q("c", "b"))
+    v = check_queue_update(queues["a"], q("a", "c"), queues, FACTS)
+    assert v.rule == "parent-cycle" and "makes a cycle" in v.message
+
+
+def test_depth_is_limited() -> None:
+    queues = cluster(q("l1"), q("l2", "l1"), q("l3", "l2"))
+    v = check_queue_create(q("l4", "l3"), queues, ClusterFacts(max_queue_depth=3))
+    assert v.rule == "max-depth" and "4 levels deep" in v.message and "maximum 3" in v.message
+    assert check_queue_create(q("l4", "l3"), queues, ClusterFacts(max_queue_depth=4)).allowed
+
+
+def test_a_parent_that_holds_jobs_cannot_get_its_first_child() -> None:
+    queues = cluster(q("team"))
+    needed = job_facts_needed(None, q("sub", "team"), queues)
+    assert needed == frozenset({"team"})
+    v = check_queue_create(q("sub", "team"), queues, ClusterFacts(queues_holding_jobs=needed))
+    assert v.rule == "parent-holds-jobs" and "parent team holds jobs" in v.message
+    assert check_queue_create(q("sub", "team"), queues, FACTS).allowed
+
+
+def test_children_guarantees_and_deserved_must_fit_the_parent() -> None:
+    queues = cluster(
+        q("dept", guarantee={"cpu": "4"}, deserved={"cpu": "8"}),
+        q("a", "dept", guarantee={"cpu": "3"}),
+    )
+    v = check_queue_create(q("b", "dept", guarantee={"cpu": "2"}), queues, FACTS)
+    assert v.rule == "guarantee-sum"
+    assert v.message == (
+        "queue b: the children of dept would have guarantee cpu 5 in total,"
+        " more than dept's guarantee cpu 4"
+    )
+    v = check_queue_create(q("b", "dept", deserved={"cpu": "9"}), queues, FACTS)
+    assert v.rule == "deserved-sum"
+    assert check_queue_create(q("b", "dept", guarantee={"cpu": "1"}), queues, FACTS).allowed
+
+
+def test_a_parent_cannot_shrink_below_its_childrens_guarantees() -> None:
+    queues = cluster(q("dept", guarantee={"cpu": "4"}), q("a", "dept", guarantee={"cpu": "3"}))
+    v = check_queue_update(queues["dept"], q("dept", guarantee={"cpu": "2"}), queues, FACTS)
+    assert v.rule == "guarantee-sum"
+
+
+def test_root_children_guarantees_over_the_cluster_only_warn() -> None:
+    facts = ClusterFacts(cluster_capacity=Resources({"cpu": 10_000}))
+    queues = cluster(q("a", guarantee={"cpu": "8"}))
+    v = check_queue_create(q("b", guarantee={"cpu": "4"}), queues, facts)
+    assert v.allowed
+    assert v.warnings == (
+        "the guarantees of root's children add up to cpu 12, more than the cluster's current"
+        " cpu 10; they cannot all be honoured",
+    )
+
+
+def test_capability_within_the_nearest_ancestor_that_sets_it() -> None:
+    queues = cluster(q("dept", capability={"cpu": "8"}), q("team", "dept"))
+    v = check_queue_create(
+        q("sub", "team", capability={"cpu": "10", "memory": "1Ti"}), queues, FACTS
+    )
+    assert v.rule == "capability-over-ancestor"
+    assert "capability cpu 10 exceeds the capability cpu 8 of its ancestor dept" in v.message
+
+
+def test_a_parent_capability_not_below_a_descendant() -> None:
+    queues = cluster(q("dept", capability={"cpu": "8"}), q("team", "dept", capability={"cpu": "6"}))
+    v = check_queue_update(queues["dept"], q("dept", capability={"cpu": "4"}), queues, FACTS)
+    assert v.rule == "capability-under-descendant" and "descendant team" in v.message
+
+
+def test_root_and_default_keep_their_place() -> None:
+    queues = cluster(q("x"))
+    v = check_queue_update(queues["default"], q("default", "x"), queues, FACTS)
+    assert v.rule == "reserved-parent"
+    v = check_queue_update(queues["root"], q("root", state="Closed"), queues, FACTS)
+    assert v.message == "queue root cannot be closed"
+
+
+def test_parent_changes_only_while_the_queue_holds_no_jobs() -> None:
+    queues = cluster(q("x"), q("y"), q("team", "x"))
+    new = q("team", "y")
+    needed = job_facts_needed(queues["team"], new, queues)
+    assert "team" in needed
+    holding = ClusterFacts(queues_holding_jobs=frozenset({"team"}))
+    v = check_queue_update(queues["team"], new, queues, holding)
+    assert v.rule == "parent-change-with-jobs"
+    assert check_queue_update(queues["team"], new, queues, FACTS).allowed
+
+
+def test_a_child_cannot_be_opened_under_a_closed_parent() -> None:
+    queues = cluster(q("dept", state="Closed"), q("team", "dept", state="Closed"))
+    v = check_queue_update(queues["team"], q("team", "dept", state="Open"), queues, FACTS)
+    assert v.rule == "parent-closed"
+    assert v.message == "queue team cannot be Open while its parent dept is Closed; open dept first"
+
+
+def test_metadata_only_updates_are_never_blocked() -> None:
+    # A tree already broken (children over the parent) must still accept annotations.
+    queues = cluster(q("dept", guarantee={"cpu": "1"}), q("a", "dept", guarantee={"cpu": "3"}))
+    assert check_queue_update(queues["a"], queues["a"], queues, FACTS).allowed
+
+
+def test_only_closed_queues_can_be_deleted_and_never_root_or_default() -> None:
+    queues = cluster(
+        q("open", status="Open"), q("closing", status="Closing"), q("gone", status="Closed")
+    )
+    assert check_queue_delete(queues["gone"], queues).allowed
+    v = check_queue_delete(queues["closing"], queues)
+    assert v.rule == "delete-not-closed" and "queue closing is Closing" in v.message
+    assert check_queue_delete(queues["root"], queues).message == "queue root cannot be deleted"
+    assert not check_queue_delete(q("default", status="Closed"), queues).allowed
+
+
+def test_jobs_go_to_existing_open_leaf_queues_only() -> None:
+    queues = cluster(q("dept"), q("team", "dept"), q("shut", state="Closed", status="Closing"))
+    assert check_job_queue("team", queues).allowed
+    assert check_job_queue("nope", queues).message == "queue nope does not exist"
+    assert check_job_queue("root", queues).rule == "job-root"
+    v = check_job_queue("dept", queues)
+    assert v.rule == "job-not-leaf" and "(team)" in v.message
+    assert (
+        check_job_queue("shut", queues).message == "queue shut is Closing; it accepts no new jobs"
+    )
+
+
+def _job(queue: str | None, suspend: bool) -> dict:
+    labels = {"sluice.dev/queue-name": queue} if queue else {}
+    return {"metadata": {"name": "j", "labels": labels}, "spec": {"suspend": suspend}}
+
+
+def test_only_the_operator_may_unsuspend_and_an_admitted_job_keeps_its_queue() -> None:
+    ops = frozenset({"system:serviceaccount:sluice:operator"})
+    v = check_job_update(_job("a", True), _job("a", False), "alice", ops)
+    assert v.rule == "job-unsuspend"
+    assert check_job_update(_job("a", True), _job("a", False), next(iter(ops)), ops).allowed
+    v = check_job_update(_job("a", False), _job("b", False), "alice", ops)
+    assert v.rule == "job-queue-immutable" and "from a to b" in v.message
+    assert check_job_update(_job("a", True), _job("b", True), "alice", ops).allowed
+    assert check_job_update(_job(None, True), _job(None, False), "alice", ops).allowed
+
+
+def test_tree_violations_name_the_queue_to_fix() -> None:
+    queues = cluster(
+        q("dept", guarantee={"cpu": "1"}),
+        q("a", "dept", guarantee={"cpu": "3"}),
+        q("deep1"),
+        q("deep2", "deep1"),
+        q("lost", "nowhere"),
+    )
+    found = tree_violations(QueueTree(queues), max_queue_depth=1)
+    assert set(found) == {"dept", "a", "deep2", "lost"}
+    assert "children of dept" in found["dept"]
+    assert "2 levels deep" in found["deep2"]
+    assert found["lost"] == "queue lost: parent nowhere does not exist"

@@ -1,0 +1,150 @@
+"""The queue tree, derived states and the cascades, including property-based checks."""
+
+from __future__ import annotations
+
+from helpers import cluster, q
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sluice.api.constants import CLOSED_BY_PARENT_ANNOTATION
+from sluice.api.queue import Queue
+from sluice.queues.admission import ClusterFacts, check_queue_create
+from sluice.queues.defaults import queue_with_defaults
+from sluice.queues.lifecycle import derive_states, lifecycle_actions
+from sluice.queues.tree import QueueTree
+
+
+def test_tree_walks_and_common_ancestors() -> None:
+    t = QueueTree(cluster(q("d"), q("a", "d"), q("b", "d"), q("x", "a")))
+    assert t.ancestors("x") == ("a", "d", "root")
+    assert t.depth("x") == 3 and t.depth("root") == 0
+    assert t.children("d") == ("a", "b")
+    assert t.descendants("d") == ("a", "x", "b")
+    assert t.lowest_common_ancestor("x", "b") == "d"
+    assert t.lowest_common_ancestor("x", "default") == "root"
+    assert t.is_leaf("x") and not t.is_leaf("d")
+
+
+def test_broken_trees_are_recorded_not_raised() -> None:
+    t = QueueTree(cluster(q("p", "r"), q("r", "p"), q("orphan", "gone")))
+    problems = t.problems()
+    assert "cycle" in problems["p"] and "cycle" in problems["r"]
+    assert problems["orphan"] == "queue orphan: parent gone does not exist"
+    assert "root" not in problems
+
+
+def test_closed_queue_is_closing_while_a_descendant_has_unfinished_jobs() -> None:
+    t = QueueTree(cluster(q("d", state="Closed"), q("a", "d", state="Closed"), q("b", "d")))
+    states = derive_states(t, {"a": 1})
+    assert states["d"] == "Closing" and states["a"] == "Closing"
+    assert states["b"] == "Closed"  # still spec Open, but its parent is closed and it is idle
+    assert derive_states(t, {})["d"] == "Closed"
+    assert states["root"] == "Open" and states["default"] == "Open"
+
+
+def test_cascade_close_and_reopen_exactly_those_closed_by_the_parent() -> None:
+    closed_by_hand = q("b", "d", state="Closed")
+    t = QueueTree(cluster(q("d", state="Closed"), q("a", "d"), closed_by_hand))
+    assert [(a.action, a.queue, a.reason) for a in lifecycle_actions(t)] == [("close", "a", "d")]
+
+    closed_a = Queue.from_object(
+        {
+            "metadata": {"name": "a", "annotations": {CLOSED_BY_PARENT_ANNOTATION: "d"}},
+            "spec": {"parent": "d", "state": "Closed"},
+        }
+    )
+    reopened = QueueTree(cluster(q("d"), closed_a, closed_by_hand))
+    assert [(a.action, a.queue) for a in lifecycle_actions(reopened)] == [("reopen", "a")]
+
+
+def test_deleting_a_parent_deletes_its_subtree_deepest_first() -> None:
+    deleting = Queue.from_object(
+        {"metadata": {"name": "d", "deletionTimestamp": "2026-01-01T00:00:00Z"}, "spec": {}}
+    )
+    t = QueueTree(cluster(deleting, q("a", "d"), q("x", "a"), q("b", "d")))
+    assert [(a.action, a.queue) for a in lifecycle_actions(t)] == [
+        ("delete", "b"),
+        ("delete", "x"),
+        ("delete", "a"),
+    ]
+
+
+def test_missing_root_and_default_are_created_root_first() -> None:
+    actions = lifecycle_actions(QueueTree({"a": q("a")}))
+    assert [(a.action, a.queue) for a in actions] == [("create", "root"), ("create", "default")]
+
+
+def test_defaults_fill_every_field_but_never_give_root_a_parent() -> None:
+    filled = queue_with_defaults({"metadata": {"name": "t"}, "spec": {"weight": 3}})
+    assert filled["spec"] == {
+        "weight": 3,
+        "reclaimable": True,
+        "state": "Open",
+        "dequeueStrategy": "traverse",
+        "parent": "root",
+    }
+    assert "parent" not in queue_with_defaults({"metadata": {"name": "root"}})["spec"]
+
+
+# Properties -------------------------------------------------------------------------------
+
+names = st.sampled_from([f"q{i}" for i in range(8)])
+
+
+@st.composite
+def trees(draw: st.DrawFn) -> tuple[dict[str, Queue], dict[str, int]]:
+    queues: dict[str, Queue] = {"root": q("root")}
+    for name in draw(st.lists(names, unique=True, max_size=8)):
+        parent = draw(st.sampled_from(sorted(queues)))
+        state = draw(st.sampled_from(["Open", "Closed"]))
+        queues[name] = q(name, parent, state=state)
+    jobs = draw(st.dictionaries(st.sampled_from(sorted(queues)), st.integers(0, 3)))
+    return queues, jobs
+
+
+@settings(max_examples=200, deadline=None)
+@given(trees())
+def test_never_closed_while_a_descendant_has_unfinished_jobs(
+    case: tuple[dict[str, Queue], dict[str, int]],
+) -> None:
+    queues, jobs = case
+    tree = QueueTree(queues)
+    states = derive_states(tree, jobs)
+    for name, state in states.items():
+        if state == "Closed":
+            assert jobs.get(name, 0) == 0
+            assert all(jobs.get(d, 0) == 0 for d in tree.descendants(name))
+            assert all(states[d] == "Closed" for d in tree.descendants(name))
+
+
+quantities = st.integers(0, 16).map(str)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(names, names, quantities, quantities, st.booleans()), max_size=10))
+def test_a_tree_built_through_the_rules_keeps_the_sum_invariants(
+    steps: list[tuple[str, str, str, str, bool]],
+) -> None:
+    existing: dict[str, Queue] = {"root": q("root")}
+    for name, parent, guarantee, deserved, under_root in steps:
+        new = q(
+            name,
+            "root" if under_root or parent not in existing else parent,
+            guarantee={"cpu": guarantee},
+            deserved={"cpu": deserved},
+        )
+        if check_queue_create(new, existing, ClusterFacts()).allowed:
+            existing[name] = new
+    tree = QueueTree(existing)
+    for parent in existing:
+        kids = tree.children(parent)
+        if parent == "root" or not kids:
+            continue
+        spec = existing[parent].spec
+        total_g = sum(existing[k].spec.guarantee.resource.get_amount("cpu") for k in kids)
+        total_d = sum(existing[k].spec.deserved.get_amount("cpu") for k in kids)
+        # A map the parent does not set (or sets to zero) does not constrain its children.
+        if spec.guarantee.resource:
+            assert total_g <= spec.guarantee.resource.get_amount("cpu")
+        if spec.deserved:
+            assert total_d <= spec.deserved.get_amount("cpu")
