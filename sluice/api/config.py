@@ -178,18 +178,20 @@ def _plugin_arguments(name: str, raw: Any, where: str) -> Mapping[str, Any]:
         raise ConfigError(f"{where}.arguments", "expected a mapping")
     allowed = _PLUGIN_ARGUMENTS.get(name, ())
     out: dict[str, Any] = {}
-    for key, value in raw.items():
+    for written, value in raw.items():
+        # Seed 001 writes them prefixed (proportion_optimize.GuaranteeEnable); both are accepted.
+        key = str(written).removeprefix(f"{name}.")
         if key not in allowed:
             known = ", ".join(allowed) if allowed else "none"
             raise ConfigError(
-                f"{where}.arguments.{key}", f"unknown argument of {name} (known: {known})"
+                f"{where}.arguments.{written}", f"unknown argument of {name} (known: {known})"
             )
         if key == "PriorityType":
             if value not in ("Guarantee", "Weight"):
-                raise ConfigError(f"{where}.arguments.{key}", "expected Guarantee or Weight")
+                raise ConfigError(f"{where}.arguments.{written}", "expected Guarantee or Weight")
             out[key] = value
         else:
-            out[key] = _as_bool(value, f"{where}.arguments.{key}")
+            out[key] = _as_bool(value, f"{where}.arguments.{written}")
     return out
 
 

@@ -95,3 +95,21 @@ def test_durations(text: str, expected: timedelta) -> None:
 def test_bad_durations(text: str) -> None:
     with pytest.raises(ConfigError, match="not a duration"):
         parse_duration(text)
+
+
+def test_proportion_optimize_arguments_may_carry_the_plugin_prefix() -> None:
+    from sluice.api.config import load_scheduler_config
+
+    config = load_scheduler_config(
+        """
+tiers:
+- plugins:
+  - name: proportion_optimize
+    arguments:
+      proportion_optimize.GuaranteeEnable: true
+      proportion_optimize.PriorityType: Guarantee
+"""
+    )
+    optimize = config.plugin("proportion_optimize")
+    assert optimize is not None
+    assert optimize.arguments == {"GuaranteeEnable": True, "PriorityType": "Guarantee"}
