@@ -23,9 +23,10 @@ def _group() -> None:
 def _register() -> None:
     # Each component adds its commands to the app; kept in one place so `sluice --help`
     # lists everything and a missing component fails loudly at start-up.
-    from sluice.cli import simulate
+    from sluice.cli import simulate, webhooks
 
     simulate.register(app)
+    webhooks.register(app)
 
 
 def main() -> None:

@@ -1,0 +1,98 @@
+"""``sluice webhooks serve``: the admission webhook server."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from sluice.api.constants import DEFAULT_MAX_QUEUE_DEPTH
+
+DEFAULT_OPERATOR_USER = "system:serviceaccount:sluice-system:sluice-operator"
+
+
+def register(app: typer.Typer) -> None:
+    group = typer.Typer(
+        help="Admission webhooks that enforce the queue rules.", no_args_is_help=True
+    )
+    group.command("serve")(serve)
+    app.add_typer(group, name="webhooks")
+
+
+def serve(
+    tls_cert_file: Annotated[
+        Path, typer.Option(help="PEM serving certificate (reloaded on change).")
+    ],
+    tls_key_file: Annotated[Path, typer.Option(help="PEM private key (reloaded on change).")],
+    port: Annotated[int, typer.Option(help="HTTPS port.")] = 8443,
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "0.0.0.0",
+    kubeconfig: Annotated[
+        str | None, typer.Option(help="Kubeconfig; default $KUBECONFIG, then in-cluster.")
+    ] = None,
+    operator_user: Annotated[
+        list[str] | None,
+        typer.Option(help="User allowed to clear spec.suspend on managed jobs (repeatable)."),
+    ] = None,
+    max_queue_depth: Annotated[
+        int, typer.Option(help="Deepest allowed queue level under root.")
+    ] = DEFAULT_MAX_QUEUE_DEPTH,
+    log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
+) -> None:
+    """Serve /validate/queues, /mutate/queues, /validate/jobs, /mutate/jobs over HTTPS."""
+    from sluice.kube import KubeConfigError, api_client
+    from sluice.webhooks.cache import KubeFacts, QueueCache, QueueWatcher
+    from sluice.webhooks.handlers import Context
+    from sluice.webhooks.server import ReloadingTLS
+    from sluice.webhooks.server import serve as run_server
+
+    logging.basicConfig(
+        level=log_level.upper(), format="time=%(asctime)s level=%(levelname)s %(message)s"
+    )
+    try:
+        tls = ReloadingTLS(tls_cert_file, tls_key_file)
+    except (OSError, ValueError) as err:
+        raise typer.BadParameter(f"cannot load the TLS pair: {err}") from None
+    try:
+        api = api_client(kubeconfig)
+    except KubeConfigError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2) from None
+    cache = QueueCache()
+    facts = KubeFacts(api)
+    ctx = Context(
+        cache=cache,
+        facts=facts,
+        operator_users=frozenset(operator_user or [DEFAULT_OPERATOR_USER]),
+        max_queue_depth=max_queue_depth,
+    )
+    watcher = QueueWatcher(api, cache)
+    watcher.start()
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+
+        async def capacity() -> None:
+            while True:
+                try:
+                    await facts.refresh_capacity()
+                except Exception as err:  # noqa: BLE001 - a warning source, never fatal
+                    logging.getLogger("sluice.webhooks").warning(
+                        "event=capacity-refresh-failed error=%r", err
+                    )
+                await asyncio.sleep(60)
+
+        task = asyncio.create_task(capacity())
+        try:
+            await run_server(ctx, host, port, tls, stop)
+        finally:
+            task.cancel()
+            watcher.stop()
+
+    asyncio.run(main())

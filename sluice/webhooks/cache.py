@@ -1,0 +1,207 @@
+"""What the webhooks know about the cluster: a watch-fed Queue cache, and the few facts that
+need the API server (does a queue hold jobs, a namespace's default queue, cluster capacity).
+
+Job admission must not wait on the API server, so Queues come from a list+watch kept in
+memory. The watch runs in a thread (the kubernetes client is synchronous); it relists on
+410 Gone and reconnects with backoff on any other failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from kubernetes import client, watch
+from kubernetes.client.exceptions import ApiException
+
+from sluice.api.constants import DEFAULT_QUEUE_LABEL, GROUP, PLURAL, QUEUE_LABEL, VERSION
+from sluice.api.errors import InvalidObject
+from sluice.api.queue import Queue
+from sluice.api.resources import Resources
+from sluice.api.views import node_from_object
+
+log = logging.getLogger("sluice.webhooks.cache")
+
+
+class QueueCache:
+    """Queues by name. Fed either by a watch (``QueueWatcher``) or directly (tests)."""
+
+    def __init__(self) -> None:
+        self._queues: dict[str, Queue] = {}
+        self._lock = threading.Lock()
+        self._synced = threading.Event()
+        self.broken: dict[str, str] = {}  # queue -> why its stored object could not be read
+
+    @property
+    def queues(self) -> Mapping[str, Queue]:
+        return self._queues
+
+    @property
+    def synced(self) -> bool:
+        return self._synced.is_set()
+
+    def replace(self, objects: list[Mapping[str, Any]]) -> None:
+        queues: dict[str, Queue] = {}
+        broken: dict[str, str] = {}
+        for obj in objects:
+            try:
+                queue = Queue.from_object(obj)
+            except InvalidObject as err:
+                broken[err.name] = str(err)
+                continue
+            queues[queue.name] = queue
+        with self._lock:
+            self._queues = queues
+            self.broken = broken
+        self._synced.set()
+
+    def apply(self, event_type: str, obj: Mapping[str, Any]) -> None:
+        name = (obj.get("metadata") or {}).get("name")
+        if not isinstance(name, str):
+            return
+        with self._lock:
+            queues = dict(self._queues)
+            if event_type == "DELETED":
+                queues.pop(name, None)
+            else:
+                try:
+                    queues[name] = Queue.from_object(obj)
+                except InvalidObject as err:
+                    self.broken[name] = str(err)
+                    return
+            self.broken.pop(name, None)
+            self._queues = queues  # readers see either the old or the new map, never half
+
+
+class QueueWatcher:
+    """list+watch of Queues into a QueueCache, in a daemon thread."""
+
+    def __init__(self, api: client.ApiClient, cache: QueueCache, resync_seconds: int = 300):
+        self.objects = client.CustomObjectsApi(api)
+        self.cache = cache
+        self.resync_seconds = resync_seconds
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="queue-watch", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _run(self) -> None:
+        backoff = 0.5
+        while not self._stop.is_set():
+            try:
+                listing = self.objects.list_cluster_custom_object(GROUP, VERSION, PLURAL)
+                self.cache.replace(listing.get("items", []))
+                version = listing.get("metadata", {}).get("resourceVersion")
+                backoff = 0.5
+                self._watch(version)
+            except ApiException as err:
+                if err.status != 410:
+                    log.warning(
+                        "event=queue-watch-error status=%s reason=%s", err.status, err.reason
+                    )
+                    self._stop.wait(backoff)
+                    backoff = min(backoff * 2, 30.0)
+            except Exception as err:  # noqa: BLE001 - the watch must survive any client failure
+                log.warning("event=queue-watch-error error=%r", err)
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, 30.0)
+
+    def _watch(self, version: str | None) -> None:
+        stream = watch.Watch()
+        for event in stream.stream(
+            self.objects.list_cluster_custom_object,
+            GROUP,
+            VERSION,
+            PLURAL,
+            resource_version=version,
+            timeout_seconds=self.resync_seconds,
+        ):
+            if self._stop.is_set():
+                stream.stop()
+                return
+            kind = event.get("type")
+            obj = event.get("object")
+            if kind == "ERROR":
+                code = obj.get("code") if isinstance(obj, dict) else None
+                raise ApiException(status=code or 500, reason="watch error")
+            if kind in ("ADDED", "MODIFIED", "DELETED") and isinstance(obj, dict):
+                self.cache.apply(kind, obj)
+
+
+class ClusterFactsSource(Protocol):
+    """The facts the rules need that are not Queues."""
+
+    async def queue_holds_jobs(self, queue: str) -> bool: ...
+
+    async def namespace_default_queue(self, namespace: str) -> str | None: ...
+
+    def cluster_capacity(self) -> Resources | None: ...
+
+
+class KubeFacts:
+    """ClusterFactsSource backed by the API server, with short caches where staleness is fine."""
+
+    def __init__(self, api: client.ApiClient, namespace_ttl: float = 30.0) -> None:
+        self.batch = client.BatchV1Api(api)
+        self.core = client.CoreV1Api(api)
+        self.namespace_ttl = namespace_ttl
+        self._namespaces: dict[str, tuple[float, str | None]] = {}
+        self._capacity: tuple[float, Resources | None] = (0.0, None)
+
+    async def queue_holds_jobs(self, queue: str) -> bool:
+        return await asyncio.to_thread(self._holds_jobs, queue)
+
+    def _holds_jobs(self, queue: str) -> bool:
+        token: str | None = None
+        while True:
+            page = self.batch.list_job_for_all_namespaces(
+                label_selector=f"{QUEUE_LABEL}={queue}", limit=100, _continue=token
+            )
+            for job in page.items:
+                conditions = (job.status.conditions if job.status else None) or []
+                if not any(
+                    c.type in ("Complete", "Failed") and c.status == "True" for c in conditions
+                ):
+                    return True
+            token = page.metadata._continue if page.metadata else None
+            if not token:
+                return False
+
+    async def namespace_default_queue(self, namespace: str) -> str | None:
+        now = time.monotonic()
+        cached = self._namespaces.get(namespace)
+        if cached is not None and now - cached[0] < self.namespace_ttl:
+            return cached[1]
+        value = await asyncio.to_thread(self._read_namespace, namespace)
+        self._namespaces[namespace] = (now, value)
+        return value
+
+    def _read_namespace(self, namespace: str) -> str | None:
+        try:
+            ns = self.core.read_namespace(namespace)
+        except ApiException as err:
+            if err.status == 404:
+                return None
+            raise
+        labels = (ns.metadata.labels if ns.metadata else None) or {}
+        return labels.get(DEFAULT_QUEUE_LABEL)
+
+    def cluster_capacity(self) -> Resources | None:
+        return self._capacity[1]
+
+    async def refresh_capacity(self) -> None:
+        nodes = await asyncio.to_thread(self.core.list_node)
+        total = Resources()
+        for item in nodes.items:
+            view = node_from_object(self.core.api_client.sanitize_for_serialization(item))
+            if view.usable:
+                total = total + view.allocatable
+        self._capacity = (time.monotonic(), total)

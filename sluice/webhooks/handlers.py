@@ -1,0 +1,162 @@
+"""The four admission endpoints: AdmissionReview in, the queue rules' verdict out.
+
+They only adapt: every decision comes from sluice.queues, fed by the Queue cache and, for the
+rare checks that need them, facts asked of the API server.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sluice.api.constants import DEFAULT_MAX_QUEUE_DEPTH, KIND, QUEUE_LABEL
+from sluice.api.errors import InvalidObject
+from sluice.api.queue import Queue
+from sluice.queues.admission import (
+    ClusterFacts,
+    check_job_queue,
+    check_job_update,
+    check_queue_create,
+    check_queue_delete,
+    check_queue_update,
+    job_facts_needed,
+)
+from sluice.queues.defaults import queue_with_defaults
+from sluice.queues.verdict import ALLOW, Verdict, deny
+from sluice.webhooks.cache import ClusterFactsSource, QueueCache
+from sluice.webhooks.review import Request, ReviewError, respond
+
+
+@dataclass
+class Context:
+    cache: QueueCache
+    facts: ClusterFactsSource
+    operator_users: frozenset[str]
+    max_queue_depth: int = DEFAULT_MAX_QUEUE_DEPTH
+
+
+Answer = tuple[dict[str, Any], Verdict]
+
+
+def _expect(request: Request, kind: str) -> None:
+    if request.kind != kind:
+        raise ReviewError(f"this endpoint reviews {kind} objects, got {request.kind}")
+
+
+def _answer(request: Request, verdict: Verdict) -> Answer:
+    body = respond(
+        request.uid,
+        allowed=verdict.allowed,
+        message=verdict.message,
+        reason=verdict.rule,
+        warnings=verdict.warnings,
+    )
+    return body, verdict
+
+
+# Queues ------------------------------------------------------------------------------------
+
+
+async def mutate_queue(request: Request, ctx: Context) -> Answer:
+    _expect(request, KIND)
+    if request.operation not in ("CREATE", "UPDATE") or request.obj is None:
+        return _answer(request, ALLOW)
+    patched = queue_with_defaults(request.obj)
+    return respond(request.uid, original=request.obj, patched=patched), ALLOW
+
+
+async def validate_queue(request: Request, ctx: Context) -> Answer:
+    _expect(request, KIND)
+    if request.sub_resource:
+        return _answer(request, ALLOW)  # status is the operator's, not a spec change
+    existing: dict[str, Queue] = dict(ctx.cache.queues)
+    try:
+        if request.operation == "DELETE":
+            old = _queue(request.old) if request.old else existing.get(request.name)
+            if old is None:
+                return _answer(request, ALLOW)
+            return _answer(request, check_queue_delete(old, existing))
+        if request.obj is None:
+            return _answer(request, ALLOW)
+        new = _queue(request.obj)
+        old = _queue(request.old) if request.old is not None else None
+    except InvalidObject as err:
+        return _answer(request, deny("invalid-object", str(err)))
+    if old is not None:
+        existing[old.name] = old
+    needed = job_facts_needed(old, new, existing)
+    holding = frozenset([q for q in sorted(needed) if await ctx.facts.queue_holds_jobs(q)])
+    facts = ClusterFacts(
+        max_queue_depth=ctx.max_queue_depth,
+        cluster_capacity=ctx.facts.cluster_capacity(),
+        queues_holding_jobs=holding,
+    )
+    if request.operation == "CREATE":
+        verdict = check_queue_create(new, existing, facts)
+    elif old is not None:
+        verdict = check_queue_update(old, new, existing, facts)
+    else:
+        verdict = ALLOW
+    return _answer(request, verdict)
+
+
+def _queue(obj: Mapping[str, Any]) -> Queue:
+    return Queue.from_object(queue_with_defaults(obj))
+
+
+# Jobs --------------------------------------------------------------------------------------
+
+
+def _labels(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    labels = meta.get("labels") if isinstance(meta, Mapping) else None
+    return labels if isinstance(labels, Mapping) else {}
+
+
+async def mutate_job(request: Request, ctx: Context) -> Answer:
+    _expect(request, "Job")
+    if request.operation != "CREATE" or request.obj is None:
+        return _answer(request, ALLOW)
+    queue_name = _labels(request.obj).get(QUEUE_LABEL)
+    patched: dict[str, Any] = copy.deepcopy(dict(request.obj))
+    if not queue_name:
+        queue_name = await ctx.facts.namespace_default_queue(request.namespace)
+        if not queue_name:
+            return _answer(request, ALLOW)  # not managed by sluice
+        meta = patched.setdefault("metadata", {})
+        meta.setdefault("labels", {})[QUEUE_LABEL] = queue_name
+    spec = patched.setdefault("spec", {})
+    if not isinstance(spec, dict):
+        raise ReviewError("object.spec is not an object")
+    spec["suspend"] = True
+    queue = ctx.cache.queues.get(str(queue_name))
+    template = spec.get("template")
+    if queue is not None and queue.spec.priority_class_name and isinstance(template, dict):
+        pod = template.setdefault("spec", {})
+        if isinstance(pod, dict) and not pod.get("priorityClassName"):
+            pod["priorityClassName"] = queue.spec.priority_class_name
+    return respond(request.uid, original=request.obj, patched=patched), ALLOW
+
+
+async def validate_job(request: Request, ctx: Context) -> Answer:
+    _expect(request, "Job")
+    if request.sub_resource:
+        return _answer(request, ALLOW)
+    if request.operation == "CREATE" and request.obj is not None:
+        queue_name = _labels(request.obj).get(QUEUE_LABEL)
+        if not queue_name:
+            return _answer(request, ALLOW)
+        verdict = check_job_queue(str(queue_name), ctx.cache.queues)
+        if not verdict.allowed:
+            name = (request.obj.get("metadata") or {}).get("name") or request.name
+            where = f"job {request.namespace}/{name}" if name else "job"
+            verdict = deny(verdict.rule, f"{where}: {verdict.message}")
+        return _answer(request, verdict)
+    if request.operation == "UPDATE" and request.obj is not None and request.old is not None:
+        return _answer(
+            request,
+            check_job_update(request.old, request.obj, request.username, ctx.operator_users),
+        )
+    return _answer(request, ALLOW)

@@ -1,0 +1,183 @@
+"""The webhook HTTPS server: routes, limits, TLS reload, readiness and graceful shutdown.
+
+No request makes it crash or answer 500: a body that is not an AdmissionReview gets a 400
+with the reason, an oversized body a 413, a body that dribbles in too slowly a 408, and an
+unexpected failure inside a rule a denial that says the request could not be evaluated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import ssl
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from sluice.webhooks import handlers
+from sluice.webhooks.handlers import Answer, Context
+from sluice.webhooks.metrics import WebhookMetrics
+from sluice.webhooks.review import ReviewError, parse_review, respond
+
+log = logging.getLogger("sluice.webhooks")
+
+MAX_BODY_BYTES = 3 * 1024 * 1024  # the API server's own request size limit
+BODY_TIMEOUT_SECONDS = 10.0
+
+Handler = Callable[[handlers.Request, Context], Awaitable[Answer]]
+
+ROUTES: dict[str, Handler] = {
+    "/validate/queues": handlers.validate_queue,
+    "/mutate/queues": handlers.mutate_queue,
+    "/validate/jobs": handlers.validate_job,
+    "/mutate/jobs": handlers.mutate_job,
+}
+
+CTX_KEY: web.AppKey[Context] = web.AppKey("ctx", Context)
+METRICS_KEY: web.AppKey[WebhookMetrics] = web.AppKey("metrics", WebhookMetrics)
+
+
+def _bad_request(reason: str, status: int = 400) -> web.Response:
+    return web.json_response({"error": reason}, status=status)
+
+
+def _review_route(path: str, handler: Handler) -> Callable[[web.Request], Awaitable[web.Response]]:
+    async def route(request: web.Request) -> web.Response:
+        metrics = request.app[METRICS_KEY]
+        started = time.perf_counter()
+        outcome = "error"
+        try:
+            try:
+                async with asyncio.timeout(BODY_TIMEOUT_SECONDS):
+                    body = await request.read()
+            except TimeoutError:
+                outcome = "bad_request"
+                return _bad_request("request body not received in time", 408)
+            except web.HTTPRequestEntityTooLarge:
+                outcome = "bad_request"
+                return _bad_request(f"request body over {MAX_BODY_BYTES} bytes", 413)
+            try:
+                review = parse_review(body)
+            except ReviewError as err:
+                outcome = "bad_request"
+                return _bad_request(str(err))
+            try:
+                answer, verdict = await handler(review, request.app[CTX_KEY])
+            except ReviewError as err:
+                outcome = "bad_request"
+                return _bad_request(str(err))
+            except Exception as err:
+                # A failure inside a rule denies with a pointer to the logs; it never crashes
+                # the server or answers 500.
+                log.exception("event=review-failed path=%s", path)
+                answer = respond(
+                    review.uid,
+                    allowed=False,
+                    message=f"sluice could not evaluate this request ({type(err).__name__});"
+                    " see the sluice-webhooks logs",
+                    reason="InternalError",
+                )
+                return web.json_response(answer)
+            outcome = "allowed" if verdict.allowed else "denied"
+            if not verdict.allowed:
+                metrics.denials.labels(verdict.rule or "unknown").inc()
+            return web.json_response(answer, dumps=json.dumps)
+        finally:
+            metrics.requests.labels(path, outcome).inc()
+            metrics.latency.labels(path).observe(time.perf_counter() - started)
+
+    return route
+
+
+def build_app(ctx: Context, metrics: WebhookMetrics | None = None) -> web.Application:
+    app = web.Application(client_max_size=MAX_BODY_BYTES)
+    app[CTX_KEY] = ctx
+    app[METRICS_KEY] = metrics or WebhookMetrics()
+    for path, handler in ROUTES.items():
+        app.router.add_post(path, _review_route(path, handler))
+
+    async def healthz(_: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def readyz(request: web.Request) -> web.Response:
+        if request.app[CTX_KEY].cache.synced:
+            return web.Response(text="ok")
+        return web.Response(text="queue cache not synced yet", status=503)
+
+    async def metrics_route(request: web.Request) -> web.Response:
+        m = request.app[METRICS_KEY]
+        m.queues.set(len(request.app[CTX_KEY].cache.queues))
+        return web.Response(
+            body=generate_latest(m.registry), headers={"Content-Type": CONTENT_TYPE_LATEST}
+        )
+
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", metrics_route)
+    return app
+
+
+class ReloadingTLS:
+    """An SSLContext whose certificate chain is reloaded when the files change.
+
+    New connections use the new certificate; open ones keep theirs, so a rotation needs no
+    restart and drops no request.
+    """
+
+    def __init__(self, cert_file: Path, key_file: Path) -> None:
+        self.cert_file = cert_file
+        self.key_file = key_file
+        self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.context.minimum_version = ssl.TLSVersion.TLSv1_2
+        self._stamp = (0.0, 0.0)
+        self.reload()
+
+    def _mtimes(self) -> tuple[float, float]:
+        return (os.stat(self.cert_file).st_mtime, os.stat(self.key_file).st_mtime)
+
+    def reload(self) -> bool:
+        stamp = self._mtimes()
+        if stamp == self._stamp:
+            return False
+        self.context.load_cert_chain(self.cert_file, self.key_file)
+        self._stamp = stamp
+        return True
+
+    async def watch(self, interval: float = 2.0) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                if self.reload():
+                    log.info("event=tls-reloaded cert=%s", self.cert_file)
+            except (OSError, ssl.SSLError) as err:
+                # Mid-rotation the pair may not match yet: keep serving the old one.
+                log.warning("event=tls-reload-failed error=%r", err)
+
+
+async def serve(
+    ctx: Context,
+    host: str,
+    port: int,
+    tls: ReloadingTLS,
+    stop: asyncio.Event,
+    shutdown_timeout: float = 10.0,
+) -> None:
+    """Serve until ``stop`` is set, then drain in-flight requests for up to shutdown_timeout."""
+    app = build_app(ctx)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=shutdown_timeout)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port, ssl_context=tls.context)
+    await site.start()
+    log.info("event=serving host=%s port=%s", host, port)
+    reload_task = asyncio.create_task(tls.watch())
+    try:
+        await stop.wait()
+    finally:
+        reload_task.cancel()
+        log.info("event=draining timeout=%ss", shutdown_timeout)
+        await runner.cleanup()
