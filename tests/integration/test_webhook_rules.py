@@ -1,0 +1,204 @@
+"""The real server over HTTPS: every queue and job rule through AdmissionReview JSON."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import jsonpatch
+from conftest import OPERATOR, Webhook, make_review
+
+from sluice.api.resources import Resources
+
+QUEUE_API = "scheduling.sluice.dev/v1beta1"
+
+
+def queue_obj(name: str, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": QUEUE_API, "kind": "Queue", "metadata": {"name": name}, "spec": spec}
+
+
+def job_obj(name: str, queue: str | None = None, **spec: Any) -> dict[str, Any]:
+    labels = {"sluice.dev/queue-name": queue} if queue else {}
+    template = {"spec": {"containers": [{"name": "main", "image": "busybox"}]}}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": "team", "labels": labels},
+        "spec": {"template": template, **spec},
+    }
+
+
+def seed(webhook: Webhook, *objs: dict[str, Any], status: dict[str, str] | None = None) -> None:
+    items = [queue_obj("root"), queue_obj("default", parent="root"), *objs]
+    for item in items:
+        state = (status or {}).get(item["metadata"]["name"])
+        if state:
+            item["status"] = {"state": state}
+    webhook.cache.replace(items)
+
+
+def patched(original: dict[str, Any], response: dict[str, Any]) -> dict[str, Any]:
+    assert response["patchType"] == "JSONPatch"
+    ops = json.loads(base64.b64decode(response["patch"]))
+    return jsonpatch.apply_patch(original, ops)
+
+
+async def test_queue_defaults_come_as_a_json_patch(webhook: Webhook) -> None:
+    obj = queue_obj("team", weight=3)
+    status, body = await webhook.review("/mutate/queues", make_review("Queue", obj, uid="u-42"))
+    assert status == 200
+    response = body["response"]
+    assert response["uid"] == "u-42" and response["allowed"]
+    assert patched(obj, response)["spec"] == {
+        "weight": 3,
+        "reclaimable": True,
+        "state": "Open",
+        "dequeueStrategy": "traverse",
+        "parent": "root",
+    }
+
+
+async def test_queue_rules_refuse_with_the_rule_and_the_numbers(webhook: Webhook) -> None:
+    seed(webhook, queue_obj("dept", parent="root", guarantee={"resource": {"cpu": "4"}}))
+    child = queue_obj("a", parent="dept", guarantee={"resource": {"cpu": "6"}})
+    _, body = await webhook.review("/validate/queues", make_review("Queue", child))
+    response = body["response"]
+    assert response["allowed"] is False
+    assert response["status"]["message"] == (
+        "queue a: the children of dept would have guarantee cpu 6 in total,"
+        " more than dept's guarantee cpu 4"
+    )
+    assert response["status"]["reason"] == "guarantee-sum"
+
+
+async def test_a_malformed_quantity_is_refused_naming_the_field(webhook: Webhook) -> None:
+    seed(webhook)
+    bad = queue_obj("a", capability={"cpu": "four"})
+    _, body = await webhook.review("/validate/queues", make_review("Queue", bad))
+    assert body["response"]["allowed"] is False
+    assert "field spec.capability" in body["response"]["status"]["message"]
+
+
+async def test_parent_with_jobs_is_asked_of_the_cluster_only_when_needed(webhook: Webhook) -> None:
+    seed(webhook, queue_obj("team", parent="root"))
+    webhook.facts.holding = {"team"}
+    _, body = await webhook.review(
+        "/validate/queues", make_review("Queue", queue_obj("sub", parent="team"))
+    )
+    assert body["response"]["status"]["reason"] == "parent-holds-jobs"
+    assert webhook.facts.asked == ["team"]
+    webhook.facts.asked.clear()
+    await webhook.review(
+        "/validate/queues", make_review("Queue", queue_obj("other", parent="root"))
+    )
+    assert webhook.facts.asked == []
+
+
+async def test_root_guarantee_warning_comes_back_as_a_warning(webhook: Webhook) -> None:
+    seed(webhook, queue_obj("a", parent="root", guarantee={"resource": {"cpu": "8"}}))
+    webhook.facts.capacity = Resources({"cpu": 10_000})
+    obj = queue_obj("b", parent="root", guarantee={"resource": {"cpu": "4"}})
+    _, body = await webhook.review("/validate/queues", make_review("Queue", obj))
+    assert body["response"]["allowed"] is True
+    assert "cannot all be honoured" in body["response"]["warnings"][0]
+
+
+async def test_only_closed_queues_can_be_deleted(webhook: Webhook) -> None:
+    seed(webhook, queue_obj("gone", parent="root"), queue_obj("busy", parent="root"))
+    closed = {**queue_obj("gone", parent="root", state="Closed"), "status": {"state": "Closed"}}
+    busy = {**queue_obj("busy", parent="root", state="Closed"), "status": {"state": "Closing"}}
+    _, body = await webhook.review(
+        "/validate/queues", make_review("Queue", None, operation="DELETE", old=closed)
+    )
+    assert body["response"]["allowed"] is True
+    _, body = await webhook.review(
+        "/validate/queues", make_review("Queue", None, operation="DELETE", old=busy)
+    )
+    assert body["response"]["status"]["message"].startswith("queue busy is Closing;")
+    root = queue_obj("root")
+    _, body = await webhook.review(
+        "/validate/queues", make_review("Queue", None, operation="DELETE", old=root)
+    )
+    assert body["response"]["status"]["message"] == "queue root cannot be deleted"
+
+
+async def test_status_updates_are_never_blocked(webhook: Webhook) -> None:
+    seed(webhook, queue_obj("dept", parent="root", guarantee={"resource": {"cpu": "1"}}))
+    broken = queue_obj("a", parent="dept", guarantee={"resource": {"cpu": "9"}})
+    review = make_review("Queue", broken, operation="UPDATE", old=broken, sub_resource="status")
+    _, body = await webhook.review("/validate/queues", review)
+    assert body["response"]["allowed"] is True
+
+
+async def test_job_create_is_suspended_and_inherits_the_queue_priority_class(
+    webhook: Webhook,
+) -> None:
+    seed(webhook, queue_obj("team-a", parent="root", priorityClassName="research"))
+    obj = job_obj("train", "team-a")
+    _, body = await webhook.review("/mutate/jobs", make_review("Job", obj, namespace="team"))
+    result = patched(obj, body["response"])
+    assert result["spec"]["suspend"] is True
+    assert result["spec"]["template"]["spec"]["priorityClassName"] == "research"
+
+
+async def test_namespace_default_queue_labels_the_job(webhook: Webhook) -> None:
+    seed(webhook, queue_obj("team-a", parent="root"))
+    webhook.facts.namespaces = {"team": "team-a"}
+    obj = job_obj("train")
+    _, body = await webhook.review("/mutate/jobs", make_review("Job", obj, namespace="team"))
+    result = patched(obj, body["response"])
+    assert result["metadata"]["labels"]["sluice.dev/queue-name"] == "team-a"
+    assert result["spec"]["suspend"] is True
+
+
+async def test_unmanaged_jobs_pass_untouched(webhook: Webhook) -> None:
+    seed(webhook)
+    _, body = await webhook.review(
+        "/mutate/jobs", make_review("Job", job_obj("x"), namespace="team")
+    )
+    assert body["response"] == {"uid": "uid-1", "allowed": True}
+
+
+async def test_jobs_are_refused_for_missing_closed_or_parent_queues(webhook: Webhook) -> None:
+    seed(
+        webhook,
+        queue_obj("dept", parent="root"),
+        queue_obj("leaf", parent="dept"),
+        queue_obj("shut", parent="root", state="Closed"),
+        status={"shut": "Closed"},
+    )
+    cases = {
+        "nope": "job team/j: queue nope does not exist",
+        "dept": "job team/j: queue dept has child queues (leaf); jobs go to leaf queues only",
+        "shut": "job team/j: queue shut is Closed; it accepts no new jobs",
+        "root": "job team/j: jobs cannot be submitted to queue root; use a leaf queue",
+    }
+    for queue, message in cases.items():
+        review = make_review("Job", job_obj("j", queue), namespace="team")
+        _, body = await webhook.review("/validate/jobs", review)
+        assert body["response"]["allowed"] is False
+        assert body["response"]["status"]["message"] == message
+    _, body = await webhook.review(
+        "/validate/jobs", make_review("Job", job_obj("j", "leaf"), namespace="team")
+    )
+    assert body["response"]["allowed"] is True
+
+
+async def test_only_the_operator_may_unsuspend(webhook: Webhook) -> None:
+    seed(webhook, queue_obj("a", parent="root"))
+    old, new = job_obj("j", "a", suspend=True), job_obj("j", "a", suspend=False)
+    review = make_review("Job", new, operation="UPDATE", old=old, namespace="team")
+    _, body = await webhook.review("/validate/jobs", review)
+    assert body["response"]["status"]["reason"] == "job-unsuspend"
+    review = make_review("Job", new, operation="UPDATE", old=old, user=OPERATOR, namespace="team")
+    _, body = await webhook.review("/validate/jobs", review)
+    assert body["response"]["allowed"] is True
+
+
+async def test_an_admitted_job_keeps_its_queue(webhook: Webhook) -> None:
+    seed(webhook, queue_obj("a", parent="root"), queue_obj("b", parent="root"))
+    old, new = job_obj("j", "a", suspend=False), job_obj("j", "b", suspend=False)
+    review = make_review("Job", new, operation="UPDATE", old=old, namespace="team")
+    _, body = await webhook.review("/validate/jobs", review)
+    assert body["response"]["status"]["reason"] == "job-queue-immutable"
