@@ -58,7 +58,7 @@ def parse_review(body: bytes) -> Request:
     if not isinstance(uid, str) or not uid:
         raise ReviewError("request.uid is missing")
     operation = request.get("operation")
-    if operation not in OPERATIONS:
+    if not isinstance(operation, str) or operation not in OPERATIONS:
         raise ReviewError(f"request.operation {operation!r} is not one of {sorted(OPERATIONS)}")
     kind = request.get("kind")
     if not isinstance(kind, dict) or not isinstance(kind.get("kind"), str):

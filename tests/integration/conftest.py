@@ -20,7 +20,7 @@ from sluice.webhooks.handlers import Context
 from sluice.webhooks.server import ReloadingTLS, serve
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "hack"))
-from controlplane.pki import CertificateAuthority  # noqa: E402
+from controlplane.pki import CertificateAuthority
 
 OPERATOR = "system:serviceaccount:sluice-system:sluice-operator"
 
