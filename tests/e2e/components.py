@@ -1,0 +1,162 @@
+"""sluice's own processes on the e2e control plane: the webhook server (and its registration
+with the API server through webhook configurations pointing at 127.0.0.1)."""
+
+from __future__ import annotations
+
+import base64
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from .helpers import Kubectl, controlplane
+
+OPERATOR_USER = "system:serviceaccount:sluice-system:sluice-operator"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def webhook_configurations(port: int, ca_bundle: bytes) -> list[dict[str, object]]:
+    """The two webhook configurations, as the chart renders them for webhook.url."""
+    bundle = base64.b64encode(ca_bundle).decode()
+    base = f"https://127.0.0.1:{port}"
+
+    def hook(name: str, path: str, resource: str, group: str, ops: list[str]) -> dict[str, object]:
+        return {
+            "name": name,
+            "clientConfig": {"url": base + path, "caBundle": bundle},
+            "rules": [
+                {
+                    "apiGroups": [group],
+                    "apiVersions": ["*"],
+                    "operations": ops,
+                    "resources": [resource],
+                    "scope": "*",
+                }
+            ],
+            "admissionReviewVersions": ["v1"],
+            "sideEffects": "None",
+            "failurePolicy": "Fail",
+            "timeoutSeconds": 5,
+            "namespaceSelector": {
+                "matchExpressions": [
+                    {
+                        "key": "kubernetes.io/metadata.name",
+                        "operator": "NotIn",
+                        "values": ["kube-system"],
+                    }
+                ]
+            },
+        }
+
+    queue_group, jobs = "scheduling.sluice.dev", "batch"
+    return [
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": "sluice-e2e"},
+            "webhooks": [
+                hook(
+                    "mutate-queues.sluice.dev",
+                    "/mutate/queues",
+                    "queues",
+                    queue_group,
+                    ["CREATE", "UPDATE"],
+                ),
+                hook("mutate-jobs.sluice.dev", "/mutate/jobs", "jobs", jobs, ["CREATE"]),
+            ],
+        },
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": "sluice-e2e"},
+            "webhooks": [
+                hook(
+                    "validate-queues.sluice.dev",
+                    "/validate/queues",
+                    "queues",
+                    queue_group,
+                    ["CREATE", "UPDATE", "DELETE"],
+                ),
+                hook(
+                    "validate-jobs.sluice.dev", "/validate/jobs", "jobs", jobs, ["CREATE", "UPDATE"]
+                ),
+            ],
+        },
+    ]
+
+
+@contextmanager
+def webhook_server(cluster: controlplane.Cluster, workdir: Path) -> Iterator[int]:
+    """`sluice webhooks serve` as a process, ready (Queue cache synced) when this yields."""
+    cert, key = controlplane.issue_serving_cert(cluster, workdir)
+    port = free_port()
+    log = (workdir / "webhooks.log").open("w")
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "sluice.cli.main",
+            "webhooks",
+            "serve",
+            "--host=127.0.0.1",
+            f"--port={port}",
+            f"--tls-cert-file={cert}",
+            f"--tls-key-file={key}",
+            f"--kubeconfig={cluster.kubeconfig}",
+            f"--operator-user={OPERATOR_USER}",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    context = ssl.create_default_context(cafile=str(cluster.ca_cert))
+    deadline = time.monotonic() + 30
+    try:
+        while True:
+            if process.poll() is not None:
+                raise AssertionError(
+                    f"webhook server exited: {(workdir / 'webhooks.log').read_text()[-2000:]}"
+                )
+            try:
+                with urllib.request.urlopen(
+                    f"https://127.0.0.1:{port}/readyz", context=context, timeout=2
+                ) as resp:
+                    if resp.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise AssertionError("webhook server not ready within 30s")
+            time.sleep(0.2)
+        yield port
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        log.close()
+
+
+@contextmanager
+def registered_webhooks(kubectl: Kubectl, port: int, ca_bundle: bytes) -> Iterator[None]:
+    configs = webhook_configurations(port, ca_bundle)
+    for config in configs:
+        kubectl.apply(config)
+    try:
+        yield
+    finally:
+        for config in configs:
+            kubectl.run("delete", str(config["kind"]).lower(), "sluice-e2e", "--ignore-not-found")
