@@ -42,8 +42,10 @@ cluster-up: install binaries
 cluster-down:
 	$(PY) hack/cluster-down
 
+## Benchmarks print their numbers; the targets are in each script's docstring.
 bench: install
 	$(PY) -m bench.bench_scheduler
+	$(PY) -m bench.bench_webhooks
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
