@@ -1,0 +1,320 @@
+"""Writing a cycle's results: victims first, then admissions, then queue lifecycle, then
+pending reasons and Queue statuses, each only when it changes something.
+
+Every Job write carries the resourceVersion the cycle saw, so a write based on a stale view
+fails with 409 instead of acting on it (the next cycle decides again), and the Job object
+itself records admission, so a crash between two writes loses nothing and repeats nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from sluice.api.constants import (
+    ADMITTED_AT_ANNOTATION,
+    CLOSED_BY_PARENT_ANNOTATION,
+    CONDITION_VALID,
+    GROUP,
+    PENDING_REASON_ANNOTATION,
+    PLURAL,
+    QUEUE_FINALIZER,
+    RECLAIMED_BY_ANNOTATION,
+    ROOT_QUEUE,
+    VERSION,
+)
+from sluice.operator.state import ClusterState, Obj
+from sluice.operator.status import queue_status, status_differs
+from sluice.scheduler.model import CycleResult, Decision
+
+log = logging.getLogger("sluice.operator.apply")
+
+REPORTER = "sluice-operator"
+MERGE_PATCH = "application/merge-patch+json"
+
+
+@dataclass
+class WriteStats:
+    writes: int = 0
+    conflicts: int = 0
+    by_kind: dict[str, int] = field(default_factory=dict)
+
+    def count(self, kind: str) -> None:
+        self.writes += 1
+        self.by_kind[kind] = self.by_kind.get(kind, 0) + 1
+
+
+def _rfc3339(value: datetime) -> str:
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Writer:
+    def __init__(self, api: client.ApiClient, state: ClusterState) -> None:
+        self.batch = client.BatchV1Api(api)
+        self.core = client.CoreV1Api(api)
+        self.objects = client.CustomObjectsApi(api)
+        self.state = state
+        self.stats = WriteStats()
+        self.serialize: Callable[[Any], Any] = api.sanitize_for_serialization
+
+    # Jobs --------------------------------------------------------------------------------
+    def _patch_job(self, key: str, body: dict[str, Any], kind: str) -> Obj | None:
+        current = self.state.jobs.get(key)
+        if current is None:
+            return None
+        meta = current.get("metadata") or {}
+        body.setdefault("metadata", {})["resourceVersion"] = meta.get("resourceVersion")
+        namespace, name = key.split("/", 1)
+        try:
+            result = self.batch.patch_namespaced_job(
+                name, namespace, body, _content_type=MERGE_PATCH
+            )
+        except ApiException as err:
+            if err.status in (404, 409):
+                self.stats.conflicts += 1
+                log.info("event=stale-write job=%s status=%s", key, err.status)
+                return None
+            raise
+        self.stats.count(kind)
+        obj = self.serialize(result)
+        self.state.remember_job(obj)
+        return obj
+
+    def _event(self, obj: Obj, reason: str, message: str, kind: str = "Job") -> None:
+        meta = obj.get("metadata") or {}
+        namespace = meta.get("namespace") or "default"
+        now = datetime.now(UTC)
+        event = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {
+                "name": f"{meta.get('name')}.{uuid.uuid4().hex[:10]}",
+                "namespace": namespace,
+            },
+            "involvedObject": {
+                "apiVersion": obj.get("apiVersion", "batch/v1"),
+                "kind": kind,
+                "name": meta.get("name"),
+                "namespace": meta.get("namespace"),
+                "uid": meta.get("uid"),
+                "resourceVersion": meta.get("resourceVersion"),
+            },
+            "reason": reason,
+            "message": message[:1000],
+            "type": "Normal",
+            "source": {"component": REPORTER},
+            "reportingComponent": REPORTER,
+            "firstTimestamp": _rfc3339(now),
+            "lastTimestamp": _rfc3339(now),
+            "count": 1,
+        }
+        try:
+            self.core.create_namespaced_event(namespace, event)
+            self.stats.count("event")
+        except ApiException as err:  # an event is a courtesy; never fail a cycle for it
+            log.warning("event=event-post-failed object=%s status=%s", meta.get("name"), err.status)
+
+    def evict(self, decision: Decision, now: datetime) -> None:
+        body = {
+            "metadata": {
+                "annotations": {
+                    RECLAIMED_BY_ANNOTATION: decision.for_job or "",
+                    ADMITTED_AT_ANNOTATION: None,
+                    PENDING_REASON_ANNOTATION: f"{decision.action}ed for {decision.for_job}",
+                }
+            },
+            "spec": {"suspend": True},
+        }
+        obj = self._patch_job(decision.job, body, decision.action)
+        if obj is not None:
+            reason = "Reclaimed" if decision.action == "reclaim" else "Preempted"
+            self._event(obj, reason, f"{decision.reason}; suspended by sluice")
+
+    def admit(self, decision: Decision, now: datetime) -> None:
+        body = {
+            "metadata": {
+                "annotations": {
+                    ADMITTED_AT_ANNOTATION: _rfc3339(now),
+                    PENDING_REASON_ANNOTATION: None,
+                    RECLAIMED_BY_ANNOTATION: None,
+                }
+            },
+            "spec": {"suspend": False},
+        }
+        obj = self._patch_job(decision.job, body, "admit")
+        if obj is not None:
+            self._event(obj, "Admitted", f"admitted by queue {decision.queue}: {decision.reason}")
+
+    def pending_reason(self, key: str, reason: str) -> None:
+        current = self.state.jobs.get(key)
+        if current is None:
+            return
+        annotations = (current.get("metadata") or {}).get("annotations") or {}
+        if annotations.get(PENDING_REASON_ANNOTATION) == reason:
+            return
+        self._patch_job(
+            key, {"metadata": {"annotations": {PENDING_REASON_ANNOTATION: reason}}}, "reason"
+        )
+
+    # Queues ------------------------------------------------------------------------------
+    def _patch_queue(self, name: str, body: dict[str, Any], kind: str) -> None:
+        try:
+            result = self.objects.patch_cluster_custom_object(
+                GROUP, VERSION, PLURAL, name, body, _content_type=MERGE_PATCH
+            )
+        except ApiException as err:
+            if err.status in (404, 409):
+                self.stats.conflicts += 1
+                return
+            log.warning(
+                "event=queue-write-failed queue=%s status=%s body=%s", name, err.status, err.body
+            )
+            return
+        self.stats.count(kind)
+        self.state.remember_queue(result)
+
+    def _patch_queue_status(self, name: str, status: dict[str, Any]) -> None:
+        try:
+            result = self.objects.patch_cluster_custom_object_status(
+                GROUP, VERSION, PLURAL, name, {"status": status}, _content_type=MERGE_PATCH
+            )
+        except ApiException as err:
+            if err.status in (404, 409):
+                return
+            log.warning("event=status-write-failed queue=%s status=%s", name, err.status)
+            return
+        self.stats.count("status")
+        self.state.remember_queue(result)
+
+    def queue_action(self, action: str, queue: str, reason: str) -> None:
+        if action == "create":
+            body: dict[str, Any] = {
+                "apiVersion": f"{GROUP}/{VERSION}",
+                "kind": "Queue",
+                "metadata": {"name": queue},
+                "spec": {} if queue == ROOT_QUEUE else {"parent": ROOT_QUEUE},
+            }
+            try:
+                result = self.objects.create_cluster_custom_object(GROUP, VERSION, PLURAL, body)
+                self.stats.count("create")
+                self.state.remember_queue(result)
+                log.info("event=queue-created queue=%s", queue)
+            except ApiException as err:
+                if err.status != 409:
+                    log.warning("event=queue-create-failed queue=%s status=%s", queue, err.status)
+        elif action == "close":
+            self._patch_queue(
+                queue,
+                {
+                    "metadata": {"annotations": {CLOSED_BY_PARENT_ANNOTATION: reason}},
+                    "spec": {"state": "Closed"},
+                },
+                "close",
+            )
+        elif action == "reopen":
+            self._patch_queue(
+                queue,
+                {
+                    "metadata": {"annotations": {CLOSED_BY_PARENT_ANNOTATION: None}},
+                    "spec": {"state": "Open"},
+                },
+                "reopen",
+            )
+        elif action == "delete":
+            try:
+                self.objects.delete_cluster_custom_object(GROUP, VERSION, PLURAL, queue)
+                self.stats.count("delete")
+            except ApiException as err:
+                if err.status != 404:
+                    log.warning(
+                        "event=queue-delete-failed queue=%s status=%s body=%s",
+                        queue,
+                        err.status,
+                        err.body,
+                    )
+
+    def finalizers(self) -> None:
+        """Every Queue carries the subtree finalizer; a deleted one loses it once no child
+        queue is left, so deleting a parent deletes its children first."""
+        parents = {
+            (obj.get("spec") or {}).get("parent") or ROOT_QUEUE
+            for name, obj in self.state.queues.items()
+            if name != ROOT_QUEUE
+        }
+        for name, obj in list(self.state.queues.items()):
+            meta = obj.get("metadata") or {}
+            finalizers = list(meta.get("finalizers") or [])
+            deleting = meta.get("deletionTimestamp") is not None
+            if not deleting and QUEUE_FINALIZER not in finalizers:
+                body = {
+                    "metadata": {
+                        "finalizers": [*finalizers, QUEUE_FINALIZER],
+                        "resourceVersion": meta.get("resourceVersion"),
+                    }
+                }
+                self._patch_queue(name, body, "finalizer")
+            elif deleting and QUEUE_FINALIZER in finalizers and name not in parents:
+                rest = [f for f in finalizers if f != QUEUE_FINALIZER]
+                body = {
+                    "metadata": {"finalizers": rest, "resourceVersion": meta.get("resourceVersion")}
+                }
+                self._patch_queue(name, body, "finalizer")
+
+    def statuses(self, result: CycleResult, now: datetime) -> None:
+        root = self.state.queues.get(ROOT_QUEUE)
+        if root is not None and (root.get("status") or {}).get("state") != "Open":
+            self._patch_queue_status(ROOT_QUEUE, {"state": "Open"})
+        for name, queue in result.queues.items():
+            obj = self.state.queues.get(name)
+            if obj is None:
+                continue
+            current = obj.get("status") or {}
+            wanted = queue_status(obj, queue, now)
+            if status_differs(current, wanted):
+                patch = dict(wanted)
+                for key in ("allocated", "deserved"):
+                    gone = set(current.get(key) or {}) - set(wanted[key])
+                    patch[key] = {
+                        **wanted[key],
+                        **dict.fromkeys(gone),
+                    }  # null removes in a merge patch
+                self._patch_queue_status(name, patch)
+
+
+async def apply_result(writer: Writer, result: CycleResult, now: datetime) -> None:
+    """Write a cycle's results in the order that keeps quota safe at every step."""
+
+    def write() -> None:
+        for decision in result.decisions:
+            if decision.action in ("reclaim", "preempt"):
+                writer.evict(decision, now)
+        for decision in result.decisions:
+            if decision.action == "admit":
+                writer.admit(decision, now)
+        for action in result.queue_actions:
+            if action.action not in ("invalid", "valid"):
+                writer.queue_action(action.action, action.queue, action.reason)
+        writer.finalizers()
+        for pending in result.pending:
+            writer.pending_reason(pending.job, pending.reason)
+        writer.statuses(result, now)
+
+    await asyncio.to_thread(write)
+
+
+def decisions_by_action(result: CycleResult) -> Mapping[str, int]:
+    out: dict[str, int] = {}
+    for decision in result.decisions:
+        out[decision.action] = out.get(decision.action, 0) + 1
+    return out
+
+
+__all__ = ["CONDITION_VALID", "Writer", "apply_result", "decisions_by_action"]

@@ -1,0 +1,58 @@
+"""Kopf watch handlers: they only store what they see and wake the loop.
+
+Event handlers keep no state on the objects, so tenants' Jobs never get a Kopf finalizer or
+annotation; Kopf's own storage is still prefixed with sluice.dev for anything it might write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import kopf
+
+from sluice.api.constants import GROUP, PLURAL, PREFIX, QUEUE_LABEL, VERSION
+from sluice.operator.state import ClusterState
+
+
+def _event(kind: str | None) -> str:
+    # Kopf reports the objects of the initial listing with no type: they are additions.
+    return kind or "ADDED"
+
+
+def build_registry(state: ClusterState) -> kopf.OperatorRegistry:
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.startup(registry=registry)
+    def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
+        settings.persistence.finalizer = f"{PREFIX}/kopf-finalizer"
+        settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=PREFIX)
+        settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+            prefix=PREFIX, key="last-handled-configuration"
+        )
+        settings.posting.enabled = False  # sluice posts its own Events, about decisions
+        settings.watching.server_timeout = 300
+        settings.watching.client_timeout = 330
+
+    @kopf.on.login(registry=registry)
+    def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
+        # The same client configuration as the rest of sluice: kubeconfig or in-cluster.
+        return kopf.login_via_client(**kwargs)
+
+    @kopf.on.event(GROUP, VERSION, PLURAL, registry=registry)
+    def queue_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:
+        state.on_queue(_event(type), dict(body))
+
+    @kopf.on.event("batch", "v1", "jobs", labels={QUEUE_LABEL: kopf.PRESENT}, registry=registry)
+    def job_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:
+        state.on_job(_event(type), dict(body))
+
+    @kopf.on.event("", "v1", "nodes", registry=registry)
+    def node_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:
+        state.on_node(_event(type), dict(body))
+
+    @kopf.on.event("scheduling.k8s.io", "v1", "priorityclasses", registry=registry)
+    def priority_class_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:
+        state.on_priority_class(_event(type), dict(body))
+
+    return registry

@@ -1,0 +1,144 @@
+"""Leader election through a coordination.k8s.io/v1 Lease: only the holder writes.
+
+Every replica keeps its caches warm; the holder renews every ``renew_seconds``; a follower
+takes the Lease over once ``renewTime + leaseDurationSeconds`` has passed. Every update
+carries the resourceVersion it read, so two replicas never both believe they won.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+log = logging.getLogger("sluice.operator.leader")
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _micro(value: datetime) -> str:
+    return value.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _parse(value: Any) -> datetime | None:
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if isinstance(value, str) and value:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return None
+
+
+@dataclass
+class LeaseElector:
+    api: client.ApiClient
+    namespace: str
+    name: str
+    identity: str
+    lease_seconds: int = 15
+    renew_seconds: float = 5.0
+    is_leader: bool = False
+
+    def __post_init__(self) -> None:
+        self.coordination = client.CoordinationV1Api(self.api)
+        self.changed = asyncio.Event()
+
+    def _body(self, acquire: datetime | None, transitions: int) -> dict[str, Any]:
+        now = _now()
+        return {
+            "holderIdentity": self.identity,
+            "leaseDurationSeconds": self.lease_seconds,
+            "acquireTime": _micro(acquire or now),
+            "renewTime": _micro(now),
+            "leaseTransitions": transitions,
+        }
+
+    def try_acquire_or_renew(self) -> bool:
+        """One round; returns whether this replica holds the Lease afterwards."""
+        try:
+            lease = self.coordination.read_namespaced_lease(self.name, self.namespace)
+        except ApiException as err:
+            if err.status != 404:
+                raise
+            body = {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {"name": self.name, "namespace": self.namespace},
+                "spec": self._body(None, 0),
+            }
+            try:
+                self.coordination.create_namespaced_lease(self.namespace, body)
+            except ApiException as create_err:
+                if create_err.status == 409:
+                    return False
+                raise
+            return True
+        spec = lease.spec
+        holder = spec.holder_identity if spec else None
+        renewed = _parse(spec.renew_time) if spec else None
+        duration = (spec.lease_duration_seconds if spec else None) or self.lease_seconds
+        expired = renewed is None or renewed + timedelta(seconds=duration) < _now()
+        if holder not in (self.identity, None, "") and not expired:
+            return False
+        transitions = (spec.lease_transitions or 0) if spec else 0
+        if holder != self.identity:
+            transitions += 1
+            acquire = None
+        else:
+            acquire = _parse(spec.acquire_time) if spec else None
+        body = {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {
+                "name": self.name,
+                "namespace": self.namespace,
+                "resourceVersion": lease.metadata.resource_version,
+            },
+            "spec": self._body(acquire, transitions),
+        }
+        try:
+            self.coordination.replace_namespaced_lease(self.name, self.namespace, body)
+        except ApiException as err:
+            if err.status == 409:
+                return False  # someone else wrote it first
+            raise
+        return True
+
+    def release(self) -> None:
+        """Give the Lease up at shutdown so a follower need not wait for it to expire."""
+        if not self.is_leader:
+            return
+        try:
+            lease = self.coordination.read_namespaced_lease(self.name, self.namespace)
+            if lease.spec and lease.spec.holder_identity == self.identity:
+                lease.spec.holder_identity = None
+                lease.spec.lease_duration_seconds = 1
+                self.coordination.replace_namespaced_lease(self.name, self.namespace, lease)
+        except ApiException as err:
+            log.warning("event=lease-release-failed status=%s", err.status)
+        self.is_leader = False
+
+    async def run(self) -> None:
+        while True:
+            try:
+                leading = await asyncio.to_thread(self.try_acquire_or_renew)
+            except Exception as err:  # noqa: BLE001 - an unreachable API server means not leading
+                log.warning("event=lease-error error=%r", err)
+                leading = False
+            if leading != self.is_leader:
+                self.is_leader = leading
+                log.info(
+                    "event=%s identity=%s lease=%s/%s",
+                    "became-leader" if leading else "lost-leadership",
+                    self.identity,
+                    self.namespace,
+                    self.name,
+                )
+                self.changed.set()
+            await asyncio.sleep(self.renew_seconds)

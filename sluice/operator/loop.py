@@ -1,0 +1,155 @@
+"""The scheduling loop: the operator's single writer.
+
+Woken by watch events (debounced) or by the periodic resync; only the Lease holder runs
+cycles. The pure cycle runs in a thread so that watches keep flowing meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from sluice.api.config import load_scheduler_config
+from sluice.api.constants import CONFIGMAP_KEY, CONFIGMAP_NAME
+from sluice.api.errors import ConfigError
+from sluice.operator import metrics
+from sluice.operator.apply import Writer, apply_result, decisions_by_action
+from sluice.operator.leader import LeaseElector
+from sluice.operator.state import ClusterState
+from sluice.scheduler.cycle import run_cycle
+from sluice.scheduler.model import CycleResult
+
+log = logging.getLogger("sluice.operator.loop")
+
+
+@dataclass
+class LoopSettings:
+    namespace: str
+    debounce_seconds: float = 0.1
+    resync_seconds: float = 10.0
+    max_queue_depth: int = 5
+
+
+class SchedulingLoop:
+    def __init__(
+        self,
+        api: client.ApiClient,
+        state: ClusterState,
+        elector: LeaseElector,
+        settings: LoopSettings,
+    ) -> None:
+        self.api = api
+        self.core = client.CoreV1Api(api)
+        self.state = state
+        self.elector = elector
+        self.settings = settings
+        self.writer = Writer(api, state)
+        self.synced = asyncio.Event()
+        self.cycles = 0
+        self._config_text: str | None = None
+
+    def read_config(self) -> None:
+        """Load the scheduler ConfigMap; on error keep the last good configuration."""
+        try:
+            cm = self.core.read_namespaced_config_map(CONFIGMAP_NAME, self.settings.namespace)
+            text = (cm.data or {}).get(CONFIGMAP_KEY, "")
+        except ApiException as err:
+            if err.status != 404:
+                log.warning("event=config-read-failed status=%s", err.status)
+                return
+            text = ""
+        if text == self._config_text:
+            return
+        self._config_text = text
+        try:
+            self.state.config = load_scheduler_config(text)
+            self.state.config_error = ""
+            log.info(
+                "event=%s configmap=%s/%s",
+                "config-loaded" if text else "config-default",
+                self.settings.namespace,
+                CONFIGMAP_NAME,
+            )
+        except ConfigError as err:
+            self.state.config_error = str(err)
+            metrics.CONFIG_ERRORS.inc()
+            log.error("event=config-refused error=%r keeping=last-good", str(err))
+            self._config_event(str(err))
+
+    def _config_event(self, message: str) -> None:
+        try:
+            cm = self.core.read_namespaced_config_map(CONFIGMAP_NAME, self.settings.namespace)
+        except ApiException:
+            return
+        obj = self.api.sanitize_for_serialization(cm)
+        obj.setdefault("apiVersion", "v1")
+        self.writer._event(
+            obj,
+            "ConfigRefused",
+            f"{message}; the last good configuration stays in use",
+            "ConfigMap",
+        )
+
+    async def run(self) -> None:
+        await self.synced.wait()
+        last_config = 0.0
+        while True:
+            try:
+                await asyncio.wait_for(self.state.wake.wait(), self.settings.resync_seconds)
+                await asyncio.sleep(self.settings.debounce_seconds)
+            except TimeoutError:
+                pass
+            self.state.wake.clear()
+            metrics.LEADER.set(1 if self.elector.is_leader else 0)
+            if not self.elector.is_leader:
+                continue
+            if time.monotonic() - last_config > self.settings.resync_seconds:
+                await asyncio.to_thread(self.read_config)
+                last_config = time.monotonic()
+            try:
+                await self.cycle()
+            except Exception:
+                # One bad cycle must not stop scheduling: log it and try again next wake.
+                log.exception("event=cycle-failed")
+                await asyncio.sleep(1)
+
+    async def cycle(self) -> CycleResult:
+        now = datetime.now(UTC)
+        started = time.perf_counter()
+        snapshot = self.state.snapshot(now, self.settings.max_queue_depth)
+        result = await asyncio.to_thread(run_cycle, snapshot)
+        metrics.CYCLE_SECONDS.observe(time.perf_counter() - started)
+        if not self.elector.is_leader:
+            return result  # lost the Lease while deciding: write nothing
+        written = time.perf_counter()
+        before = dict(self.writer.stats.by_kind)
+        await apply_result(self.writer, result, now)
+        metrics.APPLY_SECONDS.observe(time.perf_counter() - written)
+        for kind, count in self.writer.stats.by_kind.items():
+            delta = count - before.get(kind, 0)
+            if delta:
+                metrics.API_WRITES.labels(kind).inc(delta)
+        for action, count in decisions_by_action(result).items():
+            metrics.DECISIONS.labels(action).inc(count)
+        metrics.PENDING.set(len(result.pending))
+        for name, queue in result.queues.items():
+            metrics.QUEUE_SHARE.labels(name).set(queue.share)
+            for resource, amount in queue.allocated.items():
+                metrics.QUEUE_ALLOCATED.labels(name, resource).set(amount / 1000)
+            for resource, amount in queue.deserved.items():
+                metrics.QUEUE_DESERVED.labels(name, resource).set(amount / 1000)
+        self.cycles += 1
+        if result.decisions:
+            log.info(
+                "event=cycle decisions=%d pending=%d seconds=%.3f",
+                len(result.decisions),
+                len(result.pending),
+                time.perf_counter() - started,
+            )
+        return result
