@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from typing import Annotated
 
 import typer
@@ -49,8 +48,6 @@ def run(
         format="time=%(asctime)s level=%(levelname)s logger=%(name)s %(message)s",
     )
     logging.getLogger("kopf").setLevel(logging.WARNING)
-    if kubeconfig:
-        os.environ["KUBECONFIG"] = kubeconfig  # Kopf logs in from the same file
     try:
         api = api_client(kubeconfig)
     except KubeConfigError as err:

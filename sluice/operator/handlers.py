@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import kopf
+from kubernetes import client
 
 from sluice.api.constants import GROUP, PLURAL, PREFIX, QUEUE_LABEL, VERSION
 from sluice.operator.state import ClusterState
@@ -20,7 +21,28 @@ def _event(kind: str | None) -> str:
     return kind or "ADDED"
 
 
-def build_registry(state: ClusterState) -> kopf.OperatorRegistry:
+def connection_info(api: client.ApiClient) -> kopf.ConnectionInfo:
+    cfg = api.configuration
+    header = (cfg.api_key or {}).get("authorization") or (cfg.api_key or {}).get("BearerToken")
+    scheme, token = None, None
+    if header:
+        scheme, _, token = str(header).partition(" ")
+        if not token:
+            scheme, token = "Bearer", scheme
+    return kopf.ConnectionInfo(
+        server=cfg.host,
+        ca_path=cfg.ssl_ca_cert,
+        insecure=not cfg.verify_ssl,
+        certificate_path=cfg.cert_file,
+        private_key_path=cfg.key_file,
+        scheme=scheme,
+        token=token,
+        username=cfg.username or None,
+        password=cfg.password or None,
+    )
+
+
+def build_registry(state: ClusterState, api: client.ApiClient) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
 
     @kopf.on.startup(registry=registry)
@@ -35,9 +57,9 @@ def build_registry(state: ClusterState) -> kopf.OperatorRegistry:
         settings.watching.client_timeout = 330
 
     @kopf.on.login(registry=registry)
-    def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
-        # The same client configuration as the rest of sluice: kubeconfig or in-cluster.
-        return kopf.login_via_client(**kwargs)
+    def login(**_: Any) -> kopf.ConnectionInfo:
+        # Kopf connects exactly as the rest of sluice does (sluice.kube: kubeconfig or in-cluster).
+        return connection_info(api)
 
     @kopf.on.event(GROUP, VERSION, PLURAL, registry=registry)
     def queue_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:

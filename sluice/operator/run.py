@@ -94,7 +94,7 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> None:
     log.info(
         "event=started identity=%s queues=%d jobs=%d", identity, len(state.queues), len(state.jobs)
     )
-    registry = build_registry(state)
+    registry = build_registry(state, api)
     kopf_stop: asyncio.Future[None] = running.create_future()
     tasks = [
         asyncio.create_task(

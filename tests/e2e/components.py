@@ -160,3 +160,57 @@ def registered_webhooks(kubectl: Kubectl, port: int, ca_bundle: bytes) -> Iterat
     finally:
         for config in configs:
             kubectl.run("delete", str(config["kind"]).lower(), "sluice-e2e", "--ignore-not-found")
+
+
+class Operator:
+    """`sluice operator run` as a process; kill() is a crash (SIGKILL), stop() a clean exit."""
+
+    def __init__(
+        self,
+        cluster: controlplane.Cluster,
+        workdir: Path,
+        identity: str,
+        lease_name: str = "sluice-operator",
+        namespace: str = "sluice-system",
+        lease_seconds: int = 15,
+    ) -> None:
+        self.log_path = workdir / f"operator-{identity}.log"
+        self.identity = identity
+        log = self.log_path.open("a")
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "sluice.cli.main",
+                "operator",
+                "run",
+                f"--kubeconfig={cluster.kubeconfig}",
+                f"--namespace={namespace}",
+                f"--lease-name={lease_name}",
+                f"--identity={identity}",
+                f"--lease-seconds={lease_seconds}",
+                "--health-port=0",
+                "--metrics-port=0",
+                "--resync-seconds=2",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        log.close()
+
+    def logs(self) -> str:
+        return self.log_path.read_text()
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)

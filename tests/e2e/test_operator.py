@@ -1,0 +1,178 @@
+"""The operator on a real API server: admission, reasons, reclaim, priority, lifecycle."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from .components import Operator
+from .helpers import Kubectl, KubectlError, controlplane, wait_for
+from .scenario import Scenario
+
+
+@pytest.fixture(scope="module")
+def operator(
+    control_plane: controlplane.Cluster, kubectl: Kubectl, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Operator]:
+    kubectl.run("create", "namespace", "sluice-system", check=False)
+    op = Operator(control_plane, tmp_path_factory.mktemp("operator"), "e2e-main")
+    try:
+        wait_for(
+            lambda: kubectl.run("get", "queue", "default", "--ignore-not-found", "-o", "name"),
+            timeout=30,
+            what="the operator to create root and default",
+        )
+        yield op
+    finally:
+        op.stop()
+
+
+@pytest.fixture
+def s(operator: Operator, kubectl: Kubectl, namespace: str) -> Scenario:
+    return Scenario(kubectl, namespace)
+
+
+def test_root_and_default_exist_and_report_their_state(s: Scenario, kubectl: Kubectl) -> None:
+    wait_for(
+        lambda: (kubectl.get("queue", "default").get("status") or {}).get("state") == "Open",
+        what="default's status",
+    )
+    assert kubectl.get("queue", "root")["status"]["state"] == "Open"
+
+
+def test_admission_within_quota_and_a_reason_beyond_it(s: Scenario, kubectl: Kubectl) -> None:
+    s.node(10)
+    s.queue("team", capability={s.resource: "4"})
+    for name in ("j1", "j2", "j3"):
+        s.job(name, "team", 2)
+    s.wait_admitted("j1", "j2")
+    reason = wait_for(lambda: s.annotation("j3", "pending-reason"), what="j3's pending reason")
+    assert not s.admitted("j3")
+    assert reason == (
+        f"position 1 in {s.name('team')}; {s.name('team')} would use {s.resource} 6 > capability 4"
+    )
+    assert s.annotation("j1", "admitted-at")
+    events = kubectl.json(
+        "get", "events", "-n", s.namespace, "--field-selector", "involvedObject.name=j1"
+    )
+    assert [e["reason"] for e in events["items"]] == ["Admitted"]
+    status = wait_for(
+        lambda: (st := s.queue_status("team")).get("pending") == 1 and st,
+        what="team's status counts",
+    )
+    assert status["inqueue"] == 2 and status["allocated"] == {s.resource: "4"}
+
+
+def test_a_starving_team_reclaims_from_its_sibling_before_its_cousin(s: Scenario) -> None:
+    s.node(12)
+    s.queue("d1")
+    s.queue("d2")
+    s.queue("a", "d1")
+    s.queue("b", "d1")
+    s.queue("c", "d2")
+    for name in ("b1", "b2"):
+        s.job(name, "b", 3)
+    s.wait_admitted("b1", "b2")
+    for name in ("c1", "c2"):
+        s.job(name, "c", 3)
+    s.wait_admitted("c1", "c2")
+    s.job("a1", "a", 3)
+    s.wait_admitted("a1")
+    suspended = [j for j in ("b1", "b2", "c1", "c2") if not s.admitted(j)]
+    assert len(suspended) == 1 and suspended[0].startswith("b")  # the sibling, not the cousin
+    assert s.annotation(suspended[0], "reclaimed-by") == f"{s.namespace}/a1"
+
+
+def test_queue_priority_decides_who_is_served_and_who_gives_back(s: Scenario) -> None:
+    s.node(8)
+    s.queue("low", priority=1)
+    s.queue("mid", priority=5)
+    s.queue("high", priority=10)
+    s.job("l1", "low", 4)
+    s.job("m1", "mid", 4)
+    s.wait_admitted("l1", "m1")
+    # high is owed a third of the cluster; of the two queues above their share, the
+    # lower-priority one gives back.
+    s.job("h1", "high", 2)
+    s.wait_admitted("h1")
+    s.wait_suspended("l1")
+    assert s.admitted("m1")
+    assert s.annotation("l1", "reclaimed-by") == f"{s.namespace}/h1"
+
+
+def test_closing_until_the_last_job_finishes_then_closed(s: Scenario, kubectl: Kubectl) -> None:
+    s.node(4)
+    q = s.queue("closing")
+    s.job("last", "closing", 1)
+    s.wait_admitted("last")
+    kubectl.run("patch", "queue", q, "--type=merge", "-p", '{"spec":{"state":"Closed"}}')
+    wait_for(lambda: s.queue_status("closing").get("state") == "Closing", what="Closing")
+    s.complete("last")
+    wait_for(lambda: s.queue_status("closing").get("state") == "Closed", what="Closed")
+
+
+def test_cascade_close_then_cascade_delete(s: Scenario, kubectl: Kubectl) -> None:
+    dept = s.queue("dept")
+    team = s.queue("team", "dept")
+    kubectl.run("patch", "queue", dept, "--type=merge", "-p", '{"spec":{"state":"Closed"}}')
+    wait_for(lambda: s.queue_status("dept").get("state") == "Closed", what="dept Closed")
+    child = kubectl.get("queue", team)
+    assert child["spec"]["state"] == "Closed"
+    assert child["metadata"]["annotations"]["sluice.dev/closed-by-parent"] == dept
+    kubectl.delete("queue", dept)
+
+    def gone() -> bool:
+        names = kubectl.run("get", "queues", "-o", "name")
+        return dept not in names and team not in names
+
+    try:
+        wait_for(gone, what="the subtree deleted")
+    except AssertionError:
+        print(kubectl.run("get", "queues", "-o", "yaml"))
+        raise
+
+
+def test_reopening_the_parent_reopens_exactly_what_it_closed(s: Scenario, kubectl: Kubectl) -> None:
+    dept = s.queue("dept2")
+    s.queue("kid", "dept2")
+    kubectl.run("patch", "queue", dept, "--type=merge", "-p", '{"spec":{"state":"Closed"}}')
+    wait_for(lambda: s.queue_status("kid").get("state") == "Closed", what="kid Closed")
+    kubectl.run("patch", "queue", dept, "--type=merge", "-p", '{"spec":{"state":"Open"}}')
+    wait_for(
+        lambda: kubectl.get("queue", s.name("kid"))["spec"]["state"] == "Open", what="kid reopened"
+    )
+
+
+def test_a_bad_configuration_is_reported_and_the_last_good_one_kept(
+    s: Scenario, kubectl: Kubectl, operator: Operator
+) -> None:
+    kubectl.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "sluice-scheduler", "namespace": "sluice-system"},
+            "data": {"scheduler.yaml": "actions: enqueue, teleport\n"},
+        }
+    )
+    try:
+        wait_for(lambda: "config-refused" in operator.logs(), what="the refusal logged")
+        assert "actions.teleport" in operator.logs()
+        s.node(2)
+        s.queue("still")
+        s.job("works", "still", 1)
+        s.wait_admitted("works")
+    finally:
+        kubectl.run("delete", "configmap", "sluice-scheduler", "-n", "sluice-system")
+
+
+def test_invalid_jobs_states_never_crash_the_operator(
+    s: Scenario, kubectl: Kubectl, operator: Operator
+) -> None:
+    with pytest.raises(KubectlError):
+        kubectl.run("get", "queue", s.name("absent"))
+    s.node(1)
+    s.queue("alive")
+    s.job("fine", "alive", 1)
+    s.wait_admitted("fine")
+    assert operator.process.poll() is None
