@@ -46,6 +46,7 @@ cluster-down:
 bench: install
 	$(PY) -m bench.bench_scheduler
 	$(PY) -m bench.bench_webhooks
+	$(PY) -m bench.bench_operator
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import uuid
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -46,10 +48,12 @@ class WriteStats:
     writes: int = 0
     conflicts: int = 0
     by_kind: dict[str, int] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
     def count(self, kind: str) -> None:
-        self.writes += 1
-        self.by_kind[kind] = self.by_kind.get(kind, 0) + 1
+        with self.lock:
+            self.writes += 1
+            self.by_kind[kind] = self.by_kind.get(kind, 0) + 1
 
 
 def _rfc3339(value: datetime) -> str:
@@ -289,23 +293,25 @@ class Writer:
                 self._patch_queue_status(name, patch)
 
 
+WRITERS = 8
+"""Parallel writes within one phase; phases stay ordered (victims before admissions)."""
+
+
 async def apply_result(writer: Writer, result: CycleResult, now: datetime) -> None:
     """Write a cycle's results in the order that keeps quota safe at every step."""
 
     def write() -> None:
-        for decision in result.decisions:
-            if decision.action in ("reclaim", "preempt"):
-                writer.evict(decision, now)
-        for decision in result.decisions:
-            if decision.action == "admit":
-                writer.admit(decision, now)
-        for action in result.queue_actions:
-            if action.action not in ("invalid", "valid"):
-                writer.queue_action(action.action, action.queue, action.reason)
-        writer.finalizers()
-        for pending in result.pending:
-            writer.pending_reason(pending.job, pending.reason)
-        writer.statuses(result, now)
+        with ThreadPoolExecutor(WRITERS, thread_name_prefix="sluice-write") as pool:
+            victims = [d for d in result.decisions if d.action in ("reclaim", "preempt")]
+            list(pool.map(lambda d: writer.evict(d, now), victims))
+            admits = [d for d in result.decisions if d.action == "admit"]
+            list(pool.map(lambda d: writer.admit(d, now), admits))
+            for action in result.queue_actions:
+                if action.action not in ("invalid", "valid"):
+                    writer.queue_action(action.action, action.queue, action.reason)
+            writer.finalizers()
+            list(pool.map(lambda p: writer.pending_reason(p.job, p.reason), result.pending))
+            writer.statuses(result, now)
 
     await asyncio.to_thread(write)
 
