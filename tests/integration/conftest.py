@@ -2,136 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
-import socket
-import ssl
-import sys
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
-import aiohttp
 import pytest
-
-from sluice.api.resources import Resources
-from sluice.webhooks.cache import QueueCache
-from sluice.webhooks.handlers import Context
-from sluice.webhooks.server import ReloadingTLS, serve
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "hack"))
-from controlplane.pki import CertificateAuthority
-
-OPERATOR = "system:serviceaccount:sluice-system:sluice-operator"
-
-
-@dataclass
-class FakeFacts:
-    """Cluster facts a test sets by hand."""
-
-    holding: set[str] = field(default_factory=set)
-    namespaces: dict[str, str] = field(default_factory=dict)
-    capacity: Resources | None = None
-    asked: list[str] = field(default_factory=list)
-
-    async def queue_holds_jobs(self, queue: str) -> bool:
-        self.asked.append(queue)
-        return queue in self.holding
-
-    async def namespace_default_queue(self, namespace: str) -> str | None:
-        return self.namespaces.get(namespace)
-
-    def cluster_capacity(self) -> Resources | None:
-        return self.capacity
-
-
-@dataclass
-class Webhook:
-    url: str
-    cache: QueueCache
-    facts: FakeFacts
-    ca_file: Path
-    tls: ReloadingTLS
-    session: aiohttp.ClientSession
-
-    async def review(self, path: str, review: dict[str, Any]) -> tuple[int, Any]:
-        async with self.session.post(self.url + path, json=review) as resp:
-            try:
-                body = await resp.json()
-            except aiohttp.ContentTypeError:
-                body = await resp.text()
-            return resp.status, body
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from webhook_harness import CertificateAuthority, Webhook, _ca, _webhook
 
 
 @pytest.fixture
 def ca(tmp_path: Path) -> tuple[CertificateAuthority, Path]:
-    authority = CertificateAuthority.create("sluice-integration-ca")
-    ca_file = tmp_path / "ca.crt"
-    ca_file.write_bytes(authority.cert_pem)
-    return authority, ca_file
+    return _ca(tmp_path)
 
 
 @pytest.fixture
 async def webhook(tmp_path: Path, ca: tuple[CertificateAuthority, Path]) -> AsyncIterator[Webhook]:
-    authority, ca_file = ca
-    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
-    authority.issue_serving().write(cert, key)
-    tls = ReloadingTLS(cert, key)
-    cache = QueueCache()
-    facts = FakeFacts()
-    ctx = Context(cache=cache, facts=facts, operator_users=frozenset({OPERATOR}))
-    port = free_port()
-    stop = asyncio.Event()
-    task = asyncio.create_task(serve(ctx, "127.0.0.1", port, tls, stop, shutdown_timeout=2))
-    client_ctx = ssl.create_default_context(cafile=str(ca_file))
-    session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=client_ctx))
-    url = f"https://127.0.0.1:{port}"
-    for _ in range(100):
-        try:
-            async with session.get(url + "/healthz") as resp:
-                if resp.status == 200:
-                    break
-        except aiohttp.ClientError:
-            await asyncio.sleep(0.05)
-    yield Webhook(url, cache, facts, ca_file, tls, session)
-    await session.close()
-    stop.set()
-    await task
-
-
-ReviewMaker = Callable[..., dict[str, Any]]
-
-
-def make_review(
-    kind: str,
-    obj: dict[str, Any] | None,
-    *,
-    operation: str = "CREATE",
-    old: dict[str, Any] | None = None,
-    user: str = "alice",
-    namespace: str = "",
-    uid: str = "uid-1",
-    sub_resource: str | None = None,
-) -> dict[str, Any]:
-    group = {"Queue": "scheduling.sluice.dev", "Job": "batch"}.get(kind, "")
-    name = ((obj or old or {}).get("metadata") or {}).get("name", "")
-    request: dict[str, Any] = {
-        "uid": uid,
-        "kind": {"group": group, "version": "v1", "kind": kind},
-        "resource": {"group": group, "version": "v1", "resource": kind.lower() + "s"},
-        "operation": operation,
-        "name": name,
-        "namespace": namespace,
-        "userInfo": {"username": user, "groups": ["system:authenticated"]},
-        "object": obj,
-        "oldObject": old,
-    }
-    if sub_resource:
-        request["subResource"] = sub_resource
-    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+    async for server in _webhook(tmp_path, ca):
+        yield server

@@ -9,9 +9,9 @@ import ssl
 
 import aiohttp
 import pytest
-from conftest import Webhook, make_review
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from webhook_harness import Webhook, make_review
 
 from sluice.webhooks import server
 from sluice.webhooks.review import ReviewError, parse_review
@@ -137,7 +137,7 @@ async def test_health_readiness_and_metrics(webhook: Webhook) -> None:
 async def test_a_rotated_certificate_is_served_to_new_connections(
     webhook: Webhook, tmp_path: object
 ) -> None:
-    from conftest import CertificateAuthority
+    from webhook_harness import CertificateAuthority
 
     new_ca = CertificateAuthority.create("rotated-ca")
     new_ca.issue_serving().write(webhook.tls.cert_file, webhook.tls.key_file)
@@ -222,7 +222,7 @@ def test_mutated_reviews_never_get_a_5xx(webhook_sync: object, review: dict[str,
 def webhook_sync() -> object:
     """The app behind a plain-HTTP test server on its own loop, for hypothesis' sync tests."""
     from aiohttp.test_utils import TestClient, TestServer
-    from conftest import FakeFacts
+    from webhook_harness import FakeFacts
 
     from sluice.webhooks.cache import QueueCache
     from sluice.webhooks.handlers import Context

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import jsonpatch
-from conftest import OPERATOR, Webhook, make_review
+from webhook_harness import OPERATOR, Webhook, make_review
 
 from sluice.api.resources import Resources
 

@@ -9,8 +9,8 @@ import time
 from typing import Any
 
 from aiohttp import web
-from conftest import free_port
 from kubernetes import client
+from webhook_harness import free_port
 
 from sluice.webhooks.cache import QueueCache, QueueWatcher
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from helpers import cluster, q
+from queue_builders import cluster, q
 
 from sluice.api.resources import Resources
 from sluice.queues.admission import (

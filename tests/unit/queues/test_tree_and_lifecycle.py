@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from helpers import cluster, q
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from queue_builders import cluster, q
 
 from sluice.api.constants import CLOSED_BY_PARENT_ANNOTATION
 from sluice.api.queue import Queue
