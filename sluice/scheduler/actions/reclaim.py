@@ -38,11 +38,11 @@ class _Reclaim:
         self.min_runtime: timedelta = session.config.arguments("reclaim").min_runtime
         self.now: datetime = session.now
         self.victims: dict[str, list[JobInfo]] = {}
-        self.victims_using: dict[tuple[str, frozenset[str]], list[JobInfo]] = {}
+        self.victims_using: dict[str, dict[frozenset[str], list[JobInfo]]] = {}
         self.leaves_under: dict[str, list[str]] = {}
         self.excess: dict[str, dict[str, int]] = {}
         self.room: dict[str, int] = {}
-        self.over: dict[str, set[str]] = {}  # resource -> leaves above their share in it
+        self.over_under: dict[str, set[str]] = {}  # queue -> leaves above their share below it
         for name, info in session.queues.items():
             if not info.children and info.admitted_jobs and info.queue.spec.reclaimable:
                 self._count_excess(name, +1)
@@ -87,13 +87,16 @@ class _Reclaim:
                 if (over := used - max(info.deserved.get_amount(r), info.guarantee.get_amount(r)))
                 > 0
             }
-        for r, over in self.excess.get(name, {}).items():
+        excess = self.excess.get(name, {})
+        for r, over in excess.items():
             self.room[r] = self.room.get(r, 0) + sign * over
-            leaves = self.over.setdefault(r, set())
-            if sign > 0:
-                leaves.add(name)
-            else:
-                leaves.discard(name)
+        if excess:
+            for node in self.session.chain(name):
+                members = self.over_under.setdefault(node, set())
+                if sign > 0:
+                    members.add(name)
+                else:
+                    members.discard(name)
 
     def supply(self, short: dict[str, int]) -> bool:
         """Could all queues above their deserved share, together, give back enough?"""
@@ -107,49 +110,60 @@ class _Reclaim:
 
     def victims_for(self, name: str, short: dict[str, int]) -> list[JobInfo]:
         """The queue's victims that give back at least one resource the job is short of."""
-        key = (name, frozenset(short))
-        if key not in self.victims_using:
-            self.victims_using[key] = [
+        by_short = self.victims_using.setdefault(name, {})
+        key = frozenset(short)
+        if key not in by_short:
+            by_short[key] = [
                 v for v in self.sorted_victims(name) if any(v.request.get(r, 0) > 0 for r in short)
             ]
-        return self.victims_using[key]
+        return by_short[key]
 
     def candidates(self, job: JobInfo, short: dict[str, int], taken: Taken) -> Iterator[JobInfo]:
         """Victims in order: nearest relatives first, then lower queue priority, then lower
         job priority, then the most recently admitted."""
         session = self.session
         chain = session.chain(job.queue)
-        position = {name: i for i, name in enumerate(chain)}
-        over: set[str] = set()
-        for r in short:
-            over |= self.over.get(r, set())
-        over.discard(job.queue)
-        groups: dict[int, list[tuple[str, list[str]]]] = {}
-        for name in over:
-            upto = session.chain(name)
-            for i, ancestor in enumerate(upto):
-                if ancestor in position:
-                    groups.setdefault(position[ancestor], []).append((name, upto[:i]))
-                    break
-        for level in sorted(groups):
-            below = chain[:level]
-            if not all(self.within_deserved(job, q) for q in below):
-                return  # further groups have a higher common ancestor: still not within
-            streams = [
-                self._stream(name, upto, short, taken)
-                for name, upto in groups[level]
-                if all(self.above_deserved(q, taken, short) for q in upto)
-            ]
+        for level in range(1, len(chain)):
+            if not self.within_deserved(job, chain[level - 1]):
+                return  # every further group has a higher common ancestor: still not within
+            common = chain[level]
+            members = self.over_under.get(common, set()) - self.over_under.get(
+                chain[level - 1], set()
+            )
+            members.discard(job.queue)
+            streams = []
+            above: dict[str, bool] = {}  # per ancestor, shared by the leaves below it
+            for name in members:
+                excess = self.excess.get(name, {})
+                if not any(r in excess for r in short):
+                    continue
+                if name in taken and not self.above_deserved(name, taken, short):
+                    continue
+                upto = session.chain(name)
+                upto = upto[: upto.index(common)]
+                fine = True
+                for ancestor in upto[1:]:
+                    if ancestor not in above:
+                        above[ancestor] = self.above_deserved(ancestor, taken, short)
+                    if not above[ancestor]:
+                        fine = False
+                        break
+                if fine:
+                    streams.append(self._stream(name, upto, short, taken))
             for _, _, victim in heapq.merge(*streams):
                 yield victim
 
     def _stream(
         self, name: str, upto: list[str], short: dict[str, int], taken: Taken
     ) -> Iterator[tuple[int, tuple[int, float, str], JobInfo]]:
-        """A queue's victims, ending as soon as its branch is no longer above its share."""
+        """A queue's victims, ending as soon as its branch is no longer above its share.
+
+        The branch was checked when the stream was made; it is checked again only once
+        victims have been taken (only then can it have changed).
+        """
         priority = self.session.queues[name].priority
-        for job in list(self.victims_for(name, short)):
-            if not all(self.above_deserved(q, taken, short) for q in upto):
+        for i, job in enumerate(list(self.victims_for(name, short))):
+            if i and not all(self.above_deserved(q, taken, short) for q in upto):
                 return
             yield (priority, victim_order(job), job)
 
@@ -187,8 +201,8 @@ class _Reclaim:
         for v in chosen:
             self.outcome.evict(self.session, "reclaim", v, job)
             self.victims[v.queue].remove(v)
-            for (queue, _), listed in self.victims_using.items():
-                if queue == v.queue and v in listed:
+            for listed in self.victims_using.get(v.queue, {}).values():
+                if v in listed:
                     listed.remove(v)
         for name in touched:
             self._count_excess(name, +1)
