@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_WORKERS ?= 2
 
-.PHONY: install lint test test-unit test-e2e bench binaries cluster-up cluster-down clean
+.PHONY: install lint test test-unit test-e2e bench binaries cluster-up cluster-down dev-up dev-down clean
 
 install: $(VENV)/.installed
 
@@ -41,6 +41,13 @@ cluster-up: install binaries
 
 cluster-down:
 	$(PY) hack/cluster-down
+
+## The whole system locally: control plane + CRDs + webhooks + operator (logs in .cluster/).
+dev-up: install binaries
+	$(PY) hack/dev-up
+
+dev-down:
+	$(PY) hack/dev-down
 
 ## Benchmarks print their numbers; the targets are in each script's docstring.
 bench: install

@@ -56,6 +56,15 @@ class WriteStats:
             self.by_kind[kind] = self.by_kind.get(kind, 0) + 1
 
 
+def _message(err: ApiException) -> str:
+    try:
+        import json
+
+        return str(json.loads(err.body).get("message", err.reason))
+    except (TypeError, ValueError):
+        return str(err.reason)
+
+
 def _rfc3339(value: datetime) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -85,8 +94,16 @@ class Writer:
             if err.status in (404, 409):
                 self.stats.conflicts += 1
                 log.info("event=stale-write job=%s status=%s", key, err.status)
-                return None
-            raise
+            else:
+                # A refused write (RBAC, a webhook) must not stop the rest of the cycle.
+                log.warning(
+                    "event=job-write-refused job=%s kind=%s status=%s reason=%s",
+                    key,
+                    kind,
+                    err.status,
+                    _message(err),
+                )
+            return None
         self.stats.count(kind)
         obj = self.serialize(result)
         self.state.remember_job(obj)

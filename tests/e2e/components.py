@@ -3,10 +3,8 @@ with the API server through webhook configurations pointing at 127.0.0.1)."""
 
 from __future__ import annotations
 
-import base64
 import os
 import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -16,85 +14,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import devenv
+
 from .helpers import Kubectl, controlplane
 
-OPERATOR_USER = "system:serviceaccount:sluice-system:sluice-operator"
+free_port = devenv.free_port
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+OPERATOR_USER = devenv.OPERATOR_USER
 
 
 def webhook_configurations(port: int, ca_bundle: bytes) -> list[dict[str, object]]:
-    """The two webhook configurations, as the chart renders them for webhook.url."""
-    bundle = base64.b64encode(ca_bundle).decode()
-    base = f"https://127.0.0.1:{port}"
-
-    def hook(name: str, path: str, resource: str, group: str, ops: list[str]) -> dict[str, object]:
-        return {
-            "name": name,
-            "clientConfig": {"url": base + path, "caBundle": bundle},
-            "rules": [
-                {
-                    "apiGroups": [group],
-                    "apiVersions": ["*"],
-                    "operations": ops,
-                    "resources": [resource],
-                    "scope": "*",
-                }
-            ],
-            "admissionReviewVersions": ["v1"],
-            "sideEffects": "None",
-            "failurePolicy": "Fail",
-            "timeoutSeconds": 5,
-            "namespaceSelector": {
-                "matchExpressions": [
-                    {
-                        "key": "kubernetes.io/metadata.name",
-                        "operator": "NotIn",
-                        "values": ["kube-system"],
-                    }
-                ]
-            },
-        }
-
-    queue_group, jobs = "scheduling.sluice.dev", "batch"
-    return [
-        {
-            "apiVersion": "admissionregistration.k8s.io/v1",
-            "kind": "MutatingWebhookConfiguration",
-            "metadata": {"name": "sluice-e2e"},
-            "webhooks": [
-                hook(
-                    "mutate-queues.sluice.dev",
-                    "/mutate/queues",
-                    "queues",
-                    queue_group,
-                    ["CREATE", "UPDATE"],
-                ),
-                hook("mutate-jobs.sluice.dev", "/mutate/jobs", "jobs", jobs, ["CREATE"]),
-            ],
-        },
-        {
-            "apiVersion": "admissionregistration.k8s.io/v1",
-            "kind": "ValidatingWebhookConfiguration",
-            "metadata": {"name": "sluice-e2e"},
-            "webhooks": [
-                hook(
-                    "validate-queues.sluice.dev",
-                    "/validate/queues",
-                    "queues",
-                    queue_group,
-                    ["CREATE", "UPDATE", "DELETE"],
-                ),
-                hook(
-                    "validate-jobs.sluice.dev", "/validate/jobs", "jobs", jobs, ["CREATE", "UPDATE"]
-                ),
-            ],
-        },
-    ]
+    """The same configurations `make dev-up` registers (hack/devenv.py), named for the tests."""
+    return devenv.webhook_configurations(port, ca_bundle, name="sluice-e2e")
 
 
 @contextmanager
