@@ -1,0 +1,99 @@
+"""The operator's pure parts: its view of the cluster, status diffing, Kopf's connection."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from kubernetes import client
+
+from sluice.api.resources import Resources
+from sluice.operator.handlers import connection_info
+from sluice.operator.state import ClusterState
+from sluice.operator.status import queue_status, status_differs
+from sluice.scheduler.model import QueueResult
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def obj(name: str, version: int, **extra: object) -> dict[str, object]:
+    return {"metadata": {"name": name, "namespace": "ns", "resourceVersion": str(version)}, **extra}
+
+
+def test_an_older_event_never_undoes_the_loops_own_write() -> None:
+    state = ClusterState()
+    state.remember_job(obj("j", 7, spec={"suspend": False}))
+    state.on_job("MODIFIED", obj("j", 5, spec={"suspend": True}))
+    assert state.jobs["ns/j"]["spec"] == {"suspend": False}
+    state.on_job("MODIFIED", obj("j", 9, spec={"suspend": True}))
+    assert state.jobs["ns/j"]["spec"] == {"suspend": True}
+    state.on_job("DELETED", obj("j", 10))
+    assert "ns/j" not in state.jobs
+    assert state.wake.is_set()
+
+
+def test_unreadable_objects_are_left_out_and_reported() -> None:
+    state = ClusterState()
+    state.on_queue("ADDED", {"metadata": {"name": "root"}})
+    state.on_queue("ADDED", {"metadata": {"name": "bad"}, "spec": {"weight": 0}})
+    state.on_job(
+        "ADDED",
+        {
+            "metadata": {"name": "j", "namespace": "ns", "labels": {"sluice.dev/queue-name": "q"}},
+            "spec": {
+                "template": {
+                    "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "x"}}}]}
+                }
+            },
+        },
+    )
+    snapshot = state.snapshot(NOW, 5)
+    assert [q.name for q in snapshot.queues] == ["root"]
+    assert snapshot.jobs == []
+    assert set(state.bad_objects) == {"queue/bad", "job/ns/j"}
+
+
+def test_status_is_written_only_when_something_a_reader_sees_changes() -> None:
+    result = QueueResult(
+        state="Open",
+        parent="root",
+        weight=1,
+        priority=0,
+        allocated=Resources({"cpu": 2000}),
+        deserved=Resources({"cpu": 4000}),
+        share=0.5,
+        pending=1,
+        inqueue=1,
+    )
+    queue = {"metadata": {"name": "q", "generation": 3}}
+    first = queue_status(queue, result, NOW)
+    assert first["allocated"] == {"cpu": "2"} and first["observedGeneration"] == 3
+    assert first["conditions"][0]["status"] == "True"
+    stored = {**queue, "status": first}
+    later = queue_status(stored, result, datetime(2026, 6, 1, tzinfo=UTC))
+    assert not status_differs(first, later)  # only the transition time would differ
+    assert later["conditions"][0]["lastTransitionTime"] == "2026-01-01T00:00:00Z"
+    broken = QueueResult(
+        state="Open",
+        parent="root",
+        weight=1,
+        priority=0,
+        valid=False,
+        invalid_reason="queue q: cycle",
+    )
+    changed = queue_status(stored, broken, NOW)
+    assert status_differs(first, changed)
+    assert changed["conditions"][0]["message"] == "queue q: cycle"
+
+
+def test_kopf_connects_with_the_same_credentials_as_the_client() -> None:
+    cfg = client.Configuration()
+    cfg.host = "https://127.0.0.1:6443"
+    cfg.ssl_ca_cert = "/ca.crt"
+    cfg.api_key = {"authorization": "Bearer abc"}
+    info = connection_info(client.ApiClient(cfg))
+    assert (info.server, info.ca_path, info.scheme, info.token) == (
+        "https://127.0.0.1:6443",
+        "/ca.crt",
+        "Bearer",
+        "abc",
+    )
