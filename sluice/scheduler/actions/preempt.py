@@ -40,7 +40,7 @@ def _preempt_in(session: Session, outcome: Outcome, leaf: str, victims: list[Job
             for p, req in failed
         ):
             continue
-        if queue_failure(session, job) is None and cluster_failure(session, job) is None:
+        if cluster_failure(session, job) is None and queue_failure(session, job) is None:
             continue
         chosen: list[JobInfo] = []
         freed: dict[str, int] = {}

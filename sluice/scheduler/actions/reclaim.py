@@ -217,12 +217,18 @@ class _Reclaim:
                     continue
                 if any(all(job.request.get(r, 0) >= a for r, a in f.items()) for f in failed):
                     continue
-                if queue_failure(session, job) is not None or not self.within_deserved(job, leaf):
-                    continue  # its own queue stops it; taking from others cannot help
+                # Cheapest tests first. Each failure below also fails for any job of this
+                # queue that requests at least as much, so it joins the memo.
+                if not self.within_deserved(job, leaf):
+                    failed.append(dict(job.request))
+                    continue
                 short = short_resources(session, job)
                 if not short:
+                    continue  # it fits the cluster: its own queue stops it, not other queues
+                if not self.supply(short) or queue_failure(session, job) is not None:
+                    failed.append(dict(job.request))
                     continue
-                if self.supply(short) and self.reclaim_for(job, short):
+                if self.reclaim_for(job, short):
                     self.outcome.admit(session, job, f"reclaim: room taken back for queue {leaf}")
                 else:
                     failed.append(dict(job.request))
