@@ -130,6 +130,37 @@ class Operator:
         )
         log.close()
 
+    @classmethod
+    def with_kubeconfig(
+        cls, cluster: controlplane.Cluster, kubeconfig: Path, workdir: Path, identity: str
+    ) -> Operator:
+        """An operator acting as whoever the kubeconfig names (e.g. the chart's account)."""
+        op = cls.__new__(cls)
+        op.identity = identity
+        op.log_path = workdir / f"operator-{identity}.log"
+        log = op.log_path.open("a")
+        op.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "sluice.cli.main",
+                "operator",
+                "run",
+                f"--kubeconfig={kubeconfig}",
+                "--namespace=sluice-system",
+                f"--lease-name=lease-{identity}",
+                f"--identity={identity}",
+                "--health-port=0",
+                "--metrics-port=0",
+                "--resync-seconds=2",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        log.close()
+        return op
+
     def logs(self) -> str:
         return self.log_path.read_text()
 
