@@ -25,7 +25,7 @@ def test_base_images_are_pinned_to_an_exact_version() -> None:
     bases = [rest.split()[0] for keyword, rest in instructions() if keyword == "FROM"]
     assert len(bases) == 2  # build stage + final stage: no build tools in the image
     for base in bases:
-        name, _, tag = base.partition(":")
+        _, _, tag = base.partition(":")
         assert tag and tag != "latest" and re.match(r"\d+\.\d+\.\d+", tag), base
 
 
