@@ -1,0 +1,239 @@
+"""``sluice queue``: create, inspect, open, close and delete queues, kubectl-style."""
+
+from __future__ import annotations
+
+import enum
+import json
+from typing import Annotated, Any, NoReturn
+
+import typer
+import yaml
+from rich.console import Console
+
+from sluice.api.constants import API_VERSION, GROUP, KIND, PLURAL, ROOT_QUEUE, VERSION
+from sluice.cli.queue_view import FlagError, queue_table, queue_tree, spec_from_flags, subtree
+
+
+class Output(enum.StrEnum):
+    table = "table"
+    yaml = "yaml"
+    json = "json"
+
+
+Kubeconfig = Annotated[str | None, typer.Option(help="Kubeconfig; default $KUBECONFIG.")]
+OutputOpt = Annotated[Output, typer.Option("--output", "-o", help="table, yaml or json.")]
+Weight = Annotated[int | None, typer.Option(help="Share of the parent's deserved (1..65535).")]
+Capability = Annotated[str | None, typer.Option(help="Hard cap, e.g. cpu=4,memory=8Gi.")]
+Deserved = Annotated[str | None, typer.Option(help="The reclaim line, e.g. cpu=4.")]
+Guarantee = Annotated[str | None, typer.Option(help="Never lent or reclaimed, e.g. cpu=2.")]
+Priority = Annotated[int | None, typer.Option(help="Queue priority (>= 0).")]
+PriorityClass = Annotated[str | None, typer.Option(help="PriorityClass giving the priority.")]
+Parent = Annotated[str | None, typer.Option(help="Parent queue (default root).")]
+Reclaimable = Annotated[
+    bool | None,
+    typer.Option("--reclaimable/--no-reclaimable", help="May other queues reclaim from it."),
+]
+Dequeue = Annotated[str | None, typer.Option(help="fifo or traverse.")]
+Recursive = Annotated[bool, typer.Option("--recursive", "-r", help="The whole subtree.")]
+
+
+def fail(message: str) -> NoReturn:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(1)
+
+
+def _api_message(err: Any) -> str:
+    """The API server's (or the webhook's) own message, shown as is."""
+    try:
+        message = str(json.loads(err.body).get("message") or err.reason)
+    except (TypeError, ValueError):
+        message = str(err.reason)
+    if err.status == 404:
+        return message.replace(f'{PLURAL}.{GROUP} "', "queue ").replace('" not found', " not found")
+    return message
+
+
+class Client:
+    def __init__(self, kubeconfig: str | None) -> None:
+        from kubernetes import client
+
+        from sluice.kube import KubeConfigError, api_client
+
+        try:
+            self.api = client.CustomObjectsApi(api_client(kubeconfig))
+        except KubeConfigError as err:
+            fail(str(err))
+
+    def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            return getattr(self.api, method)(GROUP, VERSION, PLURAL, *args, **kwargs)
+        except ApiException as err:
+            fail(_api_message(err))
+        except OSError as err:
+            fail(f"cannot reach the API server: {err}")
+
+    def get(self, name: str) -> dict[str, Any]:
+        return dict(self.call("get_cluster_custom_object", name))
+
+    def list(self) -> list[dict[str, Any]]:
+        return list(self.call("list_cluster_custom_object").get("items", []))
+
+    def patch(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        merge = "application/merge-patch+json"
+        return dict(self.call("patch_cluster_custom_object", name, body, _content_type=merge))
+
+
+def show(items: list[dict[str, Any]], output: Output, many: bool = False) -> None:
+    document: Any = {"items": items} if many else items[0]
+    if output is Output.json:
+        typer.echo(json.dumps(document, indent=2))
+    elif output is Output.yaml:
+        typer.echo(yaml.safe_dump(document, sort_keys=False))
+    else:
+        Console(width=200).print(queue_table(items))
+
+
+def _spec(**flags: Any) -> dict[str, Any]:
+    try:
+        return spec_from_flags(**flags)
+    except FlagError as err:
+        fail(str(err))
+
+
+def create(
+    name: str,
+    weight: Weight = None,
+    capability: Capability = None,
+    deserved: Deserved = None,
+    guarantee: Guarantee = None,
+    priority: Priority = None,
+    priority_class_name: PriorityClass = None,
+    parent: Parent = None,
+    reclaimable: Reclaimable = None,
+    dequeue_strategy: Dequeue = None,
+    kubeconfig: Kubeconfig = None,
+    output: OutputOpt = Output.table,
+) -> None:
+    """Create a queue."""
+    spec = _spec(
+        weight=weight,
+        capability=capability,
+        deserved=deserved,
+        guarantee=guarantee,
+        priority=priority,
+        priority_class_name=priority_class_name,
+        parent=parent,
+        reclaimable=reclaimable,
+        dequeue_strategy=dequeue_strategy,
+    )
+    body = {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": name}, "spec": spec}
+    show([dict(Client(kubeconfig).call("create_cluster_custom_object", body))], output)
+
+
+def update(
+    name: str,
+    weight: Weight = None,
+    capability: Capability = None,
+    deserved: Deserved = None,
+    guarantee: Guarantee = None,
+    priority: Priority = None,
+    priority_class_name: PriorityClass = None,
+    parent: Parent = None,
+    reclaimable: Reclaimable = None,
+    dequeue_strategy: Dequeue = None,
+    kubeconfig: Kubeconfig = None,
+    output: OutputOpt = Output.table,
+) -> None:
+    """Change the given fields of a queue (resource maps are updated per resource)."""
+    spec = _spec(
+        weight=weight,
+        capability=capability,
+        deserved=deserved,
+        guarantee=guarantee,
+        priority=priority,
+        priority_class_name=priority_class_name,
+        parent=parent,
+        reclaimable=reclaimable,
+        dequeue_strategy=dequeue_strategy,
+    )
+    if not spec:
+        fail("nothing to update: give at least one field flag (see --help)")
+    show([Client(kubeconfig).patch(name, {"spec": spec})], output)
+
+
+def get(name: str, kubeconfig: Kubeconfig = None, output: OutputOpt = Output.table) -> None:
+    """Show one queue."""
+    show([Client(kubeconfig).get(name)], output)
+
+
+def list_queues(kubeconfig: Kubeconfig = None, output: OutputOpt = Output.table) -> None:
+    """List every queue."""
+    show(Client(kubeconfig).list(), output, many=True)
+
+
+def _set_state(name: str, state: str, recursive: bool, kubeconfig: str | None) -> None:
+    client = Client(kubeconfig)
+    client.get(name)  # a clear "not found" before anything else
+    names = subtree(client.list(), name) if recursive else [name]
+    # Open parents first (a child cannot be Open under a Closed parent); close leaves first.
+    for queue in names if state == "Open" else list(reversed(names)):
+        client.patch(queue, {"spec": {"state": state}})
+        typer.echo(f"queue {queue}: spec.state {state}")
+
+
+def open_queue(name: str, recursive: Recursive = False, kubeconfig: Kubeconfig = None) -> None:
+    """Open a queue (with --recursive, its whole subtree, parents first)."""
+    _set_state(name, "Open", recursive, kubeconfig)
+
+
+def close_queue(name: str, recursive: Recursive = False, kubeconfig: Kubeconfig = None) -> None:
+    """Close a queue: Closing while its jobs finish, then Closed; its subtree closes too."""
+    _set_state(name, "Closed", recursive, kubeconfig)
+
+
+def delete(name: str, recursive: Recursive = False, kubeconfig: Kubeconfig = None) -> None:
+    """Delete a Closed queue; the operator deletes its (Closed) subtree first."""
+    client = Client(kubeconfig)
+    items = client.list()
+    state = {o["metadata"]["name"]: (o.get("status") or {}).get("state") for o in items}
+    if name not in state:
+        fail(f"queue {name} not found")
+    names = subtree(items, name) if recursive else [name]
+    not_closed = [q for q in names if state.get(q) != "Closed"]
+    if not_closed:
+        again = " --recursive" if recursive else ""
+        fail(
+            f"queue {not_closed[0]} is {state.get(not_closed[0]) or 'not reconciled yet'};"
+            f" only a Closed queue can be deleted (sluice queue close {name}{again},"
+            " then wait for its jobs to finish)"
+        )
+    client.call("delete_cluster_custom_object", name)
+    typer.echo(f"queue {name} deleted")
+
+
+def tree(
+    name: Annotated[str, typer.Argument(help="Top of the tree to draw.")] = ROOT_QUEUE,
+    kubeconfig: Kubeconfig = None,
+) -> None:
+    """Draw the queue hierarchy with state, weight, deserved, allocated and share."""
+    items = Client(kubeconfig).list()
+    if name not in {o["metadata"]["name"] for o in items}:
+        fail(f"queue {name} not found")
+    Console(width=200).print(queue_tree(items, name))
+
+
+def register(app: typer.Typer) -> None:
+    group = typer.Typer(
+        help="Create, inspect, open, close and delete queues.", no_args_is_help=True
+    )
+    group.command("create")(create)
+    group.command("get")(get)
+    group.command("list")(list_queues)
+    group.command("update")(update)
+    group.command("open")(open_queue)
+    group.command("close")(close_queue)
+    group.command("delete")(delete)
+    group.command("tree")(tree)
+    app.add_typer(group, name="queue")
