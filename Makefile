@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_WORKERS ?= 2
 
-.PHONY: install lint test test-unit test-e2e bench binaries cluster-up cluster-down dev-up dev-down clean
+.PHONY: install lint test test-unit test-e2e bench binaries cluster-up cluster-down dev-up dev-down demo demo-down clean
 
 install: $(VENV)/.installed
 
@@ -48,6 +48,12 @@ dev-up: install binaries
 
 dev-down:
 	$(PY) hack/dev-down
+
+## From `helm install` to a reclaim on the local control plane; `make demo-down` removes it.
+demo: install binaries
+	$(PY) hack/demo
+
+demo-down: dev-down
 
 ## Benchmarks print their numbers; the targets are in each script's docstring.
 bench: install
