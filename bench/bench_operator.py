@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import os
 import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -27,14 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "hack"))
 
 import controlplane  # noqa: E402
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+import devenv  # noqa: E402
 
 
 def _progress(message: str) -> None:
@@ -62,30 +53,18 @@ def main() -> int:
             objects = client.CustomObjectsApi(api)
             for ns in ("sluice-system", "bench"):
                 core.create_namespace({"metadata": {"name": ns}})
-            metrics_port = _free_port()
-            log = (state / "operator.log").open("w")
-            operator = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "sluice.cli.main",
-                    "operator",
-                    "run",
-                    f"--kubeconfig={cluster.kubeconfig}",
-                    "--namespace=sluice-system",
-                    "--health-port=0",
-                    f"--metrics-port={metrics_port}",
-                ],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            metrics_port = devenv.free_port()
+            operator = devenv.start_operator(
+                cluster.kubeconfig,
+                state / "operator.log",
+                "--health-port=0",
+                f"--metrics-port={metrics_port}",
             )
             try:
                 return _run(args, api, core, batch, objects, metrics_port)
             finally:
                 operator.terminate()
                 operator.wait(20)
-                log.close()
         finally:
             plane.down()
 

@@ -20,14 +20,12 @@ from sluice.api.constants import (
 )
 from sluice.api.errors import ConfigError, InvalidObject
 from sluice.api.views import JobPhase, job_from_object
-from sluice.cli.queue import fail
+from sluice.cli.common import Kubeconfig, fail, group
 from sluice.cli.snapshot_io import Located, SnapshotError, build_snapshot, load_config
 
 
 def register(app: typer.Typer) -> None:
-    group = typer.Typer(help="Ask sluice about a job.", no_args_is_help=True)
-    group.command("why")(why)
-    app.add_typer(group, name="job")
+    group(app, "job", "Ask sluice about a job.").command("why")(why)
 
 
 def _live_objects(api: Any, namespace: str) -> list[Located]:
@@ -68,7 +66,7 @@ def _live_objects(api: Any, namespace: str) -> list[Located]:
 
 def why(
     job: Annotated[str, typer.Argument(help="NAMESPACE/NAME of the job.")],
-    kubeconfig: Annotated[str | None, typer.Option(help="Kubeconfig; default $KUBECONFIG.")] = None,
+    kubeconfig: Kubeconfig = None,
     namespace: Annotated[
         str, typer.Option(help="Namespace of the sluice-scheduler ConfigMap.")
     ] = "sluice-system",

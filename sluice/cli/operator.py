@@ -3,26 +3,22 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 from typing import Annotated
 
 import typer
 
 from sluice.api.constants import DEFAULT_MAX_QUEUE_DEPTH
+from sluice.cli.common import Kubeconfig, LogLevel, fail, group, setup_logging
 
 
 def register(app: typer.Typer) -> None:
-    group = typer.Typer(
-        help="The operator: watches, the Lease and the scheduling loop.", no_args_is_help=True
-    )
-    group.command("run")(run)
-    app.add_typer(group, name="operator")
+    group(app, "operator", "The operator: watches, the Lease and the scheduling loop.").command(
+        "run"
+    )(run)
 
 
 def run(
-    kubeconfig: Annotated[
-        str | None, typer.Option(help="Kubeconfig; default $KUBECONFIG, then in-cluster.")
-    ] = None,
+    kubeconfig: Kubeconfig = None,
     namespace: Annotated[
         str, typer.Option(help="Namespace of the Lease and the sluice-scheduler ConfigMap.")
     ] = "sluice-system",
@@ -37,22 +33,17 @@ def run(
     max_queue_depth: Annotated[
         int, typer.Option(help="Deepest allowed queue level under root.")
     ] = DEFAULT_MAX_QUEUE_DEPTH,
-    log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
+    log_level: LogLevel = "info",
 ) -> None:
     """Run the operator (every replica watches; only the Lease holder writes)."""
     from sluice.kube import KubeConfigError, api_client
     from sluice.operator.run import OperatorOptions, run_operator
 
-    logging.basicConfig(
-        level=log_level.upper(),
-        format="time=%(asctime)s level=%(levelname)s logger=%(name)s %(message)s",
-    )
-    logging.getLogger("kopf").setLevel(logging.WARNING)
+    setup_logging(log_level)
     try:
         api = api_client(kubeconfig)
     except KubeConfigError as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(2) from None
+        fail(str(err))
     options = OperatorOptions(
         namespace=namespace,
         lease_name=lease_name,

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import enum
 import json
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
 import yaml
 from rich.console import Console
 
 from sluice.api.constants import API_VERSION, GROUP, KIND, PLURAL, ROOT_QUEUE, VERSION
+from sluice.cli.common import Kubeconfig, fail, group
 from sluice.cli.queue_view import FlagError, queue_table, queue_tree, spec_from_flags, subtree
 
 
@@ -20,7 +21,6 @@ class Output(enum.StrEnum):
     json = "json"
 
 
-Kubeconfig = Annotated[str | None, typer.Option(help="Kubeconfig; default $KUBECONFIG.")]
 OutputOpt = Annotated[Output, typer.Option("--output", "-o", help="table, yaml or json.")]
 Weight = Annotated[int | None, typer.Option(help="Share of the parent's deserved (1..65535).")]
 Capability = Annotated[str | None, typer.Option(help="Hard cap, e.g. cpu=4,memory=8Gi.")]
@@ -35,11 +35,6 @@ Reclaimable = Annotated[
 ]
 Dequeue = Annotated[str | None, typer.Option(help="fifo or traverse.")]
 Recursive = Annotated[bool, typer.Option("--recursive", "-r", help="The whole subtree.")]
-
-
-def fail(message: str) -> NoReturn:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(1)
 
 
 def _api_message(err: Any) -> str:
@@ -95,9 +90,23 @@ def show(items: list[dict[str, Any]], output: Output, many: bool = False) -> Non
         Console(width=200).print(queue_table(items))
 
 
-def _spec(**flags: Any) -> dict[str, Any]:
+SPEC_FLAGS = (
+    "weight",
+    "capability",
+    "deserved",
+    "guarantee",
+    "priority",
+    "priority_class_name",
+    "parent",
+    "reclaimable",
+    "dequeue_strategy",
+)
+
+
+def _spec(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The spec fields among a command's arguments (the flags the user gave)."""
     try:
-        return spec_from_flags(**flags)
+        return spec_from_flags(**{k: arguments[k] for k in SPEC_FLAGS})
     except FlagError as err:
         fail(str(err))
 
@@ -117,17 +126,7 @@ def create(
     output: OutputOpt = Output.table,
 ) -> None:
     """Create a queue."""
-    spec = _spec(
-        weight=weight,
-        capability=capability,
-        deserved=deserved,
-        guarantee=guarantee,
-        priority=priority,
-        priority_class_name=priority_class_name,
-        parent=parent,
-        reclaimable=reclaimable,
-        dequeue_strategy=dequeue_strategy,
-    )
+    spec = _spec(locals())
     body = {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": name}, "spec": spec}
     show([dict(Client(kubeconfig).call("create_cluster_custom_object", body))], output)
 
@@ -147,17 +146,7 @@ def update(
     output: OutputOpt = Output.table,
 ) -> None:
     """Change the given fields of a queue (resource maps are updated per resource)."""
-    spec = _spec(
-        weight=weight,
-        capability=capability,
-        deserved=deserved,
-        guarantee=guarantee,
-        priority=priority,
-        priority_class_name=priority_class_name,
-        parent=parent,
-        reclaimable=reclaimable,
-        dequeue_strategy=dequeue_strategy,
-    )
+    spec = _spec(locals())
     if not spec:
         fail("nothing to update: give at least one field flag (see --help)")
     show([Client(kubeconfig).patch(name, {"spec": spec})], output)
@@ -225,15 +214,12 @@ def tree(
 
 
 def register(app: typer.Typer) -> None:
-    group = typer.Typer(
-        help="Create, inspect, open, close and delete queues.", no_args_is_help=True
-    )
-    group.command("create")(create)
-    group.command("get")(get)
-    group.command("list")(list_queues)
-    group.command("update")(update)
-    group.command("open")(open_queue)
-    group.command("close")(close_queue)
-    group.command("delete")(delete)
-    group.command("tree")(tree)
-    app.add_typer(group, name="queue")
+    queues = group(app, "queue", "Create, inspect, open, close and delete queues.")
+    queues.command("create")(create)
+    queues.command("get")(get)
+    queues.command("list")(list_queues)
+    queues.command("update")(update)
+    queues.command("open")(open_queue)
+    queues.command("close")(close_queue)
+    queues.command("delete")(delete)
+    queues.command("tree")(tree)

@@ -11,16 +11,15 @@ from typing import Annotated
 import typer
 
 from sluice.api.constants import DEFAULT_MAX_QUEUE_DEPTH
+from sluice.cli.common import Kubeconfig, LogLevel, fail, group, setup_logging
 
 DEFAULT_OPERATOR_USER = "system:serviceaccount:sluice-system:sluice-operator"
 
 
 def register(app: typer.Typer) -> None:
-    group = typer.Typer(
-        help="Admission webhooks that enforce the queue rules.", no_args_is_help=True
+    group(app, "webhooks", "Admission webhooks that enforce the queue rules.").command("serve")(
+        serve
     )
-    group.command("serve")(serve)
-    app.add_typer(group, name="webhooks")
 
 
 def serve(
@@ -30,9 +29,7 @@ def serve(
     tls_key_file: Annotated[Path, typer.Option(help="PEM private key (reloaded on change).")],
     port: Annotated[int, typer.Option(help="HTTPS port.")] = 8443,
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "0.0.0.0",
-    kubeconfig: Annotated[
-        str | None, typer.Option(help="Kubeconfig; default $KUBECONFIG, then in-cluster.")
-    ] = None,
+    kubeconfig: Kubeconfig = None,
     operator_user: Annotated[
         list[str] | None,
         typer.Option(help="User allowed to clear spec.suspend on managed jobs (repeatable)."),
@@ -40,7 +37,7 @@ def serve(
     max_queue_depth: Annotated[
         int, typer.Option(help="Deepest allowed queue level under root.")
     ] = DEFAULT_MAX_QUEUE_DEPTH,
-    log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
+    log_level: LogLevel = "info",
 ) -> None:
     """Serve /validate/queues, /mutate/queues, /validate/jobs, /mutate/jobs over HTTPS."""
     from sluice.kube import KubeConfigError, api_client
@@ -49,9 +46,7 @@ def serve(
     from sluice.webhooks.server import ReloadingTLS
     from sluice.webhooks.server import serve as run_server
 
-    logging.basicConfig(
-        level=log_level.upper(), format="time=%(asctime)s level=%(levelname)s %(message)s"
-    )
+    setup_logging(log_level)
     try:
         tls = ReloadingTLS(tls_cert_file, tls_key_file)
     except (OSError, ValueError) as err:
@@ -59,8 +54,7 @@ def serve(
     try:
         api = api_client(kubeconfig)
     except KubeConfigError as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(2) from None
+        fail(str(err))
     cache = QueueCache()
     facts = KubeFacts(api)
     ctx = Context(
