@@ -83,3 +83,41 @@ def short_resources(session: Session, job: JobInfo) -> dict[str, int]:
         if amount > free:
             out[r] = amount - max(free, 0)
     return out
+
+
+def fits(
+    session: Session,
+    job: JobInfo,
+    freed_queue: Mapping[str, int] | None = None,
+    freed_cluster: Mapping[str, int] | None = None,
+) -> bool:
+    """cluster_failure(...) and queue_failure(...) are both None, without writing a message.
+
+    ``freed_queue`` is what leaves the job's own queue (and so every ancestor); reclaim and
+    preempt ask this question many times per job, and only the final answer needs words.
+    """
+    extra = freed_cluster or {}
+    total = session.total
+    for r, amount in job.request.items():
+        if amount > 0 and amount > total.get_amount(r) - session.used.get(r, 0) + extra.get(r, 0):
+            return False
+    return fits_queue(session, job, freed_queue)
+
+
+def fits_queue(session: Session, job: JobInfo, freed: Mapping[str, int] | None = None) -> bool:
+    """queue_failure(...) is None, without writing a message."""
+    gone = freed or {}
+    for name in session.chain(job.queue):
+        info = session.queues[name]
+        if info.parent is None:
+            continue
+        for r, amount in job.request.items():
+            if amount <= 0:
+                continue
+            would = info.allocated.get(r, 0) - gone.get(r, 0) + amount
+            limit = info.real_capability.get_amount(r)
+            if would > limit and limit < session.total.get_amount(r):
+                return False
+            if not session.elastic and would > info.deserved.get_amount(r):
+                return False
+    return True

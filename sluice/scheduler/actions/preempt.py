@@ -10,7 +10,7 @@ from __future__ import annotations
 from sluice.scheduler.actions.admit import admissible_leaves
 from sluice.scheduler.actions.outcome import Outcome
 from sluice.scheduler.actions.reclaim import victim_order
-from sluice.scheduler.fit import cluster_failure, queue_failure
+from sluice.scheduler.fit import fits
 from sluice.scheduler.order import leaf_order
 from sluice.scheduler.session import JobInfo, Session
 
@@ -18,8 +18,16 @@ from sluice.scheduler.session import JobInfo, Session
 def preempt(session: Session, outcome: Outcome) -> None:
     for leaf in leaf_order(session, admissible_leaves(session, outcome)):
         info = session.queues[leaf]
+        waiting = [j for j in info.pending_jobs if not j.admitted]
+        if not waiting:
+            continue
+        top = max(j.priority for j in waiting)
         victims = sorted(
-            (v for v in info.admitted_jobs if v.view.preemptable and not v.fresh),
+            (
+                v
+                for v in info.admitted_jobs
+                if v.view.preemptable and not v.fresh and v.priority < top
+            ),
             key=victim_order,
         )
         if victims:
@@ -28,7 +36,6 @@ def preempt(session: Session, outcome: Outcome) -> None:
 
 
 def _preempt_in(session: Session, outcome: Outcome, leaf: str, victims: list[JobInfo]) -> None:
-    chain = session.chain(leaf)
     failed: list[tuple[int, dict[str, int]]] = []  # (priority, request) that found no room
     for job in session.queues[leaf].pending_jobs:
         if not victims or victims[0].priority >= job.priority:
@@ -40,7 +47,7 @@ def _preempt_in(session: Session, outcome: Outcome, leaf: str, victims: list[Job
             for p, req in failed
         ):
             continue
-        if cluster_failure(session, job) is None and queue_failure(session, job) is None:
+        if fits(session, job):
             continue
         chosen: list[JobInfo] = []
         freed: dict[str, int] = {}
@@ -50,11 +57,7 @@ def _preempt_in(session: Session, outcome: Outcome, leaf: str, victims: list[Job
             chosen.append(victim)
             for r, a in victim.request.items():
                 freed[r] = freed.get(r, 0) + a
-            in_queue = dict.fromkeys(chain, freed)
-            if (
-                queue_failure(session, job, in_queue) is None
-                and cluster_failure(session, job, freed) is None
-            ):
+            if fits(session, job, freed, freed):
                 for v in chosen:
                     outcome.evict(session, "preempt", v, job)
                     victims.remove(v)

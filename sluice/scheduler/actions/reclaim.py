@@ -18,7 +18,7 @@ from sluice.api.constants import ROOT_QUEUE
 from sluice.api.views import EPOCH
 from sluice.scheduler.actions.admit import admissible_leaves
 from sluice.scheduler.actions.outcome import Outcome
-from sluice.scheduler.fit import cluster_failure, queue_failure, short_resources
+from sluice.scheduler.fit import cluster_failure, fits_queue, short_resources
 from sluice.scheduler.order import leaf_order
 from sluice.scheduler.session import JobInfo, Session
 
@@ -225,7 +225,7 @@ class _Reclaim:
                 short = short_resources(session, job)
                 if not short:
                     continue  # it fits the cluster: its own queue stops it, not other queues
-                if not self.supply(short) or queue_failure(session, job) is not None:
+                if not self.supply(short) or not fits_queue(session, job):
                     failed.append(dict(job.request))
                     continue
                 if self.reclaim_for(job, short):

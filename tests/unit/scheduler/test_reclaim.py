@@ -144,3 +144,17 @@ def test_preempt_never_takes_equal_or_higher_priority_jobs() -> None:
     jobs = [running("peer", "q", cpu=4, admitted=5), job("same", "q", cpu=4)]
     result = run_cycle(snapshot([queue("q")], jobs, [node(cpu=4)], config=config))
     assert result.decisions == ()
+
+
+def test_an_oversubscribed_cluster_still_reclaims_for_an_owed_queue() -> None:
+    # A node went away: admitted jobs use 10 cpu of 8. a is owed half and gets it back.
+    queues = [queue("a"), queue("b")]
+    jobs = [
+        job("a1", "a", cpu=2),
+        running("b1", "b", cpu=2, admitted=1),
+        running("b2", "b", cpu=4, admitted=2),
+        running("b3", "b", cpu=4, admitted=3),
+    ]
+    result = run_cycle(snapshot(queues, jobs, [node(cpu=8)]))
+    assert decisions(result)[-1] == ("admit", "ns/a1")
+    assert {d.job for d in result.decisions if d.action == "reclaim"} <= {"ns/b2", "ns/b3"}
