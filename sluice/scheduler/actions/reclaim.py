@@ -40,6 +40,7 @@ class _Reclaim:
         self.victims: dict[str, list[JobInfo]] = {}
         self.victims_using: dict[str, dict[frozenset[str], list[JobInfo]]] = {}
         self.leaves_under: dict[str, list[str]] = {}
+        self.orders: dict[str, tuple[int, float, str]] = {}
         self.excess: dict[str, dict[str, int]] = {}
         self.room: dict[str, int] = {}
         self.over_under: dict[str, set[str]] = {}  # queue -> leaves above their share below it
@@ -131,7 +132,9 @@ class _Reclaim:
                 chain[level - 1], set()
             )
             members.discard(job.queue)
-            streams = []
+            # One heap entry per candidate queue (its next victim), no stream objects: a
+            # level can hold hundreds of queues of which only the first few are needed.
+            heads: list[tuple[int, tuple[int, float, str], str, int, list[str]]] = []
             above: dict[str, bool] = {}  # per ancestor, shared by the leaves below it
             for name in members:
                 excess = self.excess.get(name, {})
@@ -148,24 +151,26 @@ class _Reclaim:
                     if not above[ancestor]:
                         fine = False
                         break
-                if fine:
-                    streams.append(self._stream(name, upto, short, taken))
-            for _, _, victim in heapq.merge(*streams):
-                yield victim
+                victims = self.victims_for(name, short) if fine else []
+                if victims:
+                    priority = session.queues[name].priority
+                    heads.append((priority, self.order(victims[0]), name, 0, upto))
+            heapq.heapify(heads)
+            while heads:
+                priority, _, name, index, upto = heapq.heappop(heads)
+                if index and not all(self.above_deserved(q, taken, short) for q in upto):
+                    continue  # its branch is back at its share: nothing more from it
+                victims = self.victims_for(name, short)
+                yield victims[index]
+                if index + 1 < len(victims):
+                    nxt = victims[index + 1]
+                    heapq.heappush(heads, (priority, self.order(nxt), name, index + 1, upto))
 
-    def _stream(
-        self, name: str, upto: list[str], short: dict[str, int], taken: Taken
-    ) -> Iterator[tuple[int, tuple[int, float, str], JobInfo]]:
-        """A queue's victims, ending as soon as its branch is no longer above its share.
-
-        The branch was checked when the stream was made; it is checked again only once
-        victims have been taken (only then can it have changed).
-        """
-        priority = self.session.queues[name].priority
-        for i, job in enumerate(list(self.victims_for(name, short))):
-            if i and not all(self.above_deserved(q, taken, short) for q in upto):
-                return
-            yield (priority, victim_order(job), job)
+    def order(self, job: JobInfo) -> tuple[int, float, str]:
+        key = self.orders.get(job.key)
+        if key is None:
+            key = self.orders[job.key] = victim_order(job)
+        return key
 
     def reclaim_for(self, job: JobInfo, short: dict[str, int]) -> bool:
         session = self.session
