@@ -3,6 +3,8 @@
 No request makes it crash or answer 500: a body that is not an AdmissionReview gets a 400
 with the reason, an oversized body a 413, a body that dribbles in too slowly a 408, and an
 unexpected failure inside a rule a denial that says the request could not be evaluated.
+Headers that dribble in too slowly (connection.HeaderDeadline) and a TLS handshake that never
+completes cost the client its connection.
 """
 
 from __future__ import annotations
@@ -20,16 +22,19 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from sluice.webhooks import handlers
+from sluice.webhooks.connection import HeaderDeadline, mark_headers
 from sluice.webhooks.handlers import Answer, Context
 from sluice.webhooks.metrics import WebhookMetrics
-from sluice.webhooks.review import ReviewError, parse_review, respond
+from sluice.webhooks.review import Request, ReviewError, parse_review, respond
 
 log = logging.getLogger("sluice.webhooks")
 
 MAX_BODY_BYTES = 3 * 1024 * 1024  # the API server's own request size limit
 BODY_TIMEOUT_SECONDS = 10.0
+HEADER_TIMEOUT_SECONDS = 10.0  # the API server gives a webhook call 10 s by default
+HANDSHAKE_TIMEOUT_SECONDS = 10.0
 
-Handler = Callable[[handlers.Request, Context], Awaitable[Answer]]
+Handler = Callable[[Request, Context], Awaitable[Answer]]
 
 ROUTES: dict[str, Handler] = {
     "/validate/queues": handlers.validate_queue,
@@ -95,7 +100,7 @@ def _review_route(path: str, handler: Handler) -> Callable[[web.Request], Awaita
 
 
 def build_app(ctx: Context, metrics: WebhookMetrics | None = None) -> web.Application:
-    app = web.Application(client_max_size=MAX_BODY_BYTES)
+    app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[mark_headers])
     app[CTX_KEY] = ctx
     app[METRICS_KEY] = metrics or WebhookMetrics()
     for path, handler in ROUTES.items():
@@ -166,13 +171,23 @@ async def serve(
     tls: ReloadingTLS,
     stop: asyncio.Event,
     shutdown_timeout: float = 10.0,
+    header_timeout: float = HEADER_TIMEOUT_SECONDS,
+    handshake_timeout: float = HANDSHAKE_TIMEOUT_SECONDS,
 ) -> None:
     """Serve until ``stop`` is set, then drain in-flight requests for up to shutdown_timeout."""
     app = build_app(ctx)
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=shutdown_timeout)
     await runner.setup()
-    site = web.TCPSite(runner, host, port, ssl_context=tls.context)
-    await site.start()
+    factory = runner.server
+    assert factory is not None  # set by setup()
+    listener = await asyncio.get_running_loop().create_server(
+        lambda: HeaderDeadline(factory(), header_timeout),
+        host,
+        port,
+        ssl=tls.context,
+        ssl_handshake_timeout=handshake_timeout,
+        reuse_address=True,
+    )
     log.info("event=serving host=%s port=%s", host, port)
     reload_task = asyncio.create_task(tls.watch())
     try:
@@ -180,4 +195,5 @@ async def serve(
     finally:
         reload_task.cancel()
         log.info("event=draining timeout=%ss", shutdown_timeout)
+        listener.close()  # no new connections; open ones finish their requests
         await runner.cleanup()

@@ -22,6 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "hack"))
 from controlplane.pki import CertificateAuthority
 
 OPERATOR = "system:serviceaccount:sluice-system:sluice-operator"
+# Short enough for the slow-client tests to see a cut, long enough for loopback clients.
+HEADER_TIMEOUT = 0.5
+HANDSHAKE_TIMEOUT = 0.5
 
 
 @dataclass
@@ -32,9 +35,12 @@ class FakeFacts:
     namespaces: dict[str, str] = field(default_factory=dict)
     capacity: Resources | None = None
     asked: list[str] = field(default_factory=list)
+    gate: asyncio.Event | None = None  # when set by a test, answers wait for it
 
     async def queue_holds_jobs(self, queue: str) -> bool:
         self.asked.append(queue)
+        if self.gate is not None:
+            await self.gate.wait()
         return queue in self.holding
 
     async def namespace_default_queue(self, namespace: str) -> str | None:
@@ -52,6 +58,7 @@ class Webhook:
     ca_file: Path
     tls: ReloadingTLS
     session: aiohttp.ClientSession
+    stop: asyncio.Event
 
     async def review(self, path: str, review: dict[str, Any]) -> tuple[int, Any]:
         async with self.session.post(self.url + path, json=review) as resp:
@@ -85,7 +92,18 @@ async def _webhook(tmp_path: Path, ca: tuple[CertificateAuthority, Path]) -> Asy
     ctx = Context(cache=cache, facts=facts, operator_users=frozenset({OPERATOR}))
     port = free_port()
     stop = asyncio.Event()
-    task = asyncio.create_task(serve(ctx, "127.0.0.1", port, tls, stop, shutdown_timeout=2))
+    task = asyncio.create_task(
+        serve(
+            ctx,
+            "127.0.0.1",
+            port,
+            tls,
+            stop,
+            shutdown_timeout=2,
+            header_timeout=HEADER_TIMEOUT,
+            handshake_timeout=HANDSHAKE_TIMEOUT,
+        )
+    )
     client_ctx = ssl.create_default_context(cafile=str(ca_file))
     session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=client_ctx))
     url = f"https://127.0.0.1:{port}"
@@ -96,7 +114,7 @@ async def _webhook(tmp_path: Path, ca: tuple[CertificateAuthority, Path]) -> Asy
                     break
         except aiohttp.ClientError:
             await asyncio.sleep(0.05)
-    yield Webhook(url, cache, facts, ca_file, tls, session)
+    yield Webhook(url, cache, facts, ca_file, tls, session, stop)
     await session.close()
     stop.set()
     await task
