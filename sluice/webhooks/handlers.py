@@ -71,21 +71,30 @@ async def validate_queue(request: Request, ctx: Context) -> Answer:
     _expect(request, KIND)
     if request.sub_resource:
         return _answer(request, ALLOW)  # status is the operator's, not a spec change
+    if request.operation == "UPDATE" and _spec(request.obj) == _spec(request.old):
+        # Metadata only (the operator's finalizer, an annotation): never blocked, even on a
+        # queue whose stored spec is already broken.
+        return _answer(request, ALLOW)
     existing: dict[str, Queue] = dict(ctx.cache.queues)
-    try:
-        if request.operation == "DELETE":
-            old = _queue(request.old) if request.old else existing.get(request.name)
-            if old is None:
-                return _answer(request, ALLOW)
-            return _answer(request, check_queue_delete(old, existing))
-        if request.obj is None:
+    if request.operation == "DELETE":
+        if request.old is None and request.name not in existing:
             return _answer(request, ALLOW)
+        try:
+            gone = _queue_for_delete(request.old) if request.old else existing[request.name]
+        except InvalidObject as err:
+            return _answer(request, deny("invalid-object", str(err)))
+        return _answer(request, check_queue_delete(gone, existing))
+    if request.obj is None:
+        return _answer(request, ALLOW)
+    try:
         new = _queue(request.obj)
-        old = _queue(request.old) if request.old is not None else None
     except InvalidObject as err:
         return _answer(request, deny("invalid-object", str(err)))
+    old = _readable(request.old)
     if old is not None:
         existing[old.name] = old
+    else:
+        existing.pop(new.name, None)  # an unreadable stored queue being repaired
     needed = job_facts_needed(old, new, existing)
     holding = frozenset([q for q in sorted(needed) if await ctx.facts.queue_holds_jobs(q)])
     facts = ClusterFacts(
@@ -93,17 +102,46 @@ async def validate_queue(request: Request, ctx: Context) -> Answer:
         cluster_capacity=ctx.facts.cluster_capacity(),
         queues_holding_jobs=holding,
     )
-    if request.operation == "CREATE":
+    if old is None:
         verdict = check_queue_create(new, existing, facts)
-    elif old is not None:
-        verdict = check_queue_update(old, new, existing, facts)
     else:
-        verdict = ALLOW
+        verdict = check_queue_update(old, new, existing, facts)
     return _answer(request, verdict)
 
 
 def _queue(obj: Mapping[str, Any]) -> Queue:
     return Queue.from_object(queue_with_defaults(obj))
+
+
+def _spec(obj: Mapping[str, Any] | None) -> Any:
+    return obj.get("spec") if obj is not None else None
+
+
+def _readable(obj: Mapping[str, Any] | None) -> Queue | None:
+    """The stored queue, or None when there is none or it cannot be read (created before the
+    webhooks): then the new version must pass the rules on its own, as on create."""
+    if obj is None:
+        return None
+    try:
+        return _queue(obj)
+    except InvalidObject:
+        return None
+
+
+def _queue_for_delete(obj: Mapping[str, Any]) -> Queue:
+    """Deletion depends only on the name and status.state: a queue whose spec cannot be read
+    must still be deletable once Closed, or a broken object could never be removed."""
+    try:
+        return _queue(obj)
+    except InvalidObject:
+        meta = obj.get("metadata")
+        status = obj.get("status")
+        name = meta.get("name") if isinstance(meta, Mapping) else None
+        state = status.get("state") if isinstance(status, Mapping) else None
+        stub: dict[str, Any] = {"metadata": {"name": name}}
+        if state in ("Open", "Closing", "Closed", "Unknown"):
+            stub["status"] = {"state": state}
+        return Queue.from_object(stub)
 
 
 # Jobs --------------------------------------------------------------------------------------

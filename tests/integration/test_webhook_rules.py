@@ -202,3 +202,57 @@ async def test_an_admitted_job_keeps_its_queue(webhook: Webhook) -> None:
     review = make_review("Job", new, operation="UPDATE", old=old, namespace="team")
     _, body = await webhook.review("/validate/jobs", review)
     assert body["response"]["status"]["reason"] == "job-queue-immutable"
+
+
+def broken_queue(**status: str) -> dict[str, Any]:
+    """A queue stored before the webhooks were installed, with a spec they would refuse."""
+    obj = queue_obj("legacy", parent="root", capability={"cpu": "four"}, state="Closed")
+    if status:
+        obj["status"] = status
+    return obj
+
+
+async def test_metadata_writes_on_an_unreadable_queue_are_allowed(webhook: Webhook) -> None:
+    seed(webhook)
+    old = broken_queue()
+    new = {**old, "metadata": {"name": "legacy", "finalizers": ["sluice.dev/subtree"]}}
+    review = make_review("Queue", new, operation="UPDATE", old=old, user=OPERATOR)
+    _, body = await webhook.review("/validate/queues", review)
+    assert body["response"]["allowed"] is True
+
+
+async def test_an_unreadable_queue_can_be_repaired_but_not_broken_further(
+    webhook: Webhook,
+) -> None:
+    seed(webhook, queue_obj("dept", parent="root", capability={"cpu": "2"}))
+    old = broken_queue()
+    fixed = queue_obj("legacy", parent="root", capability={"cpu": "4"}, state="Closed")
+    review = make_review("Queue", fixed, operation="UPDATE", old=old)
+    _, body = await webhook.review("/validate/queues", review)
+    assert body["response"]["allowed"] is True
+    over = queue_obj("legacy", parent="dept", capability={"cpu": "4"})
+    _, body = await webhook.review(
+        "/validate/queues", make_review("Queue", over, operation="UPDATE", old=old)
+    )
+    assert body["response"]["allowed"] is False
+    assert body["response"]["status"]["reason"] == "capability-over-ancestor"
+    still_bad = {**old, "spec": {**old["spec"], "weight": 2}}
+    _, body = await webhook.review(
+        "/validate/queues", make_review("Queue", still_bad, operation="UPDATE", old=old)
+    )
+    assert body["response"]["status"]["reason"] == "invalid-object"
+    assert "field spec.capability" in body["response"]["status"]["message"]
+
+
+async def test_an_unreadable_queue_is_deletable_once_closed(webhook: Webhook) -> None:
+    seed(webhook)
+    closed = broken_queue(state="Closed")
+    _, body = await webhook.review(
+        "/validate/queues", make_review("Queue", None, operation="DELETE", old=closed)
+    )
+    assert body["response"]["allowed"] is True
+    closing = broken_queue(state="Closing")
+    _, body = await webhook.review(
+        "/validate/queues", make_review("Queue", None, operation="DELETE", old=closing)
+    )
+    assert body["response"]["status"]["reason"] == "delete-not-closed"
