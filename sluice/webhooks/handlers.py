@@ -186,15 +186,51 @@ async def validate_job(request: Request, ctx: Context) -> Answer:
         queue_name = _labels(request.obj).get(QUEUE_LABEL)
         if not queue_name:
             return _answer(request, ALLOW)
-        verdict = check_job_queue(str(queue_name), ctx.cache.queues)
-        if not verdict.allowed:
-            name = (request.obj.get("metadata") or {}).get("name") or request.name
-            where = f"job {request.namespace}/{name}" if name else "job"
-            verdict = deny(verdict.rule, f"{where}: {verdict.message}")
-        return _answer(request, verdict)
+        return _answer(request, _job_queue(request, str(queue_name), ctx))
     if request.operation == "UPDATE" and request.obj is not None and request.old is not None:
-        return _answer(
-            request,
-            check_job_update(request.old, request.obj, request.username, ctx.operator_users),
-        )
+        verdict = check_job_update(request.old, request.obj, request.username, ctx.operator_users)
+        if not verdict.allowed or request.username in ctx.operator_users:
+            return _answer(request, verdict)
+        return _answer(request, _job_relabel(request, request.old, request.obj, ctx))
     return _answer(request, ALLOW)
+
+
+def _job_queue(request: Request, queue_name: str, ctx: Context) -> Verdict:
+    verdict = check_job_queue(queue_name, ctx.cache.queues)
+    if verdict.allowed or request.obj is None:
+        return verdict
+    name = (request.obj.get("metadata") or {}).get("name") or request.name
+    where = f"job {request.namespace}/{name}" if name else "job"
+    return deny(verdict.rule, f"{where}: {verdict.message}")
+
+
+def _job_relabel(
+    request: Request, old: Mapping[str, Any], new: Mapping[str, Any], ctx: Context
+) -> Verdict:
+    """A pending job moved to another queue must be accepted there as on create; and taking
+    the label off an unfinished managed job would let its owner unsuspend it outside any
+    quota, so only sluice may do that."""
+    old_queue = _labels(old).get(QUEUE_LABEL)
+    new_queue = _labels(new).get(QUEUE_LABEL)
+    if new_queue == old_queue:
+        return ALLOW
+    if new_queue:
+        return _job_queue(request, str(new_queue), ctx)
+    if _finished(old):
+        return ALLOW
+    return deny(
+        "job-queue-label-removed",
+        f"job {request.namespace}/{request.name}: the label {QUEUE_LABEL} ({old_queue}) cannot"
+        " be removed from an unfinished job; move it to another queue or delete it",
+    )
+
+
+def _finished(job: Mapping[str, Any]) -> bool:
+    status = job.get("status")
+    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    return isinstance(conditions, list) and any(
+        isinstance(c, Mapping)
+        and c.get("type") in ("Complete", "Failed")
+        and c.get("status") == "True"
+        for c in conditions
+    )

@@ -256,3 +256,52 @@ async def test_an_unreadable_queue_is_deletable_once_closed(webhook: Webhook) ->
         "/validate/queues", make_review("Queue", None, operation="DELETE", old=closing)
     )
     assert body["response"]["status"]["reason"] == "delete-not-closed"
+
+
+async def test_a_pending_job_moves_only_to_a_queue_that_would_accept_it(
+    webhook: Webhook,
+) -> None:
+    seed(
+        webhook,
+        queue_obj("a", parent="root"),
+        queue_obj("b", parent="root"),
+        queue_obj("shut", parent="root", state="Closed"),
+        status={"shut": "Closed"},
+    )
+    old = job_obj("j", "a", suspend=True)
+    for target, reason, message in (
+        ("shut", "job-queue-not-open", "job team/j: queue shut is Closed; it accepts no new jobs"),
+        ("gone", "job-queue-missing", "job team/j: queue gone does not exist"),
+    ):
+        review = make_review(
+            "Job", job_obj("j", target, suspend=True), operation="UPDATE", old=old, namespace="team"
+        )
+        _, body = await webhook.review("/validate/jobs", review)
+        assert body["response"]["status"]["reason"] == reason
+        assert body["response"]["status"]["message"] == message
+    review = make_review(
+        "Job", job_obj("j", "b", suspend=True), operation="UPDATE", old=old, namespace="team"
+    )
+    _, body = await webhook.review("/validate/jobs", review)
+    assert body["response"]["allowed"] is True
+
+
+async def test_only_sluice_may_take_the_queue_label_off_an_unfinished_job(
+    webhook: Webhook,
+) -> None:
+    seed(webhook, queue_obj("a", parent="root"))
+    old, new = job_obj("j", "a", suspend=True), job_obj("j", None, suspend=True)
+    review = make_review("Job", new, operation="UPDATE", old=old, namespace="team")
+    _, body = await webhook.review("/validate/jobs", review)
+    assert body["response"]["allowed"] is False
+    assert body["response"]["status"]["message"] == (
+        "job team/j: the label sluice.dev/queue-name (a) cannot be removed from an unfinished"
+        " job; move it to another queue or delete it"
+    )
+    review = make_review("Job", new, operation="UPDATE", old=old, user=OPERATOR, namespace="team")
+    _, body = await webhook.review("/validate/jobs", review)
+    assert body["response"]["allowed"] is True
+    done = {**old, "status": {"conditions": [{"type": "Complete", "status": "True"}]}}
+    review = make_review("Job", new, operation="UPDATE", old=done, namespace="team")
+    _, body = await webhook.review("/validate/jobs", review)
+    assert body["response"]["allowed"] is True
