@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sluice.api.constants import DEFAULT_MAX_QUEUE_DEPTH, KIND, QUEUE_LABEL
@@ -27,6 +27,7 @@ from sluice.queues.defaults import queue_with_defaults
 from sluice.queues.verdict import ALLOW, Verdict, deny
 from sluice.webhooks.cache import ClusterFactsSource, QueueCache
 from sluice.webhooks.review import Request, ReviewError, respond
+from sluice.webhooks.warnings import guarantee_warnings
 
 
 @dataclass
@@ -106,6 +107,9 @@ async def validate_queue(request: Request, ctx: Context) -> Answer:
         verdict = check_queue_create(new, existing, facts)
     else:
         verdict = check_queue_update(old, new, existing, facts)
+    if verdict.allowed:
+        extra = guarantee_warnings(new, existing, facts.cluster_capacity)
+        verdict = replace(verdict, warnings=(*verdict.warnings, *extra))
     return _answer(request, verdict)
 
 

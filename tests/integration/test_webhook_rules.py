@@ -305,3 +305,22 @@ async def test_only_sluice_may_take_the_queue_label_off_an_unfinished_job(
     review = make_review("Job", new, operation="UPDATE", old=done, namespace="team")
     _, body = await webhook.review("/validate/jobs", review)
     assert body["response"]["allowed"] is True
+
+
+async def test_a_guarantee_over_the_weighted_share_comes_back_as_a_warning(
+    webhook: Webhook,
+) -> None:
+    seed(webhook, queue_obj("a", parent="root", weight=3))
+    webhook.facts.capacity = Resources({"cpu": 12_000, "memory": 64 * 2**30 * 1000})
+    greedy = queue_obj("b", parent="root", guarantee={"resource": {"cpu": "4", "memory": "1Gi"}})
+    _, body = await webhook.review("/validate/queues", make_review("Queue", greedy))
+    assert body["response"]["allowed"] is True
+    # default (weight 1), a (3) and b (1) share root: b's weighted share of cpu 12 is cpu 2400m.
+    assert body["response"]["warnings"] == [
+        "queue b: guarantee cpu 4 is more than its weighted share of the cluster's current"
+        " capacity, cpu 2400m (weight 1 of 5 under root); its siblings get less than their"
+        " weights promise"
+    ]
+    modest = queue_obj("c", parent="root", guarantee={"resource": {"cpu": "2"}})
+    _, body = await webhook.review("/validate/queues", make_review("Queue", modest))
+    assert "warnings" not in body["response"]

@@ -1,0 +1,59 @@
+"""Admission warnings that need the cluster's current capacity (pure; no I/O).
+
+A guarantee larger than the queue's weighted share is legal (the proportion plugin raises
+deserved to the guarantee), but it quietly takes quota from the siblings beyond what their
+weights promise, and it usually means the weights or the guarantee were mistyped. kubectl
+prints these warnings; nothing is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from sluice.api.constants import ROOT_QUEUE
+from sluice.api.queue import Queue
+from sluice.api.resources import Resources, describe_amount
+from sluice.queues.tree import QueueTree
+
+
+def weighted_share(tree: QueueTree, name: str, capacity: Resources) -> dict[str, int] | None:
+    """The queue's share of ``capacity`` by weight alone, level by level from root (milli-units);
+    None when the queue's chain to root is broken."""
+    chain = (name, *tree.ancestors(name))
+    if chain[-1] != ROOT_QUEUE:
+        return None
+    share = {r: int(capacity[r]) for r in capacity}
+    for queue in reversed(chain[:-1]):  # from root's child down to the queue itself
+        parent = tree.parent(queue)
+        if parent is None:
+            return None
+        siblings = [tree.queues[c].spec.weight for c in tree.children(parent)]
+        weight, total = tree.queues[queue].spec.weight, sum(siblings)
+        share = {r: amount * weight // total for r, amount in share.items()}
+    return share
+
+
+def guarantee_warnings(
+    new: Queue, existing: Mapping[str, Queue], capacity: Resources | None
+) -> tuple[str, ...]:
+    if capacity is None or not new.spec.guarantee.resource:
+        return ()
+    queues = dict(existing)
+    queues[new.name] = new
+    tree = QueueTree.build(queues)
+    share = weighted_share(tree, new.name, capacity)
+    if share is None:
+        return ()
+    parent = tree.parent(new.name)
+    siblings = sum(tree.queues[c].spec.weight for c in tree.children(parent or ROOT_QUEUE))
+    warnings = []
+    guarantee = new.spec.guarantee.resource
+    for resource in sorted(guarantee):
+        if resource in share and guarantee[resource] > share[resource]:
+            warnings.append(
+                f"queue {new.name}: guarantee {describe_amount(resource, guarantee[resource])} is"
+                f" more than its weighted share of the cluster's current capacity,"
+                f" {describe_amount(resource, share[resource])} (weight {new.spec.weight} of"
+                f" {siblings} under {parent}); its siblings get less than their weights promise"
+            )
+    return tuple(warnings)
