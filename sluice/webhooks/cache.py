@@ -13,7 +13,7 @@ import logging
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
@@ -97,7 +97,9 @@ class QueueWatcher:
         backoff = 0.5
         while not self._stop.is_set():
             try:
-                listing = self.objects.list_cluster_custom_object(GROUP, VERSION, PLURAL)
+                listing = cast(
+                    dict[str, Any], self.objects.list_cluster_custom_object(GROUP, VERSION, PLURAL)
+                )
                 self.cache.replace(listing.get("items", []))
                 version = listing.get("metadata", {}).get("resourceVersion")
                 backoff = 0.5

@@ -68,8 +68,10 @@ def parse_review(body: bytes) -> Request:
     for label, value in (("object", obj), ("oldObject", old)):
         if value is not None and not isinstance(value, dict):
             raise ReviewError(f"request.{label} is not an object")
-    user = request.get("userInfo") if isinstance(request.get("userInfo"), dict) else {}
-    groups = user.get("groups") if isinstance(user.get("groups"), list) else []
+    raw_user = request.get("userInfo")
+    user: dict[str, Any] = raw_user if isinstance(raw_user, dict) else {}
+    raw_groups = user.get("groups")
+    groups: list[Any] = raw_groups if isinstance(raw_groups, list) else []
     return Request(
         uid=uid,
         kind=kind["kind"],
