@@ -1,4 +1,4 @@
-"""The webhook HTTPS server: routes, limits, TLS reload, readiness and graceful shutdown.
+"""The webhook HTTPS server: routes, limits, readiness and graceful shutdown.
 
 No request makes it crash or answer 500: a body that is not an AdmissionReview gets a 400
 with the reason, an oversized body a 413, a body that dribbles in too slowly a 408, and an
@@ -12,11 +12,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
-import ssl
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -26,6 +23,7 @@ from sluice.webhooks.connection import HeaderDeadline, mark_headers
 from sluice.webhooks.handlers import Answer, Context
 from sluice.webhooks.metrics import WebhookMetrics
 from sluice.webhooks.review import Request, ReviewError, parse_review, respond
+from sluice.webhooks.tls import ReloadingTLS
 
 log = logging.getLogger("sluice.webhooks")
 
@@ -127,43 +125,6 @@ def build_app(ctx: Context, metrics: WebhookMetrics | None = None) -> web.Applic
     return app
 
 
-class ReloadingTLS:
-    """An SSLContext whose certificate chain is reloaded when the files change.
-
-    New connections use the new certificate; open ones keep theirs, so a rotation needs no
-    restart and drops no request.
-    """
-
-    def __init__(self, cert_file: Path, key_file: Path) -> None:
-        self.cert_file = cert_file
-        self.key_file = key_file
-        self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        self.context.minimum_version = ssl.TLSVersion.TLSv1_2
-        self._stamp = (0.0, 0.0)
-        self.reload()
-
-    def _mtimes(self) -> tuple[float, float]:
-        return (os.stat(self.cert_file).st_mtime, os.stat(self.key_file).st_mtime)
-
-    def reload(self) -> bool:
-        stamp = self._mtimes()
-        if stamp == self._stamp:
-            return False
-        self.context.load_cert_chain(self.cert_file, self.key_file)
-        self._stamp = stamp
-        return True
-
-    async def watch(self, interval: float = 2.0) -> None:
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                if self.reload():
-                    log.info("event=tls-reloaded cert=%s", self.cert_file)
-            except (OSError, ssl.SSLError) as err:
-                # Mid-rotation the pair may not match yet: keep serving the old one.
-                log.warning("event=tls-reload-failed error=%r", err)
-
-
 async def serve(
     ctx: Context,
     host: str,
@@ -173,6 +134,7 @@ async def serve(
     shutdown_timeout: float = 10.0,
     header_timeout: float = HEADER_TIMEOUT_SECONDS,
     handshake_timeout: float = HANDSHAKE_TIMEOUT_SECONDS,
+    tls_check_interval: float = 2.0,
 ) -> None:
     """Serve until ``stop`` is set, then drain in-flight requests for up to shutdown_timeout."""
     app = build_app(ctx)
@@ -189,7 +151,7 @@ async def serve(
         reuse_address=True,
     )
     log.info("event=serving host=%s port=%s", host, port)
-    reload_task = asyncio.create_task(tls.watch())
+    reload_task = asyncio.create_task(tls.watch(tls_check_interval))
     try:
         await stop.wait()
     finally:

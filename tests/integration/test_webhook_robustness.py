@@ -134,22 +134,29 @@ async def test_health_readiness_and_metrics(webhook: Webhook) -> None:
     assert 'sluice_webhook_requests_total{outcome="denied",path="/validate/jobs"} 1.0' in text
 
 
-async def test_a_rotated_certificate_is_served_to_new_connections(
-    webhook: Webhook, tmp_path: object
-) -> None:
+async def test_a_rotated_certificate_is_served_to_new_connections(webhook: Webhook) -> None:
     from webhook_harness import CertificateAuthority
 
     new_ca = CertificateAuthority.create("rotated-ca")
-    new_ca.issue_serving().write(webhook.tls.cert_file, webhook.tls.key_file)
-    assert webhook.tls.reload()
     rotated_ca_file = webhook.ca_file.with_name("rotated.crt")
     rotated_ca_file.write_bytes(new_ca.cert_pem)
-    context = ssl.create_default_context(cafile=str(rotated_ca_file))
-    async with (
-        aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context)) as fresh,
-        fresh.get(webhook.url + "/healthz") as resp,
-    ):
-        assert resp.status == 200
+    fresh_ctx = ssl.create_default_context(cafile=str(rotated_ca_file))
+    async with webhook.session.get(webhook.url + "/healthz") as resp:
+        assert resp.status == 200  # a keep-alive connection opened before the rotation
+    # Rotation as a Secret volume does it: new files, no signal; the server notices by itself.
+    new_ca.issue_serving().write(webhook.tls.cert_file, webhook.tls.key_file)
+    served_new = False
+    for _ in range(200):
+        try:
+            async with (
+                aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=fresh_ctx)) as fresh,
+                fresh.get(webhook.url + "/healthz") as resp,
+            ):
+                served_new = resp.status == 200
+                break
+        except aiohttp.ClientConnectorCertificateError:
+            await asyncio.sleep(0.05)
+    assert served_new
     old = ssl.create_default_context(cafile=str(webhook.ca_file))
     with pytest.raises(aiohttp.ClientConnectorCertificateError):
         async with (
@@ -157,6 +164,25 @@ async def test_a_rotated_certificate_is_served_to_new_connections(
             stale.get(webhook.url + "/healthz"),
         ):
             pass
+    async with webhook.session.get(webhook.url + "/healthz") as resp:
+        assert resp.status == 200  # the connection opened before still serves
+
+
+async def test_a_half_written_key_pair_keeps_the_old_certificate(webhook: Webhook) -> None:
+    from webhook_harness import CertificateAuthority
+
+    other = CertificateAuthority.create("other-ca")
+    pair = webhook.ca_file.with_name("other")
+    other.issue_serving().write(pair.with_suffix(".crt"), pair.with_suffix(".key"))
+    webhook.tls.cert_file.write_bytes(pair.with_suffix(".crt").read_bytes())  # key not yet
+    with pytest.raises(ssl.SSLError):
+        webhook.tls.reload()
+    context = ssl.create_default_context(cafile=str(webhook.ca_file))
+    async with (
+        aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context)) as session,
+        session.get(webhook.url + "/healthz") as resp,
+    ):
+        assert resp.status == 200  # still the original certificate and key
 
 
 # Fuzzing ------------------------------------------------------------------------------------

@@ -102,6 +102,7 @@ async def _webhook(tmp_path: Path, ca: tuple[CertificateAuthority, Path]) -> Asy
             shutdown_timeout=2,
             header_timeout=HEADER_TIMEOUT,
             handshake_timeout=HANDSHAKE_TIMEOUT,
+            tls_check_interval=0.1,
         )
     )
     client_ctx = ssl.create_default_context(cafile=str(ca_file))
