@@ -37,6 +37,13 @@ def serve(
     max_queue_depth: Annotated[
         int, typer.Option(help="Deepest allowed queue level under root.")
     ] = DEFAULT_MAX_QUEUE_DEPTH,
+    shutdown_delay: Annotated[
+        float,
+        typer.Option(
+            help="Seconds to keep serving (not ready) after SIGTERM, while the Service stops"
+            " routing to this replica; then in-flight requests drain."
+        ),
+    ] = 5.0,
     log_level: LogLevel = "info",
 ) -> None:
     """Serve /validate/queues, /mutate/queues, /validate/jobs, /mutate/jobs over HTTPS."""
@@ -84,7 +91,7 @@ def serve(
 
         task = asyncio.create_task(capacity())
         try:
-            await run_server(ctx, host, port, tls, stop)
+            await run_server(ctx, host, port, tls, stop, shutdown_delay=shutdown_delay)
         finally:
             task.cancel()
             watcher.stop()

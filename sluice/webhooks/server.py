@@ -10,6 +10,7 @@ completes cost the client its connection.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -43,6 +44,7 @@ ROUTES: dict[str, Handler] = {
 
 CTX_KEY: web.AppKey[Context] = web.AppKey("ctx", Context)
 METRICS_KEY: web.AppKey[WebhookMetrics] = web.AppKey("metrics", WebhookMetrics)
+STOPPING_KEY: web.AppKey[asyncio.Event] = web.AppKey("stopping", asyncio.Event)
 
 
 def _bad_request(reason: str, status: int = 400) -> web.Response:
@@ -101,6 +103,7 @@ def build_app(ctx: Context, metrics: WebhookMetrics | None = None) -> web.Applic
     app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[mark_headers])
     app[CTX_KEY] = ctx
     app[METRICS_KEY] = metrics or WebhookMetrics()
+    app[STOPPING_KEY] = asyncio.Event()
     for path, handler in ROUTES.items():
         app.router.add_post(path, _review_route(path, handler))
 
@@ -108,6 +111,8 @@ def build_app(ctx: Context, metrics: WebhookMetrics | None = None) -> web.Applic
         return web.Response(text="ok")
 
     async def readyz(request: web.Request) -> web.Response:
+        if request.app[STOPPING_KEY].is_set():
+            return web.Response(text="shutting down", status=503)
         if request.app[CTX_KEY].cache.synced:
             return web.Response(text="ok")
         return web.Response(text="queue cache not synced yet", status=503)
@@ -135,8 +140,12 @@ async def serve(
     header_timeout: float = HEADER_TIMEOUT_SECONDS,
     handshake_timeout: float = HANDSHAKE_TIMEOUT_SECONDS,
     tls_check_interval: float = 2.0,
+    shutdown_delay: float = 0.0,
 ) -> None:
-    """Serve until ``stop`` is set, then drain in-flight requests for up to shutdown_timeout."""
+    """Serve until ``stop`` is set; then report not ready but keep serving for shutdown_delay
+    (the Service's endpoints take a moment to drop this replica, and with failurePolicy Fail a
+    refused connection would refuse a tenant's request), then stop listening and drain
+    in-flight requests for up to shutdown_timeout. A second stop ends the delay early."""
     app = build_app(ctx)
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=shutdown_timeout)
     await runner.setup()
@@ -154,6 +163,11 @@ async def serve(
     reload_task = asyncio.create_task(tls.watch(tls_check_interval))
     try:
         await stop.wait()
+        stop.clear()  # a second stop (another SIGTERM or Ctrl-C) cuts the delay short
+        app[STOPPING_KEY].set()
+        log.info("event=stopping delay=%ss", shutdown_delay)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), shutdown_delay)
     finally:
         reload_task.cancel()
         log.info("event=draining timeout=%ss", shutdown_timeout)

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+from pathlib import Path
 
 import aiohttp
-from webhook_harness import HEADER_TIMEOUT, Webhook, make_review
+from webhook_harness import HEADER_TIMEOUT, CertificateAuthority, Webhook, _webhook, make_review
 
 # Bounds on how long a test waits for the server to act; never assertions on speed.
 PATIENCE_STEPS = 200
@@ -115,3 +116,26 @@ async def test_stopping_drains_the_request_in_flight(webhook: Webhook) -> None:
     status, body = await in_flight
     assert status == 200
     assert body["response"] == {"uid": "drain-1", "allowed": True}
+
+
+async def test_after_a_stop_it_reports_not_ready_but_still_answers_during_the_delay(
+    tmp_path: Path, ca: tuple[CertificateAuthority, Path]
+) -> None:
+    async for webhook in _webhook(tmp_path, ca, shutdown_delay=600):
+        webhook.cache.replace([{"metadata": {"name": "root"}}])
+        webhook.stop.set()
+        ready = 200
+        for _ in range(PATIENCE_STEPS):
+            async with webhook.session.get(webhook.url + "/readyz") as resp:
+                ready = resp.status
+            if ready == 503:
+                break
+            await asyncio.sleep(STEP)
+        assert ready == 503
+        context = ssl.create_default_context(cafile=str(webhook.ca_file))
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context)) as fresh:
+            review = make_review("Job", {"metadata": {"name": "j"}}, namespace="n", uid="late")
+            async with fresh.post(webhook.url + "/validate/jobs", json=review) as resp:
+                assert resp.status == 200  # a new connection is still served
+                assert (await resp.json())["response"] == {"uid": "late", "allowed": True}
+        # leaving the loop stops the server a second time, which ends the delay

@@ -82,7 +82,9 @@ def _ca(tmp_path: Path) -> tuple[CertificateAuthority, Path]:
     return authority, ca_file
 
 
-async def _webhook(tmp_path: Path, ca: tuple[CertificateAuthority, Path]) -> AsyncIterator[Webhook]:
+async def _webhook(
+    tmp_path: Path, ca: tuple[CertificateAuthority, Path], shutdown_delay: float = 0.0
+) -> AsyncIterator[Webhook]:
     authority, ca_file = ca
     cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
     authority.issue_serving().write(cert, key)
@@ -103,6 +105,7 @@ async def _webhook(tmp_path: Path, ca: tuple[CertificateAuthority, Path]) -> Asy
             header_timeout=HEADER_TIMEOUT,
             handshake_timeout=HANDSHAKE_TIMEOUT,
             tls_check_interval=0.1,
+            shutdown_delay=shutdown_delay,
         )
     )
     client_ctx = ssl.create_default_context(cafile=str(ca_file))
