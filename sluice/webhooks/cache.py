@@ -183,7 +183,10 @@ class KubeFacts:
         if cached is not None and now - cached[0] < self.namespace_ttl:
             return cached[1]
         value = await asyncio.to_thread(self._read_namespace, namespace)
-        self._namespaces[namespace] = (now, value)
+        if value is not None:
+            # Only a default queue is remembered: remembering its absence would let jobs
+            # created just after the namespace is labelled run outside every quota.
+            self._namespaces[namespace] = (now, value)
         return value
 
     def _read_namespace(self, namespace: str) -> str | None:

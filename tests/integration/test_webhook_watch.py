@@ -12,7 +12,8 @@ from aiohttp import web
 from kubernetes import client
 from webhook_harness import free_port
 
-from sluice.webhooks.cache import QueueCache, QueueWatcher
+from sluice.api.constants import QUEUE_LABEL
+from sluice.webhooks.cache import KubeFacts, QueueCache, QueueWatcher
 
 PATH = "/apis/scheduling.sluice.dev/v1beta1/queues"
 
@@ -94,3 +95,80 @@ async def test_the_watch_relists_on_410_and_reconnects_after_a_drop() -> None:
         watcher.stop()
         await runner.cleanup()
     assert fake.watches >= 2
+
+
+class FakeJobsAndNamespaces:
+    """The two questions KubeFacts asks the API server, answered from lists a test edits."""
+
+    def __init__(self) -> None:
+        self.jobs: list[dict[str, Any]] = []
+        self.labels: dict[str, str] = {}
+        self.job_queries: list[dict[str, str]] = []
+
+    async def list_jobs(self, request: web.Request) -> web.Response:
+        self.job_queries.append(dict(request.query))
+        selector = request.query.get("labelSelector", "")
+        queue = selector.removeprefix("sluice.dev/queue-name=")
+        matching = [j for j in self.jobs if j["metadata"]["labels"].get(QUEUE_LABEL) == queue]
+        start = int(request.query.get("continue") or 0)
+        limit = int(request.query.get("limit") or len(matching) or 1)
+        page = matching[start : start + limit]
+        more = start + limit < len(matching)
+        return web.json_response(
+            {
+                "apiVersion": "batch/v1",
+                "kind": "JobList",
+                "metadata": {"continue": str(start + limit) if more else ""},
+                "items": page,
+            }
+        )
+
+    async def read_namespace(self, request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        if name != "ns":
+            status = {"kind": "Status", "code": 404, "reason": "NotFound", "message": "not found"}
+            return web.json_response(status, status=404)
+        labels = {"sluice.dev/default-queue": self.labels[name]} if name in self.labels else {}
+        return web.json_response(
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+        )
+
+
+def fake_job(name: str, queue: str, finished: bool) -> dict[str, Any]:
+    conditions = [{"type": "Complete", "status": "True"}] if finished else []
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": "ns", "labels": {QUEUE_LABEL: queue}},
+        "spec": {"template": {"spec": {"containers": []}}},
+        "status": {"conditions": conditions},
+    }
+
+
+async def test_cluster_facts_from_the_api_server() -> None:
+    fake = FakeJobsAndNamespaces()
+    app = web.Application()
+    app.router.add_get("/apis/batch/v1/jobs", fake.list_jobs)
+    app.router.add_get("/api/v1/namespaces/{name}", fake.read_namespace)
+    runner = web.AppRunner(app, shutdown_timeout=0.2)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    config = client.Configuration()
+    config.host = f"http://127.0.0.1:{port}"
+    facts = KubeFacts(client.ApiClient(config))
+    try:
+        # Finished jobs do not hold a queue, however many pages of them come first.
+        fake.jobs = [fake_job(f"done-{i}", "team", True) for i in range(150)]
+        assert await facts.queue_holds_jobs("team") is False
+        fake.jobs.append(fake_job("running", "team", False))
+        assert await facts.queue_holds_jobs("team") is True
+        assert fake.job_queries[0]["labelSelector"] == f"{QUEUE_LABEL}=team"
+        assert await facts.queue_holds_jobs("other") is False
+        # A namespace labelled after a first look is seen at once.
+        assert await facts.namespace_default_queue("ns") is None
+        fake.labels["ns"] = "team"
+        assert await facts.namespace_default_queue("ns") == "team"
+        assert await facts.namespace_default_queue("missing-ns") is None
+    finally:
+        await runner.cleanup()
