@@ -66,8 +66,8 @@ def parse_review(body: bytes) -> Request:
     obj = request.get("object")
     old = request.get("oldObject")
     for label, value in (("object", obj), ("oldObject", old)):
-        if value is not None and not isinstance(value, dict):
-            raise ReviewError(f"request.{label} is not an object")
+        if value is not None:
+            _check_shape(f"request.{label}", value)
     raw_user = request.get("userInfo")
     user: dict[str, Any] = raw_user if isinstance(raw_user, dict) else {}
     raw_groups = user.get("groups")
@@ -86,6 +86,26 @@ def parse_review(body: bytes) -> Request:
         dry_run=bool(request.get("dryRun")),
         user_groups=tuple(str(g) for g in groups),
     )
+
+
+def _check_shape(where: str, obj: Any) -> None:
+    """The envelope every Kubernetes object has; the API server never sends anything else, so
+    a request that breaks it is refused whole rather than half-read by the rules."""
+    if not isinstance(obj, dict):
+        raise ReviewError(f"{where} is not an object")
+    for key in ("metadata", "spec", "status"):
+        if obj.get(key) is not None and not isinstance(obj[key], dict):
+            raise ReviewError(f"{where}.{key} is not an object")
+    meta = obj.get("metadata") or {}
+    for key in ("name", "namespace", "generateName"):
+        if meta.get(key) is not None and not isinstance(meta[key], str):
+            raise ReviewError(f"{where}.metadata.{key} is not a string")
+    for key in ("labels", "annotations"):
+        values = meta.get(key)
+        if values is None:
+            continue
+        if not isinstance(values, dict) or not all(isinstance(v, str) for v in values.values()):
+            raise ReviewError(f"{where}.metadata.{key} is not a map of strings")
 
 
 def respond(
