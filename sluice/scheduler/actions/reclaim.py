@@ -3,8 +3,9 @@
 Design section 5 fixes the rules. What this module adds is keeping the search cheap on big
 clusters: a job is only considered when its own queue is below its deserved share and the
 queues above theirs could, together, give back enough; candidate queues are visited group by
-group from the nearest relatives outwards, a whole queue is passed over when its branch is
-not above its deserved share, its victims are sorted once per cycle, and the search stops as
+group from the nearest relatives outwards by a best-first search down the tree (a subtree is
+entered only when no victim outside it comes first, and skipped when its root is not above
+its deserved share), its victims are sorted once per cycle, and the search stops as
 soon as the job fits.
 """
 
@@ -23,6 +24,8 @@ from sluice.scheduler.order import leaf_order
 from sluice.scheduler.session import JobInfo, Session
 
 Taken = dict[str, dict[str, int]]
+Key = tuple[int, tuple[int, float, str]]  # queue priority, victim order
+LAST: Key = (2**63, (0, 0.0, ""))  # no victim at all
 
 
 def victim_order(job: JobInfo) -> tuple[int, float, str]:
@@ -39,11 +42,11 @@ class _Reclaim:
         self.now: datetime = session.now
         self.victims: dict[str, list[JobInfo]] = {}
         self.victims_using: dict[str, dict[frozenset[str], list[JobInfo]]] = {}
-        self.leaves_under: dict[str, list[str]] = {}
+        self.version: dict[str, int] = {}  # bumped on every queue whose subtree lost victims
+        self.bounds: dict[tuple[str, frozenset[str]], tuple[int, Key]] = {}
         self.orders: dict[str, tuple[int, float, str]] = {}
         self.excess: dict[str, dict[str, int]] = {}
         self.room: dict[str, int] = {}
-        self.over_under: dict[str, set[str]] = {}  # queue -> leaves above their share below it
         for name, info in session.queues.items():
             if not info.children and info.admitted_jobs and info.queue.spec.reclaimable:
                 self._count_excess(name, +1)
@@ -91,13 +94,6 @@ class _Reclaim:
         excess = self.excess.get(name, {})
         for r, over in excess.items():
             self.room[r] = self.room.get(r, 0) + sign * over
-        if excess:
-            for node in self.session.chain(name):
-                members = self.over_under.setdefault(node, set())
-                if sign > 0:
-                    members.add(name)
-                else:
-                    members.discard(name)
 
     def supply(self, short: dict[str, int]) -> bool:
         """Could all queues above their deserved share, together, give back enough?"""
@@ -105,66 +101,87 @@ class _Reclaim:
 
     # Search ------------------------------------------------------------------------------------
     def sorted_victims(self, name: str) -> list[JobInfo]:
+        """The queue's admitted jobs that may be victims at all, in victim order, once a
+        cycle. Nothing becomes eligible during reclaim (jobs it admits are fresh), so jobs
+        that are not eligible now never need to be looked at again."""
         if name not in self.victims:
-            self.victims[name] = sorted(self.session.queues[name].admitted_jobs, key=victim_order)
+            eligible = [j for j in self.session.queues[name].admitted_jobs if self.eligible(j)]
+            self.victims[name] = sorted(eligible, key=victim_order)
         return self.victims[name]
 
-    def victims_for(self, name: str, short: dict[str, int]) -> list[JobInfo]:
+    def victims_for(self, name: str, short: frozenset[str]) -> list[JobInfo]:
         """The queue's victims that give back at least one resource the job is short of."""
         by_short = self.victims_using.setdefault(name, {})
-        key = frozenset(short)
-        if key not in by_short:
-            by_short[key] = [
+        if short not in by_short:
+            by_short[short] = [
                 v for v in self.sorted_victims(name) if any(v.request.get(r, 0) > 0 for r in short)
             ]
-        return by_short[key]
+        return by_short[short]
+
+    def bound(self, name: str, short: frozenset[str]) -> Key:
+        """No victim in the subtree of ``name`` comes before this key (queue priority, victim
+        order). Kept per subtree and recomputed only where reclaim took something since."""
+        info = self.session.queues[name]
+        if not info.children:
+            excess = self.excess.get(name)
+            if not excess or not any(r in excess for r in short):
+                return LAST
+            victims = self.victims_for(name, short)
+            return (info.priority, self.order(victims[0])) if victims else LAST
+        version = self.version.get(name, 0)
+        cached = self.bounds.get((name, short))
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        best = LAST
+        for child in info.children:
+            best = min(best, self.bound(child, short))
+        self.bounds[(name, short)] = (version, best)
+        return best
 
     def candidates(self, job: JobInfo, short: dict[str, int], taken: Taken) -> Iterator[JobInfo]:
         """Victims in order: nearest relatives first, then lower queue priority, then lower
-        job priority, then the most recently admitted."""
+        job priority, then the most recently admitted.
+
+        Each level (common ancestor) is a best-first search down its subtrees: a subtree is
+        entered only when its bound is the smallest left and its root is above its deserved
+        share in a resource the job is short of (otherwise nothing below it qualifies), so a
+        job looks at a few branches of the tree instead of every queue above its share.
+        """
         session = self.session
+        resources = frozenset(short)
         chain = session.chain(job.queue)
         for level in range(1, len(chain)):
             if not self.within_deserved(job, chain[level - 1]):
                 return  # every further group has a higher common ancestor: still not within
             common = chain[level]
-            members = self.over_under.get(common, set()) - self.over_under.get(
-                chain[level - 1], set()
-            )
-            members.discard(job.queue)
-            # One heap entry per candidate queue (its next victim), no stream objects: a
-            # level can hold hundreds of queues of which only the first few are needed.
-            heads: list[tuple[int, tuple[int, float, str], str, int, list[str]]] = []
-            above: dict[str, bool] = {}  # per ancestor, shared by the leaves below it
-            for name in members:
-                excess = self.excess.get(name, {})
-                if not any(r in excess for r in short):
+            # (key, name, victim index or -1 for a subtree, the path below common)
+            heap: list[tuple[Key, str, int, tuple[str, ...]]] = []
+            for child in session.queues[common].children:
+                if child != chain[level - 1]:
+                    key = self.bound(child, resources)
+                    if key != LAST:
+                        heap.append((key, child, -1, (child,)))
+            heapq.heapify(heap)
+            while heap:
+                key, name, index, path = heapq.heappop(heap)
+                if not self.above_deserved(name, taken, short):
+                    continue  # nothing below a queue back at its share qualifies
+                if index < 0 and session.queues[name].children:
+                    for child in session.queues[name].children:
+                        key = self.bound(child, resources)
+                        if key != LAST:
+                            heapq.heappush(heap, (key, child, -1, (*path, child)))
                     continue
-                if name in taken and not self.above_deserved(name, taken, short):
-                    continue
-                upto = session.chain(name)
-                upto = upto[: upto.index(common)]
-                fine = True
-                for ancestor in upto[1:]:
-                    if ancestor not in above:
-                        above[ancestor] = self.above_deserved(ancestor, taken, short)
-                    if not above[ancestor]:
-                        fine = False
-                        break
-                victims = self.victims_for(name, short) if fine else []
-                if victims:
-                    priority = session.queues[name].priority
-                    heads.append((priority, self.order(victims[0]), name, 0, upto))
-            heapq.heapify(heads)
-            while heads:
-                priority, _, name, index, upto = heapq.heappop(heads)
-                if index and not all(self.above_deserved(q, taken, short) for q in upto):
+                if index > 0 and not all(self.above_deserved(q, taken, short) for q in path):
                     continue  # its branch is back at its share: nothing more from it
-                victims = self.victims_for(name, short)
+                victims = self.victims_for(name, resources)
+                index = max(index, 0)
+                if index >= len(victims):
+                    continue
                 yield victims[index]
                 if index + 1 < len(victims):
-                    nxt = victims[index + 1]
-                    heapq.heappush(heads, (priority, self.order(nxt), name, index + 1, upto))
+                    nxt = (key[0], self.order(victims[index + 1]))
+                    heapq.heappush(heap, (nxt, name, index + 1, path))
 
     def order(self, job: JobInfo) -> tuple[int, float, str]:
         key = self.orders.get(job.key)
@@ -211,6 +228,8 @@ class _Reclaim:
                     listed.remove(v)
         for name in touched:
             self._count_excess(name, +1)
+            for node in self.session.chain(name):
+                self.version[node] = self.version.get(node, 0) + 1
 
     def run(self) -> None:
         session = self.session
