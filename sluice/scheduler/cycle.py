@@ -97,7 +97,7 @@ def _queue_results(session: Session, outcome: Outcome) -> dict[str, QueueResult]
         pending, inqueue, running, completed = counts[name]
         out[name] = QueueResult(
             state=states.get(name, "Unknown"),
-            parent=info.parent,
+            parent=session.tree.parent(name),
             weight=info.weight,
             priority=info.priority,
             deserved=info.deserved,

@@ -34,6 +34,7 @@ class JobInfo:
     admitted_at: datetime | None
     finished: bool
     fresh: bool = False  # admitted by this cycle: never a victim in the same cycle
+    evicted: bool = False  # a victim of this cycle: not admitted again before the next
     key: str = ""  # namespace/name, copied from the view: read on every hot path
     queue: str = ""
 
@@ -106,10 +107,15 @@ class Session:
         for name in sorted(tree.queues, key=lambda n: (tree.depth(n), n)):
             queue = tree.queues[name]
             parent = tree.parent(name)
+            ancestors = tree.ancestors(name)
+            if parent not in tree.queues or not ancestors or ancestors[-1] != ROOT_QUEUE:
+                # A missing parent or a cycle: the queue is cut loose from the tree (it is
+                # invalid and admits nothing), so no walk up from it can go round forever.
+                parent = None
             info = QueueInfo(
                 name=name,
                 queue=queue,
-                parent=parent if parent in tree.queues else None,
+                parent=parent,
                 children=tree.children(name),
                 depth=tree.depth(name),
                 priority=self._queue_priority(queue),
@@ -135,15 +141,17 @@ class Session:
         return self.default_priority
 
     def _place_jobs(self, jobs: Iterable[JobView]) -> None:
+        admitted_phases = (JobPhase.INQUEUE, JobPhase.RUNNING)
         for view in jobs:
-            admitted = view.phase.admitted
+            phase = view.phase
+            admitted = phase in admitted_phases
             job = JobInfo(
                 view=view,
                 priority=self.job_priority(view),
-                request=dict(view.request),
+                request=dict(view.request.items()),
                 admitted=admitted,
                 admitted_at=view.admitted_at,
-                finished=view.phase is JobPhase.COMPLETED,
+                finished=phase is JobPhase.COMPLETED,
             )
             info = self.queues.get(view.queue)
             if admitted:
@@ -156,10 +164,12 @@ class Session:
                 info.completed += 1
             elif admitted:
                 info.admitted_jobs.append(job)
-                for name in self.chain(info.name):
-                    _add(self.queues[name].allocated, job.request)
+                _add(info.allocated, job.request)  # ancestors get the sums below, once
             else:
                 info.pending_jobs.append(job)
+        for info in sorted(self.queues.values(), key=lambda q: -q.depth):
+            if info.parent is not None and info.allocated:
+                _add(self.queues[info.parent].allocated, info.allocated)
         for info in self.queues.values():
             info.pending_jobs.sort(key=job_order_key)
 
@@ -309,6 +319,7 @@ class Session:
 
     def evict(self, job: JobInfo) -> None:
         job.admitted = False
+        job.evicted = True
         job.admitted_at = None
         _sub(self.used, job.request)
         for name in self.chain(job.queue):

@@ -40,7 +40,7 @@ def _preempt_in(session: Session, outcome: Outcome, leaf: str, victims: list[Job
     for job in session.queues[leaf].pending_jobs:
         if not victims or victims[0].priority >= job.priority:
             continue
-        if job.admitted or job in outcome.evicted:
+        if job.admitted or job.evicted:
             continue
         if any(
             p >= job.priority and all(job.request.get(r, 0) >= a for r, a in req.items())
