@@ -137,3 +137,26 @@ def test_apply_decisions_then_next_cycle_has_nothing_left_to_admit() -> None:
     assert admitted(first) == ["ns/j0", "ns/j1"]
     assert second.decisions == ()
     assert second.queues["a"].inqueue == 2 and second.queues["a"].pending == 1
+
+
+def test_a_parent_cycle_is_isolated_and_does_not_stop_the_cycle() -> None:
+    queues = [queue("a", "b"), queue("b", "a"), queue("c", "a"), queue("ok")]
+    jobs = [running("r", "a"), job("p", "c"), job("q", "b"), job("fine", "ok")]
+    result = run_cycle(snapshot(queues, jobs, [node(cpu=4)]))
+    assert admitted(result) == ["ns/fine"]
+    assert {n for n, q in result.queues.items() if not q.valid} == {"a", "b", "c"}
+    assert "cycle" in result.queues["a"].invalid_reason
+    assert result.queues["c"].parent == "a"  # the stored parent is still reported
+    assert "is not valid" in reasons(result)["ns/p"]
+
+
+def test_a_missing_parent_or_too_deep_a_queue_admits_nothing_below_it() -> None:
+    chain = [queue("l1"), queue("l2", "l1"), queue("l3", "l2"), queue("l4", "l3")]
+    queues = [*chain, queue("l5", "l4"), queue("l6", "l5"), queue("lost", "nowhere")]
+    queues.append(queue("side", "l4"))  # five levels deep: the maximum, still valid
+    jobs = [job("deep", "l6"), job("stray", "lost"), job("fine", "side")]
+    result = run_cycle(snapshot(queues, jobs, [node(cpu=4)]))
+    assert admitted(result) == ["ns/fine"]
+    assert "6 levels deep" in result.queues["l6"].invalid_reason
+    assert "parent nowhere does not exist" in result.queues["lost"].invalid_reason
+    assert "is not valid" in reasons(result)["ns/deep"]
