@@ -7,7 +7,7 @@ which through the comparison they use, never by storing a sentinel.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
 from typing import Any
 
 from sluice.api.quantity import QuantityError, format_quantity, parse_quantity
@@ -52,6 +52,20 @@ class Resources(Mapping[str, int]):
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._m)
+
+    # The Mapping mixins go through __getitem__ one name at a time; the scheduler reads these
+    # views hundreds of thousands of times a cycle, so hand out the dict's own (read-only) views.
+    def items(self) -> ItemsView[str, int]:
+        return self._m.items()
+
+    def keys(self) -> KeysView[str]:
+        return self._m.keys()
+
+    def values(self) -> ValuesView[int]:
+        return self._m.values()
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._m
 
     def __len__(self) -> int:
         return len(self._m)
