@@ -15,11 +15,10 @@ import heapq
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 
-from sluice.api.constants import ROOT_QUEUE
 from sluice.api.views import EPOCH
 from sluice.scheduler.actions.admit import admissible_leaves
 from sluice.scheduler.actions.outcome import Outcome
-from sluice.scheduler.fit import cluster_failure, fits_queue, short_resources
+from sluice.scheduler.fit import fits_queue, short_resources
 from sluice.scheduler.order import leaf_order
 from sluice.scheduler.session import JobInfo, Session
 
@@ -172,7 +171,7 @@ class _Reclaim:
                         if key != LAST:
                             heapq.heappush(heap, (key, child, -1, (*path, child)))
                     continue
-                if index > 0 and not all(self.above_deserved(q, taken, short) for q in path):
+                if not all(self.above_deserved(q, taken, short) for q in path[:-1]):
                     continue  # its branch is back at its share: nothing more from it
                 victims = self.victims_for(name, resources)
                 index = max(index, 0)
@@ -194,14 +193,12 @@ class _Reclaim:
         chosen: list[JobInfo] = []
         taken: Taken = {}
         freed: dict[str, int] = {}
+        # What must be freed for the job to fit; more than ``short`` on an oversubscribed
+        # cluster, where free capacity is below zero.
+        need = {
+            r: job.request[r] - session.total.get_amount(r) + session.used.get(r, 0) for r in short
+        }
         for victim in self.candidates(job, short, taken):
-            if not self.eligible(victim) or not any(victim.request.get(r, 0) > 0 for r in short):
-                continue
-            common = session.tree.lowest_common_ancestor(job.queue, victim.queue) or ROOT_QUEUE
-            upto = session.chain(victim.queue)
-            upto = upto[: upto.index(common)]
-            if not all(self.above_deserved(q, taken, short) for q in upto):
-                continue
             if not self.keeps_guarantee(victim.queue, victim, taken):
                 continue
             chosen.append(victim)
@@ -211,7 +208,7 @@ class _Reclaim:
                     slot[r] = slot.get(r, 0) + a
             for r, a in victim.request.items():
                 freed[r] = freed.get(r, 0) + a
-            if cluster_failure(session, job, freed) is None:
+            if all(freed.get(r, 0) >= a for r, a in need.items()):
                 self._take(job, chosen)
                 return True
         return False
