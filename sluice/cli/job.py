@@ -18,10 +18,11 @@ from sluice.api.constants import (
     RECLAIMED_BY_ANNOTATION,
     VERSION,
 )
-from sluice.api.errors import ConfigError, InvalidObject
+from sluice.api.errors import InvalidObject
 from sluice.api.views import JobPhase, job_from_object
 from sluice.cli.common import Kubeconfig, fail, group
-from sluice.cli.snapshot_io import Located, SnapshotError, build_snapshot, load_config
+from sluice.cli.job_report import explain_pending
+from sluice.cli.snapshot_io import Located, SnapshotError, build_snapshot
 
 
 def register(app: typer.Typer) -> None:
@@ -41,18 +42,15 @@ def _live_objects(api: Any, namespace: str) -> list[Located]:
             obj.setdefault("apiVersion", api_version)
             out.append(Located(f"cluster {kind}", obj))
 
-    objects = client.CustomObjectsApi(api)
-    add(
-        "Queue",
-        f"{GROUP}/{VERSION}",
-        objects.list_cluster_custom_object(GROUP, VERSION, PLURAL)["items"],
-    )
+    queues: Any = client.CustomObjectsApi(api).list_cluster_custom_object(GROUP, VERSION, PLURAL)
+    add("Queue", f"{GROUP}/{VERSION}", queues["items"])
     add(
         "Job",
         "batch/v1",
         client.BatchV1Api(api).list_job_for_all_namespaces(label_selector=QUEUE_LABEL).items,
     )
     core = client.CoreV1Api(api)
+    add("Namespace", "v1", core.list_namespace().items)  # their default queues
     add("Node", "v1", core.list_node().items)
     add(
         "PriorityClass",
@@ -112,26 +110,10 @@ def why(
         typer.echo(f"  the operator's last word: {annotations[PENDING_REASON_ANNOTATION]}")
     try:
         items = _live_objects(api, namespace)
-        config = None
-        for item in items:
-            if item.kind == "ConfigMap":
-                text = (item.obj.get("data") or {}).get("scheduler.yaml", "")
-                config = (load_config(text, f"ConfigMap {namespace}/{CONFIGMAP_NAME}"), "cluster")
-        items = [i for i in items if i.kind != "ConfigMap"]
-        snapshot = build_snapshot(items, datetime.now(UTC), config).snapshot
-    except (SnapshotError, ConfigError, ApiException) as err:
+        # The sluice-scheduler ConfigMap among them is the configuration, as for the operator.
+        snapshot = build_snapshot(items, datetime.now(UTC)).snapshot
+    except (SnapshotError, ApiException) as err:
         fail(f"cannot re-derive the reason now: {err}")
     result = run_cycle(snapshot)
-    mine = next((p for p in result.pending if p.job == job), None)
-    admitted = next((d for d in result.decisions if d.job == job and d.action == "admit"), None)
-    if admitted is not None:
-        typer.echo(f"  now: it would be admitted this cycle ({admitted.reason})")
-    elif mine is not None:
-        typer.echo(f"  now: {mine.reason}")
-    queue = result.queues.get(view.queue)
-    if queue is not None:
-        typer.echo(
-            f"  queue {view.queue}: allocated {queue.allocated.describe()},"
-            f" deserved {queue.deserved.describe()}, share {queue.share:.2f}"
-        )
-    typer.echo(f"  it requests {view.request.describe()}")
+    for line in explain_pending(result, job, view.queue, view.request):
+        typer.echo(f"  {line}")

@@ -135,6 +135,8 @@ def test_job_why(system: Path, kubectl: Kubectl, namespace: str) -> None:
     assert f"job {namespace}/second is pending in queue {s.name('small')}" in pending
     assert f"now: position 1 in {s.name('small')}; {s.name('small')} would use" in pending
     assert "> capability 1" in pending
+    assert f"position 1 of 1 pending in queue {s.name('small')}" in pending
+    assert f"queue {s.name('small')}: {s.resource} 1 must free up (it uses 1 of 1;" in pending
     admitted = sluice(system, "job", "why", f"{namespace}/first").stdout
     assert "is admitted" in admitted
     lost = sluice(system, "job", "why", f"{namespace}/ghost", ok=False)
