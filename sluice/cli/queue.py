@@ -22,18 +22,30 @@ class Output(enum.StrEnum):
 
 
 OutputOpt = Annotated[Output, typer.Option("--output", "-o", help="table, yaml or json.")]
-Weight = Annotated[int | None, typer.Option(help="Share of the parent's deserved (1..65535).")]
+Weight = Annotated[
+    int | None, typer.Option(min=1, max=65535, help="Share of the parent's deserved (1..65535).")
+]
 Capability = Annotated[str | None, typer.Option(help="Hard cap, e.g. cpu=4,memory=8Gi.")]
 Deserved = Annotated[str | None, typer.Option(help="The reclaim line, e.g. cpu=4.")]
 Guarantee = Annotated[str | None, typer.Option(help="Never lent or reclaimed, e.g. cpu=2.")]
-Priority = Annotated[int | None, typer.Option(help="Queue priority (>= 0).")]
+Priority = Annotated[int | None, typer.Option(min=0, help="Queue priority (>= 0).")]
 PriorityClass = Annotated[str | None, typer.Option(help="PriorityClass giving the priority.")]
 Parent = Annotated[str | None, typer.Option(help="Parent queue (default root).")]
 Reclaimable = Annotated[
     bool | None,
     typer.Option("--reclaimable/--no-reclaimable", help="May other queues reclaim from it."),
 ]
-Dequeue = Annotated[str | None, typer.Option(help="fifo or traverse.")]
+
+
+class DequeueStrategy(enum.StrEnum):
+    fifo = "fifo"
+    traverse = "traverse"
+
+
+Dequeue = Annotated[
+    DequeueStrategy | None,
+    typer.Option(help="fifo stops at the first job that does not fit; traverse skips it."),
+]
 Recursive = Annotated[bool, typer.Option("--recursive", "-r", help="The whole subtree.")]
 
 

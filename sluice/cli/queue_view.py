@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import enum
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -44,8 +45,9 @@ def spec_from_flags(**flags: Any) -> dict[str, Any]:
         "dequeue_strategy": "dequeueStrategy",
     }
     for key, field in names.items():
-        if flags.get(key) is not None:
-            spec[field] = flags[key]
+        value = flags.get(key)
+        if value is not None:
+            spec[field] = value.value if isinstance(value, enum.Enum) else value
     for key in ("capability", "deserved"):
         if flags.get(key):
             spec[key] = parse_resources(f"--{key}", flags[key])
@@ -79,7 +81,7 @@ def _age(meta: Mapping[str, Any], now: datetime) -> str:
     return f"{max(seconds, 0)}s"
 
 
-def queue_table(items: list[Mapping[str, Any]], now: datetime | None = None) -> Table:
+def queue_table(items: Sequence[Mapping[str, Any]], now: datetime | None = None) -> Table:
     now = now or datetime.now(UTC)
     table = Table(box=None, pad_edge=False, header_style="bold")
     for column in (
@@ -110,7 +112,7 @@ def queue_table(items: list[Mapping[str, Any]], now: datetime | None = None) -> 
     return table
 
 
-def queue_tree(items: list[Mapping[str, Any]], top: str = ROOT_QUEUE) -> Tree:
+def queue_tree(items: Sequence[Mapping[str, Any]], top: str = ROOT_QUEUE) -> Tree:
     by_name = {o["metadata"]["name"]: o for o in items}
     children: dict[str, list[str]] = {}
     for name, obj in by_name.items():
@@ -141,7 +143,7 @@ def queue_tree(items: list[Mapping[str, Any]], top: str = ROOT_QUEUE) -> Tree:
     return tree
 
 
-def subtree(items: list[Mapping[str, Any]], top: str) -> list[str]:
+def subtree(items: Sequence[Mapping[str, Any]], top: str) -> list[str]:
     """``top`` and its descendants, parents before children."""
     children: dict[str, list[str]] = {}
     for obj in items:

@@ -7,7 +7,10 @@ from datetime import UTC, datetime
 
 import pytest
 from rich.console import Console
+from typer.testing import CliRunner
 
+from sluice.cli.main import _register, app
+from sluice.cli.queue import DequeueStrategy
 from sluice.cli.queue_view import (
     FlagError,
     parse_resources,
@@ -86,3 +89,22 @@ def test_tree_draws_the_hierarchy_with_shares() -> None:
     assert "dept Open weight=2 deserved=cpu=4 allocated=cpu=1500m share=0.38" in out
     assert lines[-1].strip().endswith("share=0.00") and "team Closing" in lines[-1]
     assert subtree(QUEUES, "dept") == ["dept", "team"]
+
+
+def test_bad_flag_values_name_the_flag_before_any_api_call() -> None:
+    _register()
+    runner = CliRunner()
+    nowhere = "--kubeconfig=/nonexistent/kubeconfig"
+    cases = {
+        ("--weight", "0"): "--weight",
+        ("--priority", "-1"): "--priority",
+        ("--dequeue-strategy", "lifo"): "--dequeue-strategy",
+        ("--capability", "cpu=four"): "--capability: cpu:",
+        ("--guarantee", "memory"): "--guarantee: 'memory' is not resource=quantity",
+    }
+    for (flag, value), expected in cases.items():
+        result = runner.invoke(app, ["queue", "create", "q", flag, value, nowhere])
+        assert result.exit_code in (1, 2), (flag, result.output)
+        assert expected in result.output, (flag, result.output)
+    fifo = spec_from_flags(dequeue_strategy=DequeueStrategy.fifo)
+    assert fifo == {"dequeueStrategy": "fifo"} and type(fifo["dequeueStrategy"]) is str
