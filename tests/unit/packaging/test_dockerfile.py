@@ -44,3 +44,19 @@ def test_the_final_stage_installs_wheels_only() -> None:
     start = max(i for i, (k, _) in enumerate(final) if k == "FROM")
     copies = [rest for keyword, rest in final[start:] if keyword == "COPY"]
     assert copies == ["--from=build /wheels /wheels"]
+
+
+def test_the_final_stage_cannot_fetch_or_build_packages() -> None:
+    final = instructions()
+    start = max(i for i, (k, _) in enumerate(final) if k == "FROM")
+    runs = " ".join(rest for keyword, rest in final[start:] if keyword == "RUN")
+    assert "pip install --no-index /wheels/*.whl" in runs
+    assert "pip uninstall --yes pip setuptools wheel" in runs
+
+
+def test_what_the_image_drops_is_never_imported() -> None:
+    # The image removes the kubernetes client's asyncio copy; sluice must not need it.
+    sources = (DOCKERFILE.parent / "sluice").rglob("*.py")
+    assert not [
+        p for p in sources if "kubernetes.aio" in p.read_text() or "import aio" in p.read_text()
+    ]
