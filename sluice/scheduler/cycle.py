@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from dataclasses import replace
 from datetime import datetime
 
@@ -20,6 +21,19 @@ from sluice.scheduler.session import JobInfo, Session, job_order_key
 
 
 def run_cycle(snapshot: Snapshot) -> CycleResult:
+    # A cycle allocates an object or more per job, all alive until it ends and none of them
+    # in a reference cycle: Python's cyclic collector would walk them again and again for
+    # nothing (a quarter of the time at 400,000 jobs). It is paused, then restored as it was.
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _run_cycle(snapshot)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _run_cycle(snapshot: Snapshot) -> CycleResult:
     session = Session(snapshot)
     leaves = [n for n in session.tree.leaves() if n in session.queues]
     queue_order = leaf_order(session, leaves)

@@ -12,6 +12,7 @@ soon as the job fits.
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 
@@ -25,6 +26,7 @@ from sluice.scheduler.session import JobInfo, Session
 Taken = dict[str, dict[str, int]]
 Key = tuple[int, tuple[int, float, str]]  # queue priority, victim order
 LAST: Key = (2**63, (0, 0.0, ""))  # no victim at all
+RANKED, SUBTREE, VICTIM = 0, 1, 2  # what a search entry stands for
 
 
 def victim_order(job: JobInfo) -> tuple[int, float, str]:
@@ -43,6 +45,7 @@ class _Reclaim:
         self.victims_using: dict[str, dict[frozenset[str], list[JobInfo]]] = {}
         self.version: dict[str, int] = {}  # bumped on every queue whose subtree lost victims
         self.bounds: dict[tuple[str, frozenset[str]], tuple[int, Key]] = {}
+        self.ranked: dict[tuple[str, frozenset[str]], tuple[int, list[tuple[Key, str]]]] = {}
         self.orders: dict[str, tuple[int, float, str]] = {}
         self.excess: dict[str, dict[str, int]] = {}
         self.room: dict[str, int] = {}
@@ -137,50 +140,79 @@ class _Reclaim:
         self.bounds[(name, short)] = (version, best)
         return best
 
+    def ranked_children(self, name: str, short: frozenset[str]) -> list[tuple[Key, str]]:
+        """The children of ``name`` that may hold victims, by bound, smallest first.
+
+        Bounds only rise as victims are taken, so an old ranking still gives every child a
+        key no larger than its true one; it is redone once enough has been taken below.
+        """
+        version = self.version.get(name, 0)
+        children = self.session.queues[name].children
+        cached = self.ranked.get((name, short))
+        if cached is None or version - cached[0] > len(children) // 8 + 2:
+            ranked = sorted((self.bound(child, short), child) for child in children)
+            cached = (version, [entry for entry in ranked if entry[0] != LAST])
+            self.ranked[(name, short)] = cached
+        return cached[1]
+
     def candidates(self, job: JobInfo, short: dict[str, int], taken: Taken) -> Iterator[JobInfo]:
         """Victims in order: nearest relatives first, then lower queue priority, then lower
         job priority, then the most recently admitted.
 
-        Each level (common ancestor) is a best-first search down its subtrees: a subtree is
-        entered only when its bound is the smallest left and its root is above its deserved
-        share in a resource the job is short of (otherwise nothing below it qualifies), so a
-        job looks at a few branches of the tree instead of every queue above its share.
+        Each level (common ancestor) is a best-first search down its subtrees: every heap entry
+        carries a key no larger than that of any victim it stands for, so victims come out in
+        order while only the branches that can hold the next ones are opened. A subtree whose
+        root is back at its deserved share is dropped whole: nothing below it qualifies.
+        Children are visited through their cached ranking, one at a time, so a queue with
+        hundreds of children costs a few steps, not hundreds.
         """
         session = self.session
         resources = frozenset(short)
         chain = session.chain(job.queue)
+        sequence = itertools.count()
         for level in range(1, len(chain)):
-            if not self.within_deserved(job, chain[level - 1]):
+            own = chain[level - 1]
+            if not self.within_deserved(job, own):
                 return  # every further group has a higher common ancestor: still not within
             common = chain[level]
-            # (key, name, victim index or -1 for a subtree, the path below common)
-            heap: list[tuple[Key, str, int, tuple[str, ...]]] = []
-            for child in session.queues[common].children:
-                if child != chain[level - 1]:
-                    key = self.bound(child, resources)
-                    if key != LAST:
-                        heap.append((key, child, -1, (child,)))
-            heapq.heapify(heap)
+            rankings: dict[str, list[tuple[Key, str]]] = {}
+            # (key, tie, kind, queue, index, path below common); kinds: RANKED = the index-th
+            # child of the queue in its ranking, SUBTREE = a queue not yet opened, VICTIM = the
+            # index-th victim of a leaf.
+            heap: list[tuple[Key, int, int, str, int, tuple[str, ...]]] = []
+            rankings[common] = self.ranked_children(common, resources)
+            if rankings[common]:
+                heap.append((rankings[common][0][0], 0, RANKED, common, 0, ()))
             while heap:
-                key, name, index, path = heapq.heappop(heap)
+                _, _, kind, name, index, path = heapq.heappop(heap)
+                if kind == RANKED:
+                    ranked = rankings[name]
+                    if index + 1 < len(ranked):
+                        entry = (ranked[index + 1][0], next(sequence), RANKED)
+                        heapq.heappush(heap, (*entry, name, index + 1, path))
+                    child = ranked[index][1]
+                    key = self.bound(child, resources)
+                    if key != LAST and child != own:
+                        entry = (key, next(sequence), SUBTREE)
+                        heapq.heappush(heap, (*entry, child, 0, (*path, child)))
+                    continue
                 if not self.above_deserved(name, taken, short):
                     continue  # nothing below a queue back at its share qualifies
-                if index < 0 and session.queues[name].children:
-                    for child in session.queues[name].children:
-                        key = self.bound(child, resources)
-                        if key != LAST:
-                            heapq.heappush(heap, (key, child, -1, (*path, child)))
+                if kind == SUBTREE and session.queues[name].children:
+                    rankings[name] = ranked = self.ranked_children(name, resources)
+                    if ranked:
+                        entry = (ranked[0][0], next(sequence), RANKED)
+                        heapq.heappush(heap, (*entry, name, 0, path))
                     continue
                 if not all(self.above_deserved(q, taken, short) for q in path[:-1]):
                     continue  # its branch is back at its share: nothing more from it
                 victims = self.victims_for(name, resources)
-                index = max(index, 0)
                 if index >= len(victims):
                     continue
                 yield victims[index]
                 if index + 1 < len(victims):
-                    nxt = (key[0], self.order(victims[index + 1]))
-                    heapq.heappush(heap, (nxt, name, index + 1, path))
+                    key = (session.queues[name].priority, self.order(victims[index + 1]))
+                    heapq.heappush(heap, (key, next(sequence), VICTIM, name, index + 1, path))
 
     def order(self, job: JobInfo) -> tuple[int, float, str]:
         key = self.orders.get(job.key)

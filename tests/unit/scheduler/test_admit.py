@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 from builders import job, node, queue, running, snapshot
 
 from sluice.scheduler.cycle import apply_decisions, run_cycle
@@ -160,3 +162,16 @@ def test_a_missing_parent_or_too_deep_a_queue_admits_nothing_below_it() -> None:
     assert "6 levels deep" in result.queues["l6"].invalid_reason
     assert "parent nowhere does not exist" in result.queues["lost"].invalid_reason
     assert "is not valid" in reasons(result)["ns/deep"]
+
+
+def test_the_garbage_collector_is_left_as_the_caller_had_it() -> None:
+    snap = snapshot([queue("a")], [job("j", "a")], [node(cpu=1)])
+    assert gc.isenabled()
+    run_cycle(snap)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        run_cycle(snap)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
