@@ -45,7 +45,7 @@ class _Reclaim:
         self.victims_using: dict[str, dict[frozenset[str], list[JobInfo]]] = {}
         self.version: dict[str, int] = {}  # bumped on every queue whose subtree lost victims
         self.bounds: dict[tuple[str, frozenset[str]], tuple[int, Key]] = {}
-        self.ranked: dict[tuple[str, frozenset[str]], tuple[int, list[tuple[Key, str]]]] = {}
+        self.ranked: dict[str, dict[frozenset[str], tuple[int, list[tuple[Key, str]]]]] = {}
         self.orders: dict[str, tuple[int, float, str]] = {}
         self.excess: dict[str, dict[str, int]] = {}
         self.room: dict[str, int] = {}
@@ -135,8 +135,10 @@ class _Reclaim:
         if cached is not None and cached[0] == version:
             return cached[1]
         best = LAST
-        for child in info.children:
-            best = min(best, self.bound(child, short))
+        if any(info.allocated.get(r, 0) > info.deserved.get_amount(r) for r in short):
+            # A queue at or below its share in every resource the job lacks gives nothing.
+            for child in info.children:
+                best = min(best, self.bound(child, short))
         self.bounds[(name, short)] = (version, best)
         return best
 
@@ -144,16 +146,24 @@ class _Reclaim:
         """The children of ``name`` that may hold victims, by bound, smallest first.
 
         Bounds only rise as victims are taken, so an old ranking still gives every child a
-        key no larger than its true one; it is redone once enough has been taken below.
+        key no larger than its true one; it is redone once enough has been taken below (and
+        at once when an admission may have lowered one, see ``admitted``).
         """
         version = self.version.get(name, 0)
         children = self.session.queues[name].children
-        cached = self.ranked.get((name, short))
+        by_short = self.ranked.setdefault(name, {})
+        cached = by_short.get(short)
         if cached is None or version - cached[0] > len(children) // 8 + 2:
             ranked = sorted((self.bound(child, short), child) for child in children)
-            cached = (version, [entry for entry in ranked if entry[0] != LAST])
-            self.ranked[(name, short)] = cached
+            cached = by_short[short] = (version, [entry for entry in ranked if entry[0] != LAST])
         return cached[1]
+
+    def admitted(self, job: JobInfo) -> None:
+        """The job's queue and ancestors hold more now, so some may be above their share
+        where they were not: their bounds and their parents' rankings are redone."""
+        for name in self.session.chain(job.queue):
+            self.version[name] = self.version.get(name, 0) + 1
+            self.ranked.pop(name, None)
 
     def candidates(self, job: JobInfo, short: dict[str, int], taken: Taken) -> Iterator[JobInfo]:
         """Victims in order: nearest relatives first, then lower queue priority, then lower
@@ -283,6 +293,7 @@ class _Reclaim:
                     continue
                 if self.reclaim_for(job, short):
                     self.outcome.admit(session, job, f"reclaim: room taken back for queue {leaf}")
+                    self.admitted(job)
                 else:
                     failed.append(dict(job.request))
             info = session.queues[leaf]

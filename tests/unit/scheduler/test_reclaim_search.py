@@ -85,5 +85,6 @@ def test_the_search_matches_the_definition_on_random_trees() -> None:
             # Take the victims, so later jobs search a changed tree with cached bounds.
             if search.reclaim_for(pending_job, short):
                 outcome.admit(session, pending_job, "")
+                search.admitted(pending_job)
                 taken += 1
     assert compared > 100 and taken > 20  # the random clusters do exercise the search
