@@ -38,10 +38,6 @@ class JobInfo:
     key: str = ""  # namespace/name, copied from the view: read on every hot path
     queue: str = ""
 
-    def __post_init__(self) -> None:
-        self.key = self.view.key
-        self.queue = self.view.queue
-
 
 @dataclass(slots=True, eq=False)
 class QueueInfo:
@@ -152,6 +148,8 @@ class Session:
                 admitted=admitted,
                 admitted_at=view.admitted_at,
                 finished=phase is JobPhase.COMPLETED,
+                key=view.key,
+                queue=view.queue,
             )
             info = self.queues.get(view.queue)
             if admitted:
@@ -196,18 +194,16 @@ class Session:
         for info in order:
             info.real_capability = self._real_capability(info)
         for info in reversed(order):  # bottom-up requests
-            own = Resources(info.allocated) if not info.children else EMPTY
-            pending = EMPTY
-            if not info.blocked_by:
-                for job in info.pending_jobs:
-                    pending = pending + job.request
+            wanted: dict[str, int] = {}
             if info.children:
-                total = EMPTY
                 for child in info.children:
-                    total = total + self.queues[child].request
-                info.request = total
+                    _add(wanted, self.queues[child].request)
             else:
-                info.request = own + pending
+                _add(wanted, info.allocated)
+                if not info.blocked_by:
+                    for job in info.pending_jobs:
+                        _add(wanted, job.request)
+            info.request = Resources(wanted)
         self._derive_deserved(order)
 
     def _real_capability(self, info: QueueInfo) -> Resources:
