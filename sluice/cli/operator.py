@@ -26,7 +26,7 @@ def run(
         str, typer.Option(help="Name of the leader-election Lease.")
     ] = "sluice-operator",
     identity: Annotated[str, typer.Option(help="Lease holder identity (default: host-pid).")] = "",
-    health_port: Annotated[int, typer.Option(help="Liveness endpoint port (0: off).")] = 8080,
+    health_port: Annotated[int, typer.Option(help="Port of /healthz and /readyz (0: off).")] = 8080,
     metrics_port: Annotated[int, typer.Option(help="Prometheus metrics port (0: off).")] = 9090,
     lease_seconds: Annotated[int, typer.Option(help="Lease duration.")] = 15,
     resync_seconds: Annotated[float, typer.Option(help="Cycle at least this often.")] = 10.0,

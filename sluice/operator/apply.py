@@ -65,6 +65,13 @@ def _message(err: ApiException) -> str:
         return str(err.reason)
 
 
+def cause(reason: str | None) -> str | None:
+    """A pending reason without its leading "position N in QUEUE; " part."""
+    if reason and reason.startswith("position "):
+        return reason.partition("; ")[2]
+    return reason
+
+
 def _rfc3339(value: datetime) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -143,7 +150,7 @@ class Writer:
         except ApiException as err:  # an event is a courtesy; never fail a cycle for it
             log.warning("event=event-post-failed object=%s status=%s", meta.get("name"), err.status)
 
-    def evict(self, decision: Decision, now: datetime) -> None:
+    def evict(self, decision: Decision, now: datetime) -> bool:
         body = {
             "metadata": {
                 "annotations": {
@@ -155,11 +162,13 @@ class Writer:
             "spec": {"suspend": True},
         }
         obj = self._patch_job(decision.job, body, decision.action)
-        if obj is not None:
-            reason = "Reclaimed" if decision.action == "reclaim" else "Preempted"
-            self._event(obj, reason, f"{decision.reason}; suspended by sluice")
+        if obj is None:
+            return False
+        reason = "Reclaimed" if decision.action == "reclaim" else "Preempted"
+        self._event(obj, reason, f"{decision.reason}; suspended by sluice")
+        return True
 
-    def admit(self, decision: Decision, now: datetime) -> None:
+    def admit(self, decision: Decision, now: datetime) -> bool:
         body = {
             "metadata": {
                 "annotations": {
@@ -171,19 +180,26 @@ class Writer:
             "spec": {"suspend": False},
         }
         obj = self._patch_job(decision.job, body, "admit")
-        if obj is not None:
-            self._event(obj, "Admitted", f"admitted by queue {decision.queue}: {decision.reason}")
+        if obj is None:
+            return False
+        self._event(obj, "Admitted", f"admitted by queue {decision.queue}: {decision.reason}")
+        return True
 
     def pending_reason(self, key: str, reason: str) -> None:
+        """Write why a job waits when it changed; post an Event only when the cause changed,
+        not when the job merely moved up its queue (that would be an Event per admission)."""
         current = self.state.jobs.get(key)
         if current is None:
             return
         annotations = (current.get("metadata") or {}).get("annotations") or {}
-        if annotations.get(PENDING_REASON_ANNOTATION) == reason:
+        previous = annotations.get(PENDING_REASON_ANNOTATION)
+        if previous == reason:
             return
-        self._patch_job(
+        obj = self._patch_job(
             key, {"metadata": {"annotations": {PENDING_REASON_ANNOTATION: reason}}}, "reason"
         )
+        if obj is not None and cause(previous) != cause(reason):
+            self._event(obj, "Pending", reason)
 
     # Queues ------------------------------------------------------------------------------
     def _patch_queue(self, name: str, body: dict[str, Any], kind: str) -> None:
@@ -265,12 +281,13 @@ class Writer:
     def finalizers(self) -> None:
         """Every Queue carries the subtree finalizer; a deleted one loses it once no child
         queue is left, so deleting a parent deletes its children first."""
+        queues = self.state.queue_objects()
         parents = {
             (obj.get("spec") or {}).get("parent") or ROOT_QUEUE
-            for name, obj in self.state.queues.items()
+            for name, obj in queues
             if name != ROOT_QUEUE
         }
-        for name, obj in list(self.state.queues.items()):
+        for name, obj in queues:
             meta = obj.get("metadata") or {}
             finalizers = list(meta.get("finalizers") or [])
             deleting = meta.get("deletionTimestamp") is not None
@@ -314,23 +331,52 @@ WRITERS = 8
 """Parallel writes within one phase; phases stay ordered (victims before admissions)."""
 
 
-async def apply_result(writer: Writer, result: CycleResult, now: datetime) -> None:
-    """Write a cycle's results in the order that keeps quota safe at every step."""
+async def apply_result(
+    writer: Writer,
+    result: CycleResult,
+    now: datetime,
+    may_write: Callable[[], bool] = lambda: True,
+) -> bool:
+    """Write a cycle's results in the order that keeps quota safe at every step.
 
-    def write() -> None:
+    Admissions count on the room the victims leave: when any victim could not be suspended
+    (its Job changed meanwhile, or the write was refused), no job of this cycle is admitted
+    and the loop decides again on the fresh view. ``may_write`` is asked before each phase,
+    so a replica that lost the Lease mid-apply stops there. Returns whether every phase ran.
+    """
+
+    def write() -> bool:
         with ThreadPoolExecutor(WRITERS, thread_name_prefix="sluice-write") as pool:
             victims = [d for d in result.decisions if d.action in ("reclaim", "preempt")]
-            list(pool.map(lambda d: writer.evict(d, now), victims))
+            if not may_write():
+                return False
+            evicted = list(pool.map(lambda d: writer.evict(d, now), victims))
             admits = [d for d in result.decisions if d.action == "admit"]
+            if not all(evicted):
+                log.info(
+                    "event=admissions-deferred victims=%d suspended=%d admissions=%d",
+                    len(victims),
+                    sum(evicted),
+                    len(admits),
+                )
+                writer.state.notify()
+                return False
+            if not may_write():
+                return False
             list(pool.map(lambda d: writer.admit(d, now), admits))
+            if not may_write():
+                return False
             for action in result.queue_actions:
                 if action.action not in ("invalid", "valid"):
                     writer.queue_action(action.action, action.queue, action.reason)
             writer.finalizers()
             list(pool.map(lambda p: writer.pending_reason(p.job, p.reason), result.pending))
+            if not may_write():
+                return False
             writer.statuses(result, now)
+            return True
 
-    await asyncio.to_thread(write)
+    return await asyncio.to_thread(write)
 
 
 def decisions_by_action(result: CycleResult) -> Mapping[str, int]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -48,6 +49,14 @@ class LeaseElector:
     def __post_init__(self) -> None:
         self.coordination = client.CoordinationV1Api(self.api)
         self.changed = asyncio.Event()
+        self.renewed_at = float("-inf")  # monotonic start of the last successful round
+
+    def holds(self) -> bool:
+        """Whether writing is still safe: the last successful renewal started less than
+        ``lease_seconds - renew_seconds`` ago. A replica that stalled (a long pause, an
+        unreachable API server) stops writing before any follower may take the Lease over."""
+        margin = self.lease_seconds - self.renew_seconds
+        return self.is_leader and time.monotonic() - self.renewed_at < margin
 
     def _body(self, acquire: datetime | None, transitions: int) -> dict[str, Any]:
         now = _now()
@@ -126,11 +135,14 @@ class LeaseElector:
 
     async def run(self) -> None:
         while True:
+            started = time.monotonic()
             try:
                 leading = await asyncio.to_thread(self.try_acquire_or_renew)
             except Exception as err:  # noqa: BLE001 - an unreachable API server means not leading
                 log.warning("event=lease-error error=%r", err)
                 leading = False
+            if leading:
+                self.renewed_at = started
             if leading != self.is_leader:
                 self.is_leader = leading
                 log.info(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -43,8 +44,10 @@ class SchedulingLoop:
         state: ClusterState,
         elector: LeaseElector,
         settings: LoopSettings,
+        relist: Callable[[], None] | None = None,
     ) -> None:
         self.api = api
+        self.relist = relist
         self.core = client.CoreV1Api(api)
         self.state = state
         self.elector = elector
@@ -52,7 +55,9 @@ class SchedulingLoop:
         self.writer = Writer(api, state)
         self.synced = asyncio.Event()
         self.cycles = 0
+        self.heartbeat = time.monotonic()  # last loop iteration, for the liveness endpoint
         self._config_text: str | None = None
+        self._leading = False
 
     def read_config(self) -> None:
         """Load the scheduler ConfigMap; on error keep the last good configuration."""
@@ -106,9 +111,23 @@ class SchedulingLoop:
             except TimeoutError:
                 pass
             self.state.wake.clear()
-            metrics.LEADER.set(1 if self.elector.is_leader else 0)
-            if not self.elector.is_leader:
+            self.heartbeat = time.monotonic()
+            leading = self.elector.holds()
+            metrics.LEADER.set(1 if leading else 0)
+            if not leading:
+                self._leading = False
                 continue
+            if not self._leading and self.relist is not None:
+                # A new leader first lists everything, so its first cycle also sees the
+                # writes of the previous leader that its watches may not have delivered yet.
+                try:
+                    await asyncio.to_thread(self.relist)
+                except Exception:
+                    log.exception("event=relist-failed")
+                    await asyncio.sleep(1)
+                    self.state.wake.set()
+                    continue
+            self._leading = True
             if time.monotonic() - last_config > self.settings.resync_seconds:
                 await asyncio.to_thread(self.read_config)
                 last_config = time.monotonic()
@@ -125,11 +144,11 @@ class SchedulingLoop:
         snapshot = self.state.snapshot(now, self.settings.max_queue_depth)
         result = await asyncio.to_thread(run_cycle, snapshot)
         metrics.CYCLE_SECONDS.observe(time.perf_counter() - started)
-        if not self.elector.is_leader:
+        if not self.elector.holds():
             return result  # lost the Lease while deciding: write nothing
         written = time.perf_counter()
         before = dict(self.writer.stats.by_kind)
-        await apply_result(self.writer, result, now)
+        await apply_result(self.writer, result, now, self.elector.holds)
         metrics.APPLY_SECONDS.observe(time.perf_counter() - written)
         for kind, count in self.writer.stats.by_kind.items():
             delta = count - before.get(kind, 0)

@@ -8,6 +8,7 @@ import os
 import signal
 import socket
 from dataclasses import dataclass
+from typing import Any
 
 import kopf
 from kubernetes import client
@@ -16,6 +17,7 @@ from prometheus_client import start_http_server
 from sluice.api.constants import GROUP, PLURAL, QUEUE_LABEL, VERSION
 from sluice.operator import metrics
 from sluice.operator.handlers import build_registry
+from sluice.operator.health import serve_health
 from sluice.operator.leader import LeaseElector
 from sluice.operator.loop import LoopSettings, SchedulingLoop
 from sluice.operator.state import ClusterState
@@ -63,7 +65,7 @@ def prime(api: client.ApiClient, state: ClusterState) -> None:
 
 
 async def run_operator(api: client.ApiClient, options: OperatorOptions) -> None:
-    state = ClusterState()
+    state = ClusterState(loop=asyncio.get_running_loop())
     identity = options.identity or f"{socket.gethostname()}-{os.getpid()}"
     elector = LeaseElector(
         api,
@@ -82,7 +84,10 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> None:
             resync_seconds=options.resync_seconds,
             max_queue_depth=options.max_queue_depth,
         ),
+        relist=lambda: prime(api, state),
     )
+    tasks: list[asyncio.Task[Any]] = []
+    health = await serve_health(loop, tasks, options.health_port) if options.health_port else None
     if options.metrics_port:
         start_http_server(options.metrics_port, registry=metrics.REGISTRY)
     stop = asyncio.Event()
@@ -96,16 +101,10 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> None:
     )
     registry = build_registry(state, api)
     kopf_stop: asyncio.Future[None] = running.create_future()
-    tasks = [
+    tasks += [
         asyncio.create_task(
             kopf.operator(
-                registry=registry,
-                standalone=True,
-                clusterwide=True,
-                liveness_endpoint=f"http://0.0.0.0:{options.health_port}/healthz"
-                if options.health_port
-                else None,
-                stop_flag=kopf_stop,
+                registry=registry, standalone=True, clusterwide=True, stop_flag=kopf_stop
             ),
             name="kopf",
         ),
@@ -124,3 +123,5 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> None:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
     await asyncio.to_thread(elector.release)
+    if health is not None:
+        await health.cleanup()

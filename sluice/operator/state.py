@@ -2,13 +2,15 @@
 
 Watch handlers only store objects here and wake the loop; the loop writes its own results
 back (``remember``) as soon as the API server has accepted them, so the next cycle never acts
-on a view older than its own writes.
+on a view older than its own writes. Those writes come from worker threads while watch events
+arrive on the event loop, hence the lock and the thread-safe wake-up.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -41,17 +43,29 @@ def _name(obj: Obj) -> str:
     return str((obj.get("metadata") or {}).get("name", ""))
 
 
-def _newer(current: Obj | None, incoming: Obj) -> bool:
-    """Whether an event's object is not older than what is stored (resourceVersions are
-    opaque, but the API server's are integers; an older event must not undo our write)."""
-    if current is None:
-        return True
+def _version(obj: Obj | None) -> int | None:
+    """resourceVersions are opaque, but the API server's are integers."""
     try:
-        have = int((current.get("metadata") or {}).get("resourceVersion", 0))
-        got = int((incoming.get("metadata") or {}).get("resourceVersion", 0))
+        return int(((obj or {}).get("metadata") or {}).get("resourceVersion"))
     except (TypeError, ValueError):
-        return True
-    return got >= have
+        return None
+
+
+def _newer(current: Obj | None, incoming: Obj) -> bool:
+    """Whether an event's object is not older than what is stored (an older event must not
+    undo our write)."""
+    have, got = _version(current), _version(incoming)
+    return have is None or got is None or got >= have
+
+
+TOMBSTONES = 10_000
+"""Deleted objects remembered, so a late answer to our own write cannot bring one back."""
+
+
+def _gone(obj: Obj) -> bool:
+    """A write answered with a deleting object that has no finalizer left: it is gone."""
+    meta = obj.get("metadata") or {}
+    return meta.get("deletionTimestamp") is not None and not meta.get("finalizers")
 
 
 @dataclass
@@ -64,13 +78,47 @@ class ClusterState:
     config_error: str = ""
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     bad_objects: dict[str, str] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    deleted: dict[str, int] = field(default_factory=dict)  # table/key -> resourceVersion
+    loop: asyncio.AbstractEventLoop | None = None
+    """The event loop that waits on ``wake``; set by the operator, None in tests."""
+
+    def notify(self) -> None:
+        """Wake the scheduling loop, from its own thread or from a writer thread."""
+        if self.loop is None:
+            self.wake.set()
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self.loop:
+            self.wake.set()
+        elif not self.loop.is_closed():
+            self.loop.call_soon_threadsafe(self.wake.set)
 
     def _store(self, table: dict[str, Obj], key: str, event: str, obj: Obj) -> None:
-        if event == "DELETED":
-            table.pop(key, None)
-        elif _newer(table.get(key), obj):
-            table[key] = obj
-        self.wake.set()
+        tomb = f"{id(table)}/{key}"  # tables are per kind, so are their tombstones
+        version = _version(obj)
+        with self.lock:
+            if event == "DELETED" or _gone(obj):
+                table.pop(key, None)
+                if version is not None:
+                    self.deleted[tomb] = version
+                    while len(self.deleted) > TOMBSTONES:
+                        del self.deleted[next(iter(self.deleted))]
+            elif _newer(table.get(key), obj):
+                buried = self.deleted.get(tomb)
+                if buried is not None and version is not None and version <= buried:
+                    return  # an answer older than the deletion: the object is gone
+                self.deleted.pop(tomb, None)
+                table[key] = obj
+        self.notify()
+
+    def queue_objects(self) -> list[tuple[str, Obj]]:
+        """A copy that stays valid while watch events keep arriving."""
+        with self.lock:
+            return list(self.queues.items())
 
     def on_queue(self, event: str, obj: Obj) -> None:
         self._store(self.queues, _name(obj), event, obj)
@@ -94,14 +142,19 @@ class ClusterState:
     def snapshot(self, now: datetime, max_queue_depth: int) -> Snapshot:
         """A Snapshot of the stored objects; unreadable ones are left out and reported."""
         bad: dict[str, str] = {}
+        with self.lock:
+            queue_objs = list(self.queues.items())
+            job_objs = list(self.jobs.items())
+            node_objs = list(self.nodes.items())
+            class_objs = list(self.priority_classes.items())
         queues: list[Queue] = []
-        for name, obj in self.queues.items():
+        for name, obj in queue_objs:
             try:
                 queues.append(Queue.from_object(obj))
             except InvalidObject as err:
                 bad[f"queue/{name}"] = str(err)
         jobs: list[JobView] = []
-        for key, obj in self.jobs.items():
+        for key, obj in job_objs:
             try:
                 view = job_from_object(obj)
             except InvalidObject as err:
@@ -110,13 +163,13 @@ class ClusterState:
             if view is not None:
                 jobs.append(view)
         nodes: list[NodeView] = []
-        for name, obj in self.nodes.items():
+        for name, obj in node_objs:
             try:
                 nodes.append(node_from_object(obj))
             except InvalidObject as err:
                 bad[f"node/{name}"] = str(err)
         classes: list[PriorityClassView] = []
-        for name, obj in self.priority_classes.items():
+        for name, obj in class_objs:
             try:
                 classes.append(priority_class_from_object(obj))
             except InvalidObject as err:

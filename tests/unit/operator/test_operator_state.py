@@ -31,6 +31,29 @@ def test_an_older_event_never_undoes_the_loops_own_write() -> None:
     assert state.wake.is_set()
 
 
+def test_a_late_answer_to_our_own_write_never_brings_a_deleted_object_back() -> None:
+    state = ClusterState()
+    state.on_queue("ADDED", obj("child", 5, spec={"parent": "dept"}))
+    # The finalizer release races the watch: the deletion is seen first, the answer later.
+    state.on_queue("DELETED", obj("child", 9))
+    state.remember_queue(obj("child", 8, spec={"parent": "dept"}))
+    assert "child" not in state.queues
+    state.on_queue("ADDED", obj("child", 12, spec={"parent": "root"}))  # created again
+    assert state.queues["child"]["spec"] == {"parent": "root"}
+
+
+def test_an_answer_showing_the_last_finalizer_gone_removes_the_object() -> None:
+    state = ClusterState()
+    state.on_queue("ADDED", obj("q", 5))
+    released = obj("q", 6)
+    released["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"  # type: ignore[index]
+    released["metadata"]["finalizers"] = []  # type: ignore[index]
+    state.remember_queue(released)
+    assert "q" not in state.queues
+    state.on_queue("MODIFIED", obj("q", 6))  # the watch's copy of that same version
+    assert "q" not in state.queues
+
+
 def test_unreadable_objects_are_left_out_and_reported() -> None:
     state = ClusterState()
     state.on_queue("ADDED", {"metadata": {"name": "root"}})

@@ -1,0 +1,158 @@
+"""In-memory stand-ins for the three Kubernetes APIs the operator's Writer uses.
+
+They keep objects as plain dicts, apply JSON merge patches, honour resourceVersion
+preconditions with a 409 like the API server, and record every call in order.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from sluice.operator.apply import Writer
+from sluice.operator.state import ClusterState
+
+
+def merge(target: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    """RFC 7386."""
+    for key, value in patch.items():
+        if value is None:
+            target.pop(key, None)
+        elif isinstance(value, dict) and isinstance(target.get(key), dict):
+            merge(target[key], value)
+        else:
+            target[key] = copy.deepcopy(value)
+    return target
+
+
+class FakeCluster:
+    def __init__(self) -> None:
+        self.objects: dict[str, dict[str, Any]] = {}  # "job/ns/name" or "queue/name"
+        self.calls: list[tuple[str, str]] = []  # (verb, key)
+        self.events: list[dict[str, Any]] = []
+        self.refuse: set[str] = set()  # keys whose next writes fail with 403
+        self.version = 100
+
+    def add(self, key: str, obj: dict[str, Any]) -> dict[str, Any]:
+        self.version += 1
+        obj.setdefault("metadata", {})["resourceVersion"] = str(self.version)
+        self.objects[key] = obj
+        return copy.deepcopy(obj)
+
+    def patch(self, key: str, body: dict[str, Any], verb: str = "patch") -> dict[str, Any]:
+        self.calls.append((verb, key))
+        if key in self.refuse:
+            raise ApiException(status=403, reason="Forbidden")
+        stored = self.objects.get(key)
+        if stored is None:
+            raise ApiException(status=404, reason="NotFound")
+        wanted = (body.get("metadata") or {}).get("resourceVersion")
+        if wanted is not None and wanted != stored["metadata"]["resourceVersion"]:
+            raise ApiException(status=409, reason="Conflict")
+        merge(stored, copy.deepcopy(body))
+        self.version += 1
+        stored["metadata"]["resourceVersion"] = str(self.version)
+        return copy.deepcopy(stored)
+
+
+class FakeBatch:
+    def __init__(self, cluster: FakeCluster) -> None:
+        self.cluster = cluster
+
+    def patch_namespaced_job(
+        self, name: str, namespace: str, body: dict[str, Any], **_: Any
+    ) -> dict[str, Any]:
+        return self.cluster.patch(f"job/{namespace}/{name}", body)
+
+
+class FakeCore:
+    def __init__(self, cluster: FakeCluster) -> None:
+        self.cluster = cluster
+
+    def create_namespaced_event(self, namespace: str, event: dict[str, Any]) -> None:
+        self.cluster.calls.append(("event", f"job/{namespace}/{event['involvedObject']['name']}"))
+        self.cluster.events.append(event)
+
+
+class FakeObjects:
+    def __init__(self, cluster: FakeCluster) -> None:
+        self.cluster = cluster
+
+    def patch_cluster_custom_object(
+        self, group: str, version: str, plural: str, name: str, body: dict[str, Any], **_: Any
+    ) -> dict[str, Any]:
+        return self.cluster.patch(f"queue/{name}", body)
+
+    def patch_cluster_custom_object_status(
+        self, group: str, version: str, plural: str, name: str, body: dict[str, Any], **_: Any
+    ) -> dict[str, Any]:
+        return self.cluster.patch(f"queue/{name}", body, "status")
+
+    def create_cluster_custom_object(
+        self, group: str, version: str, plural: str, body: dict[str, Any]
+    ) -> dict[str, Any]:
+        key = f"queue/{body['metadata']['name']}"
+        self.cluster.calls.append(("create", key))
+        if key in self.cluster.objects:
+            raise ApiException(status=409, reason="AlreadyExists")
+        return self.cluster.add(key, copy.deepcopy(body))
+
+    def delete_cluster_custom_object(
+        self, group: str, version: str, plural: str, name: str
+    ) -> None:
+        key = f"queue/{name}"
+        self.cluster.calls.append(("delete", key))
+        if key not in self.cluster.objects:
+            raise ApiException(status=404, reason="NotFound")
+        self.cluster.objects[key]["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+
+
+def fake_writer() -> tuple[Writer, FakeCluster, ClusterState]:
+    cluster = FakeCluster()
+    state = ClusterState()
+    writer = Writer(client.ApiClient(), state)
+    writer.batch = FakeBatch(cluster)  # type: ignore[assignment]
+    writer.core = FakeCore(cluster)  # type: ignore[assignment]
+    writer.objects = FakeObjects(cluster)  # type: ignore[assignment]
+    writer.serialize = lambda obj: obj
+    return writer, cluster, state
+
+
+def job(cluster: FakeCluster, state: ClusterState, name: str, **annotations: str) -> dict[str, Any]:
+    """A suspended managed job, stored in the fake cluster and seen by the operator."""
+    body = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "namespace": "ns",
+            "uid": f"uid-{name}",
+            "labels": {"sluice.dev/queue-name": "team"},
+            "annotations": {f"sluice.dev/{k.replace('_', '-')}": v for k, v in annotations.items()},
+        },
+        "spec": {"suspend": True},
+    }
+    seen = cluster.add(f"job/ns/{name}", body)
+    state.on_job("ADDED", seen)
+    return seen
+
+
+def queue(cluster: FakeCluster, state: ClusterState, name: str, **meta: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "apiVersion": "scheduling.sluice.dev/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": name, "generation": 1, **meta.pop("metadata", {})},
+        "spec": meta.pop("spec", {} if name == "root" else {"parent": "root"}),
+        **meta,
+    }
+    seen = cluster.add(f"queue/{name}", body)
+    state.on_queue("ADDED", seen)
+    return seen
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)

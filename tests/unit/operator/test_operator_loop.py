@@ -1,0 +1,167 @@
+"""The loop's wake-ups and the Lease: bursts coalesce, followers never write, a new leader
+lists first, and a replica that could not renew stops writing before the Lease can pass on."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from sluice.operator.leader import LeaseElector
+from sluice.operator.loop import LoopSettings, SchedulingLoop
+from sluice.operator.state import ClusterState
+from sluice.scheduler.model import CycleResult
+
+
+class Elector:
+    def __init__(self, leading: bool) -> None:
+        self.leading = leading
+        self.is_leader = leading
+
+    def holds(self) -> bool:
+        return self.leading
+
+
+class Recorder:
+    """Stands in for the cycle and the relist, recording their order."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self.ran = asyncio.Event()
+
+    async def cycle(self) -> CycleResult:
+        self.calls.append("cycle")
+        self.ran.set()
+        return CycleResult(queue_order=(), queues={})
+
+    def relist(self) -> None:
+        self.calls.append("relist")
+
+
+def start(elector: Elector, debounce: float = 1.0) -> tuple[SchedulingLoop, Recorder]:
+    state = ClusterState()
+    recorder = Recorder()
+    settings = LoopSettings(namespace="ns", debounce_seconds=debounce, resync_seconds=60)
+    loop = SchedulingLoop(client.ApiClient(), state, elector, settings, relist=recorder.relist)  # type: ignore[arg-type]
+    loop.cycle = recorder.cycle  # type: ignore[method-assign]
+    loop.read_config = lambda: None  # type: ignore[method-assign]
+    loop.synced.set()
+    return loop, recorder
+
+
+async def settle() -> None:
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
+async def test_a_burst_of_events_makes_one_cycle_and_a_new_leader_lists_first() -> None:
+    loop, recorder = start(Elector(leading=True))
+    task = asyncio.create_task(loop.run())
+    try:
+        loop.state.notify()
+        await settle()  # the loop is now in its debounce pause
+        for _ in range(50):
+            loop.state.notify()
+        await recorder.ran.wait()
+        await settle()
+        assert recorder.calls == ["relist", "cycle"]
+        assert not loop.state.wake.is_set()  # the burst was folded into that one cycle
+    finally:
+        task.cancel()
+
+
+async def test_a_follower_keeps_listening_but_never_cycles() -> None:
+    elector = Elector(leading=False)
+    loop, recorder = start(elector, debounce=0)
+    task = asyncio.create_task(loop.run())
+    try:
+        for _ in range(3):
+            loop.state.notify()
+            await settle()
+        assert recorder.calls == []
+        elector.leading = True
+        loop.state.notify()
+        await recorder.ran.wait()
+        assert recorder.calls == ["relist", "cycle"]
+    finally:
+        task.cancel()
+
+
+def lease(holder: str, renewed_ago: float, duration: int = 15) -> client.V1Lease:
+    renewed = datetime.now(UTC) - timedelta(seconds=renewed_ago)
+    return client.V1Lease(
+        metadata=client.V1ObjectMeta(name="l", namespace="ns", resource_version="7"),
+        spec=client.V1LeaseSpec(
+            holder_identity=holder,
+            lease_duration_seconds=duration,
+            renew_time=renewed,
+            acquire_time=renewed,
+            lease_transitions=2,
+        ),
+    )
+
+
+class Coordination:
+    def __init__(self, stored: client.V1Lease | None, conflict: bool = False) -> None:
+        self.stored = stored
+        self.conflict = conflict
+        self.written: list[dict[str, Any]] = []
+
+    def read_namespaced_lease(self, name: str, namespace: str) -> client.V1Lease:
+        if self.stored is None:
+            raise ApiException(status=404)
+        return self.stored
+
+    def create_namespaced_lease(self, namespace: str, body: dict[str, Any]) -> None:
+        self.written.append(body)
+
+    def replace_namespaced_lease(self, name: str, namespace: str, body: dict[str, Any]) -> None:
+        if self.conflict:
+            raise ApiException(status=409)
+        self.written.append(body)
+
+
+def elector(coordination: Coordination) -> LeaseElector:
+    found = LeaseElector(client.ApiClient(), "ns", "l", "me", lease_seconds=15, renew_seconds=5)
+    found.coordination = coordination  # type: ignore[assignment]
+    return found
+
+
+def test_a_missing_lease_is_created_and_held() -> None:
+    fake = Coordination(None)
+    assert elector(fake).try_acquire_or_renew()
+    assert fake.written[0]["spec"]["holderIdentity"] == "me"
+
+
+def test_a_live_lease_of_another_replica_is_left_alone() -> None:
+    fake = Coordination(lease("other", renewed_ago=3))
+    assert not elector(fake).try_acquire_or_renew()
+    assert fake.written == []
+
+
+def test_an_expired_lease_is_taken_over_with_its_version_as_precondition() -> None:
+    fake = Coordination(lease("other", renewed_ago=20))
+    assert elector(fake).try_acquire_or_renew()
+    written = fake.written[0]
+    assert written["metadata"]["resourceVersion"] == "7"
+    assert written["spec"]["holderIdentity"] == "me"
+    assert written["spec"]["leaseTransitions"] == 3
+
+
+def test_two_replicas_taking_over_at_once_only_one_wins() -> None:
+    assert not elector(
+        Coordination(lease("other", renewed_ago=20), conflict=True)
+    ).try_acquire_or_renew()
+
+
+def test_a_leader_that_could_not_renew_in_time_stops_writing_before_the_lease_expires() -> None:
+    found = elector(Coordination(None))
+    found.is_leader = True
+    found.renewed_at = time.monotonic()
+    assert found.holds()
+    found.renewed_at = time.monotonic() - 11  # lease 15 s, renew 5 s: at most 10 s of writing
+    assert not found.holds()
