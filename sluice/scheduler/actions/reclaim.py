@@ -159,11 +159,20 @@ class _Reclaim:
         return cached[1]
 
     def admitted(self, job: JobInfo) -> None:
-        """The job's queue and ancestors hold more now, so some may be above their share
-        where they were not: their bounds and their parents' rankings are redone."""
-        for name in self.session.chain(job.queue):
-            self.version[name] = self.version.get(name, 0) + 1
-            self.ranked.pop(name, None)
+        """The job's queue and ancestors hold more now. One that went above its share where
+        it was not may now hold victims: its bound and those above it, and the rankings that
+        list them, are redone."""
+        chain = self.session.chain(job.queue)
+        for depth, name in enumerate(chain):
+            held, owed = self.session.queues[name].allocated, self.session.queues[name].deserved
+            if any(
+                held.get(r, 0) - a <= owed.get_amount(r) < held.get(r, 0)
+                for r, a in job.request.items()
+            ):
+                for above in chain[depth:]:
+                    self.version[above] = self.version.get(above, 0) + 1
+                    self.ranked.pop(above, None)
+                return
 
     def candidates(self, job: JobInfo, short: dict[str, int], taken: Taken) -> Iterator[JobInfo]:
         """Victims in order: nearest relatives first, then lower queue priority, then lower
