@@ -57,6 +57,19 @@ def test_admission_within_quota_and_a_reason_beyond_it(s: Scenario, kubectl: Kub
         "get", "events", "-n", s.namespace, "--field-selector", "involvedObject.name=j1"
     )
     assert [e["reason"] for e in events["items"]] == ["Admitted"]
+    refused = wait_for(
+        lambda: kubectl.json(
+            "get", "events", "-n", s.namespace, "--field-selector", "involvedObject.name=j3"
+        )["items"],
+        what="j3's Pending event",
+    )
+    assert {e["reason"] for e in refused} == {"Pending"}
+    assert reason in [e["message"] for e in refused]
+    for name in ("j1", "j3"):  # sluice's own annotations only: nothing of Kopf's, no finalizer
+        meta = s.get_job(name)["metadata"]
+        assert not meta.get("finalizers")
+        assert all(key.startswith("sluice.dev/") for key in meta.get("annotations") or {})
+        assert not any("kopf" in key or "last-handled" in key for key in meta.get("annotations"))
     status = wait_for(
         lambda: (st := s.queue_status("team")).get("pending") == 1 and st,
         what="team's status counts",
