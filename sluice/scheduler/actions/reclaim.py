@@ -48,7 +48,9 @@ class _Reclaim:
         self.ranked: dict[str, dict[frozenset[str], tuple[int, list[tuple[Key, str]]]]] = {}
         self.orders: dict[str, tuple[int, float, str]] = {}
         self.excess: dict[str, dict[str, int]] = {}
-        self.room: dict[str, int] = {}
+        self.gives: dict[str, tuple[dict[str, int], dict[str, int]]] = {}
+        self.room_alone: dict[str, int] = {}  # short of one resource: what all leaves could give
+        self.room_together: dict[str, int] = {}  # short of several
         for name, info in session.queues.items():
             if not info.children and info.admitted_jobs and info.queue.spec.reclaimable:
                 self._count_excess(name, +1)
@@ -84,22 +86,43 @@ class _Reclaim:
         return True
 
     def _count_excess(self, name: str, sign: int) -> None:
-        """Add (or with sign -1, remove) a leaf's amounts above max(deserved, guarantee)."""
+        """Add (or with sign -1, remove) what a leaf above its share could give back at most.
+
+        ``excess`` is its amounts above max(deserved, guarantee). A victim qualifies while its
+        queue is above its share *before* it goes, so the last one may take the queue below
+        its share, never below its guarantee: asked for one resource r, a leaf gives at most
+        its excess in r plus its largest victim's r; asked for several, a leaf above its share
+        in one of them may give the others down to its guarantee.
+        """
         if sign > 0:
             info = self.session.queues[name]
-            self.excess[name] = {
+            self.excess[name] = excess = {
                 r: over
                 for r, used in info.allocated.items()
                 if (over := used - max(info.deserved.get_amount(r), info.guarantee.get_amount(r)))
                 > 0
             }
-        excess = self.excess.get(name, {})
-        for r, over in excess.items():
-            self.room[r] = self.room.get(r, 0) + sign * over
+            largest: dict[str, int] = {}
+            for victim in self.sorted_victims(name) if excess else ():
+                for r, a in victim.request.items():
+                    largest[r] = max(largest.get(r, 0), a)
+            floor = {
+                r: max(used - info.guarantee.get_amount(r), 0) for r, used in info.allocated.items()
+            }
+            self.gives[name] = (
+                {r: min(over + largest.get(r, 0), floor[r]) for r, over in excess.items()},
+                floor if excess else {},
+            )
+        alone, together = self.gives.get(name, ({}, {}))
+        for r, amount in alone.items():
+            self.room_alone[r] = self.room_alone.get(r, 0) + sign * amount
+        for r, amount in together.items():
+            self.room_together[r] = self.room_together.get(r, 0) + sign * amount
 
     def supply(self, short: dict[str, int]) -> bool:
         """Could all queues above their deserved share, together, give back enough?"""
-        return all(self.room.get(r, 0) >= need for r, need in short.items())
+        room = self.room_alone if len(short) == 1 else self.room_together
+        return all(room.get(r, 0) >= need for r, need in short.items())
 
     # Search ------------------------------------------------------------------------------------
     def sorted_victims(self, name: str) -> list[JobInfo]:

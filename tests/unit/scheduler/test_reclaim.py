@@ -158,3 +158,16 @@ def test_an_oversubscribed_cluster_still_reclaims_for_an_owed_queue() -> None:
     result = run_cycle(snapshot(queues, jobs, [node(cpu=8)]))
     assert decisions(result)[-1] == ("admit", "ns/a1")
     assert {d.job for d in result.decisions if d.action == "reclaim"} <= {"ns/b2", "ns/b3"}
+
+
+def test_a_victim_may_take_its_queue_below_deserved_but_not_below_guarantee() -> None:
+    # b deserves 4 and holds 5: above its share, so its newest job (3) may go, leaving it 2.
+    capacity = {"tiers": [{"plugins": [{"name": "priority"}]}, {"plugins": [{"name": "capacity"}]}]}
+    queues = [queue("a", deserved={"cpu": 4}), queue("b", deserved={"cpu": 4})]
+    jobs = [
+        job("a1", "a", cpu=3),
+        running("b-old", "b", cpu=2, admitted=10),
+        running("b-new", "b", cpu=3, admitted=20),
+    ]
+    result = run_cycle(snapshot(queues, jobs, [node(cpu=5)], config=capacity))
+    assert decisions(result) == [("reclaim", "ns/b-new"), ("admit", "ns/a1")]
