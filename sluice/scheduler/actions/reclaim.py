@@ -306,28 +306,35 @@ class _Reclaim:
         session = self.session
         leaves = leaf_order(session, admissible_leaves(session, self.outcome))
         for leaf in leaves:
-            failed: list[dict[str, int]] = []  # requests of this queue that found no room
+            # Requests of this queue that found no room, with the resources the cluster
+            # lacked (None: a failure that does not depend on them).
+            failed: list[tuple[dict[str, int], frozenset[str] | None]] = []
             for job in session.queues[leaf].pending_jobs:
                 if job.admitted:
                     continue
-                if any(all(job.request.get(r, 0) >= a for r, a in f.items()) for f in failed):
+                short = short_resources(session, job)
+                if any(
+                    (lacked is None or lacked >= short.keys())
+                    and all(job.request.get(r, 0) >= a for r, a in request.items())
+                    for request, lacked in failed
+                ):
                     continue
                 # Cheapest tests first. Each failure below also fails for any job of this
-                # queue that requests at least as much, so it joins the memo.
+                # queue that requests at least as much (and, when the answer depends on what
+                # the cluster lacks, lacks no other resource), so it joins the memo.
                 if not self.within_deserved(job, leaf):
-                    failed.append(dict(job.request))
+                    failed.append((dict(job.request), None))
                     continue
-                short = short_resources(session, job)
                 if not short:
                     continue  # it fits the cluster: its own queue stops it, not other queues
-                if not self.supply(short) or not fits_queue(session, job):
-                    failed.append(dict(job.request))
+                if not fits_queue(session, job):
+                    failed.append((dict(job.request), None))
                     continue
-                if self.reclaim_for(job, short):
+                if self.supply(short) and self.reclaim_for(job, short):
                     self.outcome.admit(session, job, f"reclaim: room taken back for queue {leaf}")
                     self.admitted(job)
                 else:
-                    failed.append(dict(job.request))
+                    failed.append((dict(job.request), frozenset(short)))
             info = session.queues[leaf]
             info.pending_jobs = [j for j in info.pending_jobs if not j.admitted]
 
