@@ -1,0 +1,117 @@
+"""What every cycle must respect, checked on random clusters with all five actions on."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter, defaultdict
+
+from builders import job, node, queue, running, snapshot
+
+from sluice.api.views import JobView
+from sluice.scheduler.cycle import run_cycle
+from sluice.scheduler.model import CycleResult, Snapshot
+
+ALL_ACTIONS = {"actions": "enqueue, allocate, reclaim, preempt, backfill"}
+
+
+def random_snapshot(seed: int) -> Snapshot:
+    rng = random.Random(seed)
+    queues, leaves = [], []
+    for d in range(rng.randint(1, 3)):
+        dept: dict[str, object] = {"weight": rng.randint(1, 3)}
+        if rng.random() < 0.4:
+            dept["capability"] = {"cpu": rng.randint(3, 8)}
+        queues.append(queue(f"d{d}", **dept))
+        for q in range(rng.randint(1, 3)):
+            name = f"d{d}q{q}"
+            spec: dict[str, object] = {"weight": rng.randint(1, 3), "priority": rng.choice((0, 5))}
+            if rng.random() < 0.3:
+                spec["capability"] = {"cpu": rng.randint(2, 6)}
+            if rng.random() < 0.2:
+                spec["reclaimable"] = False
+            if rng.random() < 0.2:
+                spec["dequeue"] = "fifo"
+            queues.append(queue(name, f"d{d}", created=rng.randint(0, 3), **spec))
+            leaves.append(name)
+    jobs: list[JobView] = []
+    for i in range(rng.randint(5, 30)):
+        where = rng.choice(leaves)
+        kw = {
+            "cpu": rng.choice((0, 1, 2, 3)),
+            "priority_class": rng.choice((None, None, "hi")),
+            "preemptable": rng.random() < 0.8,
+            "created": rng.randint(0, 20),
+        }
+        if rng.random() < 0.4:
+            jobs.append(running(f"r{i}", where, admitted=rng.randint(0, 100), **kw))
+        else:
+            jobs.append(job(f"p{i}", where, **kw))
+    return snapshot(
+        queues,
+        jobs,
+        [node(cpu=rng.randint(4, 12))],
+        config=ALL_ACTIONS,
+        priority_classes={"hi": 100},
+    )
+
+
+def check(snap: Snapshot, result: CycleResult) -> None:
+    views = {j.key: j for j in snap.jobs}
+    queues = {q.name: q for q in snap.queues}
+    admitted_now = [d.job for d in result.decisions if d.action == "admit"]
+    victims = [d for d in result.decisions if d.action != "admit"]
+    # Victims come before the job they make room for, which is admitted in the same cycle.
+    for victim in victims:
+        assert victim.for_job in admitted_now
+        first_admit = next(i for i, d in enumerate(result.decisions) if d.job == victim.for_job)
+        assert result.decisions.index(victim) < first_admit
+        view = views[victim.job]
+        assert view.preemptable and view.phase.admitted
+        if victim.action == "reclaim":
+            assert queues[victim.queue].spec.reclaimable
+            assert victim.queue != views[victim.for_job].queue
+        else:
+            assert victim.queue == views[victim.for_job].queue
+    # Nobody is admitted twice or both admitted and pending; nothing admitted was admitted.
+    assert len(admitted_now) == len(set(admitted_now))
+    assert not set(admitted_now) & {p.job for p in result.pending}
+    assert all(not views[key].phase.admitted for key in admitted_now)
+    # Every pending job has a reason that starts with its position in its queue.
+    positions: dict[str, list[int]] = defaultdict(list)
+    for pending in result.pending:
+        assert pending.reason.startswith(f"position {pending.position} in {pending.queue}; ")
+        assert len(pending.reason) > len(f"position {pending.position} in {pending.queue}; ")
+        positions[pending.queue].append(pending.position)
+    for found in positions.values():
+        assert sorted(found) == list(range(1, len(found) + 1))
+    # The cluster is not overcommitted by the cycle, and no queue goes over its capability.
+    total = result.cluster_total.get_amount("cpu")
+    used_before = sum(j.request.get_amount("cpu") for j in snap.jobs if j.phase.admitted)
+    evicted = {d.job for d in victims}
+    used_after = sum(
+        j.request.get_amount("cpu")
+        for j in snap.jobs
+        if (j.phase.admitted and j.key not in evicted) or j.key in admitted_now
+    )
+    assert used_after <= max(total, used_before)
+    for name, state in result.queues.items():
+        cap = queues[name].spec.capability.get("cpu") if name in queues else None
+        gained = any(
+            name in (views[key].queue, queues[views[key].queue].parent)
+            and views[key].request.get_amount("cpu") > 0
+            for key in admitted_now
+        )
+        if cap is not None and gained:
+            assert state.allocated.get_amount("cpu") <= cap
+
+
+def test_every_cycle_keeps_the_rules_on_random_clusters() -> None:
+    decided: Counter[str] = Counter()
+    for seed in range(150):
+        snap = random_snapshot(seed)
+        result = run_cycle(snap)
+        check(snap, result)
+        assert run_cycle(snap) == result  # same input, same output
+        decided.update(d.action for d in result.decisions)
+    # The random clusters do exercise every kind of decision.
+    assert decided["admit"] > 200 and decided["reclaim"] > 20 and decided["preempt"] > 20
