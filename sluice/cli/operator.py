@@ -28,7 +28,12 @@ def run(
     identity: Annotated[str, typer.Option(help="Lease holder identity (default: host-pid).")] = "",
     health_port: Annotated[int, typer.Option(help="Port of /healthz and /readyz (0: off).")] = 8080,
     metrics_port: Annotated[int, typer.Option(help="Prometheus metrics port (0: off).")] = 9090,
-    lease_seconds: Annotated[int, typer.Option(help="Lease duration.")] = 15,
+    lease_seconds: Annotated[
+        int,
+        typer.Option(
+            help="Lease duration; renewed (and tried by followers) every third of it, at most 5 s."
+        ),
+    ] = 15,
     resync_seconds: Annotated[float, typer.Option(help="Cycle at least this often.")] = 10.0,
     max_queue_depth: Annotated[
         int, typer.Option(help="Deepest allowed queue level under root.")
@@ -51,7 +56,7 @@ def run(
         health_port=health_port,
         metrics_port=metrics_port,
         lease_seconds=lease_seconds,
-        renew_seconds=max(1.0, lease_seconds / 3),
+        renew_seconds=max(1.0, min(5.0, lease_seconds / 3)),
         resync_seconds=resync_seconds,
         max_queue_depth=max_queue_depth,
     )

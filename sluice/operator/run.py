@@ -112,16 +112,21 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> None:
         asyncio.create_task(loop.run(), name="loop"),
     ]
     waiter = asyncio.create_task(stop.wait())
-    done, _ = await asyncio.wait([waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
-    for task in done:
-        if task is not waiter and task.exception() is not None:
-            log.error("event=task-failed task=%s error=%r", task.get_name(), task.exception())
-    log.info("event=stopping")
-    if not kopf_stop.done():
-        kopf_stop.set_result(None)
-    for task in tasks[1:]:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
-    await asyncio.to_thread(elector.release)
-    if health is not None:
-        await health.cleanup()
+    try:
+        # Kopf takes SIGTERM/SIGINT over once it runs; its task ending is then the signal.
+        done, _ = await asyncio.wait([waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
+        for task in done:
+            if task is not waiter and not task.cancelled() and task.exception() is not None:
+                log.error("event=task-failed task=%s error=%r", task.get_name(), task.exception())
+    finally:
+        log.info("event=stopping")
+        if not kopf_stop.done():
+            kopf_stop.set_result(None)
+        for task in [waiter, *tasks[1:]]:
+            task.cancel()
+        await asyncio.gather(waiter, *tasks, return_exceptions=True)
+        # Hand the Lease over at once instead of making a follower wait for it to expire.
+        await asyncio.to_thread(elector.release)
+        if health is not None:
+            await health.cleanup()
+        log.info("event=stopped")

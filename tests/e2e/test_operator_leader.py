@@ -121,3 +121,30 @@ def test_a_crash_in_the_middle_of_a_burst_admits_nothing_twice_or_over_quota(
     # (a crash between the admission and its Event may leave one job without an Event)
     assert set(admitted_events) <= {j["metadata"]["name"] for j in admitted}
     assert len(admitted_events) >= len(admitted) - 1
+
+
+def test_a_clean_stop_hands_the_lease_over_without_waiting_for_it_to_expire(
+    control_plane: controlplane.Cluster, kubectl: Kubectl, namespace: str, workdir: Path
+) -> None:
+    kubectl.run("create", "namespace", "sluice-system", check=False)
+    lease = unique_name("lease")
+    # A Lease far longer than the test's patience: only a release can explain the takeover.
+    first = Operator(control_plane, workdir, "calm-a", lease_name=lease, lease_seconds=300)
+    second = None
+    try:
+        wait_for(lambda: holder(kubectl, lease) == "calm-a", timeout=30, what="calm-a leading")
+        second = Operator(control_plane, workdir, "calm-b", lease_name=lease, lease_seconds=300)
+        first.stop()
+        assert first.process.returncode == 0, first.logs()
+        assert "event=stopped" in first.logs()
+        assert holder(kubectl, lease) in (None, "", "calm-b")
+        s = Scenario(kubectl, namespace)
+        s.node(1)
+        s.queue("handover")
+        s.job("after", "handover", 1)
+        s.wait_admitted("after", timeout=60)
+        assert holder(kubectl, lease) == "calm-b"
+    finally:
+        first.stop()
+        if second is not None:
+            second.stop()
