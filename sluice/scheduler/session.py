@@ -59,6 +59,7 @@ class QueueInfo:
     pending_jobs: list[JobInfo] = field(default_factory=list)
     admitted_jobs: list[JobInfo] = field(default_factory=list)
     completed: int = 0
+    passed_on: int | None = None  # the priority its jobs inherit, when it sets one
 
 
 class Session:
@@ -120,6 +121,12 @@ class Session:
                 capability=queue.spec.capability,
                 invalid_reason=violations.get(name, ""),
             )
+            spec = queue.spec
+            if spec.priority is not None:
+                info.passed_on = spec.priority
+            elif spec.priority_class_name:
+                # A class that does not exist passes nothing on: the global default applies.
+                info.passed_on = self.priority_classes.get(spec.priority_class_name)
             if info.invalid_reason:
                 info.blocked_by = info.invalid_reason
             elif info.parent is not None and self.queues[info.parent].blocked_by:
@@ -127,13 +134,13 @@ class Session:
             self.queues[name] = info
 
     def job_priority(self, job: JobView) -> int:
-        if job.priority_class_name and job.priority_class_name in self.priority_classes:
-            return self.priority_classes[job.priority_class_name]
+        if job.priority_class_name:
+            value = self.priority_classes.get(job.priority_class_name)
+            if value is not None:
+                return value
         info = self.queues.get(job.queue)
-        if info is not None and (
-            info.queue.spec.priority is not None or info.queue.spec.priority_class_name
-        ):
-            return info.priority
+        if info is not None and info.passed_on is not None:
+            return info.passed_on
         return self.default_priority
 
     def _place_jobs(self, jobs: Iterable[JobView]) -> None:

@@ -125,8 +125,18 @@ def test_job_priority_inherits_queue_priority_class_then_global_default() -> Non
     from sluice.scheduler.session import Session
 
     snap = snapshot(
-        [queue("q", priority_class_name="team"), queue("plain")],
-        [job("inherit", "q"), job("own", "q", priority_class="top"), job("dflt", "plain")],
+        [
+            queue("q", priority_class_name="team"),
+            queue("plain"),
+            queue("odd", priority_class_name="gone"),
+        ],
+        [
+            job("inherit", "q"),
+            job("own", "q", priority_class="top"),
+            job("unknown-own", "q", priority_class="gone"),
+            job("dflt", "plain"),
+            job("unknown-queue-class", "odd"),
+        ],
         [node(cpu=1)],
         priority_classes={"team": 50, "top": 90},
     )
@@ -140,4 +150,10 @@ def test_job_priority_inherits_queue_priority_class_then_global_default() -> Non
     )
     session = Session(snap)
     priorities = {j.name: session.job_priority(j) for j in snap.jobs}
-    assert priorities == {"inherit": 50, "own": 90, "dflt": 7}
+    assert priorities == {
+        "inherit": 50,
+        "own": 90,
+        "unknown-own": 50,  # a class that does not exist: the queue's priority
+        "dflt": 7,
+        "unknown-queue-class": 7,  # the queue's class does not exist: the global default
+    }
