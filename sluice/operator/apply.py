@@ -9,6 +9,7 @@ itself records admission, so a crash between two writes loses nothing and repeat
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import threading
 import uuid
@@ -50,6 +51,10 @@ class WriteStats:
     by_kind: dict[str, int] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
+    def conflict(self) -> None:
+        with self.lock:
+            self.conflicts += 1
+
     def count(self, kind: str) -> None:
         with self.lock:
             self.writes += 1
@@ -58,8 +63,6 @@ class WriteStats:
 
 def _message(err: ApiException) -> str:
     try:
-        import json
-
         return str(json.loads(err.body).get("message", err.reason))
     except (TypeError, ValueError):
         return str(err.reason)
@@ -70,6 +73,14 @@ def cause(reason: str | None) -> str | None:
     if reason and reason.startswith("position "):
         return reason.partition("; ")[2]
     return reason
+
+
+def _drain(response: Any) -> bytes:
+    """Read a raw answer and hand its connection back to the pool (urllib3 keeps it
+    otherwise, and every later request would pay for a new TLS handshake)."""
+    data: bytes = response.data
+    response.release_conn()
+    return data
 
 
 def _rfc3339(value: datetime) -> str:
@@ -83,7 +94,6 @@ class Writer:
         self.objects = client.CustomObjectsApi(api)
         self.state = state
         self.stats = WriteStats()
-        self.serialize: Callable[[Any], Any] = api.sanitize_for_serialization
 
     # Jobs --------------------------------------------------------------------------------
     def _patch_job(self, key: str, body: dict[str, Any], kind: str) -> Obj | None:
@@ -94,12 +104,14 @@ class Writer:
         body.setdefault("metadata", {})["resourceVersion"] = meta.get("resourceVersion")
         namespace, name = key.split("/", 1)
         try:
+            # The raw answer: building and flattening client models costs more CPU than the
+            # request itself, and the loop writes hundreds of Jobs per cycle in a burst.
             result = self.batch.patch_namespaced_job(
-                name, namespace, body, _content_type=MERGE_PATCH
+                name, namespace, body, _content_type=MERGE_PATCH, _preload_content=False
             )
         except ApiException as err:
             if err.status in (404, 409):
-                self.stats.conflicts += 1
+                self.stats.conflict()
                 log.info("event=stale-write job=%s status=%s", key, err.status)
             else:
                 # A refused write (RBAC, a webhook) must not stop the rest of the cycle.
@@ -112,7 +124,7 @@ class Writer:
                 )
             return None
         self.stats.count(kind)
-        obj = self.serialize(result)
+        obj: Obj = json.loads(_drain(result))
         self.state.remember_job(obj)
         return obj
 
@@ -145,12 +157,12 @@ class Writer:
             "count": 1,
         }
         try:
-            self.core.create_namespaced_event(namespace, event)
+            _drain(self.core.create_namespaced_event(namespace, event, _preload_content=False))
             self.stats.count("event")
         except ApiException as err:  # an event is a courtesy; never fail a cycle for it
             log.warning("event=event-post-failed object=%s status=%s", meta.get("name"), err.status)
 
-    def evict(self, decision: Decision, now: datetime) -> bool:
+    def evict(self, decision: Decision, now: datetime) -> Obj | None:
         body = {
             "metadata": {
                 "annotations": {
@@ -161,14 +173,9 @@ class Writer:
             },
             "spec": {"suspend": True},
         }
-        obj = self._patch_job(decision.job, body, decision.action)
-        if obj is None:
-            return False
-        reason = "Reclaimed" if decision.action == "reclaim" else "Preempted"
-        self._event(obj, reason, f"{decision.reason}; suspended by sluice")
-        return True
+        return self._patch_job(decision.job, body, decision.action)
 
-    def admit(self, decision: Decision, now: datetime) -> bool:
+    def admit(self, decision: Decision, now: datetime) -> Obj | None:
         body = {
             "metadata": {
                 "annotations": {
@@ -179,11 +186,15 @@ class Writer:
             },
             "spec": {"suspend": False},
         }
-        obj = self._patch_job(decision.job, body, "admit")
-        if obj is None:
-            return False
-        self._event(obj, "Admitted", f"admitted by queue {decision.queue}: {decision.reason}")
-        return True
+        return self._patch_job(decision.job, body, "admit")
+
+    def announce(self, decision: Decision, obj: Obj) -> None:
+        """The Event of a decision already written to its Job."""
+        if decision.action == "admit":
+            self._event(obj, "Admitted", f"admitted by queue {decision.queue}: {decision.reason}")
+        else:
+            reason = "Reclaimed" if decision.action == "reclaim" else "Preempted"
+            self._event(obj, reason, f"{decision.reason}; suspended by sluice")
 
     def pending_reason(self, key: str, reason: str) -> None:
         """Write why a job waits when it changed; post an Event only when the cause changed,
@@ -209,7 +220,7 @@ class Writer:
             )
         except ApiException as err:
             if err.status in (404, 409):
-                self.stats.conflicts += 1
+                self.stats.conflict()
                 return
             log.warning(
                 "event=queue-write-failed queue=%s status=%s body=%s", name, err.status, err.body
@@ -352,18 +363,24 @@ async def apply_result(
                 return False
             evicted = list(pool.map(lambda d: writer.evict(d, now), victims))
             admits = [d for d in result.decisions if d.action == "admit"]
-            if not all(evicted):
+            written = [(d, obj) for d, obj in zip(victims, evicted, strict=True) if obj]
+            if len(written) < len(victims):
                 log.info(
                     "event=admissions-deferred victims=%d suspended=%d admissions=%d",
                     len(victims),
-                    sum(evicted),
+                    len(written),
                     len(admits),
                 )
+                list(pool.map(lambda pair: writer.announce(*pair), written))
                 writer.state.notify()
                 return False
             if not may_write():
+                list(pool.map(lambda pair: writer.announce(*pair), written))
                 return False
-            list(pool.map(lambda d: writer.admit(d, now), admits))
+            admitted = list(pool.map(lambda d: writer.admit(d, now), admits))
+            written += [(d, obj) for d, obj in zip(admits, admitted, strict=True) if obj]
+            # Events after every decision is on its Job: the Job is the record, not the Event.
+            list(pool.map(lambda pair: writer.announce(*pair), written))
             if not may_write():
                 return False
             for action in result.queue_actions:

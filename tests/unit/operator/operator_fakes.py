@@ -59,23 +59,37 @@ class FakeCluster:
         return copy.deepcopy(stored)
 
 
+class RawResponse:
+    """What the client hands back with ``_preload_content=False``."""
+
+    def __init__(self, obj: dict[str, Any]) -> None:
+        self.data = json.dumps(obj).encode()
+        self.released = False
+
+    def release_conn(self) -> None:
+        self.released = True
+
+
 class FakeBatch:
     def __init__(self, cluster: FakeCluster) -> None:
         self.cluster = cluster
 
     def patch_namespaced_job(
         self, name: str, namespace: str, body: dict[str, Any], **_: Any
-    ) -> dict[str, Any]:
-        return self.cluster.patch(f"job/{namespace}/{name}", body)
+    ) -> RawResponse:
+        return RawResponse(self.cluster.patch(f"job/{namespace}/{name}", body))
 
 
 class FakeCore:
     def __init__(self, cluster: FakeCluster) -> None:
         self.cluster = cluster
 
-    def create_namespaced_event(self, namespace: str, event: dict[str, Any]) -> None:
+    def create_namespaced_event(
+        self, namespace: str, event: dict[str, Any], **_: Any
+    ) -> RawResponse:
         self.cluster.calls.append(("event", f"job/{namespace}/{event['involvedObject']['name']}"))
         self.cluster.events.append(event)
+        return RawResponse(event)
 
 
 class FakeObjects:
@@ -118,7 +132,6 @@ def fake_writer() -> tuple[Writer, FakeCluster, ClusterState]:
     writer.batch = FakeBatch(cluster)  # type: ignore[assignment]
     writer.core = FakeCore(cluster)  # type: ignore[assignment]
     writer.objects = FakeObjects(cluster)  # type: ignore[assignment]
-    writer.serialize = lambda obj: obj
     return writer, cluster, state
 
 
@@ -152,7 +165,3 @@ def queue(cluster: FakeCluster, state: ClusterState, name: str, **meta: Any) -> 
     seen = cluster.add(f"queue/{name}", body)
     state.on_queue("ADDED", seen)
     return seen
-
-
-def dumps(value: Any) -> str:
-    return json.dumps(value, sort_keys=True)

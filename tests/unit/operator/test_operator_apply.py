@@ -47,7 +47,9 @@ async def test_victims_are_suspended_before_anything_is_admitted() -> None:
     admitted = cluster.objects["job/ns/starving"]
     assert admitted["spec"]["suspend"] is False
     assert annotations(admitted)["sluice.dev/admitted-at"] == "2026-01-01T12:00:00Z"
-    assert [e["reason"] for e in cluster.events] == ["Reclaimed", "Admitted"]
+    assert sorted(e["reason"] for e in cluster.events) == ["Admitted", "Reclaimed"]
+    # Every decision is on its Job before any Event is posted about it.
+    assert [verb for verb, _ in cluster.calls] == ["patch", "patch", "event", "event"]
 
 
 async def test_a_victim_that_could_not_be_suspended_defers_every_admission() -> None:
