@@ -21,6 +21,7 @@ from typing import Any
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
 
 from sluice.api.constants import (
     ADMITTED_AT_ANNOTATION,
@@ -94,6 +95,7 @@ class Writer:
         self.objects = client.CustomObjectsApi(api)
         self.state = state
         self.stats = WriteStats()
+        self.unsure: set[str] = set()  # Jobs whose last write has an unknown outcome
 
     # Jobs --------------------------------------------------------------------------------
     def _patch_job(self, key: str, body: dict[str, Any], kind: str) -> Obj | None:
@@ -113,6 +115,8 @@ class Writer:
             if err.status in (404, 409):
                 self.stats.conflict()
                 log.info("event=stale-write job=%s status=%s", key, err.status)
+            elif err.status == 0 or err.status >= 500:
+                self._unsure(key, kind, f"status {err.status}")
             else:
                 # A refused write (RBAC, a webhook) must not stop the rest of the cycle.
                 log.warning(
@@ -123,10 +127,42 @@ class Writer:
                     _message(err),
                 )
             return None
+        except (HTTPError, OSError) as err:
+            self._unsure(key, kind, repr(err))
+            return None
         self.stats.count(kind)
         obj: Obj = json.loads(_drain(result))
         self.state.remember_job(obj)
         return obj
+
+    def _unsure(self, key: str, kind: str, error: str) -> None:
+        """The write may or may not have happened (a timeout, a dropped connection, a server
+        error): the next cycle must not decide before it has read that Job again."""
+        log.warning("event=job-write-unsure job=%s kind=%s error=%s", key, kind, error)
+        with self.stats.lock:
+            self.unsure.add(key)
+
+    def reread_unsure(self) -> bool:
+        """Read again every Job whose last write has an unknown outcome; False while any of
+        them still cannot be read (then no cycle may run)."""
+        with self.stats.lock:
+            keys = sorted(self.unsure)
+        for key in keys:
+            namespace, name = key.split("/", 1)
+            try:
+                raw = self.batch.read_namespaced_job(name, namespace, _preload_content=False)
+                self.state.on_job("MODIFIED", json.loads(_drain(raw)))
+            except ApiException as err:
+                if err.status != 404:
+                    return False
+                current = self.state.jobs.get(key)
+                if current is not None:
+                    self.state.on_job("DELETED", current)
+            except (HTTPError, OSError):
+                return False
+            with self.stats.lock:
+                self.unsure.discard(key)
+        return True
 
     def _event(self, obj: Obj, reason: str, message: str, kind: str = "Job") -> None:
         meta = obj.get("metadata") or {}
@@ -161,6 +197,8 @@ class Writer:
             self.stats.count("event")
         except ApiException as err:  # an event is a courtesy; never fail a cycle for it
             log.warning("event=event-post-failed object=%s status=%s", meta.get("name"), err.status)
+        except (HTTPError, OSError) as err:
+            log.warning("event=event-post-failed object=%s error=%r", meta.get("name"), err)
 
     def evict(self, decision: Decision, now: datetime) -> Obj | None:
         body = {

@@ -138,7 +138,14 @@ class SchedulingLoop:
                 log.exception("event=cycle-failed")
                 await asyncio.sleep(1)
 
-    async def cycle(self) -> CycleResult:
+    async def cycle(self) -> CycleResult | None:
+        if self.writer.unsure and not await asyncio.to_thread(self.writer.reread_unsure):
+            log.warning(
+                "event=cycle-postponed reason=unsure-writes jobs=%d", len(self.writer.unsure)
+            )
+            await asyncio.sleep(1)
+            self.state.notify()
+            return None
         now = datetime.now(UTC)
         started = time.perf_counter()
         snapshot = self.state.snapshot(now, self.settings.max_queue_depth)

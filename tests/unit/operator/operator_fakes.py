@@ -12,6 +12,7 @@ from typing import Any
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import ProtocolError
 
 from sluice.operator.apply import Writer
 from sluice.operator.state import ClusterState
@@ -35,6 +36,7 @@ class FakeCluster:
         self.calls: list[tuple[str, str]] = []  # (verb, key)
         self.events: list[dict[str, Any]] = []
         self.refuse: set[str] = set()  # keys whose next writes fail with 403
+        self.lose_answer: set[str] = set()  # keys whose writes happen but whose answer is lost
         self.version = 100
 
     def add(self, key: str, obj: dict[str, Any]) -> dict[str, Any]:
@@ -77,7 +79,17 @@ class FakeBatch:
     def patch_namespaced_job(
         self, name: str, namespace: str, body: dict[str, Any], **_: Any
     ) -> RawResponse:
-        return RawResponse(self.cluster.patch(f"job/{namespace}/{name}", body))
+        key = f"job/{namespace}/{name}"
+        answer = RawResponse(self.cluster.patch(key, body))
+        if key in self.cluster.lose_answer:
+            raise ProtocolError("Connection aborted.", ConnectionResetError(104, "reset"))
+        return answer
+
+    def read_namespaced_job(self, name: str, namespace: str, **_: Any) -> RawResponse:
+        stored = self.cluster.objects.get(f"job/{namespace}/{name}")
+        if stored is None:
+            raise ApiException(status=404, reason="NotFound")
+        return RawResponse(stored)
 
 
 class FakeCore:

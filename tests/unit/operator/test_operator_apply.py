@@ -103,6 +103,26 @@ async def test_repeating_a_cycle_after_its_writes_changes_nothing() -> None:
     assert state.jobs["ns/j"]["spec"]["suspend"] is False
 
 
+async def test_a_write_whose_answer_was_lost_is_read_back_before_the_next_decision() -> None:
+    writer, cluster, state = fake_writer()
+    job(cluster, state, "j")
+    job(cluster, state, "gone")
+    cluster.lose_answer |= {"job/ns/j", "job/ns/gone"}
+    await apply_result(
+        writer,
+        result(Decision("admit", "ns/j", "team", ""), Decision("admit", "ns/gone", "team", "")),
+        NOW,
+    )
+    assert cluster.objects["job/ns/j"]["spec"]["suspend"] is False  # it did happen
+    assert state.jobs["ns/j"]["spec"]["suspend"] is True  # but the operator cannot know
+    assert writer.unsure == {"ns/j", "ns/gone"}
+    del cluster.objects["job/ns/gone"]
+    assert writer.reread_unsure()
+    assert state.jobs["ns/j"]["spec"]["suspend"] is False
+    assert "ns/gone" not in state.jobs
+    assert writer.unsure == set()
+
+
 async def test_no_phase_runs_once_the_lease_is_no_longer_held() -> None:
     writer, cluster, state = fake_writer()
     job(cluster, state, "j")
