@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import signal
 import socket
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,30 +40,48 @@ class OperatorOptions:
     max_queue_depth: int = 5
 
 
+def _pages(call: Callable[..., Any], **kwargs: Any) -> Iterator[dict[str, Any]]:
+    """Every item of a paged list, as raw JSON (client models cost more than the request)."""
+    token: str | None = None
+    while True:
+        raw = call(limit=500, _continue=token, _preload_content=False, **kwargs)
+        data = raw.data
+        raw.release_conn()
+        page = json.loads(data)
+        yield from page.get("items") or ()
+        token = (page.get("metadata") or {}).get("continue")
+        if not token:
+            return
+
+
 def prime(api: client.ApiClient, state: ClusterState) -> None:
-    """One authoritative listing before the first cycle, so it never sees half a cluster."""
-    serialize = api.sanitize_for_serialization
+    """An authoritative listing: before the first cycle, so it never sees half a cluster, and
+    again whenever this replica becomes the leader."""
     objects = client.CustomObjectsApi(api)
     for item in objects.list_cluster_custom_object(GROUP, VERSION, PLURAL).get("items", []):
         state.on_queue("ADDED", item)
-    batch = client.BatchV1Api(api)
-    token: str | None = None
-    while True:
-        page = batch.list_job_for_all_namespaces(
-            label_selector=QUEUE_LABEL, limit=500, _continue=token
-        )
-        for job in page.items:
-            obj = serialize(job)
-            obj.setdefault("apiVersion", "batch/v1")
-            obj.setdefault("kind", "Job")
-            state.on_job("ADDED", obj)
-        token = page.metadata._continue if page.metadata else None
-        if not token:
-            break
-    for node in client.CoreV1Api(api).list_node().items:
-        state.on_node("ADDED", serialize(node))
-    for pc in client.SchedulingV1Api(api).list_priority_class().items:
-        state.on_priority_class("ADDED", serialize(pc))
+    listings: list[tuple[Callable[..., Any], str, str, Callable[[str, Any], None], str]] = [
+        (
+            client.BatchV1Api(api).list_job_for_all_namespaces,
+            "batch/v1",
+            "Job",
+            state.on_job,
+            QUEUE_LABEL,
+        ),
+        (client.CoreV1Api(api).list_node, "v1", "Node", state.on_node, ""),
+        (
+            client.SchedulingV1Api(api).list_priority_class,
+            "scheduling.k8s.io/v1",
+            "PriorityClass",
+            state.on_priority_class,
+            "",
+        ),
+    ]
+    for call, api_version, kind, store, selector in listings:
+        for item in _pages(call, label_selector=selector):
+            item.setdefault("apiVersion", api_version)
+            item.setdefault("kind", kind)
+            store("ADDED", item)
 
 
 async def run_operator(api: client.ApiClient, options: OperatorOptions) -> None:
