@@ -140,6 +140,7 @@ class SchedulingLoop:
 
     async def cycle(self) -> CycleResult | None:
         if self.writer.unsure and not await asyncio.to_thread(self.writer.reread_unsure):
+            metrics.UNSURE_JOBS.set(len(self.writer.unsure))
             log.warning(
                 "event=cycle-postponed reason=unsure-writes jobs=%d", len(self.writer.unsure)
             )
@@ -155,12 +156,15 @@ class SchedulingLoop:
             return result  # lost the Lease while deciding: write nothing
         written = time.perf_counter()
         before = dict(self.writer.stats.by_kind)
+        conflicts = self.writer.stats.conflicts
         await apply_result(self.writer, result, now, self.elector.holds)
         metrics.APPLY_SECONDS.observe(time.perf_counter() - written)
         for kind, count in self.writer.stats.by_kind.items():
             delta = count - before.get(kind, 0)
             if delta:
                 metrics.API_WRITES.labels(kind).inc(delta)
+        metrics.STALE_WRITES.inc(self.writer.stats.conflicts - conflicts)
+        metrics.UNSURE_JOBS.set(len(self.writer.unsure))
         for action, count in decisions_by_action(result).items():
             metrics.DECISIONS.labels(action).inc(count)
         metrics.PENDING.set(len(result.pending))

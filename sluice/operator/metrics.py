@@ -24,6 +24,16 @@ DECISIONS = Counter(
 API_WRITES = Counter(
     "sluice_api_writes", "Writes to the API server, by kind of write.", ["kind"], registry=REGISTRY
 )
+STALE_WRITES = Counter(
+    "sluice_stale_writes",
+    "Job writes refused because the Job changed since the cycle read it (decided again next).",
+    registry=REGISTRY,
+)
+UNSURE_JOBS = Gauge(
+    "sluice_unsure_jobs",
+    "Jobs whose last write has an unknown outcome; no cycle runs until they are read again.",
+    registry=REGISTRY,
+)
 PENDING = Gauge("sluice_pending_jobs", "Pending jobs after the last cycle.", registry=REGISTRY)
 LEADER = Gauge("sluice_leader", "1 while this replica holds the Lease.", registry=REGISTRY)
 CONFIG_ERRORS = Counter(

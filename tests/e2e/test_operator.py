@@ -171,6 +171,23 @@ def test_a_bad_configuration_is_reported_and_the_last_good_one_kept(
     try:
         wait_for(lambda: "config-refused" in operator.logs(), what="the refusal logged")
         assert "actions.teleport" in operator.logs()
+        refused = wait_for(
+            lambda: [
+                e
+                for e in kubectl.json(
+                    "get",
+                    "events",
+                    "-n",
+                    "sluice-system",
+                    "--field-selector",
+                    "involvedObject.name=sluice-scheduler",
+                )["items"]
+                if e["reason"] == "ConfigRefused"
+            ],
+            what="the ConfigRefused event on the ConfigMap",
+        )
+        assert "actions.teleport" in refused[-1]["message"]
+        assert "last good configuration stays in use" in refused[-1]["message"]
         s.node(2)
         s.queue("still")
         s.job("works", "still", 1)
