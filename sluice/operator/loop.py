@@ -56,7 +56,7 @@ class SchedulingLoop:
         self.synced = asyncio.Event()
         self.cycles = 0
         self.heartbeat = time.monotonic()  # last loop iteration, for the liveness endpoint
-        self._config_text: str | None = None
+        self.config_text: str | None = None  # None until the ConfigMap has been read once
         self._leading = False
 
     def read_config(self) -> None:
@@ -69,9 +69,9 @@ class SchedulingLoop:
                 log.warning("event=config-read-failed status=%s", err.status)
                 return
             text = ""
-        if text == self._config_text:
+        if text == self.config_text:
             return
-        self._config_text = text
+        self.config_text = text
         try:
             self.state.config = load_scheduler_config(text)
             self.state.config_error = ""
@@ -128,10 +128,18 @@ class SchedulingLoop:
                     self.state.wake.set()
                     continue
             self._leading = True
-            if time.monotonic() - last_config > self.settings.resync_seconds:
-                await asyncio.to_thread(self.read_config)
-                last_config = time.monotonic()
             try:
+                if time.monotonic() - last_config > self.settings.resync_seconds:
+                    await asyncio.to_thread(self.read_config)
+                    last_config = time.monotonic()
+                if self.config_text is None:
+                    # Never schedule with the built-in defaults merely because the
+                    # configured policy could not be read yet.
+                    log.warning("event=cycle-postponed reason=config-unread")
+                    last_config = 0.0
+                    await asyncio.sleep(1)
+                    self.state.notify()
+                    continue
                 await self.cycle()
             except Exception:
                 # One bad cycle must not stop scheduling: log it and try again next wake.

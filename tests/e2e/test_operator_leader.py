@@ -111,7 +111,10 @@ def test_a_crash_in_the_middle_of_a_burst_admits_nothing_twice_or_over_quota(
         op.stop()
     admitted = [j for j in jobs if j["spec"].get("suspend") is False]
     assert len(admitted) == 30  # exactly the capability: nothing over quota
+    assert all(j["metadata"]["annotations"].get("sluice.dev/admitted-at") for j in admitted)
     events = kubectl.json("get", "events", "-n", namespace)["items"]
+    # Nobody was ever taken back, so the count never went above 30 on the way either.
+    assert not [e for e in events if e["reason"] in ("Reclaimed", "Preempted")]
     admitted_events: dict[str, int] = {}
     for event in events:
         if event["reason"] == "Admitted":

@@ -32,6 +32,8 @@ class Recorder:
     def __init__(self) -> None:
         self.calls: list[str] = []
         self.ran = asyncio.Event()
+        self.config_readable = True
+        self.loop: SchedulingLoop
 
     async def cycle(self) -> CycleResult:
         self.calls.append("cycle")
@@ -41,14 +43,20 @@ class Recorder:
     def relist(self) -> None:
         self.calls.append("relist")
 
+    def read_config(self) -> None:
+        self.calls.append("config")
+        if self.config_readable:
+            self.loop.config_text = ""
+
 
 def start(elector: Elector, debounce: float = 1.0) -> tuple[SchedulingLoop, Recorder]:
     state = ClusterState()
     recorder = Recorder()
     settings = LoopSettings(namespace="ns", debounce_seconds=debounce, resync_seconds=60)
     loop = SchedulingLoop(client.ApiClient(), state, elector, settings, relist=recorder.relist)  # type: ignore[arg-type]
+    recorder.loop = loop
     loop.cycle = recorder.cycle  # type: ignore[method-assign]
-    loop.read_config = lambda: None  # type: ignore[method-assign]
+    loop.read_config = recorder.read_config  # type: ignore[method-assign]
     loop.synced.set()
     return loop, recorder
 
@@ -68,7 +76,7 @@ async def test_a_burst_of_events_makes_one_cycle_and_a_new_leader_lists_first() 
             loop.state.notify()
         await recorder.ran.wait()
         await settle()
-        assert recorder.calls == ["relist", "cycle"]
+        assert recorder.calls == ["relist", "config", "cycle"]
         assert not loop.state.wake.is_set()  # the burst was folded into that one cycle
     finally:
         task.cancel()
@@ -86,7 +94,23 @@ async def test_a_follower_keeps_listening_but_never_cycles() -> None:
         elector.leading = True
         loop.state.notify()
         await recorder.ran.wait()
-        assert recorder.calls == ["relist", "cycle"]
+        assert recorder.calls == ["relist", "config", "cycle"]
+    finally:
+        task.cancel()
+
+
+async def test_no_cycle_runs_before_the_configured_policy_could_be_read() -> None:
+    loop, recorder = start(Elector(leading=True), debounce=0)
+    recorder.config_readable = False
+    task = asyncio.create_task(loop.run())
+    try:
+        loop.state.notify()
+        while recorder.calls.count("config") < 2:  # it keeps trying, about once a second
+            await asyncio.sleep(0.05)
+        assert "cycle" not in recorder.calls
+        recorder.config_readable = True
+        await recorder.ran.wait()
+        assert recorder.calls[-2:] == ["config", "cycle"]
     finally:
         task.cancel()
 
