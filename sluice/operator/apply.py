@@ -12,6 +12,7 @@ import asyncio
 import json
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -43,6 +44,9 @@ log = logging.getLogger("sluice.operator.apply")
 
 REPORTER = "sluice-operator"
 MERGE_PATCH = "application/merge-patch+json"
+
+POSITION_REFRESH = 30.0
+"""Seconds between two writes of a pending job's reason that differ only in its position."""
 
 
 @dataclass
@@ -96,6 +100,8 @@ class Writer:
         self.state = state
         self.stats = WriteStats()
         self.unsure: set[str] = set()  # Jobs whose last write has an unknown outcome
+        self.position_written: dict[str, float] = {}  # Job -> when its reason was last written
+        self.clock: Callable[[], float] = time.monotonic
 
     # Jobs --------------------------------------------------------------------------------
     def _patch_job(self, key: str, body: dict[str, Any], kind: str) -> Obj | None:
@@ -235,8 +241,10 @@ class Writer:
             self._event(obj, reason, f"{decision.reason}; suspended by sluice")
 
     def pending_reason(self, key: str, reason: str) -> None:
-        """Write why a job waits when it changed; post an Event only when the cause changed,
-        not when the job merely moved up its queue (that would be an Event per admission)."""
+        """Write why a job waits when it changed. A change of position alone (the jobs ahead
+        were admitted) is written at most every POSITION_REFRESH seconds per job, or each
+        admission would rewrite every job queued behind it; `sluice job why` derives the
+        live position. An Event is posted only when the cause itself changed."""
         current = self.state.jobs.get(key)
         if current is None:
             return
@@ -244,11 +252,22 @@ class Writer:
         previous = annotations.get(PENDING_REASON_ANNOTATION)
         if previous == reason:
             return
+        same_cause = cause(previous) == cause(reason)
+        written = self.position_written.get(key)
+        if same_cause and written is not None and self.clock() - written < POSITION_REFRESH:
+            return
         obj = self._patch_job(
             key, {"metadata": {"annotations": {PENDING_REASON_ANNOTATION: reason}}}, "reason"
         )
-        if obj is not None and cause(previous) != cause(reason):
+        if obj is None:
+            return
+        self.position_written[key] = self.clock()
+        if not same_cause:
             self._event(obj, "Pending", reason)
+
+    def forget_positions(self, pending: set[str]) -> None:
+        for key in set(self.position_written) - pending:
+            del self.position_written[key]
 
     # Queues ------------------------------------------------------------------------------
     def _patch_queue(self, name: str, body: dict[str, Any], kind: str) -> None:
@@ -426,6 +445,7 @@ async def apply_result(
                     writer.queue_action(action.action, action.queue, action.reason)
             writer.finalizers()
             list(pool.map(lambda p: writer.pending_reason(p.job, p.reason), result.pending))
+            writer.forget_positions({p.job for p in result.pending})
             if not may_write():
                 return False
             writer.statuses(result, now)

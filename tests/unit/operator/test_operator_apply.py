@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from operator_fakes import fake_writer, job, queue
 
 from sluice.api.resources import Resources
-from sluice.operator.apply import apply_result, cause
+from sluice.operator.apply import POSITION_REFRESH, apply_result, cause
 from sluice.queues.lifecycle import QueueAction
 from sluice.scheduler.model import CycleResult, Decision, PendingJob, QueueResult
 
@@ -132,26 +132,41 @@ async def test_no_phase_runs_once_the_lease_is_no_longer_held() -> None:
     assert not done and cluster.calls == []
 
 
-async def test_pending_reason_written_only_when_it_changes_event_only_when_its_cause_does() -> None:
+async def test_pending_reason_written_when_it_changes_event_only_when_its_cause_does() -> None:
     writer, cluster, state = fake_writer()
+    now = [1000.0]
+    writer.clock = lambda: now[0]
     job(cluster, state, "j")
 
     async def pending(reason: str) -> None:
         await apply_result(writer, result(pending=(PendingJob("ns/j", "team", reason, 1),)), NOW)
 
+    def stored() -> str:
+        return annotations(cluster.objects["job/ns/j"])["sluice.dev/pending-reason"]
+
     await pending("position 3 in team; team would use cpu 6 > capability 4")
     await pending("position 3 in team; team would use cpu 6 > capability 4")
+    # Moving up the queue alone is not worth a write per admission ahead of it...
     await pending("position 2 in team; team would use cpu 6 > capability 4")
+    assert stored() == "position 3 in team; team would use cpu 6 > capability 4"
+    # ...a new cause is written at once, with its Event...
     await pending("position 2 in team; no node has room")
+    assert stored() == "position 2 in team; no node has room"
+    # ...and the position catches up once the refresh interval has passed.
+    await pending("position 1 in team; no node has room")
+    assert stored() == "position 2 in team; no node has room"
+    now[0] += POSITION_REFRESH
+    await pending("position 1 in team; no node has room")
+    assert stored() == "position 1 in team; no node has room"
     assert [verb for verb, _ in cluster.calls if verb == "patch"] == ["patch"] * 3
     assert [e["message"] for e in cluster.events] == [
         "position 3 in team; team would use cpu 6 > capability 4",
         "position 2 in team; no node has room",
     ]
     assert {e["reason"] for e in cluster.events} == {"Pending"}
-    assert annotations(cluster.objects["job/ns/j"])["sluice.dev/pending-reason"] == (
-        "position 2 in team; no node has room"
-    )
+    # An admitted job is forgotten.
+    await apply_result(writer, result(), NOW)
+    assert writer.position_written == {}
 
 
 def test_the_cause_of_a_pending_reason_leaves_out_the_position() -> None:
