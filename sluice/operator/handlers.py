@@ -56,6 +56,9 @@ def build_registry(state: ClusterState, api: client.ApiClient) -> kopf.OperatorR
             prefix=PREFIX, key="last-handled-configuration"
         )
         settings.posting.enabled = False  # sluice posts its own Events, about decisions
+        # No CRD watch: the resources are known at start-up (listing Queues fails without the
+        # CRD), and the operator's role need not read CustomResourceDefinitions.
+        settings.scanning.disabled = True
         settings.watching.server_timeout = 300
         settings.watching.client_timeout = 330
 
