@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -151,3 +152,63 @@ def test_a_clean_stop_hands_the_lease_over_without_waiting_for_it_to_expire(
         first.stop()
         if second is not None:
             second.stop()
+
+
+def test_a_kill_while_a_cycle_is_writing_admits_nothing_twice_or_over_quota(
+    control_plane: controlplane.Cluster, kubectl: Kubectl, namespace: str, workdir: Path
+) -> None:
+    """All jobs wait before the operator starts, so its first cycle admits 40 at once; a watch
+    sees the first admission land and the operator is killed while the rest are in flight."""
+    from kubernetes import client, watch
+
+    from sluice.kube import api_client
+
+    kubectl.run("create", "namespace", "sluice-system", check=False)
+    lease = unique_name("lease")
+    s = Scenario(kubectl, namespace)
+    s.node(100)
+    s.queue("inflight", capability={s.resource: "40"})
+    for i in range(80):
+        s.job(f"w{i:02d}", "inflight", 1)
+    batch = client.BatchV1Api(api_client(str(control_plane.kubeconfig)))
+    stream = watch.Watch()
+    op = Operator(control_plane, workdir, "inflight-1", lease_name=lease, lease_seconds=300)
+    try:
+        for event in stream.stream(batch.list_namespaced_job, namespace, timeout_seconds=60):
+            if event["object"].spec.suspend is False:
+                op.kill()
+                break
+        stream.stop()
+        assert op.process.returncode is not None
+        admitted_at_kill = sum(
+            1 for j in batch.list_namespaced_job(namespace).items if j.spec.suspend is False
+        )
+        # The killed replica never released its Lease: a new one under another Lease name
+        # stands in for the replica that takes over once it has expired.
+        op = Operator(control_plane, workdir, "inflight-2", lease_name=unique_name("lease"))
+
+        def settled() -> list[dict[str, Any]] | None:
+            jobs = kubectl.json("get", "jobs", "-n", namespace)["items"]
+            admitted = [j for j in jobs if j["spec"].get("suspend") is False]
+            waiting = [j for j in jobs if j["spec"].get("suspend") is not False]
+            explained = all(
+                (j["metadata"].get("annotations") or {}).get("sluice.dev/pending-reason")
+                for j in waiting
+            )
+            return jobs if len(admitted) == 40 and explained else None
+
+        jobs = wait_for(settled, timeout=60, what="40 admitted, the rest explained")
+    finally:
+        op.stop()
+    print(f"admitted when killed: {admitted_at_kill} of 40")
+    admitted = [j for j in jobs if j["spec"].get("suspend") is False]
+    assert len(admitted) == 40
+    assert all(j["metadata"]["annotations"].get("sluice.dev/admitted-at") for j in admitted)
+    events = kubectl.json("get", "events", "-n", namespace)["items"]
+    assert not [e for e in events if e["reason"] in ("Reclaimed", "Preempted")]
+    counts: dict[str, int] = {}
+    for event in events:
+        if event["reason"] == "Admitted":
+            name = event["involvedObject"]["name"]
+            counts[name] = counts.get(name, 0) + 1
+    assert all(count == 1 for count in counts.values()), counts
