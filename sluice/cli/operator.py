@@ -31,7 +31,8 @@ def run(
     lease_seconds: Annotated[
         int,
         typer.Option(
-            help="Lease duration; renewed (and tried by followers) every third of it, at most 5 s."
+            min=3,
+            help="Lease duration; renewed (and tried by followers) every third of it, at most 5 s.",
         ),
     ] = 15,
     resync_seconds: Annotated[float, typer.Option(help="Cycle at least this often.")] = 10.0,
