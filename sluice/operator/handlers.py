@@ -45,22 +45,30 @@ def connection_info(api: client.ApiClient) -> kopf.ConnectionInfo:
     )
 
 
+def configure_settings(settings: kopf.OperatorSettings) -> None:
+    settings.persistence.finalizer = f"{PREFIX}/kopf-finalizer"
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=PREFIX)
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+        prefix=PREFIX, key="last-handled-configuration"
+    )
+    settings.posting.enabled = False  # sluice posts its own Events, about decisions
+    settings.watching.server_timeout = 300
+    settings.watching.client_timeout = 330
+    # Only managed Jobs travel: the API server filters them (the handler's own ``labels``
+    # filter alone would still stream every Job of the cluster to the operator). A Job that
+    # loses its queue label arrives as a deletion.
+    settings.watching.label_selectors["batch", "v1", "jobs"] = QUEUE_LABEL
+    # No CRD watch: the resources are known at start-up (listing Queues fails without the
+    # CRD), and the operator's role need not read CustomResourceDefinitions.
+    settings.scanning.disabled = True
+
+
 def build_registry(state: ClusterState, api: client.ApiClient) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
 
     @kopf.on.startup(registry=registry)
     def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
-        settings.persistence.finalizer = f"{PREFIX}/kopf-finalizer"
-        settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=PREFIX)
-        settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
-            prefix=PREFIX, key="last-handled-configuration"
-        )
-        settings.posting.enabled = False  # sluice posts its own Events, about decisions
-        # No CRD watch: the resources are known at start-up (listing Queues fails without the
-        # CRD), and the operator's role need not read CustomResourceDefinitions.
-        settings.scanning.disabled = True
-        settings.watching.server_timeout = 300
-        settings.watching.client_timeout = 330
+        configure_settings(settings)
 
     @kopf.on.login(registry=registry)
     def login(**_: Any) -> kopf.ConnectionInfo:
@@ -71,9 +79,13 @@ def build_registry(state: ClusterState, api: client.ApiClient) -> kopf.OperatorR
     async def queue_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:
         state.on_queue(_event(type), dict(body))
 
-    @kopf.on.event("batch", "v1", "jobs", labels={QUEUE_LABEL: kopf.PRESENT}, registry=registry)
+    @kopf.on.event("batch", "v1", "jobs", registry=registry)
     async def job_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:
-        state.on_job(_event(type), dict(body))
+        # The server-side selector sends only managed Jobs; one whose label went away comes
+        # as a deletion carrying its new, unlabelled self, which must still leave the cache.
+        labels = (body.get("metadata") or {}).get("labels") or {}
+        event = _event(type) if QUEUE_LABEL in labels else "DELETED"
+        state.on_job(event, dict(body))
 
     @kopf.on.event("", "v1", "nodes", registry=registry)
     async def node_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:

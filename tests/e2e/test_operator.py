@@ -206,3 +206,18 @@ def test_invalid_jobs_states_never_crash_the_operator(
     s.job("fine", "alive", 1)
     s.wait_admitted("fine")
     assert operator.process.poll() is None
+
+
+def test_a_job_that_loses_its_queue_label_stops_holding_quota(
+    s: Scenario, kubectl: Kubectl
+) -> None:
+    """Without the webhooks nothing stops an admin from dropping the label; the operator's
+    server-side filtered watch reports it as gone, and the quota it held is free again."""
+    s.node(4)
+    s.queue("relabel", capability={s.resource: "2"})
+    s.job("holder", "relabel", 2)
+    s.wait_admitted("holder")
+    s.job("next", "relabel", 2)
+    wait_for(lambda: s.annotation("next", "pending-reason"), what="next's pending reason")
+    kubectl.run("label", "job", "holder", "-n", s.namespace, "sluice.dev/queue-name-")
+    s.wait_admitted("next")

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import kopf
 from kubernetes import client
 
 from sluice.api.resources import Resources
-from sluice.operator.handlers import connection_info
+from sluice.operator.handlers import configure_settings, connection_info
 from sluice.operator.state import ClusterState
 from sluice.operator.status import queue_status, status_differs
 from sluice.scheduler.model import QueueResult
@@ -120,3 +121,15 @@ def test_kopf_connects_with_the_same_credentials_as_the_client() -> None:
         "Bearer",
         "abc",
     )
+
+
+def test_kopf_streams_only_managed_jobs_and_writes_nothing_of_its_own() -> None:
+    settings = kopf.OperatorSettings()
+    configure_settings(settings)
+    jobs = kopf.Resource("batch", "v1", "jobs")
+    assert list(settings.watching.label_selectors.collect(jobs)) == ["sluice.dev/queue-name"]
+    nodes = kopf.Resource("", "v1", "nodes")
+    assert list(settings.watching.label_selectors.collect(nodes)) == []
+    assert settings.persistence.finalizer.startswith("sluice.dev/")
+    assert not settings.posting.enabled
+    assert settings.scanning.disabled
