@@ -18,6 +18,7 @@ from prometheus_client import start_http_server
 
 from sluice.api.constants import GROUP, PLURAL, QUEUE_LABEL, VERSION
 from sluice.operator import metrics
+from sluice.operator.apply import WRITERS
 from sluice.operator.handlers import build_registry
 from sluice.operator.health import serve_health
 from sluice.operator.leader import LeaseElector
@@ -84,7 +85,20 @@ def prime(api: client.ApiClient, state: ClusterState) -> None:
             store("ADDED", item)
 
 
+def _with_room_for_writers(api: client.ApiClient) -> client.ApiClient:
+    """A client whose connection pool holds every parallel writer plus the Lease, relists and
+    config reads (the default, five per CPU, is smaller than that on a one-CPU pod, and every
+    connection it discards costs the next request a TLS handshake)."""
+    cfg = api.configuration
+    wanted = WRITERS + 4
+    if (cfg.connection_pool_maxsize or 0) >= wanted:
+        return api
+    cfg.connection_pool_maxsize = wanted
+    return client.ApiClient(cfg)
+
+
 async def run_operator(api: client.ApiClient, options: OperatorOptions) -> None:
+    api = _with_room_for_writers(api)
     state = ClusterState(loop=asyncio.get_running_loop())
     identity = options.identity or f"{socket.gethostname()}-{os.getpid()}"
     elector = LeaseElector(

@@ -133,3 +133,17 @@ def test_kopf_streams_only_managed_jobs_and_writes_nothing_of_its_own() -> None:
     assert settings.persistence.finalizer.startswith("sluice.dev/")
     assert not settings.posting.enabled
     assert settings.scanning.disabled
+
+
+def test_the_connection_pool_holds_every_parallel_writer() -> None:
+    from sluice.operator.apply import WRITERS
+    from sluice.operator.run import _with_room_for_writers
+
+    small = client.Configuration()
+    small.connection_pool_maxsize = 5  # what a one-CPU pod gets by default
+    grown = _with_room_for_writers(client.ApiClient(small))
+    assert grown.rest_client.pool_manager.connection_pool_kw["maxsize"] > WRITERS
+    big = client.Configuration()
+    big.connection_pool_maxsize = 50
+    kept = client.ApiClient(big)
+    assert _with_room_for_writers(kept) is kept
