@@ -55,6 +55,9 @@ def test_default_render_is_secure_and_complete(helm: Path) -> None:
         assert container["securityContext"]["readOnlyRootFilesystem"] is True
         assert container["securityContext"]["allowPrivilegeEscalation"] is False
         assert deployment["spec"]["replicas"] == 2
+        # Ready once the caches are listed; live while the process works: two endpoints.
+        assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+        assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
     secret = by_kind(docs, "Secret")[0]
     assert set(secret["data"]) == {"ca.crt", "tls.crt", "tls.key"}
     for config in by_kind(docs, "ValidatingWebhookConfiguration") + by_kind(
