@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
+from functools import lru_cache
 from typing import Final
 
 _BINARY: Final = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
@@ -54,6 +55,13 @@ def parse_quantity(value: str | int | float) -> int:
         return _ceil(Fraction(value) * 1000)
     if not isinstance(value, str):
         raise QuantityError(f"{value!r} is not a quantity")
+    return _parse_text(value)
+
+
+@lru_cache(maxsize=4096)
+def _parse_text(value: str) -> int:
+    """A cluster repeats a handful of quantity strings over thousands of objects, and exact
+    fractions are slow: each distinct string is worked out once (errors are not cached)."""
     text = value.strip()
     match = _QUANTITY_RE.match(text)
     if match is None or len(text) > 64:

@@ -8,9 +8,11 @@ which through the comparison they use, never by storing a sentinel.
 from __future__ import annotations
 
 from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from sluice.api.quantity import QuantityError, format_quantity, parse_quantity
+
+_T = TypeVar("_T")
 
 
 class Resources(Mapping[str, int]):
@@ -52,6 +54,16 @@ class Resources(Mapping[str, int]):
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._m)
+
+    @overload
+    def get(self, name: str, /) -> int | None: ...
+
+    @overload
+    def get(self, name: str, /, default: int | _T) -> int | _T: ...
+
+    def get(self, name: str, /, default: object = None) -> object:
+        # The Mapping mixin raises and catches a KeyError for every absent name.
+        return self._m.get(name, default)
 
     # The Mapping mixins go through __getitem__ one name at a time; the scheduler reads these
     # views hundreds of thousands of times a cycle, so hand out the dict's own (read-only) views.

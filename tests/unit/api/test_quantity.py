@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sluice.api.quantity import QuantityError, format_quantity, parse_quantity
+from sluice.api.resources import Resources
 
 
 @pytest.mark.parametrize(
@@ -54,6 +55,19 @@ def test_numbers_as_yaml_gives_them() -> None:
 def test_refuses_malformed(text: str) -> None:
     with pytest.raises(QuantityError, match=r"quantity|exponent"):
         parse_quantity(text)
+
+
+def test_a_remembered_string_answers_the_same_and_a_bad_one_is_refused_every_time() -> None:
+    assert [parse_quantity("1536Mi") for _ in range(3)] == [1536 * 1024**2 * 1000] * 3
+    for _ in range(2):
+        with pytest.raises(QuantityError, match="'8 Gi' is not a quantity"):
+            parse_quantity("8 Gi")
+
+
+def test_resources_get_is_a_plain_mapping_lookup() -> None:
+    vector = Resources.parse({"cpu": "2", "memory": "0"})
+    assert vector.get("cpu") == 2000 and vector.get("cpu", 7) == 2000
+    assert vector.get("memory") is None and vector.get("gpu", 0) == 0
 
 
 def test_refuses_booleans() -> None:
