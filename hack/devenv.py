@@ -117,6 +117,9 @@ def start_webhooks(
             f"--tls-key-file={key}",
             f"--kubeconfig={kubeconfig}",
             f"--operator-user={OPERATOR_USER}",
+            # Nothing routes through a Service here, so there is no endpoint removal to wait
+            # for before draining: stop at once.
+            "--shutdown-delay=0",
         ],
         log,
     )
