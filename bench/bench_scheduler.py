@@ -30,6 +30,7 @@ from bench.gen_cluster import BASE, START, Size, generate, to_objects
 
 QUICK = Size(departments=1, teams=9, leaves=5, pending=1_000, admitted=1_000, nodes=100)
 TARGET_SECONDS = 1.0
+LARGE_CYCLES = 3
 TARGET_BYTES = 1024**3
 
 
@@ -130,7 +131,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--quick", action="store_true", help="sizes 20 times smaller")
     parser.add_argument("--repeat", type=int, default=0, help="cycles per size")
     parser.add_argument(
-        "--large-timeout", type=float, default=600, help="seconds allowed for the 10x cycle"
+        "--large-timeout", type=float, default=600, help="seconds allowed for the 10x run"
     )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -146,8 +147,12 @@ def main(argv: list[str]) -> int:
     )
     small = _run_child(base, args.repeat or 7)
     assert small is not None
-    _progress(f"10x: {large.queues:,} queues, {large.pending + large.admitted:,} jobs: 1 cycle")
-    big = _run_child(large, 1, timeout=args.large_timeout)
+    # Three cycles, not one: a single 10-second cycle on a shared machine varies by 15%.
+    _progress(
+        f"10x: {large.queues:,} queues, {large.pending + large.admitted:,} jobs: "
+        f"{LARGE_CYCLES} cycles"
+    )
+    big = _run_child(large, LARGE_CYCLES, timeout=args.large_timeout)
     print(_table([small] + ([big] if big else [])))
     t_small = statistics.median(small["times"])
     n_small = small["jobs"]
@@ -155,16 +160,18 @@ def main(argv: list[str]) -> int:
     nlogn = (n_large * math.log(n_large)) / (n_small * math.log(n_small))
     if big is None:
         print(
-            f"\n10x ({large.queues:,} queues, {n_large:,} jobs): one cycle did not finish within"
-            f" {args.large_timeout:.0f}s: growth over x{args.large_timeout / t_small:.0f}"
+            f"\n10x ({large.queues:,} queues, {n_large:,} jobs): {LARGE_CYCLES} cycles did not"
+            f" finish within {args.large_timeout:.0f}s: growth over"
+            f" x{args.large_timeout / LARGE_CYCLES / t_small:.0f}"
             f" against n log n x{nlogn:.1f}"
         )
     else:
         t_large = statistics.median(big["times"])
+        ratio = t_large / t_small / nlogn
         print(
-            f"\ngrowth x{n_large // n_small} jobs: cycle time x{t_large / t_small:.1f}, "
-            f"n log n x{nlogn:.1f} (ratio {t_large / t_small / nlogn:.2f};"
-            " <= 1 is n log n or better)"
+            f"\ngrowth x{n_large // n_small} jobs: median cycle time x{t_large / t_small:.1f}, "
+            f"n log n x{nlogn:.1f} (ratio {ratio:.2f}; target <= 1, n log n or better):"
+            f" {'met' if ratio <= 1 else 'NOT met'}"
         )
     if not args.quick:
         met = t_small <= TARGET_SECONDS and small["peak_bytes"] < TARGET_BYTES
