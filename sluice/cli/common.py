@@ -1,11 +1,16 @@
-"""What the sluice commands share: the kubeconfig option, logging, the error exit."""
+"""What the sluice commands share: the kubeconfig option, logging, the error exit, the table
+console."""
 
 from __future__ import annotations
 
 import logging
+import os
 from typing import Annotated, NoReturn
 
 import typer
+from rich.console import Console
+
+PIPED_WIDTH = 200
 
 Kubeconfig = Annotated[
     str | None, typer.Option(help="Kubeconfig; default $KUBECONFIG, then in-cluster.")
@@ -31,3 +36,12 @@ def group(app: typer.Typer, name: str, help: str) -> typer.Typer:
     sub = typer.Typer(help=help, no_args_is_help=True)
     app.add_typer(sub, name=name)
     return sub
+
+
+def table_console() -> Console:
+    """Tables as wide as the terminal; piped or redirected (where a terminal width would be a
+    guess of 80 columns) wide enough that no cell is cut, unless $COLUMNS says otherwise."""
+    console = Console(soft_wrap=False)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console = Console(soft_wrap=False, width=PIPED_WIDTH)
+    return console

@@ -8,10 +8,9 @@ from typing import Annotated, Any
 
 import typer
 import yaml
-from rich.console import Console
 
 from sluice.api.constants import API_VERSION, GROUP, KIND, PLURAL, ROOT_QUEUE, VERSION
-from sluice.cli.common import Kubeconfig, fail, group
+from sluice.cli.common import Kubeconfig, fail, group, table_console
 from sluice.cli.queue_view import FlagError, queue_table, queue_tree, spec_from_flags, subtree
 
 
@@ -99,7 +98,7 @@ def show(items: list[dict[str, Any]], output: Output, many: bool = False) -> Non
     elif output is Output.yaml:
         typer.echo(yaml.safe_dump(document, sort_keys=False))
     else:
-        Console(width=200).print(queue_table(items))
+        table_console().print(queue_table(items))
 
 
 SPEC_FLAGS = (
@@ -222,7 +221,7 @@ def tree(
     items = Client(kubeconfig).list()
     if name not in {o["metadata"]["name"] for o in items}:
         fail(f"queue {name} not found")
-    Console(width=200).print(queue_tree(items, name))
+    table_console().print(queue_tree(items, name))
 
 
 def register(app: typer.Typer) -> None:

@@ -95,7 +95,7 @@ def queue_table(items: Sequence[Mapping[str, Any]], now: datetime | None = None)
         "ALLOCATED",
         "AGE",
     ):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     for obj in sorted(items, key=lambda o: o["metadata"]["name"]):
         spec, status = obj.get("spec") or {}, obj.get("status") or {}
         table.add_row(

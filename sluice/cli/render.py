@@ -113,10 +113,11 @@ def _res(r: Resources) -> str:
 
 def _queue_table(result: CycleResult) -> Table:
     table = Table(title="Queues", title_justify="left", show_lines=True)
+    # On a narrow terminal cells fold onto more lines; nothing is cut to "…".
     for column in ("QUEUE", "STATE", "WEIGHT", "PRIO", "DESERVED", "ALLOCATED", "SHARE"):
-        table.add_column(column, no_wrap=column in ("QUEUE", "STATE"))
+        table.add_column(column, overflow="fold")
     for column in ("PEND", "INQ", "RUN", "DONE"):
-        table.add_column(column, justify="right")
+        table.add_column(column, justify="right", overflow="fold")
     queues = dict(result.queues)
     for name, depth in _tree_order(queues):
         q = queues[name]
@@ -143,7 +144,7 @@ def _queue_table(result: CycleResult) -> Table:
 def _decision_table(decisions: Sequence[tuple[int, Decision]]) -> Table:
     table = Table(title="Decisions", title_justify="left")
     for column in ("CYCLE", "ACTION", "JOB", "QUEUE", "FOR", "WHY"):
-        table.add_column(column, no_wrap=column in ("ACTION", "JOB"))
+        table.add_column(column, overflow="fold")
     for cycle, d in decisions:
         table.add_row(str(cycle), d.action, d.job, d.queue, d.for_job or "", d.reason)
     if not decisions:
@@ -153,9 +154,8 @@ def _decision_table(decisions: Sequence[tuple[int, Decision]]) -> Table:
 
 def _pending_table(result: CycleResult) -> Table:
     table = Table(title="Pending jobs", title_justify="left")
-    table.add_column("JOB", no_wrap=True)
-    table.add_column("QUEUE", no_wrap=True)
-    table.add_column("REASON")
+    for column in ("JOB", "QUEUE", "REASON"):
+        table.add_column(column, overflow="fold")
     for p in result.pending:
         table.add_row(p.job, p.queue, p.reason)
     if not result.pending:

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
+from sluice.cli.common import table_console
 from sluice.cli.render import Simulation, render_table, to_json
 from sluice.cli.snapshot_io import SnapshotError, build_snapshot, load_config_file, load_objects
 from sluice.scheduler.cycle import apply_decisions, run_cycle
@@ -114,7 +114,7 @@ def simulate(
     if output is Output.json:
         sys.stdout.write(json.dumps(to_json(sim), indent=2) + "\n")
     else:
-        render_table(sim, Console(soft_wrap=False))
+        render_table(sim, table_console())
 
 
 def register(app: typer.Typer) -> None:

@@ -186,6 +186,26 @@ def test_example_table(tmp_path: Path) -> None:
     assert "reclaim" in text
 
 
+@pytest.mark.parametrize("columns", [None, "60"])
+def test_table_cuts_nothing_piped_or_on_a_narrow_terminal(
+    monkeypatch: pytest.MonkeyPatch, columns: str | None
+) -> None:
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    result = run(str(EXAMPLES / "cluster.yaml"), "--now", NOW, "--output", "table")
+    assert result.exit_code == 0, result.output
+    assert "…" not in result.stdout
+    widest = max(map(len, result.stdout.splitlines()))
+    if columns is None:  # piped: one line per pending job, its whole reason on it
+        reasons = json.loads(run(str(EXAMPLES / "cluster.yaml"), "--now", NOW, "-o", "json").stdout)
+        for pending in reasons["pending"]:
+            assert pending["reason"] in result.stdout
+    else:
+        assert widest <= int(columns)
+
+
 def test_example_json_reclaims_within_research() -> None:
     result = run(str(EXAMPLES / "cluster.yaml"), "--now", NOW, "-o", "json")
     out = json.loads(result.stdout)
