@@ -19,8 +19,9 @@ _register()
 runner = CliRunner()
 
 
-def run(*args: str) -> Any:
-    return runner.invoke(app, ["simulate", *args])
+def run(*args: str, columns: str | None = None) -> Any:
+    """Output as when piped (no $COLUMNS, which some runners set), or a terminal that wide."""
+    return runner.invoke(app, ["simulate", *args], env={"COLUMNS": columns})
 
 
 def queue(name: str, parent: str | None = None, **spec: Any) -> dict[str, Any]:
@@ -187,23 +188,16 @@ def test_example_table(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("columns", [None, "60"])
-def test_table_cuts_nothing_piped_or_on_a_narrow_terminal(
-    monkeypatch: pytest.MonkeyPatch, columns: str | None
-) -> None:
-    if columns is None:
-        monkeypatch.delenv("COLUMNS", raising=False)
-    else:
-        monkeypatch.setenv("COLUMNS", columns)
-    result = run(str(EXAMPLES / "cluster.yaml"), "--now", NOW, "--output", "table")
+def test_table_cuts_nothing_piped_or_on_a_narrow_terminal(columns: str | None) -> None:
+    result = run(str(EXAMPLES / "cluster.yaml"), "--now", NOW, "-o", "table", columns=columns)
     assert result.exit_code == 0, result.output
     assert "…" not in result.stdout
-    widest = max(map(len, result.stdout.splitlines()))
     if columns is None:  # piped: one line per pending job, its whole reason on it
         reasons = json.loads(run(str(EXAMPLES / "cluster.yaml"), "--now", NOW, "-o", "json").stdout)
         for pending in reasons["pending"]:
             assert pending["reason"] in result.stdout
     else:
-        assert widest <= int(columns)
+        assert max(map(len, result.stdout.splitlines())) <= int(columns)
 
 
 def test_example_json_reclaims_within_research() -> None:
