@@ -4,7 +4,6 @@ console."""
 from __future__ import annotations
 
 import logging
-import os
 from typing import Annotated, NoReturn
 
 import typer
@@ -39,9 +38,12 @@ def group(app: typer.Typer, name: str, help: str) -> typer.Typer:
 
 
 def table_console() -> Console:
-    """Tables as wide as the terminal; piped or redirected (where a terminal width would be a
-    guess of 80 columns) wide enough that no cell is cut, unless $COLUMNS says otherwise."""
+    """Tables as wide as the terminal; piped or redirected, wide enough that no cell is cut.
+
+    $COLUMNS is not trusted off a terminal: a parent process that loaded readline exports
+    COLUMNS=80 to every child, which would fold a script's or a log's copy of the table.
+    """
     console = Console(soft_wrap=False)
-    if not console.is_terminal and "COLUMNS" not in os.environ:
+    if not console.is_terminal:
         console = Console(soft_wrap=False, width=PIPED_WIDTH)
     return console

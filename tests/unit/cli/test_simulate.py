@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from rich.console import Console
 from typer.testing import CliRunner
 
 from sluice.cli.main import _register, app
+from sluice.cli.render import render_table
+from sluice.cli.simulate import parse_now, simulate_file
 
 EXAMPLES = Path(__file__).parents[3] / "examples"
 NOW = "2026-03-02T09:00:00Z"
@@ -20,7 +24,7 @@ runner = CliRunner()
 
 
 def run(*args: str, columns: str | None = None) -> Any:
-    """Output as when piped (no $COLUMNS, which some runners set), or a terminal that wide."""
+    """Output as when piped, with or without an inherited $COLUMNS."""
     return runner.invoke(app, ["simulate", *args], env={"COLUMNS": columns})
 
 
@@ -187,17 +191,26 @@ def test_example_table(tmp_path: Path) -> None:
     assert "reclaim" in text
 
 
-@pytest.mark.parametrize("columns", [None, "60"])
-def test_table_cuts_nothing_piped_or_on_a_narrow_terminal(columns: str | None) -> None:
+@pytest.mark.parametrize("columns", [None, "80"])
+def test_piped_table_cuts_nothing_whatever_columns_says(columns: str | None) -> None:
     result = run(str(EXAMPLES / "cluster.yaml"), "--now", NOW, "-o", "table", columns=columns)
     assert result.exit_code == 0, result.output
     assert "…" not in result.stdout
-    if columns is None:  # piped: one line per pending job, its whole reason on it
-        reasons = json.loads(run(str(EXAMPLES / "cluster.yaml"), "--now", NOW, "-o", "json").stdout)
-        for pending in reasons["pending"]:
-            assert pending["reason"] in result.stdout
-    else:
-        assert max(map(len, result.stdout.splitlines())) <= int(columns)
+    # One line per pending job, its whole reason on it.
+    reasons = json.loads(run(str(EXAMPLES / "cluster.yaml"), "--now", NOW, "-o", "json").stdout)
+    for pending in reasons["pending"]:
+        assert pending["reason"] in result.stdout
+
+
+def test_a_narrow_terminal_folds_cells_instead_of_cutting_them() -> None:
+    sim = simulate_file(EXAMPLES / "cluster.yaml", None, 1, parse_now(NOW))
+    buffer = io.StringIO()
+    render_table(sim, Console(file=buffer, width=60, soft_wrap=False))
+    text = buffer.getvalue()
+    assert "…" not in text
+    assert max(map(len, text.splitlines())) <= 60
+    top = next(line for line in text.splitlines() if line.startswith("┏"))
+    assert top.count("┳") == 10  # all eleven queue columns are still there
 
 
 def test_example_json_reclaims_within_research() -> None:
