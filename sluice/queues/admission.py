@@ -101,10 +101,73 @@ def _check_queue(
     if (verdict := _check_state_under_parent(new, queues)) is not None:
         return verdict
     tree = QueueTree(queues)
-    for check in (_check_sums, _check_capability):
-        if (verdict := check(new, tree)) is not None:
-            return verdict
+    before = dict(existing)
+    if old is None:
+        before.pop(name, None)
+    else:
+        before[name] = old
+    candidates = (new.parent, name, old.parent if old is not None else None)
+    parents = tuple(dict.fromkeys(p for p in candidates if p is not None and p != ROOT_QUEUE))
+    if (verdict := _new_breach(name, parents, QueueTree(before), tree, facts)) is not None:
+        return verdict
     return Verdict(True, warnings=_guarantee_warnings(new, tree, facts))
+
+
+@dataclass(frozen=True, slots=True)
+class _Breach:
+    """A rule between queues that the tree breaks: which relation, by how much, and the
+    refusal to give when this request breaks it (further)."""
+
+    key: tuple[str, ...]
+    excess: int
+    verdict: Verdict
+
+
+def _new_breach(
+    name: str, parents: tuple[str, ...], before: QueueTree, after: QueueTree, facts: ClusterFacts
+) -> Verdict | None:
+    """The first rule between queues that the request breaks or breaks further.
+
+    A tree may already break these rules (edited around the webhooks, or --max-queue-depth
+    lowered): a request that leaves such a breach as it was, or shrinks it, is not refused for
+    it, or no one could change a weight or a label-like field anywhere near it.
+    """
+    was = {b.key: b.excess for b in _breaches(name, parents, before, facts)}
+    for breach in _breaches(name, parents, after, facts):
+        if breach.excess > was.get(breach.key, 0):
+            return breach.verdict
+    return None
+
+
+def _breaches(
+    name: str, parents: tuple[str, ...], tree: QueueTree, facts: ClusterFacts
+) -> list[_Breach]:
+    """Breaches touching the queue; ``parents`` are the queues whose children's sums the
+    request can change (the queue itself, its parent, its old parent when it moves)."""
+    out: list[_Breach] = []
+    for parent in (p for p in parents if p in tree.queues):
+        out.extend(_sum_breaches(parent, name, tree))
+    if name not in tree.queues:
+        return out
+    if (depth := _depth_breach(name, tree, facts)) is not None:
+        out.insert(0, depth)
+    out.extend(_capability_breaches(name, tree))
+    return out
+
+
+def _depth_breach(name: str, tree: QueueTree, facts: ClusterFacts) -> _Breach | None:
+    depth = max((tree.depth(d) for d in tree.descendants(name)), default=tree.depth(name))
+    if depth <= facts.max_queue_depth:
+        return None
+    return _Breach(
+        ("max-depth", name),
+        depth - facts.max_queue_depth,
+        deny(
+            "max-depth",
+            f"queue {name}: the tree would be {depth} levels deep under root"
+            f" (maximum {facts.max_queue_depth}, set by --max-queue-depth)",
+        ),
+    )
 
 
 def _check_state_change(new: Queue, existing: Mapping[str, Queue]) -> Verdict:
@@ -164,14 +227,6 @@ def _check_parent(
             "parent-cycle",
             f"queue {name}: parent {parent} is one of its own descendants; that makes a cycle",
         )
-    depth = tree.depth(name)
-    subtree_depth = max((tree.depth(d) for d in tree.descendants(name)), default=depth)
-    if subtree_depth > facts.max_queue_depth:
-        return deny(
-            "max-depth",
-            f"queue {name}: the tree would be {subtree_depth} levels deep under root"
-            f" (maximum {facts.max_queue_depth}, set by --max-queue-depth)",
-        )
     gains_first_child = (old is None or parent_changed) and not [
         q for q in tree.children(parent) if q != name
     ]
@@ -216,22 +271,13 @@ def _sum(queues: list[Queue], pick: str) -> Resources:
     return total
 
 
-def _check_sums(new: Queue, tree: QueueTree) -> Verdict | None:
-    """Children's guarantees and deserved fit in their parent's, for the new queue's parent
-    and for the new queue as a parent."""
-    for parent in (new.parent, new.name):
-        if parent is None or parent == ROOT_QUEUE or parent not in tree.queues:
-            continue
-        if (verdict := _check_sums_of(parent, new.name, tree)) is not None:
-            return verdict
-    return None
-
-
-def _check_sums_of(parent: str, subject: str, tree: QueueTree) -> Verdict | None:
+def _sum_breaches(parent: str, subject: str, tree: QueueTree) -> list[_Breach]:
+    """Children's guarantees and deserved over their parent's, per resource."""
     children = [tree.queues[c] for c in tree.children(parent)]
     if not children:
-        return None
+        return []
     parent_queue = tree.queues[parent]
+    out: list[_Breach] = []
     for pick, limit in (
         ("guarantee", parent_queue.spec.guarantee.resource),
         ("deserved", parent_queue.spec.deserved),
@@ -240,54 +286,104 @@ def _check_sums_of(parent: str, subject: str, tree: QueueTree) -> Verdict | None
             continue
         total = _sum(children, pick)
         for resource, amount in sorted(total.items()):
-            if amount > limit.get_amount(resource):
-                return deny(
-                    f"{pick}-sum",
-                    f"queue {subject}: the children of {parent} would have {pick}"
-                    f" {describe_amount(resource, amount)} in total, more than {parent}'s"
-                    f" {pick} {describe_amount(resource, limit.get_amount(resource))}",
+            cap = limit.get_amount(resource)
+            if amount > cap:
+                out.append(
+                    _Breach(
+                        (f"{pick}-sum", parent, resource),
+                        amount - cap,
+                        deny(
+                            f"{pick}-sum",
+                            f"queue {subject}: the children of {parent} would have {pick}"
+                            f" {describe_amount(resource, amount)} in total, more than"
+                            f" {parent}'s {pick} {describe_amount(resource, cap)}",
+                        ),
+                    )
                 )
+    return out
+
+
+def _check_sums_of(parent: str, subject: str, tree: QueueTree) -> Verdict | None:
+    breaches = _sum_breaches(parent, subject, tree)
+    return breaches[0].verdict if breaches else None
+
+
+def _nearest_cap(name: str, resource: str, tree: QueueTree) -> tuple[str, int] | None:
+    """The nearest ancestor of ``name`` that caps ``resource``, and its cap."""
+    for ancestor in tree.ancestors(name):
+        queue = tree.queues.get(ancestor)
+        if queue is not None and resource in queue.spec.capability:
+            return ancestor, queue.spec.capability[resource]
     return None
-
-
-def _check_capability(new: Queue, tree: QueueTree) -> Verdict | None:
-    if (verdict := _check_capability_upwards(new, tree)) is not None:
-        return verdict
-    return _check_capability_downwards(new, tree)
 
 
 def _check_capability_upwards(new: Queue, tree: QueueTree) -> Verdict | None:
     """Each resource the queue caps is within the cap of its nearest ancestor capping it."""
     for resource, amount in sorted(new.spec.capability.items()):
-        for ancestor in tree.ancestors(new.name):
-            queue = tree.queues.get(ancestor)
-            if queue is None or resource not in queue.spec.capability:
+        nearest = _nearest_cap(new.name, resource, tree)
+        if nearest is not None and amount > nearest[1]:
+            return _over_ancestor(new.name, resource, amount, *nearest).verdict
+    return None
+
+
+def _over_ancestor(name: str, resource: str, amount: int, ancestor: str, limit: int) -> _Breach:
+    return _Breach(
+        ("capability", name, ancestor, resource),
+        amount - limit,
+        deny(
+            "capability-over-ancestor",
+            f"queue {name}: capability {describe_amount(resource, amount)} exceeds"
+            f" the capability {describe_amount(resource, limit)} of its ancestor {ancestor}",
+        ),
+    )
+
+
+def _capability_breaches(name: str, tree: QueueTree) -> list[_Breach]:
+    """Capabilities across the queue: its own against its ancestors', its descendants'
+    against its own, and its descendants' against the ancestors above it for what nothing in
+    between caps (a subtree moved under a capped parent)."""
+    queue = tree.queues[name]
+    caps = queue.spec.capability
+    out: list[_Breach] = []
+    for resource, amount in sorted(caps.items()):
+        nearest = _nearest_cap(name, resource, tree)
+        if nearest is not None and amount > nearest[1]:
+            out.append(_over_ancestor(name, resource, amount, *nearest))
+    above = set(tree.ancestors(name))
+    for descendant in tree.descendants(name):
+        theirs = tree.queues[descendant].spec.capability
+        for resource, limit in sorted(caps.items()):
+            if theirs.get_amount(resource) > limit:
+                out.append(
+                    _Breach(
+                        ("capability", descendant, name, resource),
+                        theirs[resource] - limit,
+                        deny(
+                            "capability-under-descendant",
+                            f"queue {name}: capability {describe_amount(resource, limit)} is"
+                            f" below the capability {describe_amount(resource, theirs[resource])}"
+                            f" of its descendant {descendant}",
+                        ),
+                    )
+                )
+        for resource, amount in sorted(theirs.items()):
+            nearest = _nearest_cap(descendant, resource, tree)
+            if nearest is None or nearest[0] not in above or amount <= nearest[1]:
                 continue
-            limit = queue.spec.capability[resource]
-            if amount > limit:
-                return deny(
-                    "capability-over-ancestor",
-                    f"queue {new.name}: capability {describe_amount(resource, amount)} exceeds"
-                    f" the capability {describe_amount(resource, limit)} of its ancestor"
-                    f" {ancestor}",
+            ancestor, limit = nearest
+            out.append(
+                _Breach(
+                    ("capability", descendant, ancestor, resource),
+                    amount - limit,
+                    deny(
+                        "capability-over-ancestor",
+                        f"queue {name}: its descendant {descendant} has capability"
+                        f" {describe_amount(resource, amount)}, more than the capability"
+                        f" {describe_amount(resource, limit)} of {ancestor}",
+                    ),
                 )
-            break
-    return None
-
-
-def _check_capability_downwards(new: Queue, tree: QueueTree) -> Verdict | None:
-    """No descendant caps a resource higher than this queue does."""
-    for descendant in tree.descendants(new.name):
-        caps = tree.queues[descendant].spec.capability
-        for resource, limit in sorted(new.spec.capability.items()):
-            if caps.get_amount(resource) > limit:
-                return deny(
-                    "capability-under-descendant",
-                    f"queue {new.name}: capability {describe_amount(resource, limit)} is below"
-                    f" the capability {describe_amount(resource, caps[resource])} of its"
-                    f" descendant {descendant}",
-                )
-    return None
+            )
+    return out
 
 
 def _guarantee_warnings(new: Queue, tree: QueueTree, facts: ClusterFacts) -> tuple[str, ...]:

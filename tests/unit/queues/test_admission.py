@@ -119,6 +119,74 @@ def test_a_parent_capability_not_below_a_descendant() -> None:
     assert v.rule == "capability-under-descendant" and "descendant team" in v.message
 
 
+def test_moving_a_subtree_under_a_capped_parent_checks_the_descendants_capability() -> None:
+    queues = cluster(
+        q("dept", capability={"cpu": "8"}),
+        q("team"),
+        q("sub", "team", capability={"cpu": "10", "memory": "8Gi"}),
+    )
+    v = check_queue_update(queues["team"], q("team", "dept"), queues, FACTS)
+    assert v.rule == "capability-over-ancestor"
+    assert v.message == (
+        "queue team: its descendant sub has capability cpu 10, more than the capability cpu 8"
+        " of dept"
+    )
+    # A queue in between that caps the resource shields the descendant from dept.
+    capped = q("team", "dept", capability={"cpu": "8"})
+    assert check_queue_update(queues["team"], capped, queues, FACTS).rule == (
+        "capability-under-descendant"
+    )
+    assert check_queue_update(
+        queues["team"],
+        q("team", "dept"),
+        cluster(
+            q("dept", capability={"cpu": "8"}), q("team"), q("sub", "team", capability={"cpu": "8"})
+        ),
+        FACTS,
+    ).allowed
+
+
+def test_a_breach_already_in_the_tree_does_not_block_an_update_that_leaves_it_alone() -> None:
+    # Stored before the webhooks: dept's children add up to cpu 6 against its guarantee of 4.
+    queues = cluster(
+        q("dept", guarantee={"cpu": "4"}),
+        q("a", "dept", guarantee={"cpu": "6"}),
+        q("b", "dept"),
+    )
+    assert check_queue_update(queues["b"], q("b", "dept", weight=3), queues, FACTS).allowed
+    dept = q("dept", guarantee={"cpu": "4"}, weight=2)
+    assert check_queue_update(queues["dept"], dept, queues, FACTS).allowed
+    shrinking = q("a", "dept", guarantee={"cpu": "5"})
+    assert check_queue_update(queues["a"], shrinking, queues, FACTS).allowed
+    # Making the breach bigger, from any side, is still refused.
+    v = check_queue_update(queues["b"], q("b", "dept", guarantee={"cpu": "1"}), queues, FACTS)
+    assert v.rule == "guarantee-sum" and "guarantee cpu 7 in total" in v.message
+    v = check_queue_update(queues["dept"], q("dept", guarantee={"cpu": "3"}), queues, FACTS)
+    assert v.rule == "guarantee-sum" and "more than dept's guarantee cpu 3" in v.message
+    assert not check_queue_create(q("c", "dept", guarantee={"cpu": "1"}), queues, FACTS).allowed
+    # A queue that adds nothing to the sum may still join or leave the over-committed parent.
+    assert check_queue_create(q("c", "dept"), queues, FACTS).allowed
+    queues["c"] = q("c")
+    assert check_queue_update(queues["c"], q("c", "dept"), queues, FACTS).allowed
+
+
+def test_a_lowered_depth_limit_or_a_capability_breach_below_does_not_block_unrelated_edits() -> (
+    None
+):
+    deep = cluster(q("l1"), q("l2", "l1"), q("l3", "l2"), q("l4", "l3"))
+    facts = ClusterFacts(max_queue_depth=3)  # the tree was built under a limit of 4
+    assert check_queue_update(deep["l1"], q("l1", weight=2), deep, facts).allowed
+    deep["x"] = q("x")
+    v = check_queue_update(deep["x"], q("x", "l3"), deep, facts)
+    assert v.rule == "max-depth" and "4 levels deep" in v.message
+
+    capped = cluster(q("dept", capability={"cpu": "4"}), q("team", "dept", capability={"cpu": "6"}))
+    dept = q("dept", capability={"cpu": "4"}, weight=2)
+    assert check_queue_update(capped["dept"], dept, capped, FACTS).allowed
+    v = check_queue_update(capped["dept"], q("dept", capability={"cpu": "3"}), capped, FACTS)
+    assert v.rule == "capability-under-descendant"
+
+
 def test_root_and_default_keep_their_place() -> None:
     queues = cluster(q("x"))
     v = check_queue_update(queues["default"], q("default", "x"), queues, FACTS)

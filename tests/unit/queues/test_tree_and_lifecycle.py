@@ -8,7 +8,12 @@ from queue_builders import cluster, q
 
 from sluice.api.constants import CLOSED_BY_PARENT_ANNOTATION
 from sluice.api.queue import Queue
-from sluice.queues.admission import ClusterFacts, check_queue_create
+from sluice.queues.admission import (
+    ClusterFacts,
+    check_queue_create,
+    check_queue_update,
+    tree_violations,
+)
 from sluice.queues.defaults import queue_with_defaults
 from sluice.queues.lifecycle import derive_states, lifecycle_actions
 from sluice.queues.tree import QueueTree
@@ -148,3 +153,35 @@ def test_a_tree_built_through_the_rules_keeps_the_sum_invariants(
             assert total_g <= spec.guarantee.resource.get_amount("cpu")
         if spec.deserved:
             assert total_d <= spec.deserved.get_amount("cpu")
+
+
+caps = st.sampled_from([None, "2", "8"])
+small = st.sampled_from(["0", "1", "2"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_updates_the_rules_allow_keep_a_valid_tree_valid(data: st.DataObject) -> None:
+    """Creates build a valid tree; then moves and edits of capability and guarantee that the
+    rules allow never leave a queue the operator would mark invalid."""
+    facts = ClusterFacts(max_queue_depth=3)
+
+    def build(name: str, parent: str) -> Queue:
+        spec: dict[str, object] = {"guarantee": {"cpu": data.draw(small)}}
+        if (cap := data.draw(caps)) is not None:
+            spec["capability"] = {"cpu": cap}
+        return q(name, parent, **spec)
+
+    existing: dict[str, Queue] = {"root": q("root")}
+    for name in data.draw(st.lists(names, unique=True, max_size=6)):
+        new = build(name, data.draw(st.sampled_from(sorted(existing))))
+        if check_queue_create(new, existing, facts).allowed:
+            existing[name] = new
+    assert tree_violations(QueueTree(existing), facts.max_queue_depth) == {}
+    movable = sorted(set(existing) - {"root"})
+    for _ in range(data.draw(st.integers(0, 6)) if movable else 0):
+        name = data.draw(st.sampled_from(movable))
+        new = build(name, data.draw(st.sampled_from(sorted(existing))))
+        if check_queue_update(existing[name], new, existing, facts).allowed:
+            existing[name] = new
+        assert tree_violations(QueueTree(existing), facts.max_queue_depth) == {}
