@@ -98,7 +98,8 @@ def _check_queue(
     queues = _with(existing, new)
     if (verdict := _check_parent(old, new, queues, facts)) is not None:
         return verdict
-    if (verdict := _check_state_under_parent(new, queues)) is not None:
+    opening = old is None or old.spec.state != "Open" or old.parent != new.parent
+    if opening and (verdict := _check_state_under_parent(new, queues)) is not None:
         return verdict
     tree = QueueTree(queues)
     before = dict(existing)
@@ -249,17 +250,33 @@ def _check_parent(
     return None
 
 
-def _check_state_under_parent(new: Queue, queues: Mapping[str, Queue]) -> Verdict | None:
-    parent = new.parent
-    if new.spec.state != "Open" or parent is None or parent not in queues:
-        return None
-    if queues[parent].spec.state == "Closed":
-        return deny(
-            "parent-closed",
-            f"queue {new.name} cannot be Open while its parent {parent} is Closed;"
-            f" open {parent} first",
-        )
+def _closed_ancestor(name: str, queues: Mapping[str, Queue]) -> str | None:
+    """The nearest ancestor whose spec.state is Closed: below it nothing is Open, whatever
+    the cascade has written so far."""
+    seen = {name}
+    current = queues[name].parent if name in queues else None
+    while current is not None and current not in seen and current in queues:
+        if queues[current].spec.state == "Closed":
+            return current
+        seen.add(current)
+        current = queues[current].parent
     return None
+
+
+def _check_state_under_parent(new: Queue, queues: Mapping[str, Queue]) -> Verdict | None:
+    """A queue is Open only under Open ancestors; checked when it is created, opened or moved
+    (one already Open under a parent closed since then is for the cascade to close)."""
+    if new.spec.state != "Open":
+        return None
+    closer = _closed_ancestor(new.name, queues)
+    if closer is None:
+        return None
+    relation = "parent" if closer == new.parent else "ancestor"
+    return deny(
+        "parent-closed",
+        f"queue {new.name} cannot be Open while its {relation} {closer} is Closed;"
+        f" open {closer} first",
+    )
 
 
 def _sum(queues: list[Queue], pick: str) -> Resources:
@@ -419,11 +436,6 @@ def check_queue_delete(queue: Queue, existing: Mapping[str, Queue]) -> Verdict:
 # Jobs -------------------------------------------------------------------------------------
 
 
-def queue_state(queue: Queue) -> str:
-    """status.state when the operator has written it, else what spec.state implies."""
-    return queue.status.state or queue.spec.state
-
-
 def check_job_queue(queue_name: str | None, existing: Mapping[str, Queue]) -> Verdict:
     if not queue_name:
         return deny("job-no-queue", f"the job names no queue (label {QUEUE_LABEL})")
@@ -439,9 +451,18 @@ def check_job_queue(queue_name: str | None, existing: Mapping[str, Queue]) -> Ve
             f"queue {queue_name} has child queues ({', '.join(children[:5])}); jobs go to leaf"
             " queues only",
         )
-    state = queue_state(queue)
-    if state != "Open":
-        return deny("job-queue-not-open", f"queue {queue_name} is {state}; it accepts no new jobs")
+    # Open is what spec says, not status.state: status lags a close (by a cycle, or for as
+    # long as the operator is down) and a reopen alike.
+    shown = queue.status.state if queue.status.state in ("Closing", "Closed") else "Closing"
+    if queue.spec.state == "Closed":
+        return deny("job-queue-not-open", f"queue {queue_name} is {shown}; it accepts no new jobs")
+    closer = _closed_ancestor(queue_name, existing)
+    if closer is not None:
+        return deny(
+            "job-queue-not-open",
+            f"queue {queue_name} is {shown} because its ancestor {closer} is Closed;"
+            " it accepts no new jobs",
+        )
     return ALLOW
 
 

@@ -185,6 +185,30 @@ async def test_jobs_are_refused_for_missing_closed_or_parent_queues(webhook: Web
     assert body["response"]["allowed"] is True
 
 
+async def test_a_queue_closed_a_moment_ago_refuses_jobs_before_its_status_catches_up(
+    webhook: Webhook,
+) -> None:
+    seed(
+        webhook,
+        queue_obj("shut", parent="root", state="Closed"),
+        queue_obj("dept", parent="root", state="Closed"),
+        queue_obj("team", parent="dept"),
+        status={"shut": "Open", "dept": "Closing", "team": "Open"},
+    )
+    for queue, message in (
+        ("shut", "job team/j: queue shut is Closing; it accepts no new jobs"),
+        (
+            "team",
+            "job team/j: queue team is Closing because its ancestor dept is Closed;"
+            " it accepts no new jobs",
+        ),
+    ):
+        review = make_review("Job", job_obj("j", queue), namespace="team")
+        _, body = await webhook.review("/validate/jobs", review)
+        assert body["response"]["allowed"] is False
+        assert body["response"]["status"]["message"] == message
+
+
 async def test_only_the_operator_may_unsuspend(webhook: Webhook) -> None:
     seed(webhook, queue_obj("a", parent="root"))
     old, new = job_obj("j", "a", suspend=True), job_obj("j", "a", suspend=False)

@@ -213,6 +213,20 @@ def test_a_child_cannot_be_opened_under_a_closed_parent() -> None:
     assert v.message == "queue team cannot be Open while its parent dept is Closed; open dept first"
 
 
+def test_no_queue_is_opened_under_a_closed_ancestor_but_an_open_one_can_still_be_edited() -> None:
+    # dept is closed; the cascade has not reached team yet.
+    queues = cluster(q("dept", state="Closed"), q("team", "dept"))
+    v = check_queue_create(q("sub", "team"), queues, FACTS)
+    assert v.rule == "parent-closed"
+    assert (
+        v.message == "queue sub cannot be Open while its ancestor dept is Closed; open dept first"
+    )
+    assert check_queue_create(q("sub", "team", state="Closed"), queues, FACTS).allowed
+    assert check_queue_update(queues["team"], q("team", "dept", weight=2), queues, FACTS).allowed
+    queues["x"] = q("x")
+    assert check_queue_update(queues["x"], q("x", "team"), queues, FACTS).rule == "parent-closed"
+
+
 def test_metadata_only_updates_are_never_blocked() -> None:
     # A tree already broken (children over the parent) must still accept annotations.
     queues = cluster(q("dept", guarantee={"cpu": "1"}), q("a", "dept", guarantee={"cpu": "3"}))
@@ -239,6 +253,24 @@ def test_jobs_go_to_existing_open_leaf_queues_only() -> None:
     assert v.rule == "job-not-leaf" and "(team)" in v.message
     assert (
         check_job_queue("shut", queues).message == "queue shut is Closing; it accepts no new jobs"
+    )
+
+
+def test_a_queue_is_open_to_jobs_as_its_spec_says_not_as_its_status_last_said() -> None:
+    queues = cluster(
+        q("shut", state="Closed", status="Open"),  # closed a moment ago
+        q("back", status="Closed"),  # reopened a moment ago
+        q("dept", state="Closed", status="Closing"),
+        q("team", "dept", status="Open"),  # the cascade has not closed it yet
+    )
+    v = check_job_queue("shut", queues)
+    assert (v.rule, v.message) == (
+        "job-queue-not-open",
+        "queue shut is Closing; it accepts no new jobs",
+    )
+    assert check_job_queue("back", queues).allowed
+    assert check_job_queue("team", queues).message == (
+        "queue team is Closing because its ancestor dept is Closed; it accepts no new jobs"
     )
 
 
