@@ -476,6 +476,18 @@ def _suspended(job: Mapping[str, Any]) -> bool:
     return bool(spec.get("suspend")) if isinstance(spec, Mapping) else False
 
 
+def job_finished(job: Mapping[str, Any]) -> bool:
+    """Condition Complete or Failed: the job holds no quota and no queue open."""
+    status = job.get("status")
+    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    return isinstance(conditions, list) and any(
+        isinstance(c, Mapping)
+        and c.get("type") in ("Complete", "Failed")
+        and c.get("status") == "True"
+        for c in conditions
+    )
+
+
 def check_job_update(
     old_job: Mapping[str, Any],
     new_job: Mapping[str, Any],
@@ -487,7 +499,15 @@ def check_job_update(
     if old_queue is None and new_queue is None:
         return ALLOW
     name = (new_job.get("metadata") or {}).get("name", "?")
-    admitted = old_queue is not None and not _suspended(old_job)
+    # Admitted as design section 3 says: not suspended and not finished. A running job that
+    # had no queue is one too: labelling it would count it in a queue no quota let it into.
+    admitted = not _suspended(old_job) and not job_finished(old_job)
+    if admitted and new_queue != old_queue and old_queue is None:
+        return deny(
+            "job-queue-immutable",
+            f"job {name}: a running job cannot join queue {new_queue} (label {QUEUE_LABEL});"
+            " sluice admits only jobs that wait suspended: suspend it first",
+        )
     if admitted and new_queue != old_queue:
         return deny(
             "job-queue-immutable",

@@ -22,6 +22,7 @@ from sluice.queues.admission import (
     check_queue_delete,
     check_queue_update,
     job_facts_needed,
+    job_finished,
 )
 from sluice.queues.defaults import queue_with_defaults
 from sluice.queues.verdict import ALLOW, Verdict, deny
@@ -216,25 +217,12 @@ def _job_relabel(
     quota, so only sluice may do that."""
     old_queue = _labels(old).get(QUEUE_LABEL)
     new_queue = _labels(new).get(QUEUE_LABEL)
-    if new_queue == old_queue:
+    if new_queue == old_queue or job_finished(old):
         return ALLOW
     if new_queue:
         return _job_queue(request, str(new_queue), ctx)
-    if _finished(old):
-        return ALLOW
     return deny(
         "job-queue-label-removed",
         f"job {request.namespace}/{request.name}: the label {QUEUE_LABEL} ({old_queue}) cannot"
         " be removed from an unfinished job; move it to another queue or delete it",
-    )
-
-
-def _finished(job: Mapping[str, Any]) -> bool:
-    status = job.get("status")
-    conditions = status.get("conditions") if isinstance(status, Mapping) else None
-    return isinstance(conditions, list) and any(
-        isinstance(c, Mapping)
-        and c.get("type") in ("Complete", "Failed")
-        and c.get("status") == "True"
-        for c in conditions
     )

@@ -331,6 +331,23 @@ async def test_only_sluice_may_take_the_queue_label_off_an_unfinished_job(
     assert body["response"]["allowed"] is True
 
 
+async def test_a_running_job_cannot_be_labelled_into_a_queue_but_a_finished_one_may_leave(
+    webhook: Webhook,
+) -> None:
+    seed(webhook, queue_obj("a", parent="root"))
+    running, labelled = job_obj("j", None, suspend=False), job_obj("j", "a", suspend=False)
+    review = make_review("Job", labelled, operation="UPDATE", old=running, namespace="team")
+    _, body = await webhook.review("/validate/jobs", review)
+    assert body["response"]["status"]["reason"] == "job-queue-immutable"
+    done = {"conditions": [{"type": "Complete", "status": "True"}]}
+    finished = {**labelled, "status": done}
+    review = make_review(
+        "Job", {**running, "status": done}, operation="UPDATE", old=finished, namespace="team"
+    )
+    _, body = await webhook.review("/validate/jobs", review)
+    assert body["response"]["allowed"] is True
+
+
 async def test_a_guarantee_over_the_weighted_share_comes_back_as_a_warning(
     webhook: Webhook,
 ) -> None:

@@ -290,6 +290,21 @@ def test_only_the_operator_may_unsuspend_and_an_admitted_job_keeps_its_queue() -
     assert check_job_update(_job(None, True), _job(None, False), "alice", ops).allowed
 
 
+def test_a_running_job_cannot_join_a_queue_but_a_finished_one_may_change_its_label() -> None:
+    ops = frozenset({"system:serviceaccount:sluice:operator"})
+    v = check_job_update(_job(None, False), _job("a", False), "alice", ops)
+    assert (v.allowed, v.rule) == (False, "job-queue-immutable")
+    assert v.message == (
+        "job j: a running job cannot join queue a (label sluice.dev/queue-name); sluice admits"
+        " only jobs that wait suspended: suspend it first"
+    )
+    assert check_job_update(_job(None, True), _job("a", True), "alice", ops).allowed
+    done = {"conditions": [{"type": "Complete", "status": "True"}]}
+    finished = {**_job("a", False), "status": done}
+    assert check_job_update(finished, {**_job("b", False), "status": done}, "alice", ops).allowed
+    assert check_job_update(finished, {**_job(None, False), "status": done}, "alice", ops).allowed
+
+
 def test_tree_violations_name_the_queue_to_fix() -> None:
     queues = cluster(
         q("dept", guarantee={"cpu": "1"}),
