@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from sluice.api.constants import ROOT_QUEUE
+from sluice.api.quantity import BYTE_RESOURCES
 from sluice.api.queue import Queue
 from sluice.api.resources import Resources, describe_amount
 from sluice.queues.tree import QueueTree
@@ -33,6 +34,15 @@ def weighted_share(tree: QueueTree, name: str, capacity: Resources) -> dict[str,
     return share
 
 
+def _shown(resource: str, milli: int) -> str:
+    """A computed share as Kubernetes would write it: byte-valued resources in whole bytes
+    (64Gi / 5 is ``13743895347``, never ``13743895347200m``), others to the milli-unit
+    (``2400m``)."""
+    if resource in BYTE_RESOURCES or resource.startswith("hugepages-"):
+        milli -= milli % 1000
+    return describe_amount(resource, milli)
+
+
 def guarantee_warnings(
     new: Queue, existing: Mapping[str, Queue], capacity: Resources | None
 ) -> tuple[str, ...]:
@@ -53,7 +63,7 @@ def guarantee_warnings(
             warnings.append(
                 f"queue {new.name}: guarantee {describe_amount(resource, guarantee[resource])} is"
                 f" more than its weighted share of the cluster's current capacity,"
-                f" {describe_amount(resource, share[resource])} (weight {new.spec.weight} of"
+                f" {_shown(resource, share[resource])} (weight {new.spec.weight} of"
                 f" {siblings} under {parent}); its siblings get less than their weights promise"
             )
     return tuple(warnings)

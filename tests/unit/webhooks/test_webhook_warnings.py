@@ -52,3 +52,14 @@ def test_only_guaranteed_resources_over_the_share_are_named() -> None:
 def test_unknown_capacity_warns_about_nothing() -> None:
     new = q("t1", guarantee={"resource": {"cpu": "100"}})
     assert guarantee_warnings(new, tree(), None) == ()
+
+
+def test_a_memory_share_is_written_in_whole_bytes_never_in_milli_units() -> None:
+    capacity = Resources({"cpu": 12_000, "memory": 64 * 2**30 * 1000, "hugepages-2Mi": 11_000})
+    spec = {"guarantee": {"resource": {"memory": "20Gi", "hugepages-2Mi": "4"}}}
+    warnings = guarantee_warnings(q("b", **spec), tree(q("a", weight=3)), capacity)
+    # root's children: default (weight 1), a (3) and b (1); b's share is a fifth.
+    assert [w.split(", ")[1].split(" (")[0] for w in warnings] == [
+        "hugepages-2Mi 2",
+        "memory 13743895347",
+    ]
