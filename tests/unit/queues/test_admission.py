@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
 from queue_builders import cluster, q
 
+from sluice.api.queue import Queue
 from sluice.api.resources import Resources
 from sluice.queues.admission import (
     ClusterFacts,
@@ -35,6 +37,72 @@ def test_guarantee_must_not_exceed_deserved_nor_deserved_capability() -> None:
     )
     assert v.rule == "deserved-over-capability" and "deserved memory 8Gi" in v.message
     assert "capability memory 4Gi" in v.message
+
+
+GI = 2**30 * 1000  # milli-units in a Gi
+
+QUANTITY_MESSAGES = [
+    (
+        q("t", capability={"memory": "-512Mi"}),
+        cluster(),
+        "queue t: capability memory -512Mi is negative; quantities must be >= 0",
+    ),
+    (
+        q("t", guarantee={"cpu": "750m"}, deserved={"cpu": "500m"}),
+        cluster(),
+        "queue t: guarantee cpu 750m exceeds its deserved cpu 500m; guarantee must be <= deserved",
+    ),
+    (
+        q("t", deserved={"memory": "1.5Gi"}, capability={"memory": "1Gi"}),
+        cluster(),
+        "queue t: deserved memory 1536Mi exceeds its capability memory 1Gi;"
+        " deserved must be <= capability",
+    ),
+    (
+        q("b", "dept", guarantee={"memory": "6Gi"}),
+        cluster(
+            q("dept", guarantee={"memory": "8Gi"}), q("a", "dept", guarantee={"memory": "4Gi"})
+        ),
+        "queue b: the children of dept would have guarantee memory 10Gi in total,"
+        " more than dept's guarantee memory 8Gi",
+    ),
+    (
+        q("b", "dept", deserved={"cpu": "1500m"}),
+        cluster(q("dept", deserved={"cpu": "2"}), q("a", "dept", deserved={"cpu": "1"})),
+        "queue b: the children of dept would have deserved cpu 2500m in total,"
+        " more than dept's deserved cpu 2",
+    ),
+    (
+        q("b", "dept", capability={"cpu": "2500m", "memory": "16Gi"}),
+        cluster(q("dept", capability={"cpu": "2", "memory": "8Gi"})),
+        "queue b: capability cpu 2500m exceeds the capability cpu 2 of its ancestor dept",
+    ),
+]
+
+
+@pytest.mark.parametrize(("new", "queues", "message"), QUANTITY_MESSAGES)
+def test_refusals_write_quantities_as_kubernetes_does(
+    new: Queue, queues: dict[str, Queue], message: str
+) -> None:
+    v = check_queue_create(new, queues, FACTS)
+    assert (v.allowed, v.message) == (False, message)
+
+
+def test_capability_and_warning_messages_write_memory_in_binary_units() -> None:
+    queues = cluster(
+        q("dept", capability={"memory": "8Gi"}), q("a", "dept", capability={"memory": "6Gi"})
+    )
+    v = check_queue_update(queues["dept"], q("dept", capability={"memory": "4Gi"}), queues, FACTS)
+    assert v.message == (
+        "queue dept: capability memory 4Gi is below the capability memory 6Gi of its descendant a"
+    )
+    facts = ClusterFacts(cluster_capacity=Resources({"memory": 64 * GI}))
+    queues = cluster(q("a", guarantee={"memory": "32Gi"}))
+    v = check_queue_create(q("b", guarantee={"memory": "48Gi"}), queues, facts)
+    assert v.warnings == (
+        "the guarantees of root's children add up to memory 80Gi, more than the cluster's"
+        " current memory 64Gi; they cannot all be honoured",
+    )
 
 
 def test_negative_quantities_are_refused() -> None:
