@@ -365,3 +365,80 @@ async def test_a_guarantee_over_the_weighted_share_comes_back_as_a_warning(
     modest = queue_obj("c", parent="root", guarantee={"resource": {"cpu": "2"}})
     _, body = await webhook.review("/validate/queues", make_review("Queue", modest))
     assert "warnings" not in body["response"]
+
+
+async def test_dry_run_requests_get_the_same_answer(webhook: Webhook) -> None:
+    seed(webhook, queue_obj("dept", parent="root", guarantee={"resource": {"cpu": "4"}}))
+    child = queue_obj("a", parent="dept", guarantee={"resource": {"cpu": "6"}})
+    answers = []
+    for dry_run in (False, True):
+        review = make_review("Queue", child, dry_run=dry_run)
+        _, body = await webhook.review("/validate/queues", review)
+        answers.append(body["response"])
+    assert answers[0] == answers[1] and answers[1]["status"]["reason"] == "guarantee-sum"
+    obj = queue_obj("team")
+    _, body = await webhook.review("/mutate/queues", make_review("Queue", obj, dry_run=True))
+    assert patched(obj, body["response"])["spec"]["parent"] == "root"
+
+
+async def test_a_delete_without_old_object_is_judged_from_the_cache(webhook: Webhook) -> None:
+    seed(
+        webhook,
+        queue_obj("busy", parent="root", state="Closed"),
+        queue_obj("gone", parent="root", state="Closed"),
+        status={"busy": "Closing", "gone": "Closed"},
+    )
+    for name, allowed in (("busy", False), ("gone", True), ("never-seen", True)):
+        review = make_review("Queue", None, operation="DELETE")
+        review["request"]["name"] = name
+        _, body = await webhook.review("/validate/queues", review)
+        assert body["response"]["allowed"] is allowed, name
+    review = make_review("Queue", None, operation="DELETE")
+    review["request"]["name"] = "default"
+    _, body = await webhook.review("/validate/queues", review)
+    assert body["response"]["status"]["message"] == "queue default cannot be deleted"
+
+
+async def test_labels_and_finalizers_on_a_queue_in_a_broken_tree_are_allowed(
+    webhook: Webhook,
+) -> None:
+    # Stored before the webhooks and without defaults: a's guarantee is over dept's.
+    legacy = queue_obj("a", parent="dept", guarantee={"resource": {"cpu": "9"}})
+    seed(webhook, queue_obj("dept", parent="root", guarantee={"resource": {"cpu": "1"}}), legacy)
+    _, body = await webhook.review(
+        "/mutate/queues",
+        make_review("Queue", legacy, operation="UPDATE", old=legacy),
+    )
+    labelled = patched(legacy, body["response"])  # the mutating hook fills the defaults in
+    labelled["metadata"] = {
+        "name": "a",
+        "labels": {"team": "ml"},
+        "finalizers": ["sluice.dev/subtree"],
+    }
+    review = make_review("Queue", labelled, operation="UPDATE", old=legacy)
+    _, body = await webhook.review("/validate/queues", review)
+    assert body["response"]["allowed"] is True
+    raised = {**labelled, "spec": {**labelled["spec"], "guarantee": {"resource": {"cpu": "10"}}}}
+    review = make_review("Queue", raised, operation="UPDATE", old=legacy)
+    _, body = await webhook.review("/validate/queues", review)
+    assert body["response"]["status"]["reason"] == "guarantee-sum"
+
+
+async def test_an_explicit_queue_label_wins_over_the_namespace_default(webhook: Webhook) -> None:
+    seed(
+        webhook,
+        queue_obj("team-a", parent="root"),
+        queue_obj("team-b", parent="root", priorityClassName="batch-low"),
+        queue_obj("shut", parent="root", state="Closed"),
+    )
+    webhook.facts.namespaces = {"team": "team-a"}
+    obj = job_obj("train", "team-b")
+    _, body = await webhook.review("/mutate/jobs", make_review("Job", obj, namespace="team"))
+    result = patched(obj, body["response"])
+    assert result["metadata"]["labels"]["sluice.dev/queue-name"] == "team-b"
+    assert result["spec"]["template"]["spec"]["priorityClassName"] == "batch-low"
+    review = make_review("Job", job_obj("train", "shut"), namespace="team")
+    _, body = await webhook.review("/validate/jobs", review)
+    assert body["response"]["status"]["message"] == (
+        "job team/train: queue shut is Closing; it accepts no new jobs"
+    )

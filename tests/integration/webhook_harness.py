@@ -137,6 +137,7 @@ def make_review(
     namespace: str = "",
     uid: str = "uid-1",
     sub_resource: str | None = None,
+    dry_run: bool = False,
 ) -> dict[str, Any]:
     group = {"Queue": "scheduling.sluice.dev", "Job": "batch"}.get(kind, "")
     name = ((obj or old or {}).get("metadata") or {}).get("name", "")
@@ -153,4 +154,6 @@ def make_review(
     }
     if sub_resource:
         request["subResource"] = sub_resource
+    if dry_run:
+        request["dryRun"] = True
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
