@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import jsonpatch
+import pytest
 from webhook_harness import OPERATOR, Webhook, make_review
 
 from sluice.api.resources import Resources
@@ -78,6 +79,36 @@ async def test_a_malformed_quantity_is_refused_naming_the_field(webhook: Webhook
     _, body = await webhook.review("/validate/queues", make_review("Queue", bad))
     assert body["response"]["allowed"] is False
     assert "field spec.capability" in body["response"]["status"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"state": "Closing"}, "Queue a: field spec.state: Input should be 'Open' or 'Closed'"),
+        ({"weight": 0}, "Queue a: field spec.weight: Input should be greater than or equal to 1"),
+        (
+            {"weight": 65536},
+            "Queue a: field spec.weight: Input should be less than or equal to 65535",
+        ),
+        (
+            {"priority": 1, "priorityClassName": "high"},
+            "Queue a: field spec: priority and priorityClassName cannot both be set",
+        ),
+    ],
+)
+async def test_a_spec_outside_the_schema_is_refused_naming_field_and_bounds(
+    webhook: Webhook, spec: dict[str, Any], message: str
+) -> None:
+    seed(webhook)
+    for operation, old in (("CREATE", None), ("UPDATE", queue_obj("a", parent="root"))):
+        review = make_review("Queue", queue_obj("a", **spec), operation=operation, old=old)
+        _, body = await webhook.review("/validate/queues", review)
+        assert body["response"]["allowed"] is False
+        assert body["response"]["status"] == {
+            "code": 403,
+            "message": message,
+            "reason": "invalid-object",
+        }
 
 
 async def test_parent_with_jobs_is_asked_of_the_cluster_only_when_needed(webhook: Webhook) -> None:
