@@ -133,3 +133,25 @@ def test_unlabelled_jobs_in_a_default_queue_namespace_join_that_queue(
     stored = kubectl.get("job", "plain", namespace)
     assert stored["metadata"]["labels"]["sluice.dev/queue-name"] == leaf
     assert stored["spec"]["suspend"] is True
+
+
+def test_closing_a_parent_stops_jobs_in_its_subtree_at_once(
+    webhooks: int, kubectl: Kubectl, namespace: str
+) -> None:
+    """No operator runs here: nothing cascades the close to the leaf nor writes a status, and
+    the leaf must still refuse jobs from the moment its parent is closed."""
+    dept, mid, leaf = unique_name("dept"), unique_name("mid"), unique_name("leaf")
+    kubectl.create(queue(dept))
+    kubectl.create(queue(mid, parent=dept))
+    kubectl.create(queue(leaf, parent=mid))
+    kubectl.create(job("before", namespace, leaf))
+    kubectl.run("patch", "queue", dept, "--type=merge", "-p", '{"spec":{"state":"Closed"}}')
+    with pytest.raises(KubectlError) as refused:
+        kubectl.create(job("after", namespace, leaf))
+    assert (
+        f"job {namespace}/after: queue {leaf} is Closing because its ancestor {dept} is Closed"
+        in str(refused.value)
+    )
+    with pytest.raises(KubectlError) as refused:
+        kubectl.create(queue(unique_name("sub"), parent=mid))
+    assert f"while its ancestor {dept} is Closed; open {dept} first" in str(refused.value)
