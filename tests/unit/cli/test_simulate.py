@@ -311,3 +311,32 @@ def test_bad_now(tmp_path: Path) -> None:
     result = run(str(write(tmp_path, [queue("root")])), "--now", "yesterday")
     assert result.exit_code == 2
     assert "--now" in result.stderr and "RFC 3339" in result.stderr
+
+
+def test_now_defaults_to_the_current_time(tmp_path: Path) -> None:
+    # a2 was admitted in 2000: long past any minRuntime today, so without --now it is reclaimed.
+    config = tmp_path / "scheduler.yaml"
+    config.write_text(
+        CAPACITY + "configurations:\n- name: reclaim\n  arguments: {minRuntime: 1h}\n"
+    )
+    objects = reclaim_cluster()
+    objects[3] = job("a1", "a", "2", admitted_at="2999-01-01T00:00:00Z")
+    objects[4] = job("a2", "a", "2", admitted_at="2000-01-01T00:00:00Z")
+    result = run(str(write(tmp_path, objects)), "--config", str(config), "-o", "json")
+    assert result.exit_code == 0, result.output
+    decisions = [(d["action"], d["job"]) for d in json.loads(result.stdout)["decisions"]]
+    assert decisions == [("reclaim", "ns/a2"), ("admit", "ns/b1")]
+
+
+def test_a_yaml_list_dump_reads_like_separate_documents(tmp_path: Path) -> None:
+    as_list = tmp_path / "list.yaml"
+    as_list.write_text(
+        yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": reclaim_cluster()})
+    )
+    separate = write(tmp_path, reclaim_cluster())
+    outputs = [
+        json.loads(run(str(path), "--now", NOW, "-o", "json").stdout)
+        for path in (as_list, separate)
+    ]
+    assert outputs[0] == outputs[1]
+    assert [d["action"] for d in outputs[0]["decisions"]] == ["reclaim", "admit"]

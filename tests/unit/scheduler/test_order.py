@@ -47,7 +47,8 @@ def test_queue_score_order_in_a_cycle_uses_priority_drf_and_share() -> None:
         queue("c", priority=0, deserved={"cpu": 100}),
     ]
     jobs = [running("a-r", "a", cpu=30), running("b-r", "b", cpu=40), running("c-r", "c", cpu=30)]
-    # a: 0.4 + (1 - 0.3) + (1 - 1.2) = 0.9; b: 1 + 0.6 + 0.5 = 2.1; c: 0 + 0.7 + 0.7 = 1.4
+    # priority over 0..80: a: 0.5 + (1 - 0.3) + (1 - 1.2) = 1.0; b: 1 + 0.6 + 0.5 = 2.1;
+    # c: 0 + 0.7 + 0.7 = 1.4
     result = run_cycle(snapshot(queues, jobs, [node(cpu=100)], config=config))
     assert list(result.queue_order) == ["b", "c", "a"]
 
@@ -157,3 +158,42 @@ def test_job_priority_inherits_queue_priority_class_then_global_default() -> Non
         "dflt": 7,
         "unknown-queue-class": 7,  # the queue's class does not exist: the global default
     }
+
+
+SCORE_ORDER = {
+    "actions": "enqueue, allocate",
+    "configurations": [{"name": "enqueue", "arguments": {"QueueScoreOrderEnable": True}}],
+    "tiers": [{"plugins": [{"name": "priority"}]}, {"plugins": [{"name": "capacity"}]}],
+}
+
+
+def score_order(lo_priority: int, hi_priority: int) -> list[str]:
+    queues = [
+        queue("lo", priority=lo_priority, deserved={"cpu": 4}),
+        queue("hi", priority=hi_priority, deserved={"cpu": 4}),
+    ]
+    jobs = [running("h", "hi", cpu=3), job("l1", "lo"), job("h1", "hi")]
+    return list(run_cycle(snapshot(queues, jobs, [node(cpu=10)], config=SCORE_ORDER)).queue_order)
+
+
+def test_score_priority_is_normalised_over_the_queues_own_lowest_and_highest() -> None:
+    # 10 and 11 become 0 and 1: hi scores 1 + (1 - 0.75), lo scores 0 + (1 - 0).
+    assert score_order(10, 11) == ["hi", "lo"]
+
+
+def test_score_priority_counts_nothing_when_every_queue_has_the_same() -> None:
+    # No division by zero, and the share alone decides: lo uses nothing.
+    assert score_order(10, 10) == ["lo", "hi"]
+
+
+def test_drf_score_divides_the_dominant_share_by_the_weight() -> None:
+    config = {
+        "actions": "enqueue, allocate",
+        "configurations": [{"name": "enqueue", "arguments": {"QueueScoreOrderEnable": True}}],
+        "tiers": [{"plugins": [{"name": "drf"}]}],
+    }
+    # heavy uses twice what light uses, but its weight is four times light's.
+    queues = [queue("light", weight=1), queue("heavy", weight=4)]
+    jobs = [running("l", "light", cpu=2), running("h", "heavy", cpu=4), job("p", "light")]
+    result = run_cycle(snapshot(queues, jobs, [node(cpu=10)], config=config))
+    assert list(result.queue_order) == ["heavy", "light"]

@@ -171,3 +171,42 @@ def test_a_victim_may_take_its_queue_below_deserved_but_not_below_guarantee() ->
     ]
     result = run_cycle(snapshot(queues, jobs, [node(cpu=5)], config=capacity))
     assert decisions(result) == [("reclaim", "ns/b-new"), ("admit", "ns/a1")]
+
+
+CAPACITY = {"tiers": [{"plugins": [{"name": "priority"}]}, {"plugins": [{"name": "capacity"}]}]}
+
+
+def test_a_victim_qualifies_only_when_its_parents_below_the_common_ancestor_are_over() -> None:
+    # c holds twice its deserved, but its parent d2 is exactly at its own: nothing in d2 is
+    # taken for a (the lowest common ancestor of c and a is root, so d2 must be over too).
+    def run(d2_deserved: int) -> list[tuple[str, str]]:
+        queues = [
+            queue("d1", deserved={"cpu": 4}),
+            queue("d2", deserved={"cpu": d2_deserved}),
+            queue("a", "d1", deserved={"cpu": 4}),
+            queue("c", "d2", deserved={"cpu": 2}),
+            queue("e", "d2", deserved={"cpu": d2_deserved - 2}),
+        ]
+        jobs = [
+            running("c1", "c", cpu=2, admitted=1),
+            running("c2", "c", cpu=2, admitted=2),
+            running("e1", "e", cpu=4, admitted=3, preemptable=False),
+            job("a1", "a", cpu=2),
+        ]
+        return decisions(run_cycle(snapshot(queues, jobs, [node(cpu=8)], config=CAPACITY)))
+
+    assert run(8) == []
+    assert run(6) == [("reclaim", "ns/c2"), ("admit", "ns/a1")]
+
+
+def test_qualifying_victims_that_cannot_make_room_together_are_left_alone() -> None:
+    # a is owed 6 and b borrows 4 beyond its 2, but only b1 may go: 3 cpu is not the 6 a1 needs.
+    queues = [queue("a", deserved={"cpu": 6}), queue("b", deserved={"cpu": 2})]
+    jobs = [
+        running("b1", "b", cpu=3, admitted=10),
+        running("b2", "b", cpu=3, admitted=5, preemptable=False),
+        job("a1", "a", cpu=6),
+    ]
+    result = run_cycle(snapshot(queues, jobs, [node(cpu=6)], config=CAPACITY))
+    assert result.decisions == ()
+    assert result.queues["b"].running == 2
