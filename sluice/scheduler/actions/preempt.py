@@ -2,7 +2,7 @@
 
 Victims are the queue's own admitted jobs of strictly lower priority that may be preempted,
 lowest priority and most recently admitted first; if all of them together would not make
-room, nothing is preempted.
+room, nothing is preempted. A fifo queue preempts only for its first waiting job.
 """
 
 from __future__ import annotations
@@ -37,10 +37,15 @@ def preempt(session: Session, outcome: Outcome) -> None:
 
 def _preempt_in(session: Session, outcome: Outcome, leaf: str, victims: list[JobInfo]) -> None:
     failed: list[tuple[int, dict[str, int]]] = []  # (priority, request) that found no room
+    fifo = session.queues[leaf].queue.spec.dequeue_strategy == "fifo"
+    first: JobInfo | None = None
     for job in session.queues[leaf].pending_jobs:
-        if not victims or victims[0].priority >= job.priority:
-            continue
         if job.admitted or job.evicted:
+            continue
+        if fifo and first is not None and not first.admitted:
+            break  # a fifo queue's later jobs wait behind its first that does not fit
+        first = job
+        if not victims or victims[0].priority >= job.priority:
             continue
         if any(
             p >= job.priority and all(job.request.get(r, 0) >= a for r, a in req.items())

@@ -309,9 +309,14 @@ class _Reclaim:
             # Requests of this queue that found no room, with the resources the cluster
             # lacked (None: a failure that does not depend on them).
             failed: list[tuple[dict[str, int], frozenset[str] | None]] = []
+            fifo = session.queues[leaf].queue.spec.dequeue_strategy == "fifo"
+            first: JobInfo | None = None
             for job in session.queues[leaf].pending_jobs:
                 if job.admitted:
                     continue
+                if fifo and first is not None and not first.admitted:
+                    break  # a fifo queue's later jobs wait behind its first that does not fit
+                first = job
                 short = short_resources(session, job)
                 if any(
                     (lacked is None or lacked >= short.keys())

@@ -210,3 +210,38 @@ def test_qualifying_victims_that_cannot_make_room_together_are_left_alone() -> N
     result = run_cycle(snapshot(queues, jobs, [node(cpu=6)], config=CAPACITY))
     assert result.decisions == ()
     assert result.queues["b"].running == 2
+
+
+def test_a_fifo_queue_reclaims_only_for_its_first_waiting_job() -> None:
+    # a-big would take a past its deserved share, so it cannot reclaim; in a fifo queue a-small
+    # waits behind it instead of taking the room first. A traverse queue skips a-big.
+    def run(strategy: str) -> list[tuple[str, str]]:
+        queues = [
+            queue("a", deserved={"cpu": 4}, dequeue=strategy),
+            queue("b", deserved={"cpu": 4}),
+        ]
+        jobs = [
+            *(running(f"b{i}", "b", cpu=2, admitted=i) for i in range(4)),
+            job("a-big", "a", cpu=6, created=1),
+            job("a-small", "a", cpu=2, created=2),
+        ]
+        return decisions(run_cycle(snapshot(queues, jobs, [node(cpu=8)], config=CAPACITY)))
+
+    assert run("traverse") == [("reclaim", "ns/b3"), ("admit", "ns/a-small")]
+    assert run("fifo") == []
+
+
+def test_a_fifo_queue_preempts_only_for_its_first_waiting_job() -> None:
+    def run(strategy: str) -> list[tuple[str, str]]:
+        config = {"actions": "enqueue, allocate, preempt"}
+        jobs = [
+            running("low", "q", cpu=4, admitted=5),
+            job("too-big", "q", cpu=8, created=1, priority_class="hi"),
+            job("urgent", "q", cpu=4, created=2, priority_class="hi"),
+        ]
+        queues = [queue("q", dequeue=strategy)]
+        snap = snapshot(queues, jobs, [node(cpu=4)], config=config, priority_classes={"hi": 100})
+        return decisions(run_cycle(snap))
+
+    assert run("traverse") == [("preempt", "ns/low"), ("admit", "ns/urgent")]
+    assert run("fifo") == []
