@@ -121,3 +121,29 @@ def fits_queue(session: Session, job: JobInfo, freed: Mapping[str, int] | None =
             if not session.elastic and would > info.deserved.get_amount(r):
                 return False
     return True
+
+
+def queue_overage(session: Session, job: JobInfo) -> dict[str, dict[str, int]]:
+    """Queue -> resource -> how far admitting the job would take that queue past its limit.
+
+    The same limits as fits_queue (empty exactly when it is True): what reclaim must free
+    below each of those queues, on top of what the cluster lacks.
+    """
+    out: dict[str, dict[str, int]] = {}
+    for name in session.chain(job.queue):
+        info = session.queues[name]
+        if info.parent is None:
+            continue
+        for r, amount in job.request.items():
+            if amount <= 0:
+                continue
+            would = info.allocated.get(r, 0) + amount
+            over = 0
+            limit = info.real_capability.get_amount(r)
+            if would > limit and limit < session.total.get_amount(r):
+                over = would - limit
+            if not session.elastic:
+                over = max(over, would - info.deserved.get_amount(r))
+            if over > 0:
+                out.setdefault(name, {})[r] = over
+    return out

@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from sluice.api.views import EPOCH
 from sluice.scheduler.actions.admit import admissible_leaves
 from sluice.scheduler.actions.outcome import Outcome
-from sluice.scheduler.fit import fits_queue, short_resources
+from sluice.scheduler.fit import queue_overage, short_resources
 from sluice.scheduler.order import leaf_order
 from sluice.scheduler.session import JobInfo, Session
 
@@ -262,17 +262,23 @@ class _Reclaim:
             key = self.orders[job.key] = victim_order(job)
         return key
 
-    def reclaim_for(self, job: JobInfo, short: dict[str, int]) -> bool:
+    def reclaim_for(self, job: JobInfo, short: dict[str, int], over: Taken | None = None) -> bool:
+        """Take victims until the job fits: the cluster, and each ancestor in ``over`` (what
+        admitting it would take that queue past its limit, freed only by victims below it)."""
         session = self.session
         chosen: list[JobInfo] = []
         taken: Taken = {}
         freed: dict[str, int] = {}
-        # What must be freed for the job to fit; more than ``short`` on an oversubscribed
-        # cluster, where free capacity is below zero.
+        # What the cluster must free for the job to fit; more than it lacks on an
+        # oversubscribed cluster, where free capacity is below zero.
         need = {
-            r: job.request[r] - session.total.get_amount(r) + session.used.get(r, 0) for r in short
+            r: job.request[r] - session.total.get_amount(r) + session.used.get(r, 0)
+            for r in short
+            if job.request[r] > session.total.get_amount(r) - session.used.get(r, 0)
         }
         for victim in self.candidates(job, short, taken):
+            if over and not self._helps(victim, need, over):
+                continue
             if not self.keeps_guarantee(victim.queue, victim, taken):
                 continue
             chosen.append(victim)
@@ -282,10 +288,27 @@ class _Reclaim:
                     slot[r] = slot.get(r, 0) + a
             for r, a in victim.request.items():
                 freed[r] = freed.get(r, 0) + a
-            if all(freed.get(r, 0) >= a for r, a in need.items()):
+            if all(freed.get(r, 0) >= a for r, a in need.items()) and (
+                not over
+                or all(
+                    taken.get(q, {}).get(r, 0) >= a
+                    for q, limits in over.items()
+                    for r, a in limits.items()
+                )
+            ):
                 self._take(job, chosen)
                 return True
         return False
+
+    def _helps(self, victim: JobInfo, need: dict[str, int], over: Taken) -> bool:
+        """Whether the victim frees something the cluster lacks, or frees room below an
+        ancestor whose limit stops the job (a victim outside it does not)."""
+        if any(victim.request.get(r, 0) > 0 for r in need):
+            return True
+        chain = self.session.chain(victim.queue)
+        return any(
+            victim.request.get(r, 0) > 0 for q, limits in over.items() if q in chain for r in limits
+        )
 
     def _take(self, job: JobInfo, chosen: list[JobInfo]) -> None:
         touched = {v.queue for v in chosen}
@@ -330,12 +353,18 @@ class _Reclaim:
                 if not self.within_deserved(job, leaf):
                     failed.append((dict(job.request), None))
                     continue
-                if not short:
-                    continue  # it fits the cluster: its own queue stops it, not other queues
-                if not fits_queue(session, job):
+                # An ancestor's limit that stops the job is freed by victims below it, so the
+                # resources over it count as lacking too; the job's own queue's is not.
+                over = queue_overage(session, job)
+                if leaf in over:
                     failed.append((dict(job.request), None))
                     continue
-                if self.supply(short) and self.reclaim_for(job, short):
+                for limits in over.values():
+                    for r, amount in limits.items():
+                        short[r] = max(short.get(r, 0), amount)
+                if not short:
+                    continue
+                if self.supply(short) and self.reclaim_for(job, short, over):
                     self.outcome.admit(session, job, f"reclaim: room taken back for queue {leaf}")
                     self.admitted(job)
                 else:

@@ -245,3 +245,27 @@ def test_a_fifo_queue_preempts_only_for_its_first_waiting_job() -> None:
 
     assert run("traverse") == [("preempt", "ns/low"), ("admit", "ns/urgent")]
     assert run("fifo") == []
+
+
+def test_a_queue_owed_its_share_under_a_full_parent_reclaims_from_its_sibling() -> None:
+    # p's capability is 4 and s borrows all of it; r is owed 2 inside p. Only a victim below p
+    # frees p's limit: t is over its share too, but taking from t would not let r1 in.
+    def run(s_preemptable: bool, cluster_cpu: int) -> list[tuple[str, str]]:
+        queues = [
+            queue("p", capability={"cpu": 4}, deserved={"cpu": 4}),
+            queue("r", "p", deserved={"cpu": 2}),
+            queue("s", "p", deserved={"cpu": 2}),
+            queue("t", deserved={"cpu": 2}),
+        ]
+        jobs = [
+            running("s1", "s", cpu=2, admitted=1, preemptable=s_preemptable),
+            running("s2", "s", cpu=2, admitted=2, preemptable=s_preemptable),
+            running("t1", "t", cpu=4, admitted=3),
+            job("r1", "r", cpu=2),
+        ]
+        snap = snapshot(queues, jobs, [node(cpu=cluster_cpu)], config=CAPACITY)
+        return decisions(run_cycle(snap))
+
+    assert run(True, 8) == [("reclaim", "ns/s2"), ("admit", "ns/r1")]  # the cluster is full
+    assert run(True, 10) == [("reclaim", "ns/s2"), ("admit", "ns/r1")]  # only p is full
+    assert run(False, 8) == []  # t's jobs would free the cluster, not p: nothing is taken
