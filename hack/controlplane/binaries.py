@@ -1,8 +1,8 @@
 """Build (or find) the control-plane binaries the end-to-end tests run.
 
-The pins live in the committed Go modules under hack/tools/: the version of
-k8s.io/kubernetes, of the etcd server and of helm are read from their go.mod
-files, so bumping a release is one edit there plus `go mod tidy`. Binaries are
+The pins live in the committed Go modules under hack/tools/: the versions of
+k8s.io/kubernetes, of the etcd server, of helm and of KWOK are read from their
+go.mod files, so bumping a release is one edit there plus `go mod tidy`. Binaries are
 cached outside the repository, one directory per set of pins, and a directory
 counts only once its `.complete` marker exists (written last), so an
 interrupted build is redone rather than half-used.
@@ -13,12 +13,16 @@ installed.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
 import os
 import re
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,8 +30,17 @@ HACK_DIR = Path(__file__).resolve().parent.parent
 TOOLS_DIR = HACK_DIR / "tools"
 KUBERNETES_MODULE = TOOLS_DIR / "kubernetes"
 HELM_MODULE = TOOLS_DIR / "helm"
+KWOK_MODULE = TOOLS_DIR / "kwok"
 
-BINARIES = ("etcd", "kube-apiserver", "kubectl", "helm")
+BINARIES = (
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kubectl",
+    "helm",
+    "kwok",
+)
 COMPLETE_MARKER = ".complete"
 
 
@@ -40,10 +53,16 @@ class Pins:
     kubernetes: str
     etcd: str
     helm: str
+    kwok: str
+    # Of the go.mod files: a tool added or a replace moved changes the build too.
+    modules_digest: str
 
     @property
     def key(self) -> str:
-        return f"k8s-{self.kubernetes}-etcd-{self.etcd}-helm-{self.helm}"
+        return (
+            f"k8s-{self.kubernetes}-etcd-{self.etcd}-helm-{self.helm}-kwok-{self.kwok}"
+            f"-{self.modules_digest}"
+        )
 
 
 def _required_version(go_mod: Path, module: str) -> str:
@@ -54,11 +73,21 @@ def _required_version(go_mod: Path, module: str) -> str:
     return match.group(1)
 
 
+def _modules_digest() -> str:
+    digest = hashlib.sha256()
+    for module in (KUBERNETES_MODULE, HELM_MODULE, KWOK_MODULE):
+        lines = (module / "go.mod").read_text().splitlines()
+        digest.update("\n".join(x for x in lines if not x.lstrip().startswith("//")).encode())
+    return digest.hexdigest()[:8]
+
+
 def pins() -> Pins:
     return Pins(
         kubernetes=_required_version(KUBERNETES_MODULE / "go.mod", "k8s.io/kubernetes"),
         etcd=_required_version(KUBERNETES_MODULE / "go.mod", "go.etcd.io/etcd/server/v3"),
         helm=_required_version(HELM_MODULE / "go.mod", "helm.sh/helm/v3"),
+        kwok=_required_version(KWOK_MODULE / "go.mod", "sigs.k8s.io/kwok"),
+        modules_digest=_modules_digest(),
     )
 
 
@@ -195,6 +224,27 @@ def _go_build(
     _log(f"{label}: done in {time.monotonic() - started:.0f}s")
 
 
+def _kwok_ldflags(p: Pins) -> str:
+    return f"-s -w -X sigs.k8s.io/kwok/pkg/consts.Version={p.kwok.lstrip('v')}"
+
+
+@contextlib.contextmanager
+def _build_lock(target: Path) -> Iterator[None]:
+    """One build per set of pins at a time: the cache is shared by every checkout on the
+    machine, and a second build started meanwhile waits and then reuses the first."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with target.with_name(target.name + ".lock").open("w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            _log(f"another build of {target.name} is running; waiting for it")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def build(force: bool = False) -> Path:
     """Build every binary into the cache unless a complete build is there."""
     p = pins()
@@ -204,8 +254,18 @@ def build(force: bool = False) -> Path:
         return target
     if shutil.which("go") is None:
         raise RuntimeError("the Go toolchain is needed to build the control plane (go not on PATH)")
-    _log(f"building Kubernetes {p.kubernetes} (kube-apiserver, kubectl), etcd {p.etcd}")
-    _log(f"and helm {p.helm}")
+    with _build_lock(target):
+        if (target / COMPLETE_MARKER).exists() and not force:
+            _log(f"reusing {target}, built meanwhile")
+            return target
+        return _build(p, target)
+
+
+def _build(p: Pins, target: Path) -> Path:
+    _log(
+        f"building Kubernetes {p.kubernetes} (kube-apiserver, kube-controller-manager,"
+        f" kube-scheduler, kubectl), etcd {p.etcd}, helm {p.helm} and KWOK {p.kwok}"
+    )
     _log(f"into {target}; a first build takes tens of minutes on 2 cores")
     started = time.monotonic()
     staging = target.with_name(target.name + ".partial")
@@ -217,6 +277,8 @@ def build(force: bool = False) -> Path:
         KUBERNETES_MODULE,
         [
             "k8s.io/kubernetes/cmd/kube-apiserver",
+            "k8s.io/kubernetes/cmd/kube-controller-manager",
+            "k8s.io/kubernetes/cmd/kube-scheduler",
             "k8s.io/kubernetes/cmd/kubectl",
             "go.etcd.io/etcd/server/v3",
         ],
@@ -227,6 +289,7 @@ def build(force: bool = False) -> Path:
     # `go build -o dir/` names a /vN module's main package after its parent.
     (staging / "server").rename(staging / "etcd")
     _go_build("helm", HELM_MODULE, ["helm.sh/helm/v3/cmd/helm"], _helm_ldflags(p), staging, log)
+    _go_build("kwok", KWOK_MODULE, ["sigs.k8s.io/kwok/cmd/kwok"], _kwok_ldflags(p), staging, log)
     for name in BINARIES:
         if not (staging / name).is_file():
             raise RuntimeError(f"build finished without {name} in {staging}")
