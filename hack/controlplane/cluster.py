@@ -1,4 +1,5 @@
-"""Start and stop etcd + kube-apiserver on 127.0.0.1.
+"""Start and stop a local Kubernetes cluster on 127.0.0.1: etcd, kube-apiserver,
+kube-controller-manager, kube-scheduler, and KWOK playing the kubelet on fake nodes.
 
 A cluster lives in a state directory (`<repo>/.cluster` for `make cluster-up`,
 a temporary one for the pytest fixture):
@@ -6,8 +7,10 @@ a temporary one for the pytest fixture):
     state.json        ports, pids, data dir: what `down` needs to clean up
     kubeconfig        admin (system:masters) credentials
     ca.crt            the cluster CA: put it in a webhook's caBundle
-    pki/              CA key, serving certs, service-account keys
-    logs/             etcd.log, kube-apiserver.log
+    pki/              CA key, serving and client certificates, service-account keys
+    components/       each component's kubeconfig (its own identity) and configuration
+    logs/             etcd.log, kube-apiserver.log, kube-controller-manager.log,
+                      kube-scheduler.log, kwok.log
 
 `up` is idempotent (a healthy cluster is reused, a stale one is cleaned first)
 and a failed start stops whatever it had started. The pids are written before
@@ -26,34 +29,40 @@ import signal
 import socket
 import ssl
 import subprocess
-import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
-from . import binaries, kubeconfig
+from . import binaries, components, kubeconfig, processes
+from .processes import log as _log
 
 START_TIMEOUT = float(os.environ.get("SLUICE_CONTROLPLANE_START_TIMEOUT", "90"))
-STOP_TIMEOUT = 15.0
 ADMIN_USER = "sluice-admin"
 SERVICE_CIDR = "10.0.0.0/24"
-_LOOPBACK = "127.0.0.1"
+LOOPBACK = "127.0.0.1"
+
+# In start order; stopped in reverse. The last three make the cluster live: without them
+# nothing creates, schedules or runs a pod.
+PROCESSES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+_CLIENTS = {
+    "kube-controller-manager": components.CONTROLLER_MANAGER_USER,
+    "kube-scheduler": components.SCHEDULER_USER,
+    "kwok": components.KWOK_USER,
+}
 
 
 class ControlPlaneError(RuntimeError):
     pass
 
 
-def _log(message: str) -> None:
-    print(f"[controlplane] {message}", file=sys.stderr, flush=True)
-
-
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((_LOOPBACK, 0))
+        s.bind((LOOPBACK, 0))
         return int(s.getsockname()[1])
 
 
@@ -66,16 +75,20 @@ class State:
     etcd_port: int
     etcd_peer_port: int
     api_port: int
+    # Defaults: a state.json written before these existed still reads, and is cleaned up.
+    controller_manager_port: int = 0
+    scheduler_port: int = 0
+    kwok_port: int = 0
     pids: dict[str, int] = field(default_factory=dict)
 
     @property
     def server(self) -> str:
-        return f"https://{_LOOPBACK}:{self.api_port}"
+        return f"https://{LOOPBACK}:{self.api_port}"
 
 
 @dataclass(frozen=True)
 class Cluster:
-    """A running control plane, as tests and scripts see it."""
+    """A running cluster, as tests and scripts see it."""
 
     state_dir: Path
     server: str
@@ -101,90 +114,17 @@ class Cluster:
     def helm(self) -> Path:
         return self.bin_dir / "helm"
 
+    @property
+    def logs(self) -> Path:
+        return self.state_dir / "logs"
+
     def env(self) -> dict[str, str]:
         """Environment for a subprocess that should talk to this cluster."""
         return {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
 
 
-# -- processes ------------------------------------------------------------------------------
-
-
-def _set_parent_death_signal() -> None:
-    """In the child: die with the parent (the pytest process), never outlive it."""
-    import ctypes
-
-    pr_set_pdeathsig = 1
-    libc = ctypes.CDLL(None, use_errno=True)
-    # SIGKILL: with etcd gone too, a SIGTERMed kube-apiserver hangs in its shutdown hooks.
-    libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
-
-
-def _is_ours(pid: int, binary: Path) -> bool:
-    """True when pid is alive and runs `binary` (pids are reused after a reboot)."""
-    for _ in range(20):
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            return False
-        if stat.rsplit(")", 1)[1].split()[0] == "Z":
-            _reap(pid)
-            return False
-        if cmdline:
-            return cmdline.split(b"\0")[0].decode(errors="replace") == str(binary)
-        # Empty while the process is between fork and a finished exec: look again.
-        time.sleep(0.05)
-    return False
-
-
-def _reap(pid: int) -> None:
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, os.WNOHANG)
-
-
-def _stop_process(
-    name: str, pid: int, binary: Path, child: subprocess.Popen[bytes] | None = None
-) -> None:
-    if child is not None and child.poll() is not None:
-        return
-    if child is None and not _is_ours(pid, binary):
-        return
-    _log(f"stopping {name} (pid {pid})")
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
-
-    def gone() -> bool:
-        if child is not None:
-            return child.poll() is not None
-        _reap(pid)
-        return not _is_ours(pid, binary)
-
-    deadline = time.monotonic() + STOP_TIMEOUT
-    while time.monotonic() < deadline:
-        if gone():
-            return
-        time.sleep(0.1)
-    _log(f"{name} (pid {pid}) ignored SIGTERM; killing it")
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
-    for _ in range(50):
-        if gone():
-            return
-        time.sleep(0.1)
-
-
-def _tail(path: Path, lines: int = 25) -> str:
-    try:
-        return "".join(path.read_text(errors="replace").splitlines(keepends=True)[-lines:])
-    except OSError:
-        return "(no log)\n"
-
-
-# -- the control plane ----------------------------------------------------------------------
-
-
 class ControlPlane:
-    """etcd + kube-apiserver whose state lives in `state_dir`."""
+    """The whole local cluster, whose state lives in `state_dir`."""
 
     def __init__(
         self, state_dir: Path, *, tie_to_parent: bool = False, data_root: Path | None = None
@@ -211,6 +151,10 @@ class ControlPlane:
     def _logs(self) -> Path:
         return self.state_dir / "logs"
 
+    @property
+    def _components(self) -> Path:
+        return self.state_dir / "components"
+
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
         self.state_dir.mkdir(parents=True, exist_ok=True)
@@ -236,25 +180,28 @@ class ControlPlane:
         return Cluster(self.state_dir, state.server, Path(state.bin_dir))
 
     # health
-    def _ssl_context(self) -> ssl.SSLContext:
+    def _ssl_context(self, admin: bool = True) -> ssl.SSLContext:
         context = ssl.create_default_context(cafile=str(self.state_dir / "ca.crt"))
-        context.load_cert_chain(str(self._pki / "admin.crt"), str(self._pki / "admin.key"))
+        if admin:
+            context.load_cert_chain(str(self._pki / "admin.crt"), str(self._pki / "admin.key"))
         return context
 
-    def _readyz(self, state: State, timeout: float = 2.0) -> bool:
+    def _answers(self, url: str, admin: bool = True, timeout: float = 2.0) -> bool:
+        context = self._ssl_context(admin) if url.startswith("https:") else None
         try:
-            with urllib.request.urlopen(
-                f"{state.server}/readyz", timeout=timeout, context=self._ssl_context()
-            ) as response:
+            with urllib.request.urlopen(url, timeout=timeout, context=context) as response:
                 return bool(response.status == 200)
         except (OSError, ssl.SSLError, ValueError):
             return False
+
+    def _readyz(self, state: State) -> bool:
+        return self._answers(f"{state.server}/readyz")
 
     @staticmethod
     def _etcd_healthy(state: State) -> bool:
         try:
             with urllib.request.urlopen(
-                f"http://{_LOOPBACK}:{state.etcd_port}/health", timeout=2.0
+                f"http://{LOOPBACK}:{state.etcd_port}/health", timeout=2.0
             ) as response:
                 return bool(json.loads(response.read()).get("health") == "true")
         except (OSError, ValueError):
@@ -263,12 +210,12 @@ class ControlPlane:
     def _running(self, state: State) -> bool:
         bin_dir = Path(state.bin_dir)
         return all(
-            name in state.pids and _is_ours(state.pids[name], bin_dir / name)
-            for name in ("etcd", "kube-apiserver")
+            name in state.pids and processes.is_ours(state.pids[name], bin_dir / name)
+            for name in PROCESSES
         )
 
     def status(self) -> Cluster | None:
-        """The cluster if it runs and answers /readyz, else None."""
+        """The cluster if every process runs and the API server answers /readyz, else None."""
         state = self._read_state()
         if state is None or not self._running(state) or not self._readyz(state):
             return None
@@ -280,9 +227,9 @@ class ControlPlane:
             existing = self._read_state()
             if existing is not None:
                 if self._running(existing) and self._readyz(existing):
-                    _log(f"reusing the running control plane at {existing.server}")
+                    _log(f"reusing the running cluster at {existing.server}")
                     return self._cluster(existing)
-                _log("found a stale or half-started control plane; cleaning it up first")
+                _log("found a stale or half-started cluster; cleaning it up first")
                 self._teardown(existing)
             found = binaries.find_binaries()
             bin_dir = found["kube-apiserver"].parent
@@ -322,16 +269,30 @@ class ControlPlane:
 
     def _teardown(self, state: State) -> None:
         bin_dir = Path(state.bin_dir)
-        # The API server first, so it does not log a storm of etcd errors.
-        for name in ("kube-apiserver", "etcd"):
-            if name in state.pids:
-                pid = state.pids[name]
-                _stop_process(name, pid, bin_dir / name, self._children.pop(pid, None))
+
+        def running(names: tuple[str, ...]) -> list[processes.Running]:
+            return [
+                processes.Running(
+                    name,
+                    state.pids[name],
+                    bin_dir / name,
+                    self._children.pop(state.pids[name], None),
+                )
+                for name in names
+                if name in state.pids
+            ]
+
+        # The API server's clients together, then the API server, then etcd: each goes before
+        # what it talks to, so none logs a storm of connection errors.
+        processes.stop(running(PROCESSES[2:]))
+        processes.stop(running(("kube-apiserver",)))
+        processes.stop(running(("etcd",)))
         if state.data_dir and Path(state.data_dir).name.startswith("sluice-etcd-"):
             shutil.rmtree(state.data_dir, ignore_errors=True)
         for path in (self._state_file, self.state_dir / "kubeconfig", self.state_dir / "ca.crt"):
             path.unlink(missing_ok=True)
         shutil.rmtree(self._pki, ignore_errors=True)
+        shutil.rmtree(self._components, ignore_errors=True)
 
     def _spawn(self, name: str, command: list[str], env: dict[str, str]) -> int:
         self._logs.mkdir(parents=True, exist_ok=True)
@@ -344,7 +305,7 @@ class ControlPlane:
                 env=env,
                 cwd=self.state_dir,
                 start_new_session=True,  # a Ctrl-C in the shell must not hit them directly
-                preexec_fn=_set_parent_death_signal if self.tie_to_parent else None,
+                preexec_fn=processes.set_parent_death_signal if self.tie_to_parent else None,
             )
         self._children[process.pid] = process
         return process.pid
@@ -357,45 +318,89 @@ class ControlPlane:
             etcd_port=free_port(),
             etcd_peer_port=free_port(),
             api_port=free_port(),
+            controller_manager_port=free_port(),
+            scheduler_port=free_port(),
+            kwok_port=free_port(),
         )
         self._write_state(state)
         try:
             self._write_pki(state)
+            self._write_component_config(state)
             env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
-            state.pids["etcd"] = self._spawn("etcd", self._etcd_command(state), env)
-            self._write_state(state)
+            # KWOK would also read ~/.kwok/kwok.yaml; keep it to the stages given here.
+            env["KWOK_WORKDIR"] = str(self._components / "kwok")
+            self._launch(state, "etcd", self._etcd_command(state), env)
             self._wait("etcd", state, lambda: self._etcd_healthy(state))
-            state.pids["kube-apiserver"] = self._spawn(
-                "kube-apiserver", self._apiserver_command(state), env
-            )
-            self._write_state(state)
+            self._launch(state, "kube-apiserver", self._apiserver_command(state), env)
             self._wait("kube-apiserver", state, lambda: self._readyz(state))
+            self._create(state, components.kwok_rbac())
+            for name in PROCESSES[2:]:
+                self._launch(state, name, self._living_command(state, name), env)
+            for name in PROCESSES[2:]:
+                url = self._health_url(state, name)
+                self._wait(name, state, lambda url=url: self._answers(url, admin=False))
         except BaseException:
             self._teardown(state)
             raise
         cluster = self._cluster(state)
-        _log(f"control plane ready at {state.server} in {time.monotonic() - started:.1f}s")
+        _log(f"cluster ready at {state.server} in {time.monotonic() - started:.1f}s")
         return cluster
+
+    def _launch(self, state: State, name: str, command: list[str], env: dict[str, str]) -> None:
+        state.pids[name] = self._spawn(name, command, env)
+        self._write_state(state)
 
     def _wait(self, name: str, state: State, ready: Callable[[], bool]) -> None:
         binary = Path(state.bin_dir) / name
         deadline = time.monotonic() + START_TIMEOUT
+        log = self._logs / f"{name}.log"
         while time.monotonic() < deadline:
             if ready():
                 return
             child = self._children.get(state.pids[name])
-            exited = child.poll() is not None if child else not _is_ours(state.pids[name], binary)
-            if exited:
-                log = self._logs / f"{name}.log"
-                text = _tail(log)
+            if (
+                child.poll() is not None
+                if child
+                else not processes.is_ours(state.pids[name], binary)
+            ):
+                text = processes.tail(log)
                 if "address already in use" in text:
                     raise _PortTaken(f"{name}: address already in use")
                 raise ControlPlaneError(f"{name} exited during start; end of {log}:\n{text}")
-            time.sleep(0.25)
-        log = self._logs / f"{name}.log"
+            time.sleep(0.1)
         raise ControlPlaneError(
-            f"{name} not ready after {START_TIMEOUT:.0f}s; end of {log}:\n{_tail(log)}"
+            f"{name} not ready after {START_TIMEOUT:.0f}s; end of {log}:\n{processes.tail(log)}"
         )
+
+    def _create(self, state: State, objects: list[dict[str, Any]]) -> None:
+        """POST RBAC objects as the admin (no kubectl process: it would cost start time)."""
+        for obj in objects:
+            namespace = obj["metadata"].get("namespace")
+            scope = f"/namespaces/{namespace}" if namespace else ""
+            url = f"{state.server}/apis/{obj['apiVersion']}{scope}/{obj['kind'].lower()}s"
+            request = urllib.request.Request(
+                url,
+                data=json.dumps(obj).encode(),
+                headers={"Content-Type": "application/json"},
+                method="POST",
+            )
+            try:
+                with urllib.request.urlopen(request, timeout=10, context=self._ssl_context()):
+                    pass
+            except urllib.error.HTTPError as error:
+                if error.code != 409:  # already there: a retried start
+                    detail = error.read().decode(errors="replace")
+                    raise ControlPlaneError(f"creating {obj['kind']}: {detail}") from error
+
+    def _health_url(self, state: State, name: str) -> str:
+        return {
+            "kube-controller-manager": f"https://{LOOPBACK}:{state.controller_manager_port}/healthz",
+            "kube-scheduler": f"https://{LOOPBACK}:{state.scheduler_port}/readyz",
+            "kwok": f"http://{LOOPBACK}:{state.kwok_port}/healthz",
+        }[name]
+
+    def _component_kubeconfig(self, name: str) -> Path:
+        return self._components / f"{name}.kubeconfig"
 
     def _write_pki(self, state: State) -> None:
         from . import pki
@@ -406,7 +411,7 @@ class ControlPlane:
         (self.state_dir / "ca.crt").write_bytes(ca.cert_pem)
         serving = ca.issue_serving(
             (
-                _LOOPBACK,
+                LOOPBACK,
                 "localhost",
                 "kubernetes",
                 "kubernetes.default",
@@ -428,10 +433,52 @@ class ControlPlane:
                 client_key_pem=admin.key_pem,
             ),
         )
+        for name, user in _CLIENTS.items():
+            client = ca.issue_client(user)
+            kubeconfig.write(
+                self._component_kubeconfig(name),
+                kubeconfig.render(
+                    state.server,
+                    ca.cert_pem,
+                    user,
+                    client_cert_pem=client.cert_pem,
+                    client_key_pem=client.key_pem,
+                ),
+            )
+        for name in ("kube-controller-manager", "kube-scheduler"):
+            ca.issue_serving((LOOPBACK, "localhost")).write(
+                self._pki / f"{name}-serving.crt", self._pki / f"{name}-serving.key"
+            )
+
+    def _write_component_config(self, state: State) -> None:
+        (self._components / "kube-scheduler.yaml").write_text(
+            components.scheduler_configuration(self._component_kubeconfig("kube-scheduler"))
+        )
+
+    def _living_command(self, state: State, name: str) -> list[str]:
+        binary = Path(state.bin_dir) / name
+        kubeconfig_path = self._component_kubeconfig(name)
+        cert, key = self._pki / f"{name}-serving.crt", self._pki / f"{name}-serving.key"
+        ca = self._pki / "ca.crt"
+        if name == "kube-controller-manager":
+            return components.controller_manager_command(
+                binary, state.controller_manager_port, kubeconfig_path, ca, cert, key
+            )
+        if name == "kube-scheduler":
+            return components.scheduler_command(
+                binary,
+                state.scheduler_port,
+                self._components / "kube-scheduler.yaml",
+                kubeconfig_path,
+                ca,
+                cert,
+                key,
+            )
+        return components.kwok_command(binary, state.kwok_port, kubeconfig_path)
 
     def _etcd_command(self, state: State) -> list[str]:
-        client = f"http://{_LOOPBACK}:{state.etcd_port}"
-        peer = f"http://{_LOOPBACK}:{state.etcd_peer_port}"
+        client = f"http://{LOOPBACK}:{state.etcd_port}"
+        peer = f"http://{LOOPBACK}:{state.etcd_peer_port}"
         return [
             str(Path(state.bin_dir) / "etcd"),
             "--name=sluice",
@@ -449,9 +496,9 @@ class ControlPlane:
         p = self._pki
         return [
             str(Path(state.bin_dir) / "kube-apiserver"),
-            f"--etcd-servers=http://{_LOOPBACK}:{state.etcd_port}",
-            f"--bind-address={_LOOPBACK}",
-            f"--advertise-address={_LOOPBACK}",
+            f"--etcd-servers=http://{LOOPBACK}:{state.etcd_port}",
+            f"--bind-address={LOOPBACK}",
+            f"--advertise-address={LOOPBACK}",
             f"--secure-port={state.api_port}",
             f"--tls-cert-file={p / 'apiserver.crt'}",
             f"--tls-private-key-file={p / 'apiserver.key'}",
@@ -463,7 +510,8 @@ class ControlPlane:
             f"--service-cluster-ip-range={SERVICE_CIDR}",
             # Both are on by default; listed because sluice's webhooks depend on them.
             "--enable-admission-plugins=MutatingAdmissionWebhook,ValidatingAdmissionWebhook",
-            # No controller-manager creates `default` ServiceAccounts, so Pods would be refused.
+            # No service-account controller runs to create each namespace's `default`
+            # ServiceAccount, so Pods would be refused; nothing here reads their tokens.
             "--disable-admission-plugins=ServiceAccount",
             # Nothing here serves the `kubernetes` Service; do not reconcile its endpoints.
             "--endpoint-reconciler-type=none",
@@ -480,118 +528,3 @@ def threading_is_main() -> bool:
     import threading
 
     return threading.current_thread() is threading.main_thread()
-
-
-def issue_serving_cert(
-    cluster: Cluster, directory: Path, hosts: tuple[str, ...] = (_LOOPBACK, "localhost")
-) -> tuple[Path, Path]:
-    """Write tls.crt/tls.key for a server on `hosts`, signed by the cluster CA.
-
-    Use the cluster's `ca_cert` as the webhook configuration's caBundle.
-    """
-    from . import pki
-
-    ca = pki.CertificateAuthority.load(cluster.ca_cert, cluster.ca_key)
-    pair = ca.issue_serving(hosts)
-    cert, key = directory / "tls.crt", directory / "tls.key"
-    pair.write(cert, key)
-    return cert, key
-
-
-def user_kubeconfig(
-    cluster: Cluster, user: str, groups: tuple[str, ...] | list[str] = (), path: Path | None = None
-) -> Path:
-    """A kubeconfig authenticating as `user` in `groups` by client certificate.
-
-    The API server adds `system:authenticated`; RBAC decides the rest.
-    """
-    from . import pki
-
-    ca = pki.CertificateAuthority.load(cluster.ca_cert, cluster.ca_key)
-    pair = ca.issue_client(user, list(groups))
-    target = path or cluster.state_dir / "users" / f"{_safe(user)}.kubeconfig"
-    return kubeconfig.write(
-        target,
-        kubeconfig.render(
-            cluster.server,
-            ca.cert_pem,
-            user,
-            client_cert_pem=pair.cert_pem,
-            client_key_pem=pair.key_pem,
-        ),
-    )
-
-
-def service_account_kubeconfig(
-    cluster: Cluster,
-    namespace: str,
-    name: str,
-    path: Path | None = None,
-    duration: str = "2h",
-) -> Path:
-    """A kubeconfig with a TokenRequest token for ServiceAccount namespace/name.
-
-    Creates the namespace and the ServiceAccount when missing (no controller
-    does it in this control plane).
-    """
-    manifest = {
-        "apiVersion": "v1",
-        "kind": "List",
-        "items": [
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
-            {
-                "apiVersion": "v1",
-                "kind": "ServiceAccount",
-                "metadata": {"name": name, "namespace": namespace},
-            },
-        ],
-    }
-    kubectl = [str(cluster.kubectl), f"--kubeconfig={cluster.kubeconfig}"]
-    subprocess.run(
-        [*kubectl, "apply", "-f", "-"],
-        input=json.dumps(manifest),
-        text=True,
-        check=True,
-        capture_output=True,
-    )
-    token = subprocess.run(
-        [*kubectl, "create", "token", name, "-n", namespace, f"--duration={duration}"],
-        text=True,
-        check=True,
-        capture_output=True,
-    ).stdout.strip()
-    user = f"system:serviceaccount:{namespace}:{name}"
-    target = path or cluster.state_dir / "users" / f"{_safe(user)}.kubeconfig"
-    return kubeconfig.write(
-        target, kubeconfig.render(cluster.server, cluster.ca_cert.read_bytes(), user, token=token)
-    )
-
-
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
-
-
-def install_crds(cluster: Cluster, crd_dir: Path, timeout: str = "60s") -> list[str]:
-    """Apply every YAML file in crd_dir and wait until each CRD is Established."""
-    files = sorted(p for p in crd_dir.iterdir() if p.suffix in (".yaml", ".yml"))
-    if not files:
-        return []
-    kubectl = [str(cluster.kubectl), f"--kubeconfig={cluster.kubeconfig}"]
-    args = [arg for f in files for arg in ("-f", str(f))]
-    applied = subprocess.run(
-        [*kubectl, "apply", "--server-side", "--force-conflicts", "-o", "name", *args],
-        text=True,
-        capture_output=True,
-    )
-    if applied.returncode != 0:
-        raise ControlPlaneError(f"installing CRDs from {crd_dir} failed:\n{applied.stderr}")
-    crds = [n for n in applied.stdout.split() if n.startswith("customresourcedefinition")]
-    if crds:
-        waited = subprocess.run(
-            [*kubectl, "wait", "--for=condition=Established", f"--timeout={timeout}", *crds],
-            text=True,
-            capture_output=True,
-        )
-        if waited.returncode != 0:
-            raise ControlPlaneError(f"CRDs not Established:\n{waited.stderr}")
-    return crds
