@@ -1,9 +1,13 @@
-"""A real control plane (etcd + kube-apiserver) for the end-to-end tests.
+"""A living local cluster for the end-to-end tests: etcd, kube-apiserver,
+kube-controller-manager, kube-scheduler and KWOK (hack/controlplane).
 
 One cluster per pytest session (per xdist worker), started from the binaries
-hack/build-binaries caches, with the CRDs from crds/ installed. No
-controller-manager runs: no Pods, no garbage collection, namespaces never
-finish deleting; use fresh names instead of cleaning up.
+hack/build-binaries caches, with the CRDs from crds/ installed. Jobs get pods,
+kube-scheduler binds them, KWOK runs them on fake nodes (kwok.fake_node) and the
+Job controller completes a Job whose pods succeed (kwok.pod_template's
+complete_after). Garbage collection runs and namespaces finish deleting, so a
+test's namespace is deleted after it; cluster-scoped objects (nodes, queues)
+still carry unique names, as tests share the cluster.
 
 Missing binaries fail the tests rather than skip them: CI counts a skip as a
 failure, and a silently skipped e2e suite proves nothing.
@@ -90,11 +94,12 @@ def as_service_account(
 
 
 @pytest.fixture
-def namespace(kubectl: Kubectl) -> str:
-    """A fresh namespace for one test (deletion never completes here, so names are unique)."""
+def namespace(kubectl: Kubectl) -> Iterator[str]:
+    """A fresh namespace for one test, deleted (with its Jobs and pods) after it."""
     name = unique_name("e2e")
     kubectl.run("create", "namespace", name)
-    return name
+    yield name
+    kubectl.delete("namespace", name)
 
 
 @pytest.fixture

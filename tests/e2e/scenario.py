@@ -1,15 +1,20 @@
-"""Building blocks for operator scenarios: an isolated resource per test, nodes, jobs."""
+"""Building blocks for operator scenarios: an isolated resource per test, fake nodes, jobs, and
+what their pods do on the living cluster."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .helpers import Kubectl, unique_name, wait_for
+from .helpers import Kubectl, controlplane, unique_name, wait_for
+
+kwok = controlplane.kwok
 
 
 class Scenario:
     """Everything a test creates uses its own extended resource, so the tests share one cluster
-    (and one operator) without ever competing for capacity."""
+    (and one operator) without ever competing for capacity: its jobs' pods fit only on its own
+    nodes, which KWOK runs them on."""
 
     def __init__(self, kubectl: Kubectl, namespace: str) -> None:
         self.kubectl = kubectl
@@ -20,30 +25,19 @@ class Scenario:
     def name(self, short: str) -> str:
         return f"{self.prefix}-{short}"
 
-    def node(self, amount: int) -> str:
+    def node(
+        self,
+        amount: int,
+        *,
+        labels: Mapping[str, str] | None = None,
+        taints: Sequence[Mapping[str, str]] = (),
+        **allocatable: str | int,
+    ) -> str:
+        """A fake node holding `amount` of this test's resource (and whatever `allocatable`
+        adds, e.g. cpu="8"); KWOK makes it Ready and runs the pods bound to it."""
         name = self.name(f"node-{unique_name('n')[-4:]}")
-        self.kubectl.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}})
-        status = {
-            "status": {
-                "allocatable": {self.resource: str(amount)},
-                "capacity": {self.resource: str(amount)},
-                "conditions": [
-                    {
-                        "type": "Ready",
-                        "status": "True",
-                        "reason": "KubeletReady",
-                        "message": "e2e",
-                        "lastHeartbeatTime": "2026-01-01T00:00:00Z",
-                        "lastTransitionTime": "2026-01-01T00:00:00Z",
-                    }
-                ],
-            }
-        }
-        import json
-
-        self.kubectl.run(
-            "patch", "node", name, "--subresource=status", "--type=merge", "-p", json.dumps(status)
-        )
+        resources: dict[str, str | int] = {self.resource: amount, **allocatable}
+        self.kubectl.create(kwok.fake_node(name, resources, labels=labels, taints=taints))
         return name
 
     def queue(self, short: str, parent: str | None = None, **spec: Any) -> str:
@@ -59,34 +53,38 @@ class Scenario:
         )
         return name
 
-    def job(self, short: str, queue: str, amount: int, priority_class: str | None = None) -> str:
-        pod: dict[str, Any] = {
-            "restartPolicy": "Never",
-            "containers": [
-                {
-                    "name": "main",
-                    "image": "busybox",
-                    "resources": {
-                        "requests": {self.resource: str(amount)},
-                        "limits": {self.resource: str(amount)},
-                    },
-                }
-            ],
-        }
-        if priority_class:
-            pod["priorityClassName"] = priority_class
-        self.kubectl.create(
-            {
-                "apiVersion": "batch/v1",
-                "kind": "Job",
-                "metadata": {
-                    "name": short,
-                    "namespace": self.namespace,
-                    "labels": {"sluice.dev/queue-name": self.name(queue)},
-                },
-                "spec": {"suspend": True, "template": {"spec": pod}},
-            }
+    def job(
+        self,
+        short: str,
+        queue: str,
+        amount: int,
+        priority_class: str | None = None,
+        *,
+        pods: int = 1,
+        complete_after: str | None = None,
+        **template: Any,
+    ) -> str:
+        """A suspended Job of `pods` pods, each asking for `amount` of this test's resource.
+
+        complete_after: each pod succeeds that long after it starts running (a Go duration),
+        so the real Job controller completes the Job; without it the pods run until deleted.
+        `template` goes to kwok.pod_template (node_selector, tolerations, ...).
+        """
+        pod = kwok.pod_template(
+            {self.resource: amount},
+            complete_after=complete_after,
+            priority_class=priority_class,
+            **template,
         )
+        manifest = kwok.job(
+            short,
+            pod,
+            namespace=self.namespace,
+            queue=self.name(queue),
+            pods=pods,
+            suspend=True,
+        )
+        self.kubectl.create(manifest)
         return short
 
     def get_job(self, name: str) -> dict[str, Any]:
@@ -112,33 +110,51 @@ class Scenario:
     def annotation(self, job: str, key: str) -> str | None:
         return (self.get_job(job)["metadata"].get("annotations") or {}).get(f"sluice.dev/{key}")
 
+    def events(self, job: str) -> list[dict[str, Any]]:
+        """sluice's Events about the Job (the Job controller reports on it too)."""
+        selector = f"involvedObject.name={job},source=sluice-operator"
+        found = self.kubectl.json(
+            "get", "events", "-n", self.namespace, "--field-selector", selector
+        )
+        return list(found["items"])
+
     def queue_status(self, short: str) -> dict[str, Any]:
         return self.kubectl.get("queue", self.name(short)).get("status") or {}
 
-    def complete(self, job: str) -> None:
-        """Mark a job finished through the status subresource (no Job controller runs here)."""
-        import json
+    # -- what the living cluster does with them ---------------------------------------------
 
-        now = "2026-01-01T00:00:00Z"
-        status = {
-            "status": {
-                "startTime": now,
-                "completionTime": now,
-                "succeeded": 1,
-                "conditions": [
-                    {"type": "SuccessCriteriaMet", "status": "True", "lastTransitionTime": now},
-                    {"type": "Complete", "status": "True", "lastTransitionTime": now},
-                ],
-            }
-        }
-        self.kubectl.run(
-            "patch",
-            "job",
-            job,
-            "-n",
-            self.namespace,
-            "--subresource=status",
-            "--type=merge",
-            "-p",
-            json.dumps(status),
+    def pods(self, job: str) -> list[dict[str, Any]]:
+        """The Job's pods as the Job controller created them (terminating ones included)."""
+        found = self.kubectl.json(
+            "get", "pods", "-n", self.namespace, "-l", f"batch.kubernetes.io/job-name={job}"
         )
+        return list(found["items"])
+
+    def wait_pods_running(
+        self, job: str, count: int = 1, timeout: float = 30
+    ) -> list[dict[str, Any]]:
+        """Wait until `count` pods of the Job run (bound to a node, phase Running, none
+        terminating); return them."""
+
+        def running() -> list[dict[str, Any]] | None:
+            pods = [p for p in self.pods(job) if not p["metadata"].get("deletionTimestamp")]
+            ok = len(pods) == count and all(
+                p["status"].get("phase") == "Running" and p["spec"].get("nodeName") for p in pods
+            )
+            return pods if ok else None
+
+        return wait_for(running, timeout=timeout, what=f"{count} pod(s) of {job} Running")
+
+    def wait_no_pods(self, job: str, timeout: float = 30) -> None:
+        wait_for(lambda: not self.pods(job), timeout=timeout, what=f"{job}'s pods gone")
+
+    def finished(self, job: str) -> str | None:
+        """The Job controller's verdict, "Complete" or "Failed"; None while it runs."""
+        for condition in self.get_job(job).get("status", {}).get("conditions") or []:
+            if condition["type"] in ("Complete", "Failed") and condition["status"] == "True":
+                return str(condition["type"])
+        return None
+
+    def wait_complete(self, job: str, timeout: float = 60) -> None:
+        outcome = wait_for(lambda: self.finished(job), timeout=timeout, what=f"{job} finished")
+        assert outcome == "Complete", f"{job} {outcome}: {self.get_job(job).get('status')}"

@@ -53,16 +53,8 @@ def test_admission_within_quota_and_a_reason_beyond_it(s: Scenario, kubectl: Kub
         f"position 1 in {s.name('team')}; {s.name('team')} would use {s.resource} 6 > capability 4"
     )
     assert s.annotation("j1", "admitted-at")
-    events = kubectl.json(
-        "get", "events", "-n", s.namespace, "--field-selector", "involvedObject.name=j1"
-    )
-    assert [e["reason"] for e in events["items"]] == ["Admitted"]
-    refused = wait_for(
-        lambda: kubectl.json(
-            "get", "events", "-n", s.namespace, "--field-selector", "involvedObject.name=j3"
-        )["items"],
-        what="j3's Pending event",
-    )
+    assert [e["reason"] for e in s.events("j1")] == ["Admitted"]
+    refused = wait_for(lambda: s.events("j3"), what="j3's Pending event")
     assert {e["reason"] for e in refused} == {"Pending"}
     assert reason in [e["message"] for e in refused]
     for name in ("j1", "j3"):  # sluice's own annotations only: nothing of Kopf's, no finalizer
@@ -70,11 +62,14 @@ def test_admission_within_quota_and_a_reason_beyond_it(s: Scenario, kubectl: Kub
         assert not meta.get("finalizers")
         assert all(key.startswith("sluice.dev/") for key in meta.get("annotations") or {})
         assert not any("kopf" in key or "last-handled" in key for key in meta.get("annotations"))
+    # Admitted jobs count as inqueue until their pods are active, then as running.
     status = wait_for(
-        lambda: (st := s.queue_status("team")).get("pending") == 1 and st,
+        lambda: (
+            (st := s.queue_status("team")).get("pending") == 1 and st.get("running") == 2 and st
+        ),
         what="team's status counts",
     )
-    assert status["inqueue"] == 2 and status["allocated"] == {s.resource: "4"}
+    assert status["inqueue"] == 0 and status["allocated"] == {s.resource: "4"}
 
 
 def test_a_starving_team_reclaims_from_its_sibling_before_its_cousin(s: Scenario) -> None:
@@ -114,14 +109,41 @@ def test_queue_priority_decides_who_is_served_and_who_gives_back(s: Scenario) ->
     assert s.annotation("l1", "reclaimed-by") == f"{s.namespace}/h1"
 
 
-def test_closing_until_the_last_job_finishes_then_closed(s: Scenario, kubectl: Kubectl) -> None:
+def test_admitted_pods_run_and_the_queue_moves_on_when_the_job_controller_completes_it(
+    s: Scenario,
+) -> None:
+    node = s.node(8)
+    s.queue("moves", capability={s.resource: "4"})
+    s.job("first", "moves", 2, pods=2, complete_after="4s")
+    s.job("second", "moves", 2, pods=2)
+    s.wait_admitted("first")
+    pods = s.wait_pods_running("first", 2)
+    assert {p["spec"]["nodeName"] for p in pods} == {node}
+    assert all(p["status"].get("podIP") for p in pods)
+    # Quota full: second waits, with nothing of it on the node.
+    reason = wait_for(lambda: s.annotation("second", "pending-reason"), what="second's reason")
+    assert "capability 4" in reason
+    assert not s.admitted("second") and not s.pods("second")
+    # KWOK ends first's pods 4 s after they started; the Job controller, not the test, marks
+    # the Job Complete, and sluice admits the next job on its own.
+    s.wait_complete("first", timeout=30)
+    assert s.get_job("first")["status"]["succeeded"] == 2
+    assert {p["status"]["phase"] for p in s.pods("first")} == {"Succeeded"}
+    s.wait_admitted("second", timeout=30)
+    assert {p["spec"]["nodeName"] for p in s.wait_pods_running("second", 2)} == {node}
+
+
+def test_closing_until_the_job_controller_finishes_the_last_job_then_closed(
+    s: Scenario, kubectl: Kubectl
+) -> None:
     s.node(4)
     q = s.queue("closing")
-    s.job("last", "closing", 1)
+    s.job("last", "closing", 1, complete_after="8s")
     s.wait_admitted("last")
     kubectl.run("patch", "queue", q, "--type=merge", "-p", '{"spec":{"state":"Closed"}}')
     wait_for(lambda: s.queue_status("closing").get("state") == "Closing", what="Closing")
-    s.complete("last")
+    s.wait_pods_running("last")  # still running: Closing waits for it
+    s.wait_complete("last", timeout=30)
     wait_for(lambda: s.queue_status("closing").get("state") == "Closed", what="Closed")
 
 
