@@ -395,21 +395,31 @@ class Bench:
                 )
             )
         told = time.monotonic()
-        while time.monotonic() < told + 120:
-            if not [j for j in self.list_jobs("bench") if j["spec"].get("suspend")]:
-                break
+        completed: float | None = None
+        drained: float | None = None
+        while time.monotonic() < told + 180 and drained is None:
+            jobs = self.list_jobs("bench")
+            if completed is None and all(
+                _complete(j) for j in jobs if j["metadata"]["name"] in names
+            ):
+                completed = time.monotonic()
+            if not [j for j in jobs if j["spec"].get("suspend")]:
+                drained = time.monotonic()
             time.sleep(0.2)
-        drained = time.monotonic()
         all_running = watch.wait(len(waiting) * self.args.pods, timeout=120)
         watch.stop()
         writes, decisions = self.operator_counters()
         admitted = decisions - decisions_before
-        running_after = f"{all_running - told:.1f}s" if all_running else "not within 120 s"
+
+        def since(t: float | None) -> str:
+            return "-" if t is None else f"{t - told:.1f}s"
+
         return (
-            f"\nbacklog: {len(finishing)} jobs told to finish in {told - started:.1f}s; the"
-            f" {backlog} waiting admitted {drained - told:.1f}s after, all their pods Running"
-            f" {running_after} after; {(writes - writes_before) / max(admitted, 1):.2f}"
-            " operator API writes per decision"
+            f"\nbacklog: the {len(pods)} pods of {len(finishing)} admitted jobs told to exit in"
+            f" {told - started:.1f}s; after the last: the Job controller had completed those jobs"
+            f" {since(completed)}, the {backlog} waiting were admitted {since(drained)} and all"
+            f" their pods Running {since(all_running)};"
+            f" {(writes - writes_before) / max(admitted, 1):.2f} operator API writes per decision"
         )
 
     def floor(self, count: int) -> dict[str, Any]:
@@ -500,6 +510,11 @@ class Bench:
             "target: all decided <= 10 s after the last create, statuses <= 2 s after,"
             f" pods Running within 2x the floor: {'met' if ok else 'NOT met'}"
         )
+
+
+def _complete(job: dict[str, Any]) -> bool:
+    conditions = job.get("status", {}).get("conditions") or []
+    return any(c["type"] == "Complete" and c["status"] == "True" for c in conditions)
 
 
 def _discard(response: Any) -> None:
