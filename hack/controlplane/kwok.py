@@ -141,3 +141,19 @@ def job(
     if suspend is not None:
         spec["suspend"] = suspend
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": spec}
+
+
+def deployment(
+    name: str, template: Mapping[str, Any], *, namespace: str, replicas: int = 1
+) -> dict[str, Any]:
+    """A Deployment outside any queue (a service that uses the nodes too). Its pods carry the
+    label app=<name>; pass a template made with restart_policy="Always"."""
+    labels = {"app": name}
+    pod = {**template, "metadata": {**template.get("metadata", {})}}
+    pod["metadata"]["labels"] = {**pod["metadata"].get("labels", {}), **labels}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": labels}, "template": pod},
+    }

@@ -29,15 +29,19 @@ class Scenario:
         self,
         amount: int,
         *,
+        allocatable: Mapping[str, str | int] | None = None,
         labels: Mapping[str, str] | None = None,
         taints: Sequence[Mapping[str, str]] = (),
-        **allocatable: str | int,
+        unschedulable: bool = False,
     ) -> str:
         """A fake node holding `amount` of this test's resource (and whatever `allocatable`
-        adds, e.g. cpu="8"); KWOK makes it Ready and runs the pods bound to it."""
+        adds, e.g. {"cpu": "8"}); KWOK makes it Ready and runs the pods bound to it."""
         name = self.name(f"node-{unique_name('n')[-4:]}")
-        resources: dict[str, str | int] = {self.resource: amount, **allocatable}
-        self.kubectl.create(kwok.fake_node(name, resources, labels=labels, taints=taints))
+        resources: dict[str, str | int] = {self.resource: amount, **(allocatable or {})}
+        node = kwok.fake_node(
+            name, resources, labels=labels, taints=taints, unschedulable=unschedulable
+        )
+        self.kubectl.create(node)
         return name
 
     def queue(self, short: str, parent: str | None = None, **spec: Any) -> str:

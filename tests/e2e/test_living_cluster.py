@@ -101,19 +101,8 @@ def test_a_deployment_runs_and_its_namespace_finishes_deleting(kubectl: Kubectl)
     resource = f"e2e.sluice.dev/{unique_name('r')}"
     node = unique_name("node")
     kubectl.create(kwok.fake_node(node, {resource: 3}))
-    template = kwok.pod_template({resource: 1}, labels={"app": "serve"}, restart_policy="Always")
-    kubectl.create(
-        {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": {"name": "serve", "namespace": namespace},
-            "spec": {
-                "replicas": 3,
-                "selector": {"matchLabels": {"app": "serve"}},
-                "template": template,
-            },
-        }
-    )
+    template = kwok.pod_template({resource: 1}, restart_policy="Always")
+    kubectl.create(kwok.deployment("serve", template, namespace=namespace, replicas=3))
     wait_for(
         lambda: (
             kubectl.get("deployment", "serve", namespace).get("status", {}).get("readyReplicas")
