@@ -3,6 +3,10 @@ cluster's do, so what sluice's tests see of pods, Jobs and namespaces is real.""
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+from pathlib import Path
 from typing import Any
 
 from .helpers import Kubectl, controlplane, unique_name, wait_for
@@ -138,3 +142,45 @@ def test_kwok_may_run_pods_and_nothing_more(kubectl: Kubectl) -> None:
     assert not can("get", "secrets")
     assert not can("create", "pods")
     assert not can("update", "jobs.batch")
+
+
+def test_up_reuses_a_whole_cluster_replaces_one_missing_a_part_and_down_stops_all(
+    tmp_path: Path,
+) -> None:
+    state_dir = tmp_path / "cluster"
+    plane = controlplane.ControlPlane(state_dir, tie_to_parent=True, data_root=tmp_path)
+
+    def pids() -> dict[str, int]:
+        return dict(json.loads((state_dir / "state.json").read_text())["pids"])
+
+    def alive(pid: int) -> bool:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return False
+        return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+    first = plane.up()
+    again: dict[str, int] = {}
+    try:
+        started = pids()
+        assert set(started) == {
+            "etcd",
+            "kube-apiserver",
+            "kube-controller-manager",
+            "kube-scheduler",
+            "kwok",
+        }
+        assert plane.up().server == first.server and pids() == started
+        os.kill(started["kwok"], signal.SIGKILL)
+        wait_for(lambda: not alive(started["kwok"]), what="kwok killed")
+        assert plane.status() is None  # a cluster without KWOK is not the cluster
+        plane.up()
+        again.update(pids())
+        assert not set(again.values()) & set(started.values())
+        assert not any(alive(pid) for pid in started.values())
+        assert all(alive(pid) for pid in again.values())
+    finally:
+        plane.down()
+    assert not any(alive(pid) for pid in again.values())
+    assert not (state_dir / "state.json").exists()
