@@ -325,7 +325,7 @@ class ControlPlane:
         self._write_state(state)
         try:
             self._write_pki(state)
-            self._write_component_config(state)
+            self._write_component_config()
             env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
             # KWOK would also read ~/.kwok/kwok.yaml; keep it to the stages given here.
             env["KWOK_WORKDIR"] = str(self._components / "kwok")
@@ -378,19 +378,25 @@ class ControlPlane:
             namespace = obj["metadata"].get("namespace")
             scope = f"/namespaces/{namespace}" if namespace else ""
             url = f"{state.server}/apis/{obj['apiVersion']}{scope}/{obj['kind'].lower()}s"
-            request = urllib.request.Request(
-                url,
-                data=json.dumps(obj).encode(),
-                headers={"Content-Type": "application/json"},
-                method="POST",
-            )
-            try:
-                with urllib.request.urlopen(request, timeout=10, context=self._ssl_context()):
-                    pass
-            except urllib.error.HTTPError as error:
-                if error.code != 409:  # already there: a retried start
-                    detail = error.read().decode(errors="replace")
-                    raise ControlPlaneError(f"creating {obj['kind']}: {detail}") from error
+            deadline = time.monotonic() + 10
+            while True:
+                request = urllib.request.Request(
+                    url,
+                    data=json.dumps(obj).encode(),
+                    headers={"Content-Type": "application/json"},
+                    method="POST",
+                )
+                try:
+                    with urllib.request.urlopen(request, timeout=10, context=self._ssl_context()):
+                        break
+                except urllib.error.HTTPError as error:
+                    if error.code == 409:  # already there: a retried start
+                        break
+                    # 404: the API server creates kube-node-lease just after it is ready.
+                    if error.code != 404 or time.monotonic() > deadline:
+                        detail = error.read().decode(errors="replace")
+                        raise ControlPlaneError(f"creating {obj['kind']}: {detail}") from error
+                time.sleep(0.1)
 
     def _health_url(self, state: State, name: str) -> str:
         return {
@@ -450,7 +456,7 @@ class ControlPlane:
                 self._pki / f"{name}-serving.crt", self._pki / f"{name}-serving.key"
             )
 
-    def _write_component_config(self, state: State) -> None:
+    def _write_component_config(self) -> None:
         (self._components / "kube-scheduler.yaml").write_text(
             components.scheduler_configuration(self._component_kubeconfig("kube-scheduler"))
         )
