@@ -22,7 +22,7 @@ lint: install
 	$(VENV)/bin/lint-imports
 
 ## The README's test command: lint, then unit + integration tests in parallel, then the
-## end-to-end suite against a real control plane (built once, cached under ~/.cache/sluice).
+## end-to-end suite on the living local cluster (built once, cached under ~/.cache/sluice).
 test: lint binaries
 	$(PY) -m pytest -n $(PYTEST_WORKERS) tests/unit tests/integration
 	$(PY) -m pytest tests/e2e
@@ -42,14 +42,14 @@ cluster-up: install binaries
 cluster-down:
 	$(PY) hack/cluster-down
 
-## The whole system locally: control plane + CRDs + webhooks + operator (logs in .cluster/).
+## The whole system locally: the living cluster + CRDs + webhooks + operator (logs in .cluster/).
 dev-up: install binaries
 	$(PY) hack/dev-up
 
 dev-down:
 	$(PY) hack/dev-down
 
-## From `helm install` to a reclaim on the local control plane; `make demo-down` removes it.
+## From `helm install` to a reclaim on the local cluster's fake nodes; `make demo-down` removes it.
 demo: install binaries
 	$(PY) hack/demo
 

@@ -4,8 +4,8 @@ KWOK (which plays the kubelet on fake nodes).
 Each runs as its own identity with a client certificate from the cluster CA, as in a kubeadm
 cluster: the controller manager as system:kube-controller-manager (its controllers then use
 their own service accounts, bound to Kubernetes' bootstrap roles), the scheduler as
-system:kube-scheduler, and KWOK as `kwok-controller`, bound to the least it needs (the
-ClusterRole below). This module only builds command lines, configuration and manifests;
+system:kube-scheduler, and KWOK as `kwok-controller`, bound to the least it needs
+(kwok_rbac below). This module only builds command lines, configuration and manifests;
 hack/controlplane/cluster.py starts, watches and stops the processes.
 """
 
