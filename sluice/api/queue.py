@@ -27,6 +27,7 @@ from sluice.api.constants import API_VERSION, KIND, ROOT_QUEUE
 from sluice.api.errors import InvalidObject
 from sluice.api.quantity import QUANTITY_PATTERN, QuantityError
 from sluice.api.resources import EMPTY, Resources
+from sluice.api.selector import LabelSelector
 
 
 def _to_resources(raw: Any) -> Resources:
@@ -80,6 +81,8 @@ class QueueSpec(_Model):
     parent: str | None = None
     state: QueueSpecState = "Open"
     dequeue_strategy: DequeueStrategy = "traverse"
+    namespace_selector: LabelSelector | None = None
+    """Namespaces whose jobs may use the queue; None (absent) or empty: every namespace."""
 
     @model_validator(mode="after")
     def _priority_xor_class(self) -> QueueSpec:

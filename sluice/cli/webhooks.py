@@ -34,6 +34,13 @@ def serve(
         list[str] | None,
         typer.Option(help="User allowed to clear spec.suspend on managed jobs (repeatable)."),
     ] = None,
+    protected_job_user: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="User or group allowed to set sluice.dev/preemptable on jobs, besides the"
+            " operator (repeatable)."
+        ),
+    ] = None,
     max_queue_depth: Annotated[
         int, typer.Option(help="Deepest allowed queue level under root.")
     ] = DEFAULT_MAX_QUEUE_DEPTH,
@@ -46,7 +53,8 @@ def serve(
     ] = 5.0,
     log_level: LogLevel = "info",
 ) -> None:
-    """Serve /validate/queues, /mutate/queues, /validate/jobs, /mutate/jobs over HTTPS."""
+    """Serve /validate/queues, /mutate/queues, /validate/jobs, /mutate/jobs and
+    /validate/pods over HTTPS."""
     from sluice.kube import KubeConfigError, api_client
     from sluice.webhooks.cache import KubeFacts, QueueCache, QueueWatcher
     from sluice.webhooks.handlers import Context
@@ -69,6 +77,7 @@ def serve(
         facts=facts,
         operator_users=frozenset(operator_user or [DEFAULT_OPERATOR_USER]),
         max_queue_depth=max_queue_depth,
+        protected_job_users=tuple(protected_job_user or ()),
     )
     watcher = QueueWatcher(api, cache)
     watcher.start()

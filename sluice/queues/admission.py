@@ -1,4 +1,4 @@
-"""The rules a Queue or a Job must pass at the door (design section 4), as pure functions.
+"""The rules a Queue must pass at the door (README, "Queues"), as pure functions.
 
 Every denial names the queue, the rule and the numbers, with quantities as Kubernetes writes
 them. Comparisons between two resource maps follow one convention: a map that is not set
@@ -15,7 +15,6 @@ from typing import Any
 from sluice.api.constants import (
     DEFAULT_MAX_QUEUE_DEPTH,
     DEFAULT_QUEUE,
-    QUEUE_LABEL,
     RESERVED_QUEUES,
     ROOT_QUEUE,
 )
@@ -250,7 +249,7 @@ def _check_parent(
     return None
 
 
-def _closed_ancestor(name: str, queues: Mapping[str, Queue]) -> str | None:
+def closed_ancestor(name: str, queues: Mapping[str, Queue]) -> str | None:
     """The nearest ancestor whose spec.state is Closed: below it nothing is Open, whatever
     the cascade has written so far."""
     seen = {name}
@@ -268,7 +267,7 @@ def _check_state_under_parent(new: Queue, queues: Mapping[str, Queue]) -> Verdic
     (one already Open under a parent closed since then is for the cascade to close)."""
     if new.spec.state != "Open":
         return None
-    closer = _closed_ancestor(new.name, queues)
+    closer = closed_ancestor(new.name, queues)
     if closer is None:
         return None
     relation = "parent" if closer == new.parent else "ancestor"
@@ -429,96 +428,6 @@ def check_queue_delete(queue: Queue, existing: Mapping[str, Queue]) -> Verdict:
             "delete-not-closed",
             f"queue {queue.name} is {shown}; only a Closed queue can be deleted"
             f" (close it with spec.state: Closed and wait until its jobs finish)",
-        )
-    return ALLOW
-
-
-# Jobs -------------------------------------------------------------------------------------
-
-
-def check_job_queue(queue_name: str | None, existing: Mapping[str, Queue]) -> Verdict:
-    if not queue_name:
-        return deny("job-no-queue", f"the job names no queue (label {QUEUE_LABEL})")
-    if queue_name == ROOT_QUEUE:
-        return deny("job-root", "jobs cannot be submitted to queue root; use a leaf queue")
-    queue = existing.get(queue_name)
-    if queue is None:
-        return deny("job-queue-missing", f"queue {queue_name} does not exist")
-    children = sorted(q.name for q in existing.values() if q.parent == queue_name)
-    if children:
-        return deny(
-            "job-not-leaf",
-            f"queue {queue_name} has child queues ({', '.join(children[:5])}); jobs go to leaf"
-            " queues only",
-        )
-    # Open is what spec says, not status.state: status lags a close (by a cycle, or for as
-    # long as the operator is down) and a reopen alike.
-    shown = queue.status.state if queue.status.state in ("Closing", "Closed") else "Closing"
-    if queue.spec.state == "Closed":
-        return deny("job-queue-not-open", f"queue {queue_name} is {shown}; it accepts no new jobs")
-    closer = _closed_ancestor(queue_name, existing)
-    if closer is not None:
-        return deny(
-            "job-queue-not-open",
-            f"queue {queue_name} is {shown} because its ancestor {closer} is Closed;"
-            " it accepts no new jobs",
-        )
-    return ALLOW
-
-
-def _labels(job: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = job.get("metadata") or {}
-    return meta.get("labels") or {} if isinstance(meta, Mapping) else {}
-
-
-def _suspended(job: Mapping[str, Any]) -> bool:
-    spec = job.get("spec") or {}
-    return bool(spec.get("suspend")) if isinstance(spec, Mapping) else False
-
-
-def job_finished(job: Mapping[str, Any]) -> bool:
-    """Condition Complete or Failed: the job holds no quota and no queue open."""
-    status = job.get("status")
-    conditions = status.get("conditions") if isinstance(status, Mapping) else None
-    return isinstance(conditions, list) and any(
-        isinstance(c, Mapping)
-        and c.get("type") in ("Complete", "Failed")
-        and c.get("status") == "True"
-        for c in conditions
-    )
-
-
-def check_job_update(
-    old_job: Mapping[str, Any],
-    new_job: Mapping[str, Any],
-    username: str,
-    operator_users: frozenset[str],
-) -> Verdict:
-    old_queue = _labels(old_job).get(QUEUE_LABEL)
-    new_queue = _labels(new_job).get(QUEUE_LABEL)
-    if old_queue is None and new_queue is None:
-        return ALLOW
-    name = (new_job.get("metadata") or {}).get("name", "?")
-    # Admitted as design section 3 says: not suspended and not finished. A running job that
-    # had no queue is one too: labelling it would count it in a queue no quota let it into.
-    admitted = not _suspended(old_job) and not job_finished(old_job)
-    if admitted and new_queue != old_queue and old_queue is None:
-        return deny(
-            "job-queue-immutable",
-            f"job {name}: a running job cannot join queue {new_queue} (label {QUEUE_LABEL});"
-            " sluice admits only jobs that wait suspended: suspend it first",
-        )
-    if admitted and new_queue != old_queue:
-        return deny(
-            "job-queue-immutable",
-            f"job {name}: the queue label {QUEUE_LABEL} of an admitted job cannot change"
-            f" (from {old_queue} to {new_queue or 'nothing'})",
-        )
-    if _suspended(old_job) and not _suspended(new_job) and username not in operator_users:
-        return deny(
-            "job-unsuspend",
-            f"job {name}: only sluice may clear spec.suspend on a job of queue"
-            f" {old_queue or new_queue}; it does so when the queue's quota allows",
         )
     return ALLOW
 

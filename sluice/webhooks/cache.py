@@ -9,20 +9,21 @@ memory. The watch runs in a thread (the kubernetes client is synchronous); it re
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol, cast
 
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
-from sluice.api.constants import DEFAULT_QUEUE_LABEL, GROUP, PLURAL, QUEUE_LABEL, VERSION
+from sluice.api.constants import GROUP, PLURAL, QUEUE_LABEL, VERSION
 from sluice.api.errors import InvalidObject
 from sluice.api.queue import Queue
 from sluice.api.resources import Resources
-from sluice.api.views import node_from_object
+from sluice.api.views import NamespaceView, namespace_from_object, node_from_object
 
 log = logging.getLogger("sluice.webhooks.cache")
 
@@ -145,6 +146,8 @@ class ClusterFactsSource(Protocol):
 
     async def namespace_default_queue(self, namespace: str) -> str | None: ...
 
+    async def namespace_labels(self, namespace: str) -> Mapping[str, str]: ...
+
     def cluster_capacity(self) -> Resources | None: ...
 
 
@@ -155,7 +158,7 @@ class KubeFacts:
         self.batch = client.BatchV1Api(api)
         self.core = client.CoreV1Api(api)
         self.namespace_ttl = namespace_ttl
-        self._namespaces: dict[str, tuple[float, str | None]] = {}
+        self._namespaces: dict[str, tuple[float, NamespaceView]] = {}
         self._capacity: tuple[float, Resources | None] = (0.0, None)
 
     async def queue_holds_jobs(self, queue: str) -> bool:
@@ -178,26 +181,37 @@ class KubeFacts:
                 return False
 
     async def namespace_default_queue(self, namespace: str) -> str | None:
+        # Only a default queue found is remembered: remembering its absence would let jobs
+        # created just after the namespace is labelled run outside every quota.
+        view = await self._namespace(namespace, need=lambda v: v.default_queue is not None)
+        return view.default_queue if view is not None else None
+
+    async def namespace_labels(self, namespace: str) -> Mapping[str, str]:
+        """For queues with a namespaceSelector; a relabelled namespace is seen within the
+        cache's time to live (the operator, which watches namespaces, checks again)."""
+        view = await self._namespace(namespace, need=lambda v: True)
+        return view.labels if view is not None else {}
+
+    async def _namespace(
+        self, namespace: str, need: Callable[[NamespaceView], bool]
+    ) -> NamespaceView | None:
         now = time.monotonic()
         cached = self._namespaces.get(namespace)
-        if cached is not None and now - cached[0] < self.namespace_ttl:
+        if cached is not None and now - cached[0] < self.namespace_ttl and need(cached[1]):
             return cached[1]
-        value = await asyncio.to_thread(self._read_namespace, namespace)
-        if value is not None:
-            # Only a default queue is remembered: remembering its absence would let jobs
-            # created just after the namespace is labelled run outside every quota.
-            self._namespaces[namespace] = (now, value)
-        return value
+        view = await asyncio.to_thread(self._read_namespace, namespace)
+        if view is not None:
+            self._namespaces[namespace] = (now, view)
+        return view
 
-    def _read_namespace(self, namespace: str) -> str | None:
+    def _read_namespace(self, namespace: str) -> NamespaceView | None:
         try:
-            ns = self.core.read_namespace(namespace)
+            raw = self.core.read_namespace(namespace, _preload_content=False)
         except ApiException as err:
             if err.status == 404:
                 return None
             raise
-        labels = (ns.metadata.labels if ns.metadata else None) or {}
-        return labels.get(DEFAULT_QUEUE_LABEL)
+        return namespace_from_object(json.loads(raw.data))
 
     def cluster_capacity(self) -> Resources | None:
         return self._capacity[1]

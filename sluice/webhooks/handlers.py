@@ -16,13 +16,19 @@ from sluice.api.errors import InvalidObject
 from sluice.api.queue import Queue
 from sluice.queues.admission import (
     ClusterFacts,
-    check_job_queue,
-    check_job_update,
     check_queue_create,
     check_queue_delete,
     check_queue_update,
     job_facts_needed,
-    job_finished,
+)
+from sluice.queues.jobs import (
+    Writer,
+    check_job_create,
+    check_job_delete,
+    check_job_update,
+    check_pod_update,
+    job_queue,
+    needs_namespace_labels,
 )
 from sluice.queues.defaults import queue_with_defaults
 from sluice.queues.verdict import ALLOW, Verdict, deny
@@ -37,6 +43,8 @@ class Context:
     facts: ClusterFactsSource
     operator_users: frozenset[str]
     max_queue_depth: int = DEFAULT_MAX_QUEUE_DEPTH
+    protected_job_users: tuple[str, ...] = ()
+    """Users and groups that may protect jobs (sluice.dev/preemptable)."""
 
 
 Answer = tuple[dict[str, Any], Verdict]
@@ -149,13 +157,22 @@ def _queue_for_delete(obj: Mapping[str, Any]) -> Queue:
         return Queue.from_object(stub)
 
 
-# Jobs --------------------------------------------------------------------------------------
+# Jobs and their pods ----------------------------------------------------------------------
 
 
 def _labels(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     meta = obj.get("metadata")
     labels = meta.get("labels") if isinstance(meta, Mapping) else None
     return labels if isinstance(labels, Mapping) else {}
+
+
+def _writer(request: Request, ctx: Context) -> Writer:
+    return Writer(
+        name=request.username,
+        groups=request.user_groups,
+        operator=request.username in ctx.operator_users,
+        protectors=ctx.protected_job_users,
+    )
 
 
 async def mutate_job(request: Request, ctx: Context) -> Answer:
@@ -174,8 +191,13 @@ async def mutate_job(request: Request, ctx: Context) -> Answer:
     if not isinstance(spec, dict):
         raise ReviewError("object.spec is not an object")
     spec["suspend"] = True
+    template = spec.setdefault("template", {})
+    if isinstance(template, dict):
+        # The job's pods carry its queue: the pod webhook sees them (and only them).
+        pod_meta = template.setdefault("metadata", {})
+        if isinstance(pod_meta, dict):
+            pod_meta.setdefault("labels", {})[QUEUE_LABEL] = str(queue_name)
     queue = ctx.cache.queues.get(str(queue_name))
-    template = spec.get("template")
     if queue is not None and queue.spec.priority_class_name and isinstance(template, dict):
         pod = template.setdefault("spec", {})
         if isinstance(pod, dict) and not pod.get("priorityClassName"):
@@ -187,42 +209,39 @@ async def validate_job(request: Request, ctx: Context) -> Answer:
     _expect(request, "Job")
     if request.sub_resource:
         return _answer(request, ALLOW)
-    if request.operation == "CREATE" and request.obj is not None:
-        queue_name = _labels(request.obj).get(QUEUE_LABEL)
-        if not queue_name:
-            return _answer(request, ALLOW)
-        return _answer(request, _job_queue(request, str(queue_name), ctx))
-    if request.operation == "UPDATE" and request.obj is not None and request.old is not None:
-        verdict = check_job_update(request.old, request.obj, request.username, ctx.operator_users)
-        if not verdict.allowed or request.username in ctx.operator_users:
-            return _answer(request, verdict)
-        return _answer(request, _job_relabel(request, request.old, request.obj, ctx))
+    writer = _writer(request, ctx)
+    queues = ctx.cache.queues
+    if request.operation == "DELETE" and request.old is not None:
+        verdict = check_job_delete(request.old, request.namespace, request.options, writer)
+        return _answer(request, verdict)
+    if request.obj is None:
+        return _answer(request, ALLOW)
+    queue_name = job_queue(request.obj)
+    labels = None
+    if needs_namespace_labels(queue_name, queues):
+        labels = await ctx.facts.namespace_labels(request.namespace)
+    if request.operation == "CREATE":
+        if queue_name is None:
+            return _answer(request, ALLOW)  # not managed by sluice
+        verdict = check_job_create(request.obj, request.namespace, queues, labels, writer)
+        return _answer(request, verdict)
+    if request.operation == "UPDATE" and request.old is not None:
+        verdict = check_job_update(
+            request.old, request.obj, request.namespace, queues, labels, writer
+        )
+        return _answer(request, verdict)
     return _answer(request, ALLOW)
 
 
-def _job_queue(request: Request, queue_name: str, ctx: Context) -> Verdict:
-    verdict = check_job_queue(queue_name, ctx.cache.queues)
-    if verdict.allowed or request.obj is None:
-        return verdict
-    name = (request.obj.get("metadata") or {}).get("name") or request.name
-    where = f"job {request.namespace}/{name}" if name else "job"
-    return deny(verdict.rule, f"{where}: {verdict.message}")
-
-
-def _job_relabel(
-    request: Request, old: Mapping[str, Any], new: Mapping[str, Any], ctx: Context
-) -> Verdict:
-    """A pending job moved to another queue must be accepted there as on create; and taking
-    the label off an unfinished managed job would let its owner unsuspend it outside any
-    quota, so only sluice may do that."""
-    old_queue = _labels(old).get(QUEUE_LABEL)
-    new_queue = _labels(new).get(QUEUE_LABEL)
-    if new_queue == old_queue or job_finished(old):
-        return ALLOW
-    if new_queue:
-        return _job_queue(request, str(new_queue), ctx)
-    return deny(
-        "job-queue-label-removed",
-        f"job {request.namespace}/{request.name}: the label {QUEUE_LABEL} ({old_queue}) cannot"
-        " be removed from an unfinished job; move it to another queue or delete it",
-    )
+async def validate_pod(request: Request, ctx: Context) -> Answer:
+    """Pods of managed jobs (the webhook's objectSelector sends only those): updates and
+    in-place resizes."""
+    _expect(request, "Pod")
+    if request.operation != "UPDATE" or request.obj is None or request.old is None:
+        return _answer(request, ALLOW)
+    if request.sub_resource not in ("", "resize"):
+        return _answer(request, ALLOW)  # status, binding, ephemeralcontainers: not requests
+    if QUEUE_LABEL not in _labels(request.old) and QUEUE_LABEL not in _labels(request.obj):
+        return _answer(request, ALLOW)
+    verdict = check_pod_update(request.old, request.obj, request.namespace, _writer(request, ctx))
+    return _answer(request, verdict)

@@ -38,6 +38,8 @@ class Request:
     sub_resource: str = ""
     dry_run: bool = False
     user_groups: tuple[str, ...] = field(default_factory=tuple)
+    options: Mapping[str, Any] | None = None
+    """The operation's options (DeleteOptions on DELETE: propagationPolicy)."""
 
 
 def parse_review(body: bytes) -> Request:
@@ -85,6 +87,7 @@ def parse_review(body: bytes) -> Request:
         sub_resource=str(request.get("subResource") or ""),
         dry_run=bool(request.get("dryRun")),
         user_groups=tuple(str(g) for g in groups),
+        options=options if isinstance(options := request.get("options"), dict) else None,
     )
 
 

@@ -40,6 +40,7 @@ ROUTES: dict[str, Handler] = {
     "/mutate/queues": handlers.mutate_queue,
     "/validate/jobs": handlers.validate_job,
     "/mutate/jobs": handlers.mutate_job,
+    "/validate/pods": handlers.validate_pod,
 }
 
 CTX_KEY: web.AppKey[Context] = web.AppKey("ctx", Context)

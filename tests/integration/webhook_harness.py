@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "hack"))
 from controlplane.pki import CertificateAuthority
 
 OPERATOR = "system:serviceaccount:sluice-system:sluice-operator"
+PROTECTORS = ("platform-admin", "group:unused", "sluice-admins")
 # Short enough for the slow-client tests to see a cut, long enough for loopback clients.
 HEADER_TIMEOUT = 0.5
 HANDSHAKE_TIMEOUT = 0.5
@@ -33,6 +34,7 @@ class FakeFacts:
 
     holding: set[str] = field(default_factory=set)
     namespaces: dict[str, str] = field(default_factory=dict)
+    namespace_labels_by_name: dict[str, dict[str, str]] = field(default_factory=dict)
     capacity: Resources | None = None
     asked: list[str] = field(default_factory=list)
     gate: asyncio.Event | None = None  # when set by a test, answers wait for it
@@ -45,6 +47,9 @@ class FakeFacts:
 
     async def namespace_default_queue(self, namespace: str) -> str | None:
         return self.namespaces.get(namespace)
+
+    async def namespace_labels(self, namespace: str) -> dict[str, str]:
+        return self.namespace_labels_by_name.get(namespace, {})
 
     def cluster_capacity(self) -> Resources | None:
         return self.capacity
@@ -91,7 +96,12 @@ async def _webhook(
     tls = ReloadingTLS(cert, key)
     cache = QueueCache()
     facts = FakeFacts()
-    ctx = Context(cache=cache, facts=facts, operator_users=frozenset({OPERATOR}))
+    ctx = Context(
+        cache=cache,
+        facts=facts,
+        operator_users=frozenset({OPERATOR}),
+        protected_job_users=PROTECTORS,
+    )
     port = free_port()
     stop = asyncio.Event()
     task = asyncio.create_task(
@@ -134,6 +144,8 @@ def make_review(
     operation: str = "CREATE",
     old: dict[str, Any] | None = None,
     user: str = "alice",
+    groups: tuple[str, ...] = ("system:authenticated",),
+    options: dict[str, Any] | None = None,
     namespace: str = "",
     uid: str = "uid-1",
     sub_resource: str | None = None,
@@ -148,12 +160,14 @@ def make_review(
         "operation": operation,
         "name": name,
         "namespace": namespace,
-        "userInfo": {"username": user, "groups": ["system:authenticated"]},
+        "userInfo": {"username": user, "groups": list(groups)},
         "object": obj,
         "oldObject": old,
     }
     if sub_resource:
         request["subResource"] = sub_resource
+    if options is not None:
+        request["options"] = options
     if dry_run:
         request["dryRun"] = True
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}

@@ -19,6 +19,7 @@ from pydantic.fields import FieldInfo
 from sluice.api import constants
 from sluice.api.quantity import QUANTITY_PATTERN
 from sluice.api.queue import Condition, Guarantee, QueueSpec, QueueStatus
+from sluice.api.selector import LabelSelector, SelectorRequirement
 
 CRD_PATH = Path(__file__).parents[3] / "crds" / "queues.scheduling.sluice.dev.yaml"
 
@@ -87,6 +88,7 @@ def test_printer_columns(version: dict[str, Any]) -> None:
         "PENDING": ".status.pending",
         "RUNNING": ".status.running",
         "ALLOCATED": ".status.allocated",
+        "NAMESPACES": ".spec.namespaceSelector",
         "AGE": ".metadata.creationTimestamp",
     }
 
@@ -98,6 +100,8 @@ def test_printer_columns(version: dict[str, Any]) -> None:
         (("status",), QueueStatus),
         (("spec", "guarantee"), Guarantee),
         (("status", "conditions", "items"), Condition),
+        (("spec", "namespaceSelector"), LabelSelector),
+        (("spec", "namespaceSelector", "matchExpressions", "items"), SelectorRequirement),
     ],
 )
 def test_same_field_names(schema: dict[str, Any], path: tuple[str, ...], model: Any) -> None:
@@ -172,6 +176,8 @@ def _resource_maps(node: dict[str, Any], path: str = "") -> list[tuple[str, dict
 
 def test_every_resource_map_takes_quantities(schema: dict[str, Any]) -> None:
     maps = dict(_resource_maps(schema))
+    # The one map that is not of quantities: the selector's labels.
+    assert maps.pop(".spec.namespaceSelector.matchLabels") == {"type": "string"}
     assert set(maps) == {
         ".spec.capability",
         ".spec.deserved",
@@ -203,6 +209,17 @@ def test_structural_schema_basics(schema: dict[str, Any]) -> None:
             walk(node["items"], f"{path}[]")
 
     walk(schema, "")
+
+
+def test_selector_operators_match_the_model(schema: dict[str, Any]) -> None:
+    selector = schema["properties"]["spec"]["properties"]["namespaceSelector"]
+    item = selector["properties"]["matchExpressions"]["items"]
+    assert item["properties"]["operator"]["enum"] == _literal_values(
+        SelectorRequirement.model_fields["operator"]
+    )
+    assert set(item["required"]) == {
+        alias for alias, info in _fields(SelectorRequirement).items() if info.is_required()
+    }
 
 
 def test_cel_rules_have_messages(schema: dict[str, Any]) -> None:

@@ -9,8 +9,6 @@ from sluice.api.queue import Queue
 from sluice.api.resources import Resources
 from sluice.queues.admission import (
     ClusterFacts,
-    check_job_queue,
-    check_job_update,
     check_queue_create,
     check_queue_delete,
     check_queue_update,
@@ -310,67 +308,6 @@ def test_only_closed_queues_can_be_deleted_and_never_root_or_default() -> None:
     assert v.rule == "delete-not-closed" and "queue closing is Closing" in v.message
     assert check_queue_delete(queues["root"], queues).message == "queue root cannot be deleted"
     assert not check_queue_delete(q("default", status="Closed"), queues).allowed
-
-
-def test_jobs_go_to_existing_open_leaf_queues_only() -> None:
-    queues = cluster(q("dept"), q("team", "dept"), q("shut", state="Closed", status="Closing"))
-    assert check_job_queue("team", queues).allowed
-    assert check_job_queue("nope", queues).message == "queue nope does not exist"
-    assert check_job_queue("root", queues).rule == "job-root"
-    v = check_job_queue("dept", queues)
-    assert v.rule == "job-not-leaf" and "(team)" in v.message
-    assert (
-        check_job_queue("shut", queues).message == "queue shut is Closing; it accepts no new jobs"
-    )
-
-
-def test_a_queue_is_open_to_jobs_as_its_spec_says_not_as_its_status_last_said() -> None:
-    queues = cluster(
-        q("shut", state="Closed", status="Open"),  # closed a moment ago
-        q("back", status="Closed"),  # reopened a moment ago
-        q("dept", state="Closed", status="Closing"),
-        q("team", "dept", status="Open"),  # the cascade has not closed it yet
-    )
-    v = check_job_queue("shut", queues)
-    assert (v.rule, v.message) == (
-        "job-queue-not-open",
-        "queue shut is Closing; it accepts no new jobs",
-    )
-    assert check_job_queue("back", queues).allowed
-    assert check_job_queue("team", queues).message == (
-        "queue team is Closing because its ancestor dept is Closed; it accepts no new jobs"
-    )
-
-
-def _job(queue: str | None, suspend: bool) -> dict:
-    labels = {"sluice.dev/queue-name": queue} if queue else {}
-    return {"metadata": {"name": "j", "labels": labels}, "spec": {"suspend": suspend}}
-
-
-def test_only_the_operator_may_unsuspend_and_an_admitted_job_keeps_its_queue() -> None:
-    ops = frozenset({"system:serviceaccount:sluice:operator"})
-    v = check_job_update(_job("a", True), _job("a", False), "alice", ops)
-    assert v.rule == "job-unsuspend"
-    assert check_job_update(_job("a", True), _job("a", False), next(iter(ops)), ops).allowed
-    v = check_job_update(_job("a", False), _job("b", False), "alice", ops)
-    assert v.rule == "job-queue-immutable" and "from a to b" in v.message
-    assert check_job_update(_job("a", True), _job("b", True), "alice", ops).allowed
-    assert check_job_update(_job(None, True), _job(None, False), "alice", ops).allowed
-
-
-def test_a_running_job_cannot_join_a_queue_but_a_finished_one_may_change_its_label() -> None:
-    ops = frozenset({"system:serviceaccount:sluice:operator"})
-    v = check_job_update(_job(None, False), _job("a", False), "alice", ops)
-    assert (v.allowed, v.rule) == (False, "job-queue-immutable")
-    assert v.message == (
-        "job j: a running job cannot join queue a (label sluice.dev/queue-name); sluice admits"
-        " only jobs that wait suspended: suspend it first"
-    )
-    assert check_job_update(_job(None, True), _job("a", True), "alice", ops).allowed
-    done = {"conditions": [{"type": "Complete", "status": "True"}]}
-    finished = {**_job("a", False), "status": done}
-    assert check_job_update(finished, {**_job("b", False), "status": done}, "alice", ops).allowed
-    assert check_job_update(finished, {**_job(None, False), "status": done}, "alice", ops).allowed
 
 
 def test_tree_violations_name_the_queue_to_fix() -> None:

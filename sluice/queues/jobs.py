@@ -1,0 +1,406 @@
+"""The rules a Job (and the pods of a managed Job) must pass at the door, as pure functions.
+
+What a tenant can write is a way around quota until a rule here says no: the queue a job goes
+to (docs/operations.md, "Tenancy"), its size once admitted, the sluice.dev/ annotations that
+change decisions, orphaning its pods, and the pods themselves (their requests and the labels
+that tie them to their Job). Every denial names the job, the rule and who may do it instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sluice.api.constants import PREEMPTABLE_ANNOTATION, PREFIX, QUEUE_LABEL, ROOT_QUEUE
+from sluice.api.errors import InvalidObject
+from sluice.api.queue import Queue
+from sluice.api.resources import EMPTY, Resources, describe_amount
+from sluice.api.selector import namespace_labels
+from sluice.api.views import pod_request
+from sluice.queues.admission import closed_ancestor
+from sluice.queues.verdict import ALLOW, Verdict, deny
+
+JOB_POD_LABELS = (
+    QUEUE_LABEL,
+    "batch.kubernetes.io/controller-uid",
+    "controller-uid",
+    "batch.kubernetes.io/job-name",
+    "job-name",
+)
+"""Labels that tie a pod to its Job (the Job controller selects its pods by controller-uid):
+changed, the pod would leave its Job and run on outside any quota while the Job replaces it."""
+
+ORPHAN_FINALIZER = "orphan"
+"""The finalizer that makes a deletion leave the Job's pods behind."""
+
+
+@dataclass(frozen=True, slots=True)
+class Writer:
+    """Who sends a request, and what the installation lets them do."""
+
+    name: str
+    groups: tuple[str, ...] = ()
+    operator: bool = False
+    """One of the operator's accounts (--operator-user): may admit, suspend and annotate."""
+    protectors: tuple[str, ...] = ()
+    """The users and groups that may protect jobs (chart value webhooks.protectedJobUsers)."""
+
+    @property
+    def may_protect(self) -> bool:
+        return self.operator or any(p == self.name or p in self.groups for p in self.protectors)
+
+
+# Reading a job -----------------------------------------------------------------------------
+
+
+def _meta(job: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = job.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def _map(job: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = _meta(job).get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
+def _spec(job: Mapping[str, Any]) -> Mapping[str, Any]:
+    spec = job.get("spec")
+    return spec if isinstance(spec, Mapping) else {}
+
+
+def job_queue(job: Mapping[str, Any]) -> str | None:
+    queue = _map(job, "labels").get(QUEUE_LABEL)
+    return str(queue) if queue else None
+
+
+def _suspended(job: Mapping[str, Any]) -> bool:
+    return bool(_spec(job).get("suspend"))
+
+
+def job_finished(job: Mapping[str, Any]) -> bool:
+    """Condition Complete or Failed: the job holds no quota and no queue open."""
+    status = job.get("status")
+    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    return isinstance(conditions, list) and any(
+        isinstance(c, Mapping)
+        and c.get("type") in ("Complete", "Failed")
+        and c.get("status") == "True"
+        for c in conditions
+    )
+
+
+def job_admitted(job: Mapping[str, Any]) -> bool:
+    """Admitted (docs/scheduler.md): not suspended and not finished."""
+    return not _suspended(job) and not job_finished(job)
+
+
+def _who(job: Mapping[str, Any], namespace: str) -> str:
+    meta = _meta(job)
+    return f"job {meta.get('namespace') or namespace}/{meta.get('name') or '?'}"
+
+
+def _parallelism(job: Mapping[str, Any]) -> int:
+    value = _spec(job).get("parallelism", 1)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 1
+
+
+def job_request(job: Mapping[str, Any]) -> Resources:
+    """What the job holds while admitted: its pod's request times its parallelism."""
+    template = _spec(job).get("template")
+    pod = template.get("spec") if isinstance(template, Mapping) else None
+    if not isinstance(pod, Mapping):
+        return EMPTY
+    return pod_request(pod, "Job", _who(job, "")).scale(_parallelism(job))
+
+
+# Queue access ------------------------------------------------------------------------------
+
+
+def check_job_queue(queue_name: str | None, existing: Mapping[str, Queue]) -> Verdict:
+    if not queue_name:
+        return deny("job-no-queue", f"the job names no queue (label {QUEUE_LABEL})")
+    if queue_name == ROOT_QUEUE:
+        return deny("job-root", "jobs cannot be submitted to queue root; use a leaf queue")
+    queue = existing.get(queue_name)
+    if queue is None:
+        return deny("job-queue-missing", f"queue {queue_name} does not exist")
+    children = sorted(q.name for q in existing.values() if q.parent == queue_name)
+    if children:
+        return deny(
+            "job-not-leaf",
+            f"queue {queue_name} has child queues ({', '.join(children[:5])}); jobs go to leaf"
+            " queues only",
+        )
+    # Open is what spec says, not status.state: status lags a close (by a cycle, or for as
+    # long as the operator is down) and a reopen alike.
+    shown = queue.status.state if queue.status.state in ("Closing", "Closed") else "Closing"
+    if queue.spec.state == "Closed":
+        return deny("job-queue-not-open", f"queue {queue_name} is {shown}; it accepts no new jobs")
+    closer = closed_ancestor(queue_name, existing)
+    if closer is not None:
+        return deny(
+            "job-queue-not-open",
+            f"queue {queue_name} is {shown} because its ancestor {closer} is Closed;"
+            " it accepts no new jobs",
+        )
+    return ALLOW
+
+
+def namespace_refusal(queue: Queue, namespace: str, labels: Mapping[str, str]) -> str | None:
+    """Why the queue does not take jobs from this namespace, or None when it does.
+
+    ``labels`` are the namespace's labels; its name label is always taken as set.
+    """
+    selector = queue.spec.namespace_selector
+    if selector is None or selector.matches(namespace_labels(namespace, labels)):
+        return None
+    return (
+        f"queue {queue.name} takes jobs only from namespaces matching {selector.describe()}"
+        f" (spec.namespaceSelector); namespace {namespace} does not match"
+    )
+
+
+def needs_namespace_labels(queue_name: str | None, existing: Mapping[str, Queue]) -> bool:
+    """Whether judging a job for this queue needs its namespace's labels."""
+    queue = existing.get(queue_name) if queue_name else None
+    return queue is not None and queue.spec.namespace_selector is not None
+
+
+def _check_queue_for(
+    job: Mapping[str, Any],
+    namespace: str,
+    existing: Mapping[str, Queue],
+    labels: Mapping[str, str] | None,
+) -> Verdict:
+    queue_name = job_queue(job)
+    verdict = check_job_queue(queue_name, existing)
+    if verdict.allowed and queue_name is not None and labels is not None:
+        refusal = namespace_refusal(existing[queue_name], namespace, labels)
+        if refusal is not None:
+            verdict = deny("job-namespace-not-allowed", refusal)
+    if verdict.allowed:
+        return verdict
+    return deny(verdict.rule, f"{_who(job, namespace)}: {verdict.message}")
+
+
+# Annotations -------------------------------------------------------------------------------
+
+
+def _sluice_annotations(job: Mapping[str, Any] | None) -> dict[str, str]:
+    if job is None:
+        return {}
+    return {k: str(v) for k, v in _map(job, "annotations").items() if k.startswith(f"{PREFIX}/")}
+
+
+def check_annotations(
+    old: Mapping[str, Any] | None, new: Mapping[str, Any], namespace: str, writer: Writer
+) -> Verdict:
+    """sluice.dev/ annotations change decisions: sluice.dev/preemptable is for the operator and
+    webhooks.protectedJobUsers, every other one (admitted-at, reclaimed-by, pending-reason and
+    any future one) for the operator alone. ``old`` is None on create, and for a job that
+    sluice did not manage until this request."""
+    if writer.operator:
+        return ALLOW
+    before = _sluice_annotations(old)
+    after = _sluice_annotations(new)
+    for key in sorted(set(before) | set(after)):
+        if before.get(key) == after.get(key):
+            continue
+        if key == PREEMPTABLE_ANNOTATION:
+            if writer.may_protect:
+                continue
+            who = ", ".join(writer.protectors) or "no one else: the list is empty"
+            return deny(
+                "job-protected-annotation",
+                f"{_who(new, namespace)}: annotation {key} can be set or changed only by the"
+                f" sluice operator and the users and groups in webhooks.protectedJobUsers"
+                f" ({who}); {writer.name} is not one of them",
+            )
+        return deny(
+            "job-operator-annotation",
+            f"{_who(new, namespace)}: annotation {key} is written by the sluice operator only"
+            f" ({PREFIX}/ annotations record its decisions); {writer.name} cannot set or"
+            " change it",
+        )
+    return ALLOW
+
+
+# Size --------------------------------------------------------------------------------------
+
+
+def check_growth(
+    old: Mapping[str, Any], new: Mapping[str, Any], namespace: str, writer: Writer
+) -> Verdict:
+    """An admitted job never holds more than it was admitted with: any write that raises its
+    request while it stays admitted is refused (lowering it frees quota). Suspending it and
+    raising it then requeues it at its new size."""
+    if writer.operator or not job_admitted(old) or _suspended(new):
+        return ALLOW
+    try:
+        before, after = job_request(old), job_request(new)
+    except InvalidObject as err:
+        return deny("job-invalid", f"{_who(new, namespace)}: {err}")
+    grown = after.exceeding(before, absent_is_unlimited=False)
+    if not grown:
+        return ALLOW
+    name, amount, limit = grown[0]
+    was, now = _parallelism(old), _parallelism(new)
+    how = f" (parallelism {was} -> {now})" if was != now else ""
+    return deny(
+        "job-grows-past-admission",
+        f"{_who(new, namespace)}: an admitted job cannot grow past what it was admitted with:"
+        f" {describe_amount(name, limit)} -> {format_amount(name, amount)}{how}; lower it,"
+        " or suspend the job (spec.suspend: true) to queue it again at its new size",
+    )
+
+
+def format_amount(name: str, milli: int) -> str:
+    """The amount alone, as in ``cpu 4 -> 8``."""
+    return describe_amount(name, milli).removeprefix(f"{name} ")
+
+
+# Updates, deletes --------------------------------------------------------------------------
+
+
+def check_job_create(
+    job: Mapping[str, Any],
+    namespace: str,
+    existing: Mapping[str, Queue],
+    labels: Mapping[str, str] | None,
+    writer: Writer,
+) -> Verdict:
+    """A new managed job: its queue takes it, and it carries no sluice.dev/ annotation its
+    writer may not set. ``labels``: the namespace's, when needs_namespace_labels says so."""
+    verdict = _check_queue_for(job, namespace, existing, labels)
+    if not verdict.allowed:
+        return verdict
+    return check_annotations(None, job, namespace, writer)
+
+
+def check_job_update(
+    old: Mapping[str, Any],
+    new: Mapping[str, Any],
+    namespace: str,
+    existing: Mapping[str, Queue],
+    labels: Mapping[str, str] | None,
+    writer: Writer,
+) -> Verdict:
+    old_queue, new_queue = job_queue(old), job_queue(new)
+    if old_queue is None and new_queue is None:
+        return ALLOW
+    who = _who(new, namespace)
+    admitted = job_admitted(old)
+    if admitted and new_queue != old_queue and old_queue is None:
+        # A running job that had no queue: labelling it would count it in a queue no quota
+        # let it into.
+        return deny(
+            "job-queue-immutable",
+            f"{who}: a running job cannot join queue {new_queue} (label {QUEUE_LABEL});"
+            " sluice admits only jobs that wait suspended: suspend it first",
+        )
+    if admitted and new_queue != old_queue:
+        return deny(
+            "job-queue-immutable",
+            f"{who}: the queue label {QUEUE_LABEL} of an admitted job cannot change"
+            f" (from {old_queue} to {new_queue or 'nothing'})",
+        )
+    if _suspended(old) and not _suspended(new) and not writer.operator:
+        return deny(
+            "job-unsuspend",
+            f"{who}: only sluice may clear spec.suspend on a job of queue"
+            f" {old_queue or new_queue}; it does so when the queue's quota allows",
+        )
+    if writer.operator:
+        return ALLOW
+    finished = job_finished(old)
+    if new_queue != old_queue and not finished:
+        if new_queue is None:
+            # Taking the label off would let its owner unsuspend it outside any quota.
+            return deny(
+                "job-queue-label-removed",
+                f"{who}: the label {QUEUE_LABEL} ({old_queue}) cannot be removed from an"
+                " unfinished job; move it to another queue or delete it",
+            )
+        verdict = _check_queue_for(new, namespace, existing, labels)
+        if not verdict.allowed:
+            return verdict
+    if new_queue is None:
+        return ALLOW
+    verdict = check_annotations(old if old_queue else None, new, namespace, writer)
+    if not verdict.allowed:
+        return verdict
+    if ORPHAN_FINALIZER in _finalizers(new) and ORPHAN_FINALIZER not in _finalizers(old):
+        return _refuse_orphaning(new, namespace, "the finalizer orphan")
+    return check_growth(old, new, namespace, writer)
+
+
+def _finalizers(job: Mapping[str, Any]) -> Sequence[str]:
+    value = _meta(job).get("finalizers")
+    return [str(f) for f in value] if isinstance(value, list) else []
+
+
+def _refuse_orphaning(job: Mapping[str, Any], namespace: str, how: str) -> Verdict:
+    return deny(
+        "job-orphans-pods",
+        f"{_who(job, namespace)} of queue {job_queue(job)} is admitted; deleting it with {how}"
+        " would leave its pods running outside the queue's quota: delete it with"
+        " propagationPolicy Background or Foreground (kubectl delete --cascade=background)",
+    )
+
+
+def check_job_delete(
+    job: Mapping[str, Any], namespace: str, options: Mapping[str, Any] | None, writer: Writer
+) -> Verdict:
+    """Deleting an admitted job must take its pods with it. ``options`` are the request's
+    DeleteOptions; a batch/v1 Job deleted without a propagation policy orphans its pods."""
+    if job_queue(job) is None or not job_admitted(job) or writer.operator:
+        return ALLOW
+    options = options or {}
+    policy = options.get("propagationPolicy")
+    orphan = options.get("orphanDependents")
+    if policy in ("Background", "Foreground") or (policy is None and orphan is False):
+        return ALLOW
+    if policy == "Orphan" or orphan is True:
+        return _refuse_orphaning(job, namespace, "propagationPolicy Orphan")
+    return _refuse_orphaning(job, namespace, "no propagationPolicy (a Job's default orphans)")
+
+
+# Pods of managed jobs ----------------------------------------------------------------------
+
+
+def check_pod_update(
+    old: Mapping[str, Any], new: Mapping[str, Any], namespace: str, writer: Writer
+) -> Verdict:
+    """A pod of a managed job (it carries the queue label its Job's template got) keeps the
+    labels that tie it to its Job and never requests more than it did, whether through its
+    spec or an in-place resize."""
+    if writer.operator:
+        return ALLOW
+    meta = _meta(new)
+    who = f"pod {meta.get('namespace') or namespace}/{meta.get('name') or '?'}"
+    before, after = _map(old, "labels"), _map(new, "labels")
+    for key in JOB_POD_LABELS:
+        if before.get(key) != after.get(key):
+            return deny(
+                "pod-job-label",
+                f"{who} belongs to a job of queue {before.get(QUEUE_LABEL) or after.get(QUEUE_LABEL)};"
+                f" its label {key} cannot change (it would leave its job and run outside the"
+                " queue's quota)",
+            )
+    old_spec, new_spec = _spec(old), _spec(new)
+    try:
+        was = pod_request(old_spec, "Pod", who)
+        now = pod_request(new_spec, "Pod", who)
+    except InvalidObject as err:
+        return deny("pod-invalid", f"{who}: {err}")
+    grown = now.exceeding(was, absent_is_unlimited=False)
+    if grown:
+        name, amount, limit = grown[0]
+        return deny(
+            "pod-grows-past-admission",
+            f"{who} belongs to a job of queue {before.get(QUEUE_LABEL)}; its request cannot"
+            f" grow past what the job was admitted with: {describe_amount(name, limit)} ->"
+            f" {format_amount(name, amount)}",
+        )
+    return ALLOW
