@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from sluice.api.constants import (
     DEFAULT_MAX_QUEUE_DEPTH,

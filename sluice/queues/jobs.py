@@ -380,11 +380,12 @@ def check_pod_update(
     meta = _meta(new)
     who = f"pod {meta.get('namespace') or namespace}/{meta.get('name') or '?'}"
     before, after = _map(old, "labels"), _map(new, "labels")
+    queue = before.get(QUEUE_LABEL) or after.get(QUEUE_LABEL)
     for key in JOB_POD_LABELS:
         if before.get(key) != after.get(key):
             return deny(
                 "pod-job-label",
-                f"{who} belongs to a job of queue {before.get(QUEUE_LABEL) or after.get(QUEUE_LABEL)};"
+                f"{who} belongs to a job of queue {queue};"
                 f" its label {key} cannot change (it would leave its job and run outside the"
                 " queue's quota)",
             )
@@ -399,7 +400,7 @@ def check_pod_update(
         name, amount, limit = grown[0]
         return deny(
             "pod-grows-past-admission",
-            f"{who} belongs to a job of queue {before.get(QUEUE_LABEL)}; its request cannot"
+            f"{who} belongs to a job of queue {queue}; its request cannot"
             f" grow past what the job was admitted with: {describe_amount(name, limit)} ->"
             f" {format_amount(name, amount)}",
         )

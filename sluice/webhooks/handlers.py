@@ -21,6 +21,7 @@ from sluice.queues.admission import (
     check_queue_update,
     job_facts_needed,
 )
+from sluice.queues.defaults import queue_with_defaults
 from sluice.queues.jobs import (
     Writer,
     check_job_create,
@@ -30,7 +31,6 @@ from sluice.queues.jobs import (
     job_queue,
     needs_namespace_labels,
 )
-from sluice.queues.defaults import queue_with_defaults
 from sluice.queues.verdict import ALLOW, Verdict, deny
 from sluice.webhooks.cache import ClusterFactsSource, QueueCache
 from sluice.webhooks.review import Request, ReviewError, respond
