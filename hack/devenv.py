@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 OPERATOR_USER = "system:serviceaccount:sluice-system:sluice-operator"
+PROTECTED_JOB_USERS = ("system:masters", "sluice-job-protectors")
+"""As the chart's webhooks.protectedJobUsers: cluster admins and one group for the tests."""
 CONFIG_NAME = "sluice-local"
 
 
@@ -38,7 +40,7 @@ def webhook_configurations(
     base = f"https://127.0.0.1:{port}"
 
     def hook(
-        hook_name: str, path: str, resource: str, group: str, ops: list[str]
+        hook_name: str, path: str, resource: str, group: str, ops: list[str], **extra: Any
     ) -> dict[str, Any]:
         return {
             "name": hook_name,
@@ -48,10 +50,11 @@ def webhook_configurations(
                     "apiGroups": [group],
                     "apiVersions": ["*"],
                     "operations": ops,
-                    "resources": [resource],
+                    "resources": [resource, *extra.pop("subresources", [])],
                     "scope": "*",
                 }
             ],
+            **extra,
             "admissionReviewVersions": ["v1"],
             "sideEffects": "None",
             "failurePolicy": "Fail",
@@ -97,7 +100,22 @@ def webhook_configurations(
                     ["CREATE", "UPDATE", "DELETE"],
                 ),
                 hook(
-                    "validate-jobs.sluice.dev", "/validate/jobs", "jobs", jobs, ["CREATE", "UPDATE"]
+                    "validate-jobs.sluice.dev",
+                    "/validate/jobs",
+                    "jobs",
+                    jobs,
+                    ["CREATE", "UPDATE", "DELETE"],
+                ),
+                hook(
+                    "validate-pods.sluice.dev",
+                    "/validate/pods",
+                    "pods",
+                    "",
+                    ["UPDATE"],
+                    subresources=["pods/resize"],
+                    objectSelector={
+                        "matchExpressions": [{"key": "sluice.dev/queue-name", "operator": "Exists"}]
+                    },
                 ),
             ],
         },
@@ -117,6 +135,7 @@ def start_webhooks(
             f"--tls-key-file={key}",
             f"--kubeconfig={kubeconfig}",
             f"--operator-user={OPERATOR_USER}",
+            *(f"--protected-job-user={user}" for user in PROTECTED_JOB_USERS),
             # Nothing routes through a Service here, so there is no endpoint removal to wait
             # for before draining: stop at once.
             "--shutdown-delay=0",

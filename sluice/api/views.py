@@ -92,6 +92,22 @@ class NamespaceView:
     labels: Mapping[str, str] = field(default_factory=dict)
 
 
+def pending_reason(position: int, queue: str, cause: str) -> str:
+    """The text of sluice.dev/pending-reason: where the job stands, then what stops it."""
+    return f"position {position} in {queue}; {cause}"
+
+
+def split_pending_reason(reason: str | None) -> tuple[int | None, str | None]:
+    """A sluice.dev/pending-reason as (position, cause); position None when it has none
+    (a victim's "reclaimed for ns/x", say)."""
+    if reason and reason.startswith("position "):
+        head, _, cause = reason.partition("; ")
+        number = head.split(" ")[1]
+        if number.isdigit():
+            return int(number), cause
+    return None, reason
+
+
 # --------------------------------------------------------------------------------------------
 # Reading objects
 

@@ -14,6 +14,10 @@ PIPED_WIDTH = 200
 Kubeconfig = Annotated[
     str | None, typer.Option(help="Kubeconfig; default $KUBECONFIG, then in-cluster.")
 ]
+KubeContext = Annotated[
+    str | None,
+    typer.Option("--context", help="Kubeconfig context to use; default its current context."),
+]
 LogLevel = Annotated[str, typer.Option(help="debug, info, warning or error.")]
 
 

@@ -1,119 +1,128 @@
-"""``sluice job why NS/NAME``: why a job waits, where it stands, and what would have to free up."""
+"""``sluice job list`` and ``sluice job why``: where a tenant's jobs stand and why.
+
+Both read only what the operator publishes on the tenant's own objects (the Job's
+annotations, its Events) and the Queue, so a user who may read Jobs and Events in their
+namespace and list Queues can use them; nothing is listed cluster-wide unless asked (-A).
+"""
 
 from __future__ import annotations
 
-import contextlib
-from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import typer
 
-from sluice.api.constants import (
-    ADMITTED_AT_ANNOTATION,
-    CONFIGMAP_NAME,
-    GROUP,
-    PENDING_REASON_ANNOTATION,
-    PLURAL,
-    QUEUE_LABEL,
-    RECLAIMED_BY_ANNOTATION,
-    VERSION,
-)
-from sluice.api.errors import InvalidObject
-from sluice.api.views import JobPhase, job_from_object
-from sluice.cli.common import Kubeconfig, fail, group
-from sluice.cli.job_report import explain_pending
-from sluice.cli.snapshot_io import Located, SnapshotError, build_snapshot
+from sluice.api.constants import GROUP, PLURAL, QUEUE_LABEL, VERSION
+from sluice.cli.common import Kubeconfig, KubeContext, fail, group, table_console
+from sluice.cli.job_report import explain, job_line, job_table
+
+Namespace = Annotated[
+    str | None,
+    typer.Option(
+        "--namespace", "-n", help="Namespace of the jobs; default the context's namespace."
+    ),
+]
 
 
 def register(app: typer.Typer) -> None:
-    group(app, "job", "Ask sluice about a job.").command("why")(why)
+    jobs = group(app, "job", "Where your jobs stand in their queues, and why.")
+    jobs.command("list")(list_jobs)
+    jobs.command("why")(why)
 
 
-def _live_objects(api: Any, namespace: str) -> list[Located]:
-    from kubernetes import client
+def _api(kubeconfig: str | None, context: str | None) -> Any:
+    from sluice.kube import KubeConfigError, api_client
 
-    serialize = api.sanitize_for_serialization
-    out: list[Located] = []
-
-    def add(kind: str, api_version: str, items: list[Any]) -> None:
-        for item in items:
-            obj = item if isinstance(item, dict) else serialize(item)
-            obj.setdefault("kind", kind)
-            obj.setdefault("apiVersion", api_version)
-            out.append(Located(f"cluster {kind}", obj))
-
-    queues: Any = client.CustomObjectsApi(api).list_cluster_custom_object(GROUP, VERSION, PLURAL)
-    add("Queue", f"{GROUP}/{VERSION}", queues["items"])
-    add(
-        "Job",
-        "batch/v1",
-        client.BatchV1Api(api).list_job_for_all_namespaces(label_selector=QUEUE_LABEL).items,
-    )
-    core = client.CoreV1Api(api)
-    add("Namespace", "v1", core.list_namespace().items)  # their default queues
-    add("Node", "v1", core.list_node().items)
-    add(
-        "PriorityClass",
-        "scheduling.k8s.io/v1",
-        client.SchedulingV1Api(api).list_priority_class().items,
-    )
-    with contextlib.suppress(client.exceptions.ApiException):  # absent: default config
-        add("ConfigMap", "v1", [core.read_namespaced_config_map(CONFIGMAP_NAME, namespace)])
-    return out
+    try:
+        return api_client(kubeconfig, context)
+    except KubeConfigError as err:
+        fail(str(err))
 
 
-def why(
-    job: Annotated[str, typer.Argument(help="NAMESPACE/NAME of the job.")],
+def _denied(err: Any, what: str) -> str:
+    if err.status == 403:
+        return f"not allowed to {what} (the API server said: {err.reason})"
+    return f"cannot {what}: {err.status} {err.reason}"
+
+
+def list_jobs(
+    namespace: Namespace = None,
+    all_namespaces: Annotated[
+        bool, typer.Option("--all-namespaces", "-A", help="Jobs of every namespace.")
+    ] = False,
+    queue: Annotated[str | None, typer.Option(help="Only the jobs of this queue.")] = None,
     kubeconfig: Kubeconfig = None,
-    namespace: Annotated[
-        str, typer.Option(help="Namespace of the sluice-scheduler ConfigMap.")
-    ] = "sluice-system",
+    context: KubeContext = None,
 ) -> None:
-    """Why a job is pending (its reason and position, re-derived now), or when it was admitted."""
+    """The managed jobs of a namespace: queue, state, position in the queue, the reason they
+    wait and when they were admitted."""
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
-    from sluice.kube import KubeConfigError, api_client
-    from sluice.scheduler.cycle import run_cycle
+    from sluice.kube import context_namespace
 
-    ns, sep, name = job.partition("/")
-    if not sep or not ns or not name:
-        fail(f"{job!r}: give the job as NAMESPACE/NAME")
+    api = _api(kubeconfig, context)
+    batch = client.BatchV1Api(api)
+    selector = f"{QUEUE_LABEL}={queue}" if queue else QUEUE_LABEL
+    ns = namespace or context_namespace(kubeconfig, context)
     try:
-        api = api_client(kubeconfig)
-        obj = api.sanitize_for_serialization(client.BatchV1Api(api).read_namespaced_job(name, ns))
-    except KubeConfigError as err:
-        fail(str(err))
+        if all_namespaces:
+            raw = batch.list_job_for_all_namespaces(label_selector=selector)
+        else:
+            raw = batch.list_namespaced_job(ns, label_selector=selector)
     except ApiException as err:
-        fail(
-            f"job {job} not found" if err.status == 404 else f"cannot read job {job}: {err.reason}"
+        fail(_denied(err, "list jobs" + ("" if all_namespaces else f" in namespace {ns}")))
+    except OSError as err:
+        fail(f"cannot reach the API server: {err}")
+    lines = [line for item in raw.items if (line := job_line(api.sanitize_for_serialization(item)))]
+    if not lines:
+        where = "any namespace" if all_namespaces else f"namespace {ns}"
+        typer.echo(f"no jobs of {'queue ' + queue if queue else 'any queue'} in {where}")
+        return
+    table_console().print(job_table(lines, all_namespaces))
+
+
+def why(
+    job: Annotated[str, typer.Argument(help="NAMESPACE/NAME of the job, or NAME with -n.")],
+    namespace: Namespace = None,
+    kubeconfig: Kubeconfig = None,
+    context: KubeContext = None,
+) -> None:
+    """Why a job waits (the operator's reason and its position), or when it was admitted,
+    with its queue's numbers and the Events sluice posted on it."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    from sluice.kube import context_namespace
+
+    ns, sep, name = job.rpartition("/")
+    if not sep:
+        ns, name = namespace or context_namespace(kubeconfig, context), job
+    if not ns or not name:
+        fail(f"{job!r}: give the job as NAMESPACE/NAME, or NAME with -n NAMESPACE")
+    api = _api(kubeconfig, context)
+    try:
+        obj = api.sanitize_for_serialization(client.BatchV1Api(api).read_namespaced_job(name, ns))
+    except ApiException as err:
+        fail(f"job {ns}/{name} not found" if err.status == 404 else _denied(err, "read the job"))
+    except OSError as err:
+        fail(f"cannot reach the API server: {err}")
+    queue_name = ((obj.get("metadata") or {}).get("labels") or {}).get(QUEUE_LABEL)
+    queue: dict[str, Any] | None = None
+    queue_error = ""
+    if queue_name:
+        try:
+            queue = client.CustomObjectsApi(api).get_cluster_custom_object(
+                GROUP, VERSION, PLURAL, queue_name
+            )
+        except ApiException as err:
+            queue_error = "not found" if err.status == 404 else _denied(err, "read the queue")
+    events: list[dict[str, Any]] = []
+    try:
+        listing = client.CoreV1Api(api).list_namespaced_event(
+            ns, field_selector=f"involvedObject.kind=Job,involvedObject.name={name}"
         )
-    try:
-        view = job_from_object(obj)
-    except InvalidObject as err:
-        fail(str(err))
-    if view is None:
-        typer.echo(f"job {job} is not managed by sluice (no {QUEUE_LABEL} label)")
-        return
-    annotations = obj["metadata"].get("annotations") or {}
-    if view.phase is JobPhase.COMPLETED:
-        typer.echo(f"job {job} has finished (queue {view.queue})")
-        return
-    if view.phase.admitted:
-        admitted = annotations.get(ADMITTED_AT_ANNOTATION, "at an unknown time")
-        typer.echo(f"job {job} is admitted in queue {view.queue} ({admitted}); {view.phase.value}")
-        return
-    typer.echo(f"job {job} is pending in queue {view.queue}")
-    if annotations.get(RECLAIMED_BY_ANNOTATION):
-        typer.echo(f"  it was suspended to make room for {annotations[RECLAIMED_BY_ANNOTATION]}")
-    if annotations.get(PENDING_REASON_ANNOTATION):
-        typer.echo(f"  the operator's last word: {annotations[PENDING_REASON_ANNOTATION]}")
-    try:
-        items = _live_objects(api, namespace)
-        # The sluice-scheduler ConfigMap among them is the configuration, as for the operator.
-        snapshot = build_snapshot(items, datetime.now(UTC)).snapshot
-    except (SnapshotError, ApiException) as err:
-        fail(f"cannot re-derive the reason now: {err}")
-    result = run_cycle(snapshot)
-    for line in explain_pending(result, job, view.queue, view.request):
-        typer.echo(f"  {line}")
+        events = [api.sanitize_for_serialization(e) for e in listing.items]
+    except ApiException:
+        pass  # Events are a courtesy: the job's own annotations carry the decision
+    for line in explain(obj, queue, events, queue_error):
+        typer.echo(line)

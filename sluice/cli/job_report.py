@@ -1,86 +1,167 @@
-"""Pure pieces of `sluice job why`: what stands between a pending job and admission.
+"""Pure pieces of `sluice job list` and `sluice job why`: what the operator published about a
+job (its annotations, its Events, its queue's status), read back for people.
 
-The scheduler's reason names the first limit a job hits; a person deciding what to stop or
-resize needs every limit and the amount to release at each, read from the same cycle result.
+Nothing here recomputes a decision: a tenant who can only read Jobs and Events in their own
+namespace (and Queues) sees exactly what the operator decided, position and reason included.
 """
 
 from __future__ import annotations
 
-from sluice.api.constants import ROOT_QUEUE
-from sluice.api.quantity import format_quantity
-from sluice.api.resources import Resources, describe_amount
-from sluice.scheduler.model import CycleResult
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from rich.table import Table
+
+from sluice.api.constants import (
+    ADMITTED_AT_ANNOTATION,
+    PENDING_REASON_ANNOTATION,
+    RECLAIMED_BY_ANNOTATION,
+)
+from sluice.api.errors import InvalidObject
+from sluice.api.queue import Queue
+from sluice.api.views import JobPhase, job_from_object, split_pending_reason
 
 
-def _chain(result: CycleResult, queue: str) -> list[str]:
-    """The queue and its ancestors below root, top first (root's limit is the cluster)."""
-    chain: list[str] = []
-    name: str | None = queue
-    while name is not None and name in result.queues and name not in chain:
-        if result.queues[name].parent is not None:
-            chain.append(name)
-        name = result.queues[name].parent
-    return list(reversed(chain))
+@dataclass(frozen=True, slots=True)
+class JobLine:
+    namespace: str
+    name: str
+    queue: str
+    state: str
+    position: int | None
+    reason: str
+    admitted_at: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
 
 
-def free_up(result: CycleResult, queue: str, request: Resources) -> list[str]:
-    """Per limiting queue and resource: how much must be released before the job fits.
+def job_line(obj: Mapping[str, Any]) -> JobLine | None:
+    """One managed job as `job list` shows it; None when sluice does not manage it."""
+    try:
+        view = job_from_object(obj)
+    except InvalidObject as err:
+        meta = obj.get("metadata") or {}
+        return JobLine(
+            str(meta.get("namespace") or ""), str(meta.get("name")), "-", "unreadable", None,
+            str(err), "",
+        )  # fmt: skip
+    if view is None:
+        return None
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    position: int | None = None
+    reason = ""
+    if view.phase is JobPhase.PENDING:
+        position, cause = split_pending_reason(annotations.get(PENDING_REASON_ANNOTATION))
+        reason = cause or "not yet considered by the operator"
+    return JobLine(
+        namespace=view.namespace,
+        name=view.name,
+        queue=view.queue,
+        state=view.phase.value,
+        position=position,
+        reason=reason,
+        admitted_at=str(annotations.get(ADMITTED_AT_ANNOTATION) or ""),
+    )
 
-    Limits are each queue's real capability (what its capability and its ancestors allow) and
-    the cluster's free capacity; an empty list means no hard limit stands in the way.
-    """
-    lines: list[str] = []
-    said: dict[str, int] = {}  # per resource, the shortfall an ancestor already names
-    for name in _chain(result, queue):
-        info = result.queues[name]
-        if info.real_capability is None:
-            continue
-        for r, amount in sorted(request.items()):
-            limit = info.real_capability.get_amount(r)
-            if amount <= 0 or limit >= result.cluster_total.get_amount(r):
-                continue  # a limit equal to the whole cluster's is said below
-            short = info.allocated.get_amount(r) + amount - limit
-            if short > said.get(r, 0):  # a child inheriting its parent's limit adds nothing
-                said[r] = short
-                lines.append(
-                    f"queue {name}: {describe_amount(r, short)} must free up"
-                    f" (it uses {format_quantity(info.allocated.get_amount(r), r)} of"
-                    f" {format_quantity(limit, r)}; the job requests {format_quantity(amount, r)})"
-                )
-    used = Resources()  # everything admitted: what root's children hold
-    for info in result.queues.values():
-        if info.parent == ROOT_QUEUE:
-            used = used + info.allocated
-    for r, amount in sorted(request.items()):
-        free = result.cluster_total.get_amount(r) - used.get_amount(r)
-        if amount > 0 and amount > free:
-            lines.append(
-                f"cluster: {describe_amount(r, amount - max(free, 0))} must free up"
-                f" ({format_quantity(max(free, 0), r)} of"
-                f" {format_quantity(result.cluster_total.get_amount(r), r)} free;"
-                f" the job requests {format_quantity(amount, r)})"
+
+_STATE_ORDER = {"running": 0, "inqueue": 1, "pending": 2, "unreadable": 3, "completed": 4}
+
+
+def job_table(lines: Sequence[JobLine], all_namespaces: bool) -> Table:
+    """By queue; in each, admitted jobs first, then the line in order, then finished ones."""
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    columns = ["NAME", "QUEUE", "STATE", "POSITION", "REASON", "ADMITTED-AT"]
+    for column in ["NAMESPACE", *columns] if all_namespaces else columns:
+        table.add_column(column, overflow="fold")
+    ordered = sorted(
+        lines,
+        key=lambda j: (j.queue, _STATE_ORDER.get(j.state, 9), j.position or 0, j.key),
+    )
+    for line in ordered:
+        row = [
+            line.name,
+            line.queue,
+            line.state,
+            str(line.position) if line.position is not None else "-",
+            line.reason or "-",
+            line.admitted_at or "-",
+        ]
+        table.add_row(*([line.namespace, *row] if all_namespaces else row))
+    return table
+
+
+def _event_time(event: Mapping[str, Any]) -> str:
+    for key in ("lastTimestamp", "eventTime", "firstTimestamp"):
+        value = event.get(key)
+        if value:
+            return value.isoformat() if isinstance(value, datetime) else str(value)
+    meta = event.get("metadata") or {}
+    return str(meta.get("creationTimestamp") or "")
+
+
+def explain(
+    job: Mapping[str, Any],
+    queue: Mapping[str, Any] | None,
+    events: Sequence[Mapping[str, Any]],
+    queue_error: str = "",
+) -> list[str]:
+    """What `job why` prints: the job's state, the operator's reason and position, its queue's
+    numbers and the sluice Events on it, newest last."""
+    line = job_line(job)
+    meta = job.get("metadata") or {}
+    key = f"{meta.get('namespace')}/{meta.get('name')}"
+    if line is None:
+        return [f"job {key} is not managed by sluice (no sluice.dev/queue-name label)"]
+    if line.state == "unreadable":
+        return [f"job {key} cannot be read: {line.reason}"]
+    annotations = meta.get("annotations") or {}
+    out: list[str] = []
+    if line.state == JobPhase.COMPLETED.value:
+        out.append(f"job {key} has finished (queue {line.queue})")
+    elif line.state in (JobPhase.INQUEUE.value, JobPhase.RUNNING.value):
+        admitted = line.admitted_at or "at an unknown time"
+        out.append(f"job {key} is admitted in queue {line.queue} ({admitted}); {line.state}")
+    else:
+        where = f"position {line.position} in" if line.position is not None else "in"
+        out.append(f"job {key} is pending, {where} queue {line.queue}")
+        out.append(f"  reason: {line.reason}")
+        if annotations.get(RECLAIMED_BY_ANNOTATION):
+            out.append(
+                f"  it was suspended to make room for {annotations[RECLAIMED_BY_ANNOTATION]}"
             )
-    return lines
+    out.extend(f"  {text}" for text in _queue_lines(line.queue, queue, queue_error))
+    mine = [
+        e for e in events if (e.get("involvedObject") or {}).get("uid") in (None, meta.get("uid"))
+    ]
+    if mine:
+        out.append("  events:")
+        for event in sorted(mine, key=_event_time)[-5:]:
+            out.append(
+                f"    {_event_time(event)}  {event.get('type', 'Normal')}  {event.get('reason')}:"
+                f" {event.get('message')}"
+            )
+    return out
 
 
-def explain_pending(result: CycleResult, job: str, queue: str, request: Resources) -> list[str]:
-    """The lines `job why` prints about a pending job after one offline cycle."""
-    admitted = next((d for d in result.decisions if d.job == job and d.action == "admit"), None)
-    if admitted is not None:
-        return [f"now: it would be admitted this cycle ({admitted.reason})"]
-    lines: list[str] = []
-    mine = next((p for p in result.pending if p.job == job), None)
-    if mine is not None:
-        waiting = sum(1 for p in result.pending if p.queue == mine.queue)
-        lines.append(f"now: {mine.reason}")
-        lines.append(f"position {mine.position} of {waiting} pending in queue {mine.queue}")
-    info = result.queues.get(queue)
-    if info is not None:
-        lines.append(
-            f"queue {queue}: allocated {info.allocated.describe()},"
-            f" deserved {info.deserved.describe()}, share {info.share:.2f}"
-        )
-    lines.append(f"it requests {request.describe()}")
-    blockers = free_up(result, queue, request)
-    lines.extend(blockers or ["no queue or cluster limit stands in the way; see the reason above"])
-    return lines
+def _queue_lines(name: str, obj: Mapping[str, Any] | None, error: str) -> list[str]:
+    if obj is None:
+        return [f"queue {name}: {error or 'not found'}"]
+    try:
+        queue = Queue.from_object(obj)
+    except InvalidObject as err:
+        return [f"queue {name}: {err}"]
+    status, spec = queue.status, queue.spec
+    parts = [
+        f"state {status.state or '-'}",
+        f"allocated {status.allocated.describe()}",
+        f"deserved {status.deserved.describe()}",
+    ]
+    if spec.capability:
+        parts.append(f"capability {spec.capability.describe()}")
+    if spec.namespace_selector is not None:
+        parts.append(f"namespaces {spec.namespace_selector.describe()}")
+    return [f"queue {name}: " + ", ".join(parts) + f"; {status.pending} pending"]

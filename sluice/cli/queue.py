@@ -10,7 +10,7 @@ import typer
 import yaml
 
 from sluice.api.constants import API_VERSION, GROUP, KIND, PLURAL, ROOT_QUEUE, VERSION
-from sluice.cli.common import Kubeconfig, fail, group, table_console
+from sluice.cli.common import Kubeconfig, KubeContext, fail, group, table_console
 from sluice.cli.queue_view import FlagError, queue_table, queue_tree, spec_from_flags, subtree
 
 
@@ -60,13 +60,13 @@ def _api_message(err: Any) -> str:
 
 
 class Client:
-    def __init__(self, kubeconfig: str | None) -> None:
+    def __init__(self, kubeconfig: str | None, context: str | None = None) -> None:
         from kubernetes import client
 
         from sluice.kube import KubeConfigError, api_client
 
         try:
-            self.api = client.CustomObjectsApi(api_client(kubeconfig))
+            self.api = client.CustomObjectsApi(api_client(kubeconfig, context))
         except KubeConfigError as err:
             fail(str(err))
 
@@ -134,12 +134,13 @@ def create(
     reclaimable: Reclaimable = None,
     dequeue_strategy: Dequeue = None,
     kubeconfig: Kubeconfig = None,
+    context: KubeContext = None,
     output: OutputOpt = Output.table,
 ) -> None:
     """Create a queue."""
     spec = _spec(locals())
     body = {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": name}, "spec": spec}
-    show([dict(Client(kubeconfig).call("create_cluster_custom_object", body))], output)
+    show([dict(Client(kubeconfig, context).call("create_cluster_custom_object", body))], output)
 
 
 def update(
@@ -154,27 +155,37 @@ def update(
     reclaimable: Reclaimable = None,
     dequeue_strategy: Dequeue = None,
     kubeconfig: Kubeconfig = None,
+    context: KubeContext = None,
     output: OutputOpt = Output.table,
 ) -> None:
     """Change the given fields of a queue (resource maps are updated per resource)."""
     spec = _spec(locals())
     if not spec:
         fail("nothing to update: give at least one field flag (see --help)")
-    show([Client(kubeconfig).patch(name, {"spec": spec})], output)
+    show([Client(kubeconfig, context).patch(name, {"spec": spec})], output)
 
 
-def get(name: str, kubeconfig: Kubeconfig = None, output: OutputOpt = Output.table) -> None:
+def get(
+    name: str,
+    kubeconfig: Kubeconfig = None,
+    context: KubeContext = None,
+    output: OutputOpt = Output.table,
+) -> None:
     """Show one queue."""
-    show([Client(kubeconfig).get(name)], output)
+    show([Client(kubeconfig, context).get(name)], output)
 
 
-def list_queues(kubeconfig: Kubeconfig = None, output: OutputOpt = Output.table) -> None:
+def list_queues(
+    kubeconfig: Kubeconfig = None, context: KubeContext = None, output: OutputOpt = Output.table
+) -> None:
     """List every queue."""
-    show(Client(kubeconfig).list(), output, many=True)
+    show(Client(kubeconfig, context).list(), output, many=True)
 
 
-def _set_state(name: str, state: str, recursive: bool, kubeconfig: str | None) -> None:
-    client = Client(kubeconfig)
+def _set_state(
+    name: str, state: str, recursive: bool, kubeconfig: str | None, context: str | None
+) -> None:
+    client = Client(kubeconfig, context)
     client.get(name)  # a clear "not found" before anything else
     names = subtree(client.list(), name) if recursive else [name]
     # Open parents first (a child cannot be Open under a Closed parent); close leaves first.
@@ -183,19 +194,34 @@ def _set_state(name: str, state: str, recursive: bool, kubeconfig: str | None) -
         typer.echo(f"queue {queue}: spec.state {state}")
 
 
-def open_queue(name: str, recursive: Recursive = False, kubeconfig: Kubeconfig = None) -> None:
+def open_queue(
+    name: str,
+    recursive: Recursive = False,
+    kubeconfig: Kubeconfig = None,
+    context: KubeContext = None,
+) -> None:
     """Open a queue (with --recursive, its whole subtree, parents first)."""
-    _set_state(name, "Open", recursive, kubeconfig)
+    _set_state(name, "Open", recursive, kubeconfig, context)
 
 
-def close_queue(name: str, recursive: Recursive = False, kubeconfig: Kubeconfig = None) -> None:
+def close_queue(
+    name: str,
+    recursive: Recursive = False,
+    kubeconfig: Kubeconfig = None,
+    context: KubeContext = None,
+) -> None:
     """Close a queue: Closing while its jobs finish, then Closed; its subtree closes too."""
-    _set_state(name, "Closed", recursive, kubeconfig)
+    _set_state(name, "Closed", recursive, kubeconfig, context)
 
 
-def delete(name: str, recursive: Recursive = False, kubeconfig: Kubeconfig = None) -> None:
+def delete(
+    name: str,
+    recursive: Recursive = False,
+    kubeconfig: Kubeconfig = None,
+    context: KubeContext = None,
+) -> None:
     """Delete a Closed queue; the operator deletes its (Closed) subtree first."""
-    client = Client(kubeconfig)
+    client = Client(kubeconfig, context)
     items = client.list()
     state = {o["metadata"]["name"]: (o.get("status") or {}).get("state") for o in items}
     if name not in state:
@@ -216,9 +242,10 @@ def delete(name: str, recursive: Recursive = False, kubeconfig: Kubeconfig = Non
 def tree(
     name: Annotated[str, typer.Argument(help="Top of the tree to draw.")] = ROOT_QUEUE,
     kubeconfig: Kubeconfig = None,
+    context: KubeContext = None,
 ) -> None:
     """Draw the queue hierarchy with state, weight, deserved, allocated and share."""
-    items = Client(kubeconfig).list()
+    items = Client(kubeconfig, context).list()
     if name not in {o["metadata"]["name"] for o in items}:
         fail(f"queue {name} not found")
     table_console().print(queue_tree(items, name))

@@ -12,6 +12,7 @@ from rich.tree import Tree
 
 from sluice.api.constants import ROOT_QUEUE
 from sluice.api.quantity import QuantityError, format_quantity, parse_quantity
+from sluice.api.selector import LabelSelector
 
 
 class FlagError(ValueError):
@@ -81,6 +82,16 @@ def _age(meta: Mapping[str, Any], now: datetime) -> str:
     return f"{max(seconds, 0)}s"
 
 
+def _namespaces(selector: Any) -> str:
+    """The namespaces a queue takes jobs from, as kubectl writes selectors."""
+    if selector is None:
+        return "<any>"
+    try:
+        return LabelSelector.model_validate(selector).describe()
+    except ValueError:
+        return "<unreadable>"
+
+
 def queue_table(items: Sequence[Mapping[str, Any]], now: datetime | None = None) -> Table:
     now = now or datetime.now(UTC)
     table = Table(box=None, pad_edge=False, header_style="bold")
@@ -93,6 +104,7 @@ def queue_table(items: Sequence[Mapping[str, Any]], now: datetime | None = None)
         "PENDING",
         "RUNNING",
         "ALLOCATED",
+        "NAMESPACES",
         "AGE",
     ):
         table.add_column(column, overflow="fold")
@@ -107,6 +119,7 @@ def queue_table(items: Sequence[Mapping[str, Any]], now: datetime | None = None)
             str(status.get("pending", 0)),
             str(status.get("running", 0) + status.get("inqueue", 0)),
             _resources(status.get("allocated")),
+            _namespaces(spec.get("namespaceSelector")),
             _age(obj["metadata"], now),
         )
     return table

@@ -144,8 +144,8 @@ def build_snapshot(
         by_kind[item.kind].append(item)
 
     default_queues: dict[str, str] = {}
-    for item in by_kind["Namespace"]:
-        namespace = _read(item, namespace_from_object)
+    namespaces = [_read(item, namespace_from_object) for item in by_kind["Namespace"]]
+    for namespace in namespaces:
         if namespace.default_queue:
             default_queues[namespace.name] = namespace.default_queue
 
@@ -182,6 +182,7 @@ def build_snapshot(
         now=now,
         priority_classes=classes,
         config=chosen,
+        namespaces=namespaces,
     )
     return Dump(snapshot, source)
 

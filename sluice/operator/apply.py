@@ -36,6 +36,7 @@ from sluice.api.constants import (
     ROOT_QUEUE,
     VERSION,
 )
+from sluice.api.views import split_pending_reason
 from sluice.operator.state import ClusterState, Obj
 from sluice.operator.status import queue_status, status_differs
 from sluice.scheduler.model import CycleResult, Decision
@@ -75,9 +76,7 @@ def _message(err: ApiException) -> str:
 
 def cause(reason: str | None) -> str | None:
     """A pending reason without its leading "position N in QUEUE; " part."""
-    if reason and reason.startswith("position "):
-        return reason.partition("; ")[2]
-    return reason
+    return split_pending_reason(reason)[1]
 
 
 def _drain(response: Any) -> bytes:
@@ -170,7 +169,9 @@ class Writer:
                 self.unsure.discard(key)
         return True
 
-    def _event(self, obj: Obj, reason: str, message: str, kind: str = "Job") -> None:
+    def _event(
+        self, obj: Obj, reason: str, message: str, kind: str = "Job", warning: bool = False
+    ) -> None:
         meta = obj.get("metadata") or {}
         namespace = meta.get("namespace") or "default"
         now = datetime.now(UTC)
@@ -191,7 +192,7 @@ class Writer:
             },
             "reason": reason,
             "message": message[:1000],
-            "type": "Normal",
+            "type": "Warning" if warning else "Normal",
             "source": {"component": REPORTER},
             "reportingComponent": REPORTER,
             "firstTimestamp": _rfc3339(now),
@@ -263,7 +264,8 @@ class Writer:
             return
         self.position_written[key] = self.clock()
         if not same_cause:
-            self._event(obj, "Pending", reason)
+            # A job that cannot run is something to look at: Warning, as kubectl shows them.
+            self._event(obj, "Pending", reason, warning=True)
 
     def forget_positions(self, pending: set[str]) -> None:
         for key in set(self.position_written) - pending:

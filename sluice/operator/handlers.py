@@ -91,6 +91,11 @@ def build_registry(state: ClusterState, api: client.ApiClient) -> kopf.OperatorR
     async def node_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:
         state.on_node(_event(type), dict(body))
 
+    @kopf.on.event("", "v1", "namespaces", registry=registry)
+    async def namespace_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:
+        # Their labels decide which queues take their jobs (spec.namespaceSelector).
+        state.on_namespace(_event(type), dict(body))
+
     @kopf.on.event("scheduling.k8s.io", "v1", "priorityclasses", registry=registry)
     async def priority_class_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:
         state.on_priority_class(_event(type), dict(body))

@@ -70,6 +70,7 @@ def prime(api: client.ApiClient, state: ClusterState) -> None:
             QUEUE_LABEL,
         ),
         (client.CoreV1Api(api).list_node, "v1", "Node", state.on_node, ""),
+        (client.CoreV1Api(api).list_namespace, "v1", "Namespace", state.on_namespace, ""),
         (
             client.SchedulingV1Api(api).list_priority_class,
             "scheduling.k8s.io/v1",

@@ -21,9 +21,11 @@ from sluice.api.errors import InvalidObject
 from sluice.api.queue import Queue
 from sluice.api.views import (
     JobView,
+    NamespaceView,
     NodeView,
     PriorityClassView,
     job_from_object,
+    namespace_from_object,
     node_from_object,
     priority_class_from_object,
 )
@@ -74,6 +76,7 @@ class ClusterState:
     jobs: dict[str, Obj] = field(default_factory=dict)
     nodes: dict[str, Obj] = field(default_factory=dict)
     priority_classes: dict[str, Obj] = field(default_factory=dict)
+    namespaces: dict[str, Obj] = field(default_factory=dict)
     config: SchedulerConfig = DEFAULT_CONFIG
     config_error: str = ""
     wake: asyncio.Event = field(default_factory=asyncio.Event)
@@ -132,6 +135,9 @@ class ClusterState:
     def on_priority_class(self, event: str, obj: Obj) -> None:
         self._store(self.priority_classes, _name(obj), event, obj)
 
+    def on_namespace(self, event: str, obj: Obj) -> None:
+        self._store(self.namespaces, _name(obj), event, obj)
+
     def remember_job(self, obj: Obj) -> None:
         """The object the API server returned for our own write."""
         self._store(self.jobs, job_key(obj), "MODIFIED", obj)
@@ -147,6 +153,7 @@ class ClusterState:
             job_objs = list(self.jobs.items())
             node_objs = list(self.nodes.items())
             class_objs = list(self.priority_classes.items())
+            namespace_objs = list(self.namespaces.items())
         queues: list[Queue] = []
         for name, obj in queue_objs:
             try:
@@ -174,6 +181,12 @@ class ClusterState:
                 classes.append(priority_class_from_object(obj))
             except InvalidObject as err:
                 bad[f"priorityclass/{name}"] = str(err)
+        namespaces: list[NamespaceView] = []
+        for name, obj in namespace_objs:
+            try:
+                namespaces.append(namespace_from_object(obj))
+            except InvalidObject as err:
+                bad[f"namespace/{name}"] = str(err)
         for key in set(bad) - set(self.bad_objects):
             log.warning("event=unreadable-object object=%s error=%r", key, bad[key])
         self.bad_objects = bad
@@ -185,4 +198,5 @@ class ClusterState:
             priority_classes=classes,
             config=self.config,
             max_queue_depth=max_queue_depth,
+            namespaces=namespaces,
         )

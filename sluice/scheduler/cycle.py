@@ -8,7 +8,7 @@ from datetime import datetime
 
 from sluice.api.constants import ROOT_QUEUE
 from sluice.api.resources import Resources
-from sluice.api.views import JobPhase, JobView
+from sluice.api.views import JobPhase, JobView, pending_reason
 from sluice.queues.lifecycle import QueueAction, derive_states, lifecycle_actions
 from sluice.scheduler.actions.admit import admit
 from sluice.scheduler.actions.backfill import backfill
@@ -61,7 +61,7 @@ def _run_cycle(snapshot: Snapshot) -> CycleResult:
 def _pending(session: Session, outcome: Outcome, queue_order: list[str]) -> list[PendingJob]:
     by_queue: dict[str, list[JobInfo]] = {}
     for info in session.queues.values():
-        waiting = [j for j in info.pending_jobs if not j.admitted]
+        waiting = [j for j in info.pending_jobs if not j.admitted] + info.refused_jobs
         if waiting:
             by_queue[info.name] = waiting
     for job in [*outcome.evicted, *session.orphans]:
@@ -78,7 +78,7 @@ def _pending(session: Session, outcome: Outcome, queue_order: list[str]) -> list
                 else "not reached this cycle"
             )
             out.append(
-                PendingJob(job.key, queue, f"position {position} in {queue}; {reason}", position)
+                PendingJob(job.key, queue, pending_reason(position, queue, reason), position)
             )
     return out
 
@@ -90,7 +90,7 @@ def _queue_results(session: Session, outcome: Outcome) -> dict[str, QueueResult]
             counts[job.queue][0] += 1
     for info in session.queues.values():
         own = counts[info.name]
-        own[0] += len([j for j in info.pending_jobs if not j.admitted])
+        own[0] += len([j for j in info.pending_jobs if not j.admitted]) + len(info.refused_jobs)
         for job in info.admitted_jobs:
             if job.view.phase is JobPhase.RUNNING and not job.fresh:
                 own[2] += 1

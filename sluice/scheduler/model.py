@@ -16,7 +16,7 @@ from sluice.api.config import DEFAULT_CONFIG, SchedulerConfig
 from sluice.api.constants import DEFAULT_MAX_QUEUE_DEPTH
 from sluice.api.queue import Queue, QueueState
 from sluice.api.resources import EMPTY, Resources
-from sluice.api.views import JobView, NodeView, PriorityClassView
+from sluice.api.views import JobView, NamespaceView, NodeView, PriorityClassView
 from sluice.queues.lifecycle import QueueAction
 
 __all__ = [
@@ -41,6 +41,8 @@ class Snapshot:
     priority_classes: Sequence[PriorityClassView] = ()
     config: SchedulerConfig = DEFAULT_CONFIG
     max_queue_depth: int = DEFAULT_MAX_QUEUE_DEPTH
+    namespaces: Sequence[NamespaceView] = ()
+    """For queues with a namespaceSelector; a namespace not listed has only its name label."""
 
 
 DecisionAction = Literal["admit", "reclaim", "preempt"]

@@ -18,6 +18,7 @@ from sluice.api.queue import Queue
 from sluice.api.resources import EMPTY, Resources
 from sluice.api.views import JobPhase, JobView
 from sluice.queues.admission import tree_violations
+from sluice.queues.jobs import namespace_refusal
 from sluice.queues.tree import QueueTree
 from sluice.scheduler.model import Snapshot
 from sluice.scheduler.plugins import deserved as deserved_plugins
@@ -57,6 +58,8 @@ class QueueInfo:
     blocked_by: str = ""  # an invalid ancestor-or-self: nothing is admitted here
     allocated: dict[str, int] = field(default_factory=dict)
     pending_jobs: list[JobInfo] = field(default_factory=list)
+    refused_jobs: list[JobInfo] = field(default_factory=list)
+    """Waiting jobs from namespaces the queue's namespaceSelector does not take."""
     admitted_jobs: list[JobInfo] = field(default_factory=list)
     completed: int = 0
     passed_on: int | None = None  # the priority its jobs inherit, when it sets one
@@ -82,6 +85,8 @@ class Session:
         self.used: dict[str, int] = {}
         self.queues: dict[str, QueueInfo] = {}
         self.orphans: list[JobInfo] = []  # jobs whose queue is missing
+        self.refusals: dict[str, str] = {}  # job -> why its queue does not take its namespace
+        self.namespace_labels = {ns.name: ns.labels for ns in snapshot.namespaces}
         self._chains: dict[str, list[str]] = {}
         options = self.config.plugin("proportion_optimize")
         # proportion_optimize with ElasticEnable false: no queue may exceed its deserved.
@@ -168,8 +173,14 @@ class Session:
             if job.finished:
                 info.completed += 1
             elif admitted:
+                # A selector changed after admission leaves what runs alone.
                 info.admitted_jobs.append(job)
                 _add(info.allocated, job.request)  # ancestors get the sums below, once
+            elif refusal := namespace_refusal(
+                info.queue, view.namespace, self.namespace_labels.get(view.namespace, {})
+            ):
+                self.refusals[job.key] = refusal
+                info.refused_jobs.append(job)
             else:
                 info.pending_jobs.append(job)
         for info in sorted(self.queues.values(), key=lambda q: -q.depth):

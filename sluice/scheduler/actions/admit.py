@@ -21,6 +21,8 @@ from sluice.scheduler.session import JobInfo, Session
 def admissible_leaves(session: Session, outcome: Outcome) -> list[str]:
     """Leaves whose pending jobs may be admitted; others get their reason here."""
     leaves: list[str] = []
+    for key, refusal in session.refusals.items():
+        outcome.reasons[key] = refusal
     for name, info in session.queues.items():
         if not info.pending_jobs:
             continue

@@ -1,107 +1,125 @@
-"""What `sluice job why` says about a pending job after one offline cycle (no cluster needed)."""
+"""What `sluice job list` and `sluice job why` make of what the operator published: the
+job's annotations, its Events and its queue (no cluster, no recomputation)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
-from sluice.api.resources import Resources
-from sluice.cli.job_report import explain_pending, free_up
-from sluice.cli.snapshot_io import Located, build_snapshot
-from sluice.scheduler.cycle import run_cycle
-from sluice.scheduler.model import CycleResult
-
-NOW = datetime(2026, 3, 2, 9, tzinfo=UTC)
+from sluice.cli.common import table_console
+from sluice.cli.job_report import explain, job_line, job_table
 
 
-def queue(name: str, parent: str | None = None, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "scheduling.sluice.dev/v1beta1",
-        "kind": "Queue",
-        "metadata": {"name": name, "creationTimestamp": "2026-01-01T00:00:00Z"},
-        "spec": {**spec, **({"parent": parent} if parent else {})},
-    }
-
-
-def job(name: str, queue_name: str, cpu: str, minute: int, admitted: bool = False) -> Any:
-    meta: dict[str, Any] = {
-        "name": name,
-        "namespace": "ns",
-        "labels": {"sluice.dev/queue-name": queue_name},
-        "creationTimestamp": f"2026-03-02T08:{minute:02d}:00Z",
-    }
-    if admitted:
-        meta["annotations"] = {"sluice.dev/admitted-at": "2026-03-02T08:30:00Z"}
-    containers = [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]
+def job(name: str = "train", *, suspend: bool = True, **annotations: str) -> dict[str, Any]:
+    containers = [{"name": "c", "resources": {"requests": {"cpu": "2"}}}]
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": meta,
-        "spec": {"suspend": not admitted, "template": {"spec": {"containers": containers}}},
-        "status": {"active": 1} if admitted else {},
-    }
-
-
-def node(cpu: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": "n1"},
-        "status": {
-            "allocatable": {"cpu": cpu},
-            "conditions": [{"type": "Ready", "status": "True"}],
+        "metadata": {
+            "name": name,
+            "namespace": "ml",
+            "uid": f"uid-{name}",
+            "labels": {"sluice.dev/queue-name": "team-a"},
+            "annotations": {f"sluice.dev/{k.replace('_', '-')}": v for k, v in annotations.items()},
         },
+        "spec": {"suspend": suspend, "template": {"spec": {"containers": containers}}},
+        "status": {} if suspend else {"active": 1},
     }
 
 
-def cycle(*objects: dict[str, Any]) -> CycleResult:
-    items = [Located(f"object {i}", o) for i, o in enumerate(objects)]
-    return run_cycle(build_snapshot(items, NOW).snapshot)
+QUEUE = {
+    "apiVersion": "scheduling.sluice.dev/v1beta1",
+    "kind": "Queue",
+    "metadata": {"name": "team-a"},
+    "spec": {"capability": {"cpu": "4"}, "namespaceSelector": {"matchLabels": {"team": "a"}}},
+    "status": {"state": "Open", "allocated": {"cpu": "4"}, "deserved": {"cpu": "2"}, "pending": 3},
+}
 
 
-def test_a_job_over_its_queues_capability_names_the_queue_and_the_amount() -> None:
-    result = cycle(
-        node("16"),
-        queue("root"),
-        queue("team", capability={"cpu": "3"}),
-        job("running", "team", "2", 0, admitted=True),
-        job("first", "team", "2", 1),
-        job("second", "team", "1500m", 2),
+def event(reason: str, message: str, when: str, uid: str = "uid-train") -> dict[str, Any]:
+    return {
+        "type": "Warning" if reason == "Pending" else "Normal",
+        "reason": reason,
+        "message": message,
+        "lastTimestamp": when,
+        "involvedObject": {"kind": "Job", "name": "train", "uid": uid},
+    }
+
+
+def test_a_pending_job_reads_its_position_and_cause_from_the_operators_reason() -> None:
+    line = job_line(
+        job(pending_reason="position 2 in team-a; team-a would use cpu 6 > capability 4")
     )
-    lines = explain_pending(result, "ns/second", "team", Resources({"cpu": 1500}))
-    assert lines[0].startswith("now: position 2 in team; ")
-    assert "position 2 of 2 pending in queue team" in lines
-    assert "it requests cpu 1500m" in lines
-    assert "queue team: cpu 500m must free up (it uses 2 of 3; the job requests 1500m)" in lines
-
-
-def test_the_limiting_level_is_the_ancestor_that_sets_it() -> None:
-    result = cycle(
-        node("16"),
-        queue("root"),
-        queue("dept", capability={"cpu": "4"}),
-        queue("team", "dept"),
-        job("running", "team", "3", 0, admitted=True),
-        job("big", "team", "2", 1),
+    assert line is not None
+    assert (line.queue, line.state, line.position, line.reason) == (
+        "team-a",
+        "pending",
+        2,
+        "team-a would use cpu 6 > capability 4",
     )
-    assert free_up(result, "team", Resources({"cpu": 2000})) == [
-        "queue dept: cpu 1 must free up (it uses 3 of 4; the job requests 2)"
+
+
+def test_a_victims_reason_has_no_position() -> None:
+    line = job_line(job(pending_reason="reclaimed for other/big"))
+    assert line is not None and (line.position, line.reason) == (None, "reclaimed for other/big")
+    fresh = job_line(job())
+    assert fresh is not None and fresh.reason == "not yet considered by the operator"
+
+
+def test_an_admitted_job_shows_when() -> None:
+    line = job_line(job(suspend=False, admitted_at="2026-11-23T08:00:00Z"))
+    assert line is not None
+    assert (line.state, line.position, line.reason, line.admitted_at) == (
+        "running",
+        None,
+        "",
+        "2026-11-23T08:00:00Z",
+    )
+
+
+def test_unmanaged_jobs_are_left_out() -> None:
+    plain = job()
+    plain["metadata"]["labels"] = {}
+    assert job_line(plain) is None
+
+
+def test_the_list_puts_running_jobs_first_then_the_line_in_order() -> None:
+    lines = [
+        job_line(job("c", pending_reason="position 2 in team-a; behind")),
+        job_line(job("a", suspend=False, admitted_at="2026-11-23T08:00:00Z")),
+        job_line(job("b", pending_reason="position 1 in team-a; cluster full")),
+    ]
+    console = table_console()
+    with console.capture() as captured:
+        console.print(job_table([x for x in lines if x], all_namespaces=False))
+    rows = [r.split()[0] for r in captured.get().splitlines()]
+    assert rows == ["NAME", "a", "b", "c"]
+
+
+def test_why_tells_the_reason_the_queue_and_the_events_newest_last() -> None:
+    obj = job(
+        pending_reason="position 1 in team-a; team-a would use cpu 6 > capability 4",
+        reclaimed_by="other/big",
+    )
+    events = [
+        event("Pending", "position 3 in team-a; later", "2026-11-23T08:05:00Z"),
+        event("Reclaimed", "reclaimed for other/big", "2026-11-23T08:01:00Z"),
+        event("Admitted", "someone else's", "2026-11-23T08:09:00Z", uid="uid-old-train"),
+    ]
+    assert explain(obj, QUEUE, events) == [
+        "job ml/train is pending, position 1 in queue team-a",
+        "  reason: team-a would use cpu 6 > capability 4",
+        "  it was suspended to make room for other/big",
+        "  queue team-a: state Open, allocated cpu 4, deserved cpu 2, capability cpu 4,"
+        " namespaces team=a; 3 pending",
+        "  events:",
+        "    2026-11-23T08:01:00Z  Normal  Reclaimed: reclaimed for other/big",
+        "    2026-11-23T08:05:00Z  Warning  Pending: position 3 in team-a; later",
     ]
 
 
-def test_a_full_cluster_is_what_must_free_up() -> None:
-    result = cycle(
-        node("4"),
-        queue("root"),
-        queue("a"),
-        job("hog", "a", "3", 0, admitted=True),
-        job("wants", "a", "2", 1),
-    )
-    lines = explain_pending(result, "ns/wants", "a", Resources({"cpu": 2000}))
-    assert "cluster: cpu 1 must free up (1 of 4 free; the job requests 2)" in lines
-
-
-def test_a_job_that_fits_now_says_so() -> None:
-    result = cycle(node("4"), queue("root"), queue("a"), job("fresh", "a", "1", 0))
-    lines = explain_pending(result, "ns/fresh", "a", Resources({"cpu": 1000}))
-    assert len(lines) == 1 and lines[0].startswith("now: it would be admitted this cycle")
+def test_why_without_the_right_to_read_the_queue_still_answers() -> None:
+    lines = explain(job(suspend=False, admitted_at="2026-11-23T08:00:00Z"), None, [], "forbidden")
+    assert lines == [
+        "job ml/train is admitted in queue team-a (2026-11-23T08:00:00Z); running",
+        "  queue team-a: forbidden",
+    ]

@@ -51,7 +51,11 @@ QUEUES = [
     },
     {
         "metadata": {"name": "team", "creationTimestamp": "2026-01-01T00:00:00Z"},
-        "spec": {"parent": "dept", "priority": 5},
+        "spec": {
+            "parent": "dept",
+            "priority": 5,
+            "namespaceSelector": {"matchLabels": {"team": "t"}},
+        },
         "status": {"state": "Closing", "pending": 2, "running": 1, "inqueue": 1},
     },
 ]
@@ -75,10 +79,11 @@ def test_table_shows_kubectl_like_columns() -> None:
         "PENDING",
         "RUNNING",
         "ALLOCATED",
+        "NAMESPACES",
         "AGE",
     ]
     team = next(line for line in out.splitlines() if line.startswith("team")).split()
-    assert team == ["team", "Closing", "dept", "1", "5", "2", "2", "-", "2h"]
+    assert team == ["team", "Closing", "dept", "1", "5", "2", "2", "-", "team=t", "2h"]
     assert "cpu=1500m" in out
 
 
