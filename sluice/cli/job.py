@@ -111,8 +111,10 @@ def why(
     queue_error = ""
     if queue_name:
         try:
-            queue = client.CustomObjectsApi(api).get_cluster_custom_object(
-                GROUP, VERSION, PLURAL, queue_name
+            queue = dict(
+                client.CustomObjectsApi(api).get_cluster_custom_object(
+                    GROUP, VERSION, PLURAL, queue_name
+                )
             )
         except ApiException as err:
             queue_error = "not found" if err.status == 404 else _denied(err, "read the queue")

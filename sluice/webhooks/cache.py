@@ -206,7 +206,7 @@ class KubeFacts:
 
     def _read_namespace(self, namespace: str) -> NamespaceView | None:
         try:
-            raw = self.core.read_namespace(namespace, _preload_content=False)
+            raw: Any = self.core.read_namespace(namespace, _preload_content=False)
         except ApiException as err:
             if err.status == 404:
                 return None
