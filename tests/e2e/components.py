@@ -11,7 +11,7 @@ from pathlib import Path
 
 import devenv
 
-from .helpers import Kubectl, controlplane
+from .helpers import Kubectl, KubectlError, controlplane, queue, unique_name, wait_for
 
 free_port = devenv.free_port
 
@@ -102,3 +102,48 @@ class Operator:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(timeout=10)
+
+
+def _refused_by_sluice(kubectl: Kubectl) -> bool:
+    """Whether the API server already sends Queues to the webhooks (it picks up new
+    configurations asynchronously): a queue under a missing parent is then refused."""
+    probe = queue(unique_name("probe"), parent="nowhere")
+    try:
+        kubectl.create(probe)
+    except KubectlError as err:
+        return "does not exist" in str(err)
+    kubectl.delete("queue", probe["metadata"]["name"])
+    return False
+
+
+@contextmanager
+def sluice_system(
+    cluster: controlplane.Cluster, kubectl: Kubectl, workdir: Path, identity: str
+) -> Iterator[Operator]:
+    """The operator (acting as its service account, the identity the webhooks let un-suspend
+    and annotate jobs) and the registered webhooks: sluice as a tenant meets it."""
+    kubectl.run("create", "namespace", "sluice-system", check=False)
+    kubectl.run(
+        "create",
+        "clusterrolebinding",
+        f"e2e-{identity}",
+        "--clusterrole=cluster-admin",
+        "--serviceaccount=sluice-system:sluice-operator",
+        check=False,
+    )
+    account = controlplane.service_account_kubeconfig(cluster, "sluice-system", "sluice-operator")
+    op = Operator.with_kubeconfig(cluster, account, workdir, identity)
+    try:
+        wait_for(
+            lambda: kubectl.run("get", "queue", "default", "--ignore-not-found", "-o", "name"),
+            timeout=30,
+            what="the operator to create root and default",
+        )
+        with (
+            webhook_server(cluster, workdir) as port,
+            registered_webhooks(kubectl, port, cluster.ca_cert.read_bytes()),
+        ):
+            wait_for(lambda: _refused_by_sluice(kubectl), timeout=20, what="the webhooks active")
+            yield op
+    finally:
+        op.stop()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .components import Operator, registered_webhooks, webhook_server
+from .components import sluice_system
 from .helpers import Kubectl, controlplane, wait_for
 from .scenario import Scenario
 
@@ -20,34 +20,9 @@ from .scenario import Scenario
 def system(
     control_plane: controlplane.Cluster, kubectl: Kubectl, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Path]:
-    kubectl.run("create", "namespace", "sluice-system", check=False)
     workdir = tmp_path_factory.mktemp("cli")
-    # The operator acts as its service account: the identity the webhooks let un-suspend jobs.
-    kubectl.run(
-        "create",
-        "clusterrolebinding",
-        "e2e-cli-operator",
-        "--clusterrole=cluster-admin",
-        "--serviceaccount=sluice-system:sluice-operator",
-        check=False,
-    )
-    account = controlplane.service_account_kubeconfig(
-        control_plane, "sluice-system", "sluice-operator"
-    )
-    op = Operator.with_kubeconfig(control_plane, account, workdir, "cli-operator")
-    try:
-        wait_for(
-            lambda: kubectl.run("get", "queue", "root", "--ignore-not-found", "-o", "name"),
-            timeout=30,
-            what="root",
-        )
-        with (
-            webhook_server(control_plane, workdir) as port,
-            registered_webhooks(kubectl, port, control_plane.ca_cert.read_bytes()),
-        ):
-            yield control_plane.kubeconfig
-    finally:
-        op.stop()
+    with sluice_system(control_plane, kubectl, workdir, "cli-operator"):
+        yield control_plane.kubeconfig
 
 
 def sluice(kubeconfig: Path, *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
@@ -132,11 +107,10 @@ def test_job_why(system: Path, kubectl: Kubectl, namespace: str) -> None:
     s.wait_admitted("first")
     wait_for(lambda: s.annotation("second", "pending-reason"), what="second's reason")
     pending = sluice(system, "job", "why", f"{namespace}/second").stdout
-    assert f"job {namespace}/second is pending in queue {s.name('small')}" in pending
-    assert f"now: position 1 in {s.name('small')}; {s.name('small')} would use" in pending
-    assert "> capability 1" in pending
-    assert f"position 1 of 1 pending in queue {s.name('small')}" in pending
-    assert f"queue {s.name('small')}: {s.resource} 1 must free up (it uses 1 of 1;" in pending
+    assert f"job {namespace}/second is pending, position 1 in queue {s.name('small')}" in pending
+    assert f"  reason: {s.name('small')} would use {s.resource} 2 > capability 1" in pending
+    assert f"queue {s.name('small')}: state Open, allocated {s.resource} 1" in pending
+    assert "Warning  Pending: position 1 in" in pending
     admitted = sluice(system, "job", "why", f"{namespace}/first").stdout
     assert "is admitted" in admitted
     lost = sluice(system, "job", "why", f"{namespace}/ghost", ok=False)
