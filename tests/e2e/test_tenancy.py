@@ -78,7 +78,7 @@ def _created(s: Scenario, name: str, queue: str) -> bool:
 def test_an_admitted_job_cannot_grow_and_the_queue_never_runs_over(
     s: Scenario, alice: Tenant
 ) -> None:
-    s.node(8)
+    s.node(8, allocatable={"cpu": "8"})
     team = s.queue("team", capability={s.resource: "2"})
     manifest = kwok.job(
         "grow",

@@ -200,7 +200,7 @@ def test_random_tenant_writes_never_get_around_quota(
     seed: int, alice: Tenant, kubectl: Kubectl, namespace: str, tally: Tally
 ) -> None:
     s = Scenario(kubectl, namespace)
-    s.node(10)
+    s.node(10, allocatable={"cpu": "40"})
     queues = {
         short: s.queue(short, capability={s.resource: str(cap)})
         for short, cap in CAPABILITY.items()
