@@ -20,7 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import CRD_DIR, Kubectl, controlplane, unique_name
+from .helpers import CRD_DIR, SUMMARY, Kubectl, controlplane, unique_name
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    for line in terminalreporter.config.stash.get(SUMMARY, []):
+        terminalreporter.write_line(line)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

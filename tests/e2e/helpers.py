@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
@@ -99,6 +100,10 @@ class Kubectl:
         scope = ["-n", namespace] if namespace else []
         out = self.run("auth", "can-i", verb, resource, *scope, check=False)
         return out.strip() == "yes"
+
+
+SUMMARY = pytest.StashKey[list[str]]()
+"""Lines the e2e suite prints at its end (what a fuzz test ran, say)."""
 
 
 def unique_name(prefix: str) -> str:

@@ -23,7 +23,7 @@ from kubernetes.client.exceptions import ApiException
 from sluice.kube import api_client
 from sluice.queues.jobs import job_admitted, job_finished, job_queue, job_request
 
-from .helpers import Kubectl, wait_for
+from .helpers import SUMMARY, Kubectl, wait_for
 from .scenario import Scenario, kwok
 from .tenants import Tenant, alice, system
 
@@ -39,6 +39,7 @@ class Tally:
     sequences: int = 0
     writes: int = 0
     accepted: int = 0
+    conflicts: int = 0
     refused: dict[str, int] = field(default_factory=dict)
 
 
@@ -146,16 +147,24 @@ class Fuzzer:
         name = before["metadata"]["name"]
         kind, make = rng.choice(self.writes())
         body = make(before, rng)
+        # Every write is conditional on the version read, so `before` is exactly what it
+        # changed (the operator writes the same jobs meanwhile); a conflict is tried anew.
+        version = before["metadata"]["resourceVersion"]
         self.tally.writes += 1
         try:
             if isinstance(body, client.V1DeleteOptions):
+                body.preconditions = client.V1Preconditions(resource_version=version)
                 self.tenant.delete_namespaced_job(name, self.s.namespace, body=body)
                 after = None
             else:
+                body.setdefault("metadata", {})["resourceVersion"] = version
                 answer = self.tenant.patch_namespaced_job(name, self.s.namespace, body)
                 after = self.tenant.api_client.sanitize_for_serialization(answer)
         except ApiException as err:
-            assert err.status in (400, 403, 409, 422), (kind, err.status, err.body)
+            if err.status == 409:
+                self.tally.conflicts += 1
+                return
+            assert err.status in (400, 403, 422), (kind, err.status, err.body)
             self.tally.refused[kind] = self.tally.refused.get(kind, 0) + 1
             return
         self.tally.accepted += 1
@@ -220,10 +229,9 @@ def test_random_tenant_writes_never_get_around_quota(
 def tally(request: pytest.FixtureRequest) -> Any:
     found = Tally()
     yield found
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        refused = ", ".join(f"{k} {v}" for k, v in sorted(found.refused.items()))
-        reporter.write_line(
-            f"tenant write fuzz: {found.sequences} sequences, {found.writes} writes,"
-            f" {found.accepted} accepted, refused: {refused}"
-        )
+    refused = ", ".join(f"{k} {v}" for k, v in sorted(found.refused.items()))
+    request.config.stash.setdefault(SUMMARY, []).append(
+        f"tenant write fuzz: {found.sequences} sequences, {found.writes} writes,"
+        f" {found.accepted} accepted, {found.conflicts} lost a race with the operator,"
+        f" refused: {refused}"
+    )
