@@ -155,7 +155,8 @@ def pod_request(pod_spec: Mapping[str, Any], kind: str, name: str) -> Resources:
     """The request of one pod as Kubernetes computes it for scheduling.
 
     max(sum of app containers + sum of restartable (sidecar) init containers, for each init
-    container: its request + the sidecars started before it), plus the pod overhead.
+    container: its request + the sidecars started before it); replaced, for the resources
+    it names, by the pod-level request (spec.resources); plus the pod overhead.
     """
     base = "spec.template.spec"
     total = EMPTY
@@ -171,6 +172,11 @@ def pod_request(pod_spec: Mapping[str, Any], kind: str, name: str) -> Resources:
         else:
             init_peak = init_peak.maximum(sidecars + req)
     result = (total + sidecars).maximum(init_peak)
+    # Pod-level resources (spec.resources), where set, are what the scheduler counts for
+    # their resources, whatever the containers ask for.
+    pod_level = container_request(pod_spec, kind, name, base)
+    if pod_level:
+        result = Resources({**result, **pod_level})
     overhead = _resources(pod_spec.get("overhead"), kind, name, f"{base}.overhead")
     return result + overhead
 

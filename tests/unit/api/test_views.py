@@ -49,6 +49,16 @@ def test_init_containers_and_sidecars_as_kubernetes_computes_them() -> None:
     assert pod_request(pod, "Job", "ns/j") == Resources.parse({"cpu": "3100m", "memory": "4Gi"})
 
 
+def test_pod_level_resources_replace_the_containers_for_what_they_name() -> None:
+    """A tenant cannot ask for 64 cpus at the pod level while sluice counts one."""
+    pod = {
+        "containers": [{"name": "a", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}],
+        "resources": {"requests": {"cpu": "64"}, "limits": {"memory": "8Gi"}},
+        "overhead": {"cpu": "100m"},
+    }
+    assert pod_request(pod, "Job", "ns/j") == Resources.parse({"cpu": "64100m", "memory": "8Gi"})
+
+
 def test_a_limit_without_a_request_requests_the_limit() -> None:
     pod = {"containers": [{"name": "a", "resources": {"limits": {"nvidia.com/gpu": "2"}}}]}
     assert pod_request(pod, "Job", "ns/j") == Resources({"nvidia.com/gpu": 2000})
