@@ -120,16 +120,18 @@ def respond(
     original: Mapping[str, Any] | None = None,
     patched: Mapping[str, Any] | None = None,
     warnings: tuple[str, ...] = (),
+    patch: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The AdmissionReview response; a JSONPatch when ``patched`` differs from ``original``."""
+    """The AdmissionReview response; a JSONPatch when ``patched`` differs from ``original``,
+    or the operations of ``patch`` as given."""
     response: dict[str, Any] = {"uid": uid, "allowed": allowed}
     if not allowed:
         response["status"] = {"code": 403, "message": message, "reason": reason or "Forbidden"}
-    if allowed and original is not None and patched is not None:
+    if allowed and patch is None and original is not None and patched is not None:
         patch = jsonpatch.make_patch(dict(original), dict(patched)).patch
-        if patch:
-            response["patchType"] = "JSONPatch"
-            response["patch"] = base64.b64encode(json.dumps(patch).encode()).decode()
+    if allowed and patch:
+        response["patchType"] = "JSONPatch"
+        response["patch"] = base64.b64encode(json.dumps(patch).encode()).decode()
     if warnings:
         response["warnings"] = list(warnings)
     return {"apiVersion": API_VERSION, "kind": KIND, "response": response}
