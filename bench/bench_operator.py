@@ -283,6 +283,7 @@ class Bench:
             state / "operator.log",
             "--health-port=0",
             f"--metrics-port={self.metrics_port}",
+            "--dashboard-port=0",
         )
         try:
             time.sleep(2)

@@ -23,13 +23,14 @@ def _group() -> None:
 def _register() -> None:
     # Each component adds its commands to the app; kept in one place so `sluice --help`
     # lists everything and a missing component fails loudly at start-up.
-    from sluice.cli import job, operator, queue, simulate, webhooks
+    from sluice.cli import dashboard, job, operator, queue, simulate, webhooks
 
     simulate.register(app)
     queue.register(app)
     job.register(app)
     webhooks.register(app)
     operator.register(app)
+    dashboard.register(app)
 
 
 def main() -> None:

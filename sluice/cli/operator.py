@@ -28,6 +28,9 @@ def run(
     identity: Annotated[str, typer.Option(help="Lease holder identity (default: host-pid).")] = "",
     health_port: Annotated[int, typer.Option(help="Port of /healthz and /readyz (0: off).")] = 8080,
     metrics_port: Annotated[int, typer.Option(help="Prometheus metrics port (0: off).")] = 9090,
+    dashboard_port: Annotated[
+        int, typer.Option(help="Port of the read-only queue dashboard (0: off).")
+    ] = 8081,
     lease_seconds: Annotated[
         int,
         typer.Option(
@@ -56,6 +59,7 @@ def run(
         identity=identity,
         health_port=health_port,
         metrics_port=metrics_port,
+        dashboard_port=dashboard_port,
         lease_seconds=lease_seconds,
         renew_seconds=max(1.0, min(5.0, lease_seconds / 3)),
         resync_seconds=resync_seconds,

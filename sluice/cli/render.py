@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +26,9 @@ class Simulation:
     config_source: str = ""
     cycles: int = 1
     notes: Sequence[str] = field(default_factory=tuple)
+    initial: CycleResult | None = None
+    """The dump as it was, before any decision (for --html's before and after)."""
+    capabilities: Mapping[str, Resources] = field(default_factory=dict)
 
 
 def to_json(sim: Simulation) -> dict[str, Any]:

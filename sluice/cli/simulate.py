@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 import json
 import sys
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
@@ -45,6 +46,7 @@ def simulate_file(
     chosen = load_config_file(config) if config is not None else None
     dump = build_snapshot(load_objects(snapshot), when, chosen)
     state = dump.snapshot
+    untouched = replace(state, config=replace(state.config, actions=()))
     decisions: list[tuple[int, Decision]] = []
     actions: list[QueueAction] = []
     queue_order: list[str] = []
@@ -64,6 +66,8 @@ def simulate_file(
         queue_actions=actions,
         config_source=dump.config_source,
         cycles=cycles,
+        initial=run_cycle(untouched),
+        capabilities={q.name: q.spec.capability for q in state.queues if q.spec.capability},
     )
 
 
@@ -104,6 +108,15 @@ def simulate(
     output: Annotated[Output, typer.Option("--output", "-o", help="json or table.")] = (
         Output.table
     ),
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            "--html",
+            help="Also write the dashboard's views of the result to this file: one"
+            " self-contained page, with each queue's deserved and allocated before and after.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Print what the scheduler would do with a cluster dump, and why. Needs no cluster."""
     try:
@@ -115,6 +128,21 @@ def simulate(
         sys.stdout.write(json.dumps(to_json(sim), indent=2) + "\n")
     else:
         render_table(sim, table_console())
+    if html is not None:
+        write_report(sim, html, f"sluice simulate {snapshot.name}, {cycles} cycle(s)")
+
+
+def write_report(sim: Simulation, path: Path, title: str) -> None:
+    from sluice.dashboard.report import render_html, report_data
+
+    assert sim.initial is not None
+    data = report_data(sim.initial, sim.final, sim.decisions, dict(sim.capabilities), title)
+    try:
+        path.write_text(render_html(data))
+    except OSError as err:
+        print(f"error: cannot write {path}: {err}", file=sys.stderr)
+        raise typer.Exit(1) from None
+    print(f"wrote {path}", file=sys.stderr)
 
 
 def register(app: typer.Typer) -> None:

@@ -16,6 +16,7 @@ import kopf
 from kubernetes import client
 
 from sluice.api.constants import GROUP, PLURAL, PREFIX, QUEUE_LABEL, VERSION
+from sluice.dashboard.view import DashboardView
 from sluice.operator.state import ClusterState
 
 
@@ -63,7 +64,10 @@ def configure_settings(settings: kopf.OperatorSettings) -> None:
     settings.scanning.disabled = True
 
 
-def build_registry(state: ClusterState, api: client.ApiClient) -> kopf.OperatorRegistry:
+def build_registry(
+    state: ClusterState, api: client.ApiClient, view: DashboardView | None = None
+) -> kopf.OperatorRegistry:
+    """The watches: they fill the state (and the dashboard's view, on every replica)."""
     registry = kopf.OperatorRegistry()
 
     @kopf.on.startup(registry=registry)
@@ -78,6 +82,8 @@ def build_registry(state: ClusterState, api: client.ApiClient) -> kopf.OperatorR
     @kopf.on.event(GROUP, VERSION, PLURAL, registry=registry)
     async def queue_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:
         state.on_queue(_event(type), dict(body))
+        if view is not None:
+            view.on_queue(_event(type), body)
 
     @kopf.on.event("batch", "v1", "jobs", registry=registry)
     async def job_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:
@@ -86,6 +92,8 @@ def build_registry(state: ClusterState, api: client.ApiClient) -> kopf.OperatorR
         labels = (body.get("metadata") or {}).get("labels") or {}
         event = _event(type) if QUEUE_LABEL in labels else "DELETED"
         state.on_job(event, dict(body))
+        if view is not None:
+            view.on_job(event, body)
 
     @kopf.on.event("", "v1", "nodes", registry=registry)
     async def node_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:

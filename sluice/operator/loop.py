@@ -99,6 +99,7 @@ class SchedulingLoop:
             "ConfigRefused",
             f"{message}; the last good configuration stays in use",
             "ConfigMap",
+            warning=True,
         )
 
     async def run(self) -> None:
@@ -175,13 +176,7 @@ class SchedulingLoop:
         metrics.UNSURE_JOBS.set(len(self.writer.unsure))
         for action, count in decisions_by_action(result).items():
             metrics.DECISIONS.labels(action).inc(count)
-        metrics.PENDING.set(len(result.pending))
-        for name, queue in result.queues.items():
-            metrics.QUEUE_SHARE.labels(name).set(queue.share)
-            for resource, amount in queue.allocated.items():
-                metrics.QUEUE_ALLOCATED.labels(name, resource).set(amount / 1000)
-            for resource, amount in queue.deserved.items():
-                metrics.QUEUE_DESERVED.labels(name, resource).set(amount / 1000)
+        metrics.publish(result, snapshot.queues, snapshot.jobs, now)
         self.cycles += 1
         if result.decisions:
             log.info(

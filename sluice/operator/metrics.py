@@ -1,10 +1,29 @@
-"""Prometheus metrics of the operator."""
+"""Prometheus metrics of the operator, and how a cycle's result becomes them."""
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+import platform
+from collections.abc import Iterable
+from datetime import datetime
+
+from prometheus_client import (
+    GC_COLLECTOR,
+    PLATFORM_COLLECTOR,
+    PROCESS_COLLECTOR,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+)
+
+from sluice import __version__
+from sluice.api.queue import Queue
+from sluice.api.views import JobView, split_pending_reason
+from sluice.scheduler.model import CycleResult
 
 REGISTRY = CollectorRegistry()
+for _collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
+    REGISTRY.register(_collector)
 
 CYCLE_SECONDS = Histogram(
     "sluice_cycle_duration_seconds",
@@ -34,7 +53,26 @@ UNSURE_JOBS = Gauge(
     "Jobs whose last write has an unknown outcome; no cycle runs until they are read again.",
     registry=REGISTRY,
 )
-PENDING = Gauge("sluice_pending_jobs", "Pending jobs after the last cycle.", registry=REGISTRY)
+PENDING = Gauge(
+    "sluice_pending_jobs",
+    "Pending jobs after the last cycle, by queue and class of reason (quota, cluster, fifo,"
+    " namespace, queue, victim, other).",
+    ["queue", "reason"],
+    registry=REGISTRY,
+)
+ADMISSION_WAIT = Histogram(
+    "sluice_admission_wait_seconds",
+    "From a job's creation to its admission, by queue.",
+    ["queue"],
+    buckets=(1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400),
+    registry=REGISTRY,
+)
+EVICTIONS = Counter(
+    "sluice_evictions",
+    "Admitted jobs suspended again, by queue and reason (reclaim, preempt, requeue).",
+    ["queue", "reason"],
+    registry=REGISTRY,
+)
 LEADER = Gauge("sluice_leader", "1 while this replica holds the Lease.", registry=REGISTRY)
 CONFIG_ERRORS = Counter(
     "sluice_config_errors",
@@ -54,3 +92,90 @@ QUEUE_DESERVED = Gauge(
     registry=REGISTRY,
 )
 QUEUE_SHARE = Gauge("sluice_queue_share", "Share per queue.", ["queue"], registry=REGISTRY)
+QUEUE_GUARANTEE = Gauge(
+    "sluice_queue_guarantee",
+    "Guarantee per queue and resource (units of the resource).",
+    ["queue", "resource"],
+    registry=REGISTRY,
+)
+QUEUE_CAPABILITY = Gauge(
+    "sluice_queue_capability",
+    "Capability (spec) per queue and resource (units of the resource); absent: unlimited.",
+    ["queue", "resource"],
+    registry=REGISTRY,
+)
+QUEUE_INFO = Gauge(
+    "sluice_queue_info",
+    "1 per queue, with its parent and state.",
+    ["queue", "parent", "state"],
+    registry=REGISTRY,
+)
+BUILD_INFO = Gauge(
+    "sluice_build_info", "1, with sluice's version and Python's.", ["version", "python"],
+    registry=REGISTRY,
+)  # fmt: skip
+BUILD_INFO.labels(__version__, platform.python_version()).set(1)
+
+REASON_CLASSES = (
+    ("would use", "quota"),
+    ("cluster has", "cluster"),
+    ("no node", "cluster"),
+    ("waiting behind", "fifo"),
+    ("takes jobs only from namespaces", "namespace"),
+    ("is not valid", "queue"),
+    ("child queues", "queue"),
+    ("does not exist", "queue"),
+    ("queue root", "queue"),
+    ("reclaimed for", "victim"),
+    ("preempted for", "victim"),
+)
+
+
+def reason_class(reason: str) -> str:
+    """The class of a pending reason, for the pending_jobs label (a few values, not text)."""
+    cause = split_pending_reason(reason)[1] or ""
+    for words, kind in REASON_CLASSES:
+        if words in cause:
+            return kind
+    return "other"
+
+
+def publish(
+    result: CycleResult, queues: Iterable[Queue], jobs: Iterable[JobView], now: datetime
+) -> None:
+    """A written cycle as metrics: per-queue numbers, pending by reason, admission waits and
+    evictions. Per-queue series are replaced whole, so a deleted queue's go away."""
+    for gauge in (
+        PENDING, QUEUE_SHARE, QUEUE_ALLOCATED, QUEUE_DESERVED, QUEUE_GUARANTEE,
+        QUEUE_CAPABILITY, QUEUE_INFO,
+    ):  # fmt: skip
+        gauge.clear()
+    pending: dict[tuple[str, str], int] = {}
+    for job in result.pending:
+        key = (job.queue, reason_class(job.reason))
+        pending[key] = pending.get(key, 0) + 1
+    for (queue, kind), count in pending.items():
+        PENDING.labels(queue, kind).set(count)
+    for name, q in result.queues.items():
+        QUEUE_SHARE.labels(name).set(q.share)
+        QUEUE_INFO.labels(name, q.parent or "", q.state).set(1)
+        for gauge, amounts in (
+            (QUEUE_ALLOCATED, q.allocated),
+            (QUEUE_DESERVED, q.deserved),
+            (QUEUE_GUARANTEE, q.guarantee),
+        ):
+            for resource, amount in amounts.items():
+                gauge.labels(name, resource).set(amount / 1000)
+    for queue in queues:
+        for resource, amount in queue.spec.capability.items():
+            QUEUE_CAPABILITY.labels(queue.name, resource).set(amount / 1000)
+    created = {job.key: job.creation_timestamp for job in jobs}
+    for decision in result.decisions:
+        if decision.action == "admit":
+            since = created.get(decision.job)
+            if since is not None:
+                ADMISSION_WAIT.labels(decision.queue).observe(
+                    max((now - since).total_seconds(), 0.0)
+                )
+        else:
+            EVICTIONS.labels(decision.queue, decision.action).inc()

@@ -17,6 +17,8 @@ from kubernetes import client
 from prometheus_client import start_http_server
 
 from sluice.api.constants import GROUP, PLURAL, QUEUE_LABEL, VERSION
+from sluice.dashboard.server import serve as serve_dashboard
+from sluice.dashboard.view import DashboardView
 from sluice.operator import metrics
 from sluice.operator.apply import WRITERS
 from sluice.operator.handlers import build_registry
@@ -39,6 +41,7 @@ class OperatorOptions:
     renew_seconds: float = 5.0
     resync_seconds: float = 10.0
     max_queue_depth: int = 5
+    dashboard_port: int = 8081
 
 
 def _pages(call: Callable[..., Any], **kwargs: Any) -> Iterator[dict[str, Any]]:
@@ -131,10 +134,13 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> None:
         running.add_signal_handler(sig, stop.set)
     await asyncio.to_thread(prime, api, state)
     loop.synced.set()
+    view = DashboardView()
+    if options.dashboard_port:
+        view.load(list(state.queues.values()), list(state.jobs.values()))
     log.info(
         "event=started identity=%s queues=%d jobs=%d", identity, len(state.queues), len(state.jobs)
     )
-    registry = build_registry(state, api)
+    registry = build_registry(state, api, view if options.dashboard_port else None)
     kopf_stop: asyncio.Future[None] = running.create_future()
     tasks += [
         asyncio.create_task(
@@ -146,6 +152,9 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> None:
         asyncio.create_task(elector.run(), name="lease"),
         asyncio.create_task(loop.run(), name="loop"),
     ]
+    if options.dashboard_port:
+        dashboard = serve_dashboard(view, "0.0.0.0", options.dashboard_port, asyncio.Event())
+        tasks.append(asyncio.create_task(dashboard, name="dashboard"))
     waiter = asyncio.create_task(stop.wait())
     try:
         # Kopf takes SIGTERM/SIGINT over once it runs; its task ending is then the signal.

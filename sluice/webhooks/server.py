@@ -95,7 +95,7 @@ def _review_route(path: str, handler: Handler) -> Callable[[web.Request], Awaita
             return web.json_response(answer, dumps=json.dumps)
         finally:
             metrics.requests.labels(path, outcome).inc()
-            metrics.latency.labels(path).observe(time.perf_counter() - started)
+            metrics.latency.labels(path, outcome).observe(time.perf_counter() - started)
 
     return route
 

@@ -75,6 +75,7 @@ class Operator:
             f"--lease-seconds={lease_seconds}",
             "--health-port=0",
             "--metrics-port=0",
+            "--dashboard-port=0",
             "--resync-seconds=2",
         )
 

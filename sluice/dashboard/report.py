@@ -1,0 +1,133 @@
+"""``sluice simulate --html``: the dashboard's views over a simulated dump, as one
+self-contained file (the page's script and style inlined, the data embedded; nothing is
+fetched), with each queue's deserved and allocated before and after the simulated cycles."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from sluice.api.quantity import format_quantity
+from sluice.api.resources import Resources
+from sluice.dashboard.server import static_text
+from sluice.scheduler.model import CycleResult, Decision, QueueResult
+
+ACTIONS = {"admit": "Admitted", "reclaim": "Reclaimed", "preempt": "Preempted"}
+
+
+def _amounts(resources: Resources | None) -> dict[str, dict[str, Any]]:
+    if resources is None:
+        return {}
+    return {r: {"m": m, "s": format_quantity(m, r)} for r, m in sorted(resources.items())}
+
+
+def _queue(name: str, result: QueueResult, capability: Resources | None) -> dict[str, Any]:
+    return {
+        "name": name,
+        "parent": result.parent,
+        "state": result.state,
+        "valid": result.valid,
+        "invalidReason": result.invalid_reason,
+        "weight": result.weight,
+        "share": round(result.share, 4),
+        "pending": result.pending,
+        "running": result.running + result.inqueue,
+        "namespaces": "",
+        "guarantee": _amounts(result.guarantee),
+        "deserved": _amounts(result.deserved),
+        "allocated": _amounts(result.allocated),
+        "capability": _amounts(capability),
+    }
+
+
+def report_data(
+    before: CycleResult,
+    after: CycleResult,
+    decisions: Sequence[tuple[int, Decision]],
+    capabilities: dict[str, Resources],
+    title: str,
+) -> dict[str, Any]:
+    """The page's data: the tree after the cycles, each queue's waiting jobs in order, the
+    decisions as the timeline (cycle by cycle), and deserved/allocated before and after."""
+    queues = [_queue(name, q, capabilities.get(name)) for name, q in sorted(after.queues.items())]
+    queues.append({**_queue("root", _root(after), None), "parent": None})
+    jobs: dict[str, list[dict[str, Any]]] = {}
+    for pending in after.pending:
+        namespace, _, name = pending.job.partition("/")
+        jobs.setdefault(pending.queue, []).append(
+            {
+                "namespace": namespace,
+                "name": name,
+                "state": "pending",
+                "position": pending.position,
+                "reason": pending.reason.partition("; ")[2] or pending.reason,
+                "admittedAt": "",
+            }
+        )
+    timeline = [
+        {
+            "time": f"cycle {cycle}",
+            "action": ACTIONS[d.action],
+            "job": d.job,
+            "queue": d.queue,
+            **({"for": d.for_job} if d.for_job else {}),
+        }
+        for cycle, d in decisions
+    ][::-1]
+    history: dict[str, dict[str, dict[str, int]]] = {}
+    for name, q in after.queues.items():
+        was = before.queues.get(name)
+        names = set(q.deserved) | set(q.allocated)
+        if was is not None:
+            names |= set(was.deserved) | set(was.allocated)
+        history[name] = {
+            r: {
+                "deservedBefore": was.deserved.get_amount(r) if was else 0,
+                "allocatedBefore": was.allocated.get_amount(r) if was else 0,
+                "deservedAfter": q.deserved.get_amount(r),
+                "allocatedAfter": q.allocated.get_amount(r),
+            }
+            for r in sorted(names)
+        }
+    return {
+        "title": title,
+        "tree": {"queues": queues, "timeline": timeline},
+        "jobs": jobs,
+        "history": history,
+    }
+
+
+def _root(result: CycleResult) -> QueueResult:
+    """Root's line: the cluster, what its children hold."""
+    allocated = Resources()
+    for q in result.queues.values():
+        if q.parent == "root":
+            allocated = allocated + q.allocated
+    return QueueResult(
+        state="Open",
+        parent=None,
+        weight=1,
+        priority=0,
+        deserved=result.cluster_total,
+        allocated=allocated,
+    )
+
+
+def render_html(data: dict[str, Any]) -> str:
+    """One file: the dashboard page with its style and script inlined and ``data`` embedded."""
+    page = static_text("index.html")
+    style = f"<style>\n{static_text('app.css')}</style>"
+    # "</" cannot end the embedding script early once escaped.
+    payload = json.dumps(data).replace("</", "<\\/")
+    script = (
+        f"<script>window.SLUICE_DATA = {payload};</script>\n"
+        f"<script>\n{static_text('app.js')}</script>"
+    )
+    page = page.replace('<link rel="stylesheet" href="static/app.css">', style)
+    page = page.replace('<script src="static/app.js"></script>', script)
+    return page.replace("<title>sluice queues</title>", f"<title>{_escape(data['title'])}</title>")
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -1,0 +1,220 @@
+"""What the dashboard shows, kept up to date from watched Queues and Jobs: the queue tree with
+each queue's numbers, each queue's jobs in order, and a timeline of decisions.
+
+Everything comes from what the operator publishes (Queue status, the Jobs' annotations), so
+every operator replica, and ``sluice dashboard`` on a laptop, shows the same thing. Each
+object is read once, when its watch event arrives; a page asks for the tree (about a hundred
+bytes per queue) and for one queue's jobs a page at a time, so 40,000 jobs cost nothing until
+someone opens their queue. The JSON it produces is the one the page and ``sluice simulate
+--html`` render (``tree`` and ``jobs_page``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sluice.api.constants import (
+    ADMITTED_AT_ANNOTATION,
+    PENDING_REASON_ANNOTATION,
+    RECLAIMED_BY_ANNOTATION,
+)
+from sluice.api.errors import InvalidObject
+from sluice.api.quantity import format_quantity
+from sluice.api.queue import Queue
+from sluice.api.resources import Resources
+from sluice.api.views import JobPhase, job_from_object, split_pending_reason
+
+TIMELINE = 200
+"""Decisions kept for the timeline (the newest)."""
+
+STATE_ORDER = {"running": 0, "inqueue": 1, "pending": 2, "completed": 3}
+
+
+@dataclass(frozen=True, slots=True)
+class JobRow:
+    namespace: str
+    name: str
+    queue: str
+    state: str
+    position: int | None
+    reason: str
+    admitted_at: str
+    reclaimed_by: str
+
+    def sort_key(self) -> tuple[int, int, str, str]:
+        return (STATE_ORDER.get(self.state, 9), self.position or 0, self.namespace, self.name)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "namespace": self.namespace,
+            "name": self.name,
+            "state": self.state,
+            "position": self.position,
+            "reason": self.reason,
+            "admittedAt": self.admitted_at,
+        }
+
+
+def job_row(obj: Mapping[str, Any]) -> JobRow | None:
+    """A managed job as the dashboard shows it; None when sluice does not manage it (or it
+    cannot be read: the operator reports those)."""
+    try:
+        view = job_from_object(obj)
+    except InvalidObject:
+        return None
+    if view is None:
+        return None
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    position, cause = (None, "")
+    if view.phase is JobPhase.PENDING:
+        position, said = split_pending_reason(annotations.get(PENDING_REASON_ANNOTATION))
+        cause = said or ""
+    return JobRow(
+        namespace=view.namespace,
+        name=view.name,
+        queue=view.queue,
+        state=view.phase.value,
+        position=position,
+        reason=cause,
+        admitted_at=str(annotations.get(ADMITTED_AT_ANNOTATION) or ""),
+        reclaimed_by=str(annotations.get(RECLAIMED_BY_ANNOTATION) or ""),
+    )
+
+
+def decision(old: JobRow | None, new: JobRow | None, when: str) -> dict[str, Any] | None:
+    """The timeline entry a change of a job makes, if it is a decision."""
+    was_admitted = old is not None and old.state in ("inqueue", "running")
+    if new is None:
+        return None
+    key = f"{new.namespace}/{new.name}"
+    if new.state in ("inqueue", "running") and not was_admitted and old is not None:
+        return {"time": when, "action": "Admitted", "job": key, "queue": new.queue}
+    if was_admitted and new.state == "pending":
+        for action, prefix in (("Reclaimed", "reclaimed for "), ("Preempted", "preempted for ")):
+            if new.reason.startswith(prefix):
+                return {
+                    "time": when,
+                    "action": action,
+                    "job": key,
+                    "queue": new.queue,
+                    "for": new.reason.removeprefix(prefix),
+                }
+        return {"time": when, "action": "Requeued", "job": key, "queue": new.queue}
+    if was_admitted and new.state == "completed":
+        return {"time": when, "action": "Finished", "job": key, "queue": new.queue}
+    return None
+
+
+def _amounts(resources: Resources) -> dict[str, dict[str, Any]]:
+    return {r: {"m": m, "s": format_quantity(m, r)} for r, m in sorted(resources.items())}
+
+
+def queue_json(queue: Queue) -> dict[str, Any]:
+    status, spec = queue.status, queue.spec
+    valid = next((c for c in status.conditions if c.type == "Valid"), None)
+    return {
+        "name": queue.name,
+        "parent": queue.parent,
+        "state": status.state or "-",
+        "valid": valid is None or valid.status != "False",
+        "invalidReason": valid.message if valid is not None and valid.status == "False" else "",
+        "weight": spec.weight,
+        "share": round(status.share, 4),
+        "pending": status.pending,
+        "running": status.running + status.inqueue,
+        "namespaces": spec.namespace_selector.describe() if spec.namespace_selector else "",
+        "guarantee": _amounts(spec.guarantee.resource),
+        "deserved": _amounts(status.deserved),
+        "allocated": _amounts(status.allocated),
+        "capability": _amounts(spec.capability),
+    }
+
+
+class DashboardView:
+    """Queues and jobs by their watch events; thread-safe (watches may run in threads).
+
+    ``listeners`` are called (without arguments) after every change; the server uses one to
+    wake the pages' event streams.
+    """
+
+    def __init__(self, clock: Callable[[], datetime] | None = None) -> None:
+        self._lock = threading.Lock()
+        self._queues: dict[str, dict[str, Any]] = {}
+        self._jobs: dict[str, JobRow] = {}
+        self._by_queue: dict[str, dict[str, JobRow]] = {}
+        self._timeline: deque[dict[str, Any]] = deque(maxlen=TIMELINE)
+        self.version = 0
+        self.listeners: list[Callable[[], None]] = []
+        self._clock = clock or (lambda: datetime.now(UTC))
+
+    def _changed(self) -> None:
+        self.version += 1
+        for listener in self.listeners:
+            listener()
+
+    def on_queue(self, event: str, obj: Mapping[str, Any]) -> None:
+        name = str((obj.get("metadata") or {}).get("name") or "")
+        with self._lock:
+            if event == "DELETED":
+                self._queues.pop(name, None)
+            else:
+                try:
+                    self._queues[name] = queue_json(Queue.from_object(obj))
+                except InvalidObject as err:
+                    self._queues[name] = {"name": name, "parent": None, "unreadable": str(err)}
+        self._changed()
+
+    def on_job(self, event: str, obj: Mapping[str, Any], *, initial: bool = False) -> None:
+        meta = obj.get("metadata") or {}
+        key = f"{meta.get('namespace')}/{meta.get('name')}"
+        new = None if event == "DELETED" else job_row(obj)
+        with self._lock:
+            old = self._jobs.pop(key, None)
+            if old is not None:
+                self._by_queue.get(old.queue, {}).pop(key, None)
+            if new is not None:
+                self._jobs[key] = new
+                self._by_queue.setdefault(new.queue, {})[key] = new
+            if not initial:
+                entry = decision(old, new, self._clock().strftime("%Y-%m-%dT%H:%M:%SZ"))
+                if entry is not None:
+                    self._timeline.append(entry)
+        self._changed()
+
+    def load(self, queues: Iterable[Mapping[str, Any]], jobs: Iterable[Mapping[str, Any]]) -> None:
+        """A listing: the state as it is, no timeline entries for it."""
+        for obj in queues:
+            self.on_queue("ADDED", obj)
+        for obj in jobs:
+            self.on_job("ADDED", obj, initial=True)
+
+    def tree(self) -> dict[str, Any]:
+        with self._lock:
+            queues = [dict(q) for q in self._queues.values()]
+            counts = {name: len(jobs) for name, jobs in self._by_queue.items()}
+            timeline = list(self._timeline)
+        for queue in queues:
+            queue["jobs"] = counts.get(queue["name"], 0)
+        return {
+            "version": self.version,
+            "queues": sorted(queues, key=lambda q: q["name"]),
+            "timeline": timeline[::-1],
+        }
+
+    def jobs_page(self, queue: str, offset: int = 0, limit: int = 50) -> dict[str, Any]:
+        """One queue's jobs: running first, then the line in order, then finished ones."""
+        with self._lock:
+            rows = list(self._by_queue.get(queue, {}).values())
+        rows.sort(key=JobRow.sort_key)
+        page = rows[max(offset, 0) : max(offset, 0) + max(min(limit, 500), 1)]
+        return {
+            "queue": queue,
+            "total": len(rows),
+            "offset": offset,
+            "jobs": [r.to_json() for r in page],
+        }

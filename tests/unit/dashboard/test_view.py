@@ -1,0 +1,118 @@
+"""The dashboard's view: jobs and queues as their watch events arrive, the decisions they
+make, one queue's jobs a page at a time."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sluice.dashboard.view import DashboardView, decision, job_row
+
+NOW = datetime(2026, 11, 23, 8, 0, tzinfo=UTC)
+
+
+def job(
+    name: str, *, suspend: bool = True, queue: str = "team", **annotations: str
+) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": "ml",
+            "labels": {"sluice.dev/queue-name": queue},
+            "annotations": {f"sluice.dev/{k.replace('_', '-')}": v for k, v in annotations.items()},
+        },
+        "spec": {
+            "suspend": suspend,
+            "template": {
+                "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}
+            },
+        },
+        "status": {} if suspend else {"active": 1},
+    }
+
+
+def queue(name: str, parent: str | None = "root", **status: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = {"capability": {"cpu": "8"}, "guarantee": {"resource": {"cpu": "2"}}}
+    if parent:
+        spec["parent"] = parent
+    return {"metadata": {"name": name}, "spec": spec, "status": status}
+
+
+def test_a_job_row_reads_position_and_cause_from_the_reason() -> None:
+    row = job_row(
+        job("a", pending_reason="position 3 in team; team would use cpu 9 > capability 8")
+    )
+    assert row is not None
+    assert (row.state, row.position, row.reason) == (
+        "pending",
+        3,
+        "team would use cpu 9 > capability 8",
+    )
+    unmanaged = job("b")
+    unmanaged["metadata"]["labels"] = {}
+    assert job_row(unmanaged) is None
+
+
+def test_decisions_are_the_transitions_that_matter() -> None:
+    waiting = job_row(job("a", pending_reason="position 1 in team; cluster has cpu 0 free"))
+    running = job_row(job("a", suspend=False, admitted_at="2026-11-23T08:00:00Z"))
+    victim = job_row(job("a", pending_reason="reclaimed for other/big"))
+    requeued = job_row(job("a", pending_reason="position 1 in team; something else"))
+    assert decision(waiting, running, "t") == {
+        "time": "t",
+        "action": "Admitted",
+        "job": "ml/a",
+        "queue": "team",
+    }
+    assert decision(running, victim, "t") == {
+        "time": "t",
+        "action": "Reclaimed",
+        "job": "ml/a",
+        "queue": "team",
+        "for": "other/big",
+    }
+    assert decision(running, requeued, "t")["action"] == "Requeued"  # type: ignore[index]
+    assert decision(waiting, waiting, "t") is None
+    assert decision(None, running, "t") is None  # first seen: not a decision we watched
+
+
+def test_the_view_keeps_the_timeline_newest_first_and_counts_jobs_per_queue() -> None:
+    view = DashboardView(clock=lambda: NOW)
+    seen: list[int] = []
+    view.listeners.append(lambda: seen.append(view.version))
+    view.load([queue("root", None), queue("team")], [job("a")])
+    view.on_job("MODIFIED", job("a", suspend=False, admitted_at="2026-11-23T08:00:00Z"))
+    view.on_job("MODIFIED", job("a", pending_reason="preempted for ml/urgent"))
+    tree = view.tree()
+    assert [q["name"] for q in tree["queues"]] == ["root", "team"]
+    team = tree["queues"][1]
+    assert (team["jobs"], team["guarantee"], team["capability"]) == (
+        1,
+        {"cpu": {"m": 2000, "s": "2"}},
+        {"cpu": {"m": 8000, "s": "8"}},
+    )
+    assert [t["action"] for t in tree["timeline"]] == ["Preempted", "Admitted"]
+    assert tree["timeline"][0]["time"] == "2026-11-23T08:00:00Z"
+    assert seen == sorted(seen) and seen[-1] == view.version
+    view.on_job("DELETED", job("a"))
+    assert view.tree()["queues"][1]["jobs"] == 0
+
+
+def test_a_queue_pages_its_jobs_running_first_then_the_line_in_order() -> None:
+    view = DashboardView()
+    jobs = [job(f"p{i}", pending_reason=f"position {i} in team; waiting") for i in range(1, 121)]
+    jobs.append(job("r", suspend=False))
+    view.load([queue("team")], jobs)
+    first = view.jobs_page("team", 0, 50)
+    assert first["total"] == 121
+    assert [j["name"] for j in first["jobs"][:3]] == ["r", "p1", "p2"]
+    last = view.jobs_page("team", 100, 50)
+    assert [j["position"] for j in last["jobs"]] == list(range(100, 121))
+    assert view.jobs_page("nowhere")["total"] == 0
+
+
+def test_an_unreadable_queue_is_shown_as_such() -> None:
+    view = DashboardView()
+    view.on_queue("ADDED", {"metadata": {"name": "bad"}, "spec": {"weight": 0}})
+    (bad,) = view.tree()["queues"]
+    assert bad["name"] == "bad" and "weight" in bad["unreadable"]

@@ -1,0 +1,84 @@
+"""A written cycle as metrics: pending by queue and class of reason, admission waits,
+evictions by reason, per-queue numbers replaced whole."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from prometheus_client import generate_latest
+
+from sluice.api.queue import Queue
+from sluice.api.resources import Resources
+from sluice.api.views import JobPhase, JobView
+from sluice.operator import metrics
+from sluice.scheduler.model import CycleResult, Decision, PendingJob, QueueResult
+
+NOW = datetime(2026, 11, 23, 8, 0, tzinfo=UTC)
+
+
+def result(queue: str) -> CycleResult:
+    return CycleResult(
+        queue_order=[queue],
+        queues={
+            queue: QueueResult(
+                state="Open",
+                parent="root",
+                weight=1,
+                priority=0,
+                allocated=Resources({"cpu": 2000}),
+                guarantee=Resources({"cpu": 1000}),
+            )
+        },
+        decisions=[
+            Decision("admit", "ns/new", queue),
+            Decision("reclaim", "ns/old", queue, for_job="ns/other"),
+        ],
+        pending=[
+            PendingJob("ns/a", queue, f"position 1 in {queue}; {queue} would use cpu 9 > cap 8", 1),
+            PendingJob("ns/b", queue, f"position 2 in {queue}; waiting behind ns/a, the first", 2),
+            PendingJob("ns/c", queue, "reclaimed for ns/other", 3),
+        ],
+    )
+
+
+def sample(name: str, **labels: str) -> float | None:
+    value = metrics.REGISTRY.get_sample_value(name, labels)
+    return value
+
+
+def test_reason_classes() -> None:
+    assert metrics.reason_class("position 1 in q; q would use cpu 9 > capability 8") == "quota"
+    assert (
+        metrics.reason_class("position 1 in q; cluster has cpu 0 free, job requests cpu 1")
+        == "cluster"
+    )
+    assert (
+        metrics.reason_class(
+            "position 2 in q; queue q takes jobs only from namespaces matching a=b (x)"
+        )
+        == "namespace"
+    )
+    assert metrics.reason_class("reclaimed for ns/x") == "victim"
+    assert metrics.reason_class("position 1 in q; something new") == "other"
+
+
+def test_a_cycle_becomes_metrics_and_a_gone_queue_leaves_none() -> None:
+    queue = Queue.from_object({"metadata": {"name": "mq-a"}, "spec": {"capability": {"cpu": "8"}}})
+    job = JobView("ns", "new", "mq-a", Resources({"cpu": 1000}), JobPhase.PENDING,
+                  creation_timestamp=NOW - timedelta(seconds=42))  # fmt: skip
+    waits = sample("sluice_admission_wait_seconds_count", queue="mq-a") or 0
+    evictions = sample("sluice_evictions_total", queue="mq-a", reason="reclaim") or 0
+    metrics.publish(result("mq-a"), [queue], [job], NOW)
+    assert sample("sluice_pending_jobs", queue="mq-a", reason="quota") == 1
+    assert sample("sluice_pending_jobs", queue="mq-a", reason="fifo") == 1
+    assert sample("sluice_pending_jobs", queue="mq-a", reason="victim") == 1
+    assert sample("sluice_admission_wait_seconds_count", queue="mq-a") == waits + 1
+    assert sample("sluice_admission_wait_seconds_sum", queue="mq-a") >= 42  # type: ignore[operator]
+    assert sample("sluice_evictions_total", queue="mq-a", reason="reclaim") == evictions + 1
+    assert sample("sluice_queue_guarantee", queue="mq-a", resource="cpu") == 1
+    assert sample("sluice_queue_capability", queue="mq-a", resource="cpu") == 8
+    assert sample("sluice_queue_info", queue="mq-a", parent="root", state="Open") == 1
+    metrics.publish(result("mq-b"), [], [], NOW)
+    assert sample("sluice_queue_info", queue="mq-a", parent="root", state="Open") is None
+    assert sample("sluice_pending_jobs", queue="mq-a", reason="quota") is None
+    assert b"sluice_build_info{" in generate_latest(metrics.REGISTRY)
