@@ -60,6 +60,7 @@ bench: install
 	$(PY) -m bench.bench_scheduler
 	$(PY) -m bench.bench_webhooks
 	$(PY) -m bench.bench_operator
+	$(PY) -m bench.bench_dashboard
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

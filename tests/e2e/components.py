@@ -64,6 +64,7 @@ class Operator:
         lease_name: str = "sluice-operator",
         lease_seconds: int = 15,
         kubeconfig: Path | None = None,
+        dashboard_port: int = 0,
     ) -> None:
         self.identity = identity
         self.log_path = workdir / f"operator-{identity}.log"
@@ -75,17 +76,27 @@ class Operator:
             f"--lease-seconds={lease_seconds}",
             "--health-port=0",
             "--metrics-port=0",
-            "--dashboard-port=0",
+            f"--dashboard-port={dashboard_port}",
             "--resync-seconds=2",
         )
 
     @classmethod
     def with_kubeconfig(
-        cls, cluster: controlplane.Cluster, kubeconfig: Path, workdir: Path, identity: str
+        cls,
+        cluster: controlplane.Cluster,
+        kubeconfig: Path,
+        workdir: Path,
+        identity: str,
+        dashboard_port: int = 0,
     ) -> Operator:
         """An operator acting as whoever the kubeconfig names (e.g. the chart's account)."""
         return cls(
-            cluster, workdir, identity, lease_name=f"lease-{identity}", kubeconfig=kubeconfig
+            cluster,
+            workdir,
+            identity,
+            lease_name=f"lease-{identity}",
+            kubeconfig=kubeconfig,
+            dashboard_port=dashboard_port,
         )
 
     def logs(self) -> str:
@@ -119,7 +130,11 @@ def _refused_by_sluice(kubectl: Kubectl) -> bool:
 
 @contextmanager
 def sluice_system(
-    cluster: controlplane.Cluster, kubectl: Kubectl, workdir: Path, identity: str
+    cluster: controlplane.Cluster,
+    kubectl: Kubectl,
+    workdir: Path,
+    identity: str,
+    dashboard_port: int = 0,
 ) -> Iterator[Operator]:
     """The operator (acting as its service account, the identity the webhooks let un-suspend
     and annotate jobs) and the registered webhooks: sluice as a tenant meets it."""
@@ -133,7 +148,7 @@ def sluice_system(
         check=False,
     )
     account = controlplane.service_account_kubeconfig(cluster, "sluice-system", "sluice-operator")
-    op = Operator.with_kubeconfig(cluster, account, workdir, identity)
+    op = Operator.with_kubeconfig(cluster, account, workdir, identity, dashboard_port)
     try:
         wait_for(
             lambda: kubectl.run("get", "queue", "default", "--ignore-not-found", "-o", "name"),
