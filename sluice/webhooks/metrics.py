@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import platform
+from dataclasses import dataclass, field
 
 from prometheus_client import (
     GC_COLLECTOR,
