@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -50,6 +51,8 @@ class LeaseElector:
         self.coordination = client.CoordinationV1Api(self.api)
         self.changed = asyncio.Event()
         self.renewed_at = float("-inf")  # monotonic start of the last successful round
+        self.listeners: list[Callable[[], None]] = []
+        """Called when leadership changes: a new holder acts at once, not at the next event."""
 
     def holds(self) -> bool:
         """Whether writing is still safe: the last successful renewal started less than
@@ -153,4 +156,6 @@ class LeaseElector:
                     self.name,
                 )
                 self.changed.set()
+                for listener in self.listeners:
+                    listener()
             await asyncio.sleep(self.renew_seconds)

@@ -113,6 +113,7 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> None:
         lease_seconds=options.lease_seconds,
         renew_seconds=options.renew_seconds,
     )
+    elector.listeners.append(state.notify)  # the new holder's first cycle runs at once
     loop = SchedulingLoop(
         api,
         state,

@@ -189,3 +189,17 @@ def test_a_leader_that_could_not_renew_in_time_stops_writing_before_the_lease_ex
     assert found.holds()
     found.renewed_at = time.monotonic() - 11  # lease 15 s, renew 5 s: at most 10 s of writing
     assert not found.holds()
+
+
+async def test_taking_the_lease_wakes_the_new_holder_at_once() -> None:
+    """Without this the new holder idled until a watch event or the resync (up to 10 s)."""
+    found = elector(Coordination(lease("other", renewed_ago=20)))
+    woken: list[bool] = []
+    found.listeners.append(lambda: woken.append(found.is_leader))
+    task = asyncio.create_task(found.run())
+    for _ in range(50):
+        if woken:
+            break
+        await asyncio.sleep(0.02)
+    task.cancel()
+    assert woken == [True]
