@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import cast
 
 from kubernetes import client, config
 from kubernetes.config.config_exception import ConfigException
@@ -18,12 +19,14 @@ def api_client(kubeconfig: str | None = None, context: str | None = None) -> cli
     path = kubeconfig or os.environ.get("KUBECONFIG")
     try:
         if path:
-            return config.new_client_from_config(config_file=path, context=context)
+            loaded = config.new_client_from_config(config_file=path, context=context)  # type: ignore[no-untyped-call]
+            return cast(client.ApiClient, loaded)
         if os.environ.get("KUBERNETES_SERVICE_HOST") and not context:
             cfg = client.Configuration()
-            config.load_incluster_config(client_configuration=cfg)
+            config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
             return client.ApiClient(cfg)
-        return config.new_client_from_config(context=context)
+        default = config.new_client_from_config(context=context)  # type: ignore[no-untyped-call]
+        return cast(client.ApiClient, default)
     except (ConfigException, OSError) as err:
         where = path or "~/.kube/config or the in-cluster service account"
         raise KubeConfigError(f"cannot load a cluster configuration from {where}: {err}") from None
@@ -33,7 +36,7 @@ def context_namespace(kubeconfig: str | None = None, context: str | None = None)
     """The namespace of the kubeconfig context (as kubectl picks it), else "default"."""
     path = kubeconfig or os.environ.get("KUBECONFIG")
     try:
-        contexts, current = config.list_kube_config_contexts(config_file=path)
+        contexts, current = config.list_kube_config_contexts(config_file=path)  # type: ignore[no-untyped-call]
     except (ConfigException, OSError):
         return "default"
     chosen = next((c for c in contexts if c.get("name") == context), None) if context else current

@@ -7,7 +7,7 @@ namespace and list Queues can use them; nothing is listed cluster-wide unless as
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import typer
 
@@ -111,10 +111,11 @@ def why(
     queue_error = ""
     if queue_name:
         try:
-            queue = dict(
+            queue = cast(
+                dict[str, Any],
                 client.CustomObjectsApi(api).get_cluster_custom_object(
                     GROUP, VERSION, PLURAL, queue_name
-                )
+                ),
             )
         except ApiException as err:
             queue_error = "not found" if err.status == 404 else _denied(err, "read the queue")

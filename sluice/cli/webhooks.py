@@ -58,8 +58,8 @@ def serve(
     from sluice.kube import KubeConfigError, api_client
     from sluice.webhooks.cache import KubeFacts, QueueCache, QueueWatcher
     from sluice.webhooks.handlers import Context
-    from sluice.webhooks.server import ReloadingTLS
     from sluice.webhooks.server import serve as run_server
+    from sluice.webhooks.tls import ReloadingTLS
 
     setup_logging(log_level)
     try:

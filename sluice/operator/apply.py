@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
@@ -69,7 +69,7 @@ class WriteStats:
 
 def _message(err: ApiException) -> str:
     try:
-        return str(json.loads(err.body).get("message", err.reason))
+        return str(json.loads(err.body or "").get("message", err.reason))
     except (TypeError, ValueError):
         return str(err.reason)
 
@@ -200,7 +200,8 @@ class Writer:
             "count": 1,
         }
         try:
-            _drain(self.core.create_namespaced_event(namespace, event, _preload_content=False))
+            body: Any = event  # the client takes plain JSON as well as its models
+            _drain(self.core.create_namespaced_event(namespace, body, _preload_content=False))
             self.stats.count("event")
         except ApiException as err:  # an event is a courtesy; never fail a cycle for it
             log.warning("event=event-post-failed object=%s status=%s", meta.get("name"), err.status)
@@ -286,7 +287,7 @@ class Writer:
             )
             return
         self.stats.count(kind)
-        self.state.remember_queue(result)
+        self.state.remember_queue(cast(Obj, result))
 
     def _patch_queue_status(self, name: str, status: dict[str, Any]) -> None:
         try:
@@ -299,7 +300,7 @@ class Writer:
             log.warning("event=status-write-failed queue=%s status=%s", name, err.status)
             return
         self.stats.count("status")
-        self.state.remember_queue(result)
+        self.state.remember_queue(cast(Obj, result))
 
     def queue_action(self, action: str, queue: str, reason: str) -> None:
         if action == "create":
@@ -312,7 +313,7 @@ class Writer:
             try:
                 result = self.objects.create_cluster_custom_object(GROUP, VERSION, PLURAL, body)
                 self.stats.count("create")
-                self.state.remember_queue(result)
+                self.state.remember_queue(cast(Obj, result))
                 log.info("event=queue-created queue=%s", queue)
             except ApiException as err:
                 if err.status != 409:

@@ -78,7 +78,7 @@ class LeaseElector:
         except ApiException as err:
             if err.status != 404:
                 raise
-            body = {
+            body: Any = {  # the client takes plain JSON as well as its models
                 "apiVersion": "coordination.k8s.io/v1",
                 "kind": "Lease",
                 "metadata": {"name": self.name, "namespace": self.namespace},
@@ -104,18 +104,18 @@ class LeaseElector:
             acquire = None
         else:
             acquire = _parse(spec.acquire_time) if spec else None
-        body = {
+        replacement: Any = {
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",
             "metadata": {
                 "name": self.name,
                 "namespace": self.namespace,
-                "resourceVersion": lease.metadata.resource_version,
+                "resourceVersion": lease.metadata.resource_version if lease.metadata else None,
             },
             "spec": self._body(acquire, transitions),
         }
         try:
-            self.coordination.replace_namespaced_lease(self.name, self.namespace, body)
+            self.coordination.replace_namespaced_lease(self.name, self.namespace, replacement)
         except ApiException as err:
             if err.status == 409:
                 return False  # someone else wrote it first

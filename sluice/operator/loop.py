@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
@@ -92,7 +93,7 @@ class SchedulingLoop:
             cm = self.core.read_namespaced_config_map(CONFIGMAP_NAME, self.settings.namespace)
         except ApiException:
             return
-        obj = self.api.sanitize_for_serialization(cm)
+        obj: dict[str, Any] = self.api.sanitize_for_serialization(cm)  # type: ignore[no-untyped-call]
         obj.setdefault("apiVersion", "v1")
         self.writer._event(
             obj,

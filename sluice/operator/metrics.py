@@ -166,9 +166,9 @@ def publish(
         ):
             for resource, amount in amounts.items():
                 gauge.labels(name, resource).set(amount / 1000)
-    for queue in queues:
-        for resource, amount in queue.spec.capability.items():
-            QUEUE_CAPABILITY.labels(queue.name, resource).set(amount / 1000)
+    for spec in queues:
+        for resource, amount in spec.spec.capability.items():
+            QUEUE_CAPABILITY.labels(spec.name, resource).set(amount / 1000)
     created = {job.key: job.creation_timestamp for job in jobs}
     for decision in result.decisions:
         if decision.action == "admit":

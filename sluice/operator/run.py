@@ -10,7 +10,7 @@ import signal
 import socket
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import kopf
 from kubernetes import client
@@ -62,7 +62,8 @@ def prime(api: client.ApiClient, state: ClusterState) -> None:
     """An authoritative listing: before the first cycle, so it never sees half a cluster, and
     again whenever this replica becomes the leader."""
     objects = client.CustomObjectsApi(api)
-    for item in objects.list_cluster_custom_object(GROUP, VERSION, PLURAL).get("items", []):
+    listing = cast(dict[str, Any], objects.list_cluster_custom_object(GROUP, VERSION, PLURAL))
+    for item in listing.get("items", []):
         state.on_queue("ADDED", item)
     listings: list[tuple[Callable[..., Any], str, str, Callable[[str, Any], None], str]] = [
         (

@@ -48,7 +48,7 @@ def _name(obj: Obj) -> str:
 def _version(obj: Obj | None) -> int | None:
     """resourceVersions are opaque, but the API server's are integers."""
     try:
-        return int(((obj or {}).get("metadata") or {}).get("resourceVersion"))
+        return int(str(((obj or {}).get("metadata") or {}).get("resourceVersion")))
     except (TypeError, ValueError):
         return None
 

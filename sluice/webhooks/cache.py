@@ -118,8 +118,8 @@ class QueueWatcher:
                 backoff = min(backoff * 2, 30.0)
 
     def _watch(self, version: str | None) -> None:
-        stream = watch.Watch()
-        for event in stream.stream(
+        stream = watch.Watch()  # type: ignore[no-untyped-call]
+        for event in stream.stream(  # type: ignore[no-untyped-call]
             self.objects.list_cluster_custom_object,
             GROUP,
             VERSION,
@@ -128,7 +128,7 @@ class QueueWatcher:
             timeout_seconds=self.resync_seconds,
         ):
             if self._stop.is_set():
-                stream.stop()
+                stream.stop()  # type: ignore[no-untyped-call]
                 return
             kind = event.get("type")
             obj = event.get("object")
