@@ -19,6 +19,7 @@ from sluice.api.resources import EMPTY, Resources, describe_amount
 from sluice.api.selector import namespace_labels
 from sluice.api.views import pod_request
 from sluice.queues.admission import closed_ancestor
+from sluice.queues.tree import children_of
 from sluice.queues.verdict import ALLOW, Verdict, deny
 
 JOB_POD_LABELS = (
@@ -125,7 +126,7 @@ def check_job_queue(queue_name: str | None, existing: Mapping[str, Queue]) -> Ve
     queue = existing.get(queue_name)
     if queue is None:
         return deny("job-queue-missing", f"queue {queue_name} does not exist")
-    children = sorted(q.name for q in existing.values() if q.parent == queue_name)
+    children = children_of(existing, queue_name)
     if children:
         return deny(
             "job-not-leaf",

@@ -7,7 +7,7 @@ and the webhooks must explain, not crash.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 from sluice.api.constants import ROOT_QUEUE
 from sluice.api.queue import Queue
@@ -126,3 +126,37 @@ class QueueTree:
     def problems(self) -> Mapping[str, str]:
         """Queue -> why its place in the tree is broken (missing parent, cycle, not under root)."""
         return self._problems
+
+
+class QueueSet(Mapping[str, Queue]):
+    """Queues by name with each queue's children indexed: what the webhooks keep, so that a
+    Job's review asks "is this queue a leaf?" without walking every queue."""
+
+    __slots__ = ("_children", "_queues")
+
+    def __init__(self, queues: Mapping[str, Queue]) -> None:
+        self._queues = dict(queues)
+        children: dict[str, list[str]] = {}
+        for queue in self._queues.values():
+            if queue.parent is not None:
+                children.setdefault(queue.parent, []).append(queue.name)
+        self._children = {name: tuple(sorted(kids)) for name, kids in children.items()}
+
+    def __getitem__(self, name: str) -> Queue:
+        return self._queues[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._queues)
+
+    def __len__(self) -> int:
+        return len(self._queues)
+
+    def children(self, name: str) -> tuple[str, ...]:
+        return self._children.get(name, ())
+
+
+def children_of(queues: Mapping[str, Queue], name: str) -> tuple[str, ...]:
+    """The queues whose parent is ``name``, sorted; indexed when ``queues`` is a QueueSet."""
+    if isinstance(queues, QueueSet):
+        return queues.children(name)
+    return tuple(sorted(q.name for q in queues.values() if q.parent == name))

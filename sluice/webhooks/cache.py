@@ -24,6 +24,7 @@ from sluice.api.errors import InvalidObject
 from sluice.api.queue import Queue
 from sluice.api.resources import Resources
 from sluice.api.views import NamespaceView, namespace_from_object, node_from_object
+from sluice.queues.tree import QueueSet
 
 log = logging.getLogger("sluice.webhooks.cache")
 
@@ -32,7 +33,7 @@ class QueueCache:
     """Queues by name. Fed either by a watch (``QueueWatcher``) or directly (tests)."""
 
     def __init__(self) -> None:
-        self._queues: dict[str, Queue] = {}
+        self._queues = QueueSet({})
         self._lock = threading.Lock()
         self._synced = threading.Event()
         self.broken: dict[str, str] = {}  # queue -> why its stored object could not be read
@@ -56,7 +57,7 @@ class QueueCache:
                 continue
             queues[queue.name] = queue
         with self._lock:
-            self._queues = queues
+            self._queues = QueueSet(queues)
             self.broken = broken
         self._synced.set()
 
@@ -75,7 +76,7 @@ class QueueCache:
                     self.broken[name] = str(err)
                     return
             self.broken.pop(name, None)
-            self._queues = queues  # readers see either the old or the new map, never half
+            self._queues = QueueSet(queues)  # readers see the old or the new set, never half
 
 
 class QueueWatcher:

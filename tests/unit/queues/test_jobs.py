@@ -407,3 +407,14 @@ def test_a_pod_cannot_be_resized_up_but_may_shrink() -> None:
     assert check_pod_update(pod("2"), pod("1"), "ns", ALICE).allowed
     assert check_pod_update(pod(), pod(extra="label"), "ns", ALICE).allowed
     assert check_pod_update(pod("1"), pod("2"), "ns", OPERATOR).allowed
+
+
+def test_the_webhooks_indexed_queue_set_answers_as_a_plain_map() -> None:
+    from sluice.queues.tree import QueueSet
+
+    queues = cluster(q("dept"), q("b", "dept"), q("a", "dept"), q("team"))
+    indexed = QueueSet(queues)
+    for name in ("dept", "team", "root", "nope"):
+        assert check_job_queue(name, indexed) == check_job_queue(name, queues)
+    assert "(a, b)" in check_job_queue("dept", indexed).message
+    assert indexed.children("dept") == ("a", "b") and indexed.children("team") == ()
