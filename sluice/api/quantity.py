@@ -87,11 +87,13 @@ def _ceil(value: Fraction) -> int:
 
 
 def format_quantity(milli: int, resource: str | None = None) -> str:
-    """Write milli-units back as Kubernetes writes them.
+    """Write milli-units back in the shortest exact form, in a unit family people use.
 
-    Whole values use the largest exact suffix: binary (Ki, Mi, Gi...) for byte-valued resources
-    such as memory, decimal (k, M, G...) otherwise; fractions are written in milli-units, which
-    is how Kubernetes writes them too (``500m``).
+    A fraction is written in milli-units, as Kubernetes writes it (``1500m``). A whole amount
+    takes the largest decimal suffix that is exact (``4G``, ``2k``, ``64``); for a byte-valued
+    resource such as memory the largest exact binary suffix (``16Gi``) competes with it and the
+    shorter text wins, binary on a tie. So an amount comes back in the family it was written
+    in: ``4G`` of memory is not turned into ``3906250Ki``, nor ``16Gi`` into ``17179869184``.
     """
     if milli < 0:
         return "-" + format_quantity(-milli, resource)
@@ -100,16 +102,20 @@ def format_quantity(milli: int, resource: str | None = None) -> str:
     whole = milli // 1000
     if whole == 0:
         return "0"
-    if resource is not None and _is_bytes(resource):
-        for suffix, power in sorted(_BINARY.items(), key=lambda item: -item[1]):
-            unit = 1024**power
-            if whole % unit == 0:
-                return f"{whole // unit}{suffix}"
+    decimal = str(whole)
     for suffix in ("E", "P", "T", "G", "M", "k"):
         unit = 10 ** _DECIMAL[suffix]
         if whole % unit == 0:
-            return f"{whole // unit}{suffix}"
-    return str(whole)
+            decimal = f"{whole // unit}{suffix}"
+            break
+    if resource is None or not _is_bytes(resource):
+        return decimal
+    for suffix, power in sorted(_BINARY.items(), key=lambda item: -item[1]):
+        unit = 1024**power
+        if whole % unit == 0:
+            binary = f"{whole // unit}{suffix}"
+            return binary if len(binary) <= len(decimal) else decimal
+    return decimal
 
 
 def _is_bytes(resource: str) -> bool:

@@ -87,10 +87,25 @@ def test_refuses_booleans() -> None:
         (1024**2 * 1000, "hugepages-2Mi", "1Mi"),
         (8000, "nvidia.com/gpu", "8"),
         (-1500, "cpu", "-1500m"),
+        (1500, "cpu", "1500m"),
+        (4 * 10**9 * 1000, "memory", "4G"),
+        (3 * 10**9 * 1000, "memory", "3G"),
+        (16 * 1024**3 * 1000, "memory", "16Gi"),
+        (2_048_000 * 1000, "memory", "2048k"),
+        (1000 * 1024**2 * 1000, "memory", "1000Mi"),
+        (1024 * 1000, "cpu", "1024"),
+        (1000 * 1000, "ephemeral-storage", "1k"),
     ],
 )
-def test_formats_as_kubernetes_writes(milli: int, resource: str, text: str) -> None:
+def test_formats_in_the_shortest_exact_form_of_a_family_people_write(milli: int, resource: str, text: str) -> None:
     assert format_quantity(milli, resource) == text
+
+
+@pytest.mark.parametrize(
+    "text", ["4G", "16Gi", "1500m", "500M", "1536Mi", "2k", "64", "100Ki", "3Ti", "250m"]
+)
+def test_an_amount_comes_back_as_it_was_written(text: str) -> None:
+    assert format_quantity(parse_quantity(text), "memory") == text
 
 
 @given(st.integers(min_value=-(10**15), max_value=10**15), st.sampled_from(["cpu", "memory"]))
