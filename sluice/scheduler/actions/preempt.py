@@ -1,8 +1,9 @@
 """preempt: inside one queue, a higher-priority pending job suspends lower-priority ones.
 
 Victims are the queue's own admitted jobs of strictly lower priority that may be preempted,
-lowest priority and most recently admitted first; if all of them together would not make
-room, nothing is preempted. A fifo queue preempts only for its first waiting job.
+in victim order (lowest priority, most recently admitted, most recently created, name); if
+all of them together would not make room, nothing is preempted. A fifo queue preempts only
+for its first waiting job.
 """
 
 from __future__ import annotations

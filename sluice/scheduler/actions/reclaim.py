@@ -24,15 +24,17 @@ from sluice.scheduler.order import leaf_order
 from sluice.scheduler.session import JobInfo, Session
 
 Taken = dict[str, dict[str, int]]
-Key = tuple[int, tuple[int, float, str]]  # queue priority, victim order
-LAST: Key = (2**63, (0, 0.0, ""))  # no victim at all
+Order = tuple[int, float, float, str]  # job priority, -admitted, -created, name
+Key = tuple[int, Order]  # queue priority, victim order
+LAST: Key = (2**63, (0, 0.0, 0.0, ""))  # no victim at all
 RANKED, SUBTREE, VICTIM = 0, 1, 2  # what a search entry stands for
 
 
-def victim_order(job: JobInfo) -> tuple[int, float, str]:
-    """Lower job priority first, then the most recently admitted, then by name."""
+def victim_order(job: JobInfo) -> Order:
+    """Lower job priority first, then the most recently admitted, then the most recently
+    created, then by name."""
     admitted = (job.admitted_at or EPOCH).timestamp()
-    return (job.priority, -admitted, job.key)
+    return (job.priority, -admitted, -job.view.creation_timestamp.timestamp(), job.key)
 
 
 class _Reclaim:
@@ -46,7 +48,7 @@ class _Reclaim:
         self.version: dict[str, int] = {}  # bumped on every queue whose subtree lost victims
         self.bounds: dict[tuple[str, frozenset[str]], tuple[int, Key]] = {}
         self.ranked: dict[str, dict[frozenset[str], tuple[int, list[tuple[Key, str]]]]] = {}
-        self.orders: dict[str, tuple[int, float, str]] = {}
+        self.orders: dict[str, Order] = {}
         self.excess: dict[str, dict[str, int]] = {}
         self.gives: dict[str, tuple[dict[str, int], dict[str, int]]] = {}
         self.room_alone: dict[str, int] = {}  # short of one resource: what all leaves could give
@@ -199,7 +201,7 @@ class _Reclaim:
 
     def candidates(self, job: JobInfo, short: dict[str, int], taken: Taken) -> Iterator[JobInfo]:
         """Victims in order: nearest relatives first, then lower queue priority, then lower
-        job priority, then the most recently admitted.
+        job priority, then victim order (the most recently admitted, then created, first).
 
         Each level (common ancestor) is a best-first search down its subtrees: every heap entry
         carries a key no larger than that of any victim it stands for, so victims come out in
@@ -256,7 +258,7 @@ class _Reclaim:
                     key = (session.queues[name].priority, self.order(victims[index + 1]))
                     heapq.heappush(heap, (key, next(sequence), VICTIM, name, index + 1, path))
 
-    def order(self, job: JobInfo) -> tuple[int, float, str]:
+    def order(self, job: JobInfo) -> Order:
         key = self.orders.get(job.key)
         if key is None:
             key = self.orders[job.key] = victim_order(job)

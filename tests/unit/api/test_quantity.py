@@ -97,7 +97,9 @@ def test_refuses_booleans() -> None:
         (1000 * 1000, "ephemeral-storage", "1k"),
     ],
 )
-def test_formats_in_the_shortest_exact_form_of_a_family_people_write(milli: int, resource: str, text: str) -> None:
+def test_formats_in_the_shortest_exact_form_of_a_family_people_write(
+    milli: int, resource: str, text: str
+) -> None:
     assert format_quantity(milli, resource) == text
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from builders import NOW, T0, job, node, queue, running, snapshot
 
 from sluice.scheduler.cycle import run_cycle
@@ -39,6 +40,38 @@ def test_the_most_recently_admitted_job_goes_first() -> None:
     jobs = [job("a1", "a", cpu=3), *busy()]
     result = run_cycle(snapshot(family(), jobs, [node(cpu=12)]))
     assert result.decisions[0].job == "ns/b2"  # admitted at 20, after b1 at 10
+
+
+@pytest.mark.parametrize(
+    ("created", "victim"),
+    [((0, 5), "ns/b2"), ((5, 0), "ns/b1"), ((0, 0), "ns/b1")],
+)
+def test_victims_admitted_together_go_newest_created_first_then_by_name(
+    created: tuple[int, int], victim: str
+) -> None:
+    jobs = [
+        job("a1", "a", cpu=3),
+        running("b1", "b", cpu=3, admitted=20, created=created[0]),
+        running("b2", "b", cpu=3, admitted=20, created=created[1]),
+        running("c1", "c", cpu=3, admitted=30),
+        running("c2", "c", cpu=3, admitted=40),
+    ]
+    result = run_cycle(snapshot(family(), jobs, [node(cpu=12)]))
+    assert decisions(result) == [("reclaim", victim), ("admit", "ns/a1")]
+
+
+@pytest.mark.parametrize(("created", "victim"), [((0, 5), "ns/low2"), ((5, 0), "ns/low1")])
+def test_preempt_breaks_ties_the_same_way(created: tuple[int, int], victim: str) -> None:
+    config = {"actions": "enqueue, allocate, preempt"}
+    jobs = [
+        running("low1", "q", cpu=2, admitted=5, created=created[0]),
+        running("low2", "q", cpu=2, admitted=5, created=created[1]),
+        job("urgent", "q", cpu=2, priority_class="hi"),
+    ]
+    result = run_cycle(
+        snapshot([queue("q")], jobs, [node(cpu=4)], config=config, priority_classes={"hi": 100})
+    )
+    assert decisions(result) == [("preempt", victim), ("admit", "ns/urgent")]
 
 
 def test_lower_priority_queue_is_reclaimed_before_a_higher_one() -> None:
