@@ -2,8 +2,10 @@
 
 Queues are compared level by level from the root: siblings by their own key, so a team is
 served before its cousin when its department is ahead. A key is the opinions of the
-configured plugins in tier order (the first that differs decides), then creation time, then
-name. With QueueScoreOrderEnable the key is seed 000's weighted score instead.
+configured plugins in tier order (the first that differs decides: priority higher first, drf
+lower dominant share per unit of weight first, the deserved plugins lower share first), then
+creation time, then name. With QueueScoreOrderEnable the key is the weighted score of
+docs/scheduler.md instead.
 """
 
 from __future__ import annotations
@@ -43,7 +45,10 @@ def queue_key_function(session: Session) -> Callable[[str], QueueKey]:
             if plugin == "priority":
                 parts.append(-info.priority)
             elif plugin == "drf":
-                parts.append(session.drf_share(name))
+                # Hierarchical DRF: a sibling's dominant share counts per unit of weight, so
+                # weights 2:1:1 split the parent 2:1:1 from the first cycle on, as proportion
+                # splits deserved, and nothing is admitted only to be reclaimed next cycle.
+                parts.append(session.drf_share(name) / max(info.weight, 1))
             elif plugin in SHARE_PLUGINS:
                 parts.append(session.share(name))
         return (*parts, info.queue.creation_timestamp, name)

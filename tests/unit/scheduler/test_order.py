@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from builders import job, node, queue, running, snapshot
+from builders import job, node, queue, res, running, snapshot
 
-from sluice.scheduler.cycle import run_cycle
+from sluice.scheduler.cycle import apply_decisions, run_cycle
+from sluice.scheduler.model import CycleResult, Snapshot
 from sluice.scheduler.order import weighted_score
 
 
@@ -197,3 +198,47 @@ def test_drf_score_divides_the_dominant_share_by_the_weight() -> None:
     jobs = [running("l", "light", cpu=2), running("h", "heavy", cpu=4), job("p", "light")]
     result = run_cycle(snapshot(queues, jobs, [node(cpu=10)], config=config))
     assert list(result.queue_order) == ["heavy", "light"]
+
+
+def _cycles(snap: Snapshot, count: int) -> list[CycleResult]:
+    results = []
+    for _ in range(count):
+        result = run_cycle(snap)
+        results.append(result)
+        snap = apply_decisions(snap, result, snap.now)
+    return results
+
+
+def _admitted(result: CycleResult) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for d in result.decisions:
+        if d.action == "admit":
+            counts[d.queue] = counts.get(d.queue, 0) + 1
+    return counts
+
+
+def test_drf_weights_split_the_first_cycle_as_proportion_does_and_nothing_is_reclaimed() -> None:
+    queues = [queue("a", weight=2, created=1), queue("b", created=2), queue("c", created=3)]
+    jobs = [job(f"{q}{i}", q, created=i) for q in "abc" for i in range(8)]
+    results = _cycles(snapshot(queues, jobs, [node(cpu=8)]), 3)
+    assert _admitted(results[0]) == {"a": 4, "b": 2, "c": 2}
+    first = results[0].queues
+    assert {q: first[q].allocated for q in "abc"} == {q: first[q].deserved for q in "abc"}
+    assert [r.decisions for r in results[1:]] == [(), ()]
+
+
+def test_drf_weights_hold_at_every_level_of_the_tree() -> None:
+    queues = [
+        queue("x", weight=2, created=1),
+        queue("y", created=2),
+        queue("x1", "x", weight=3, created=3),
+        queue("x2", "x", created=4),
+        queue("y1", "y", created=5),
+    ]
+    jobs = [job(f"{q}-{i}", q, created=i) for q in ("x1", "x2", "y1") for i in range(12)]
+    results = _cycles(snapshot(queues, jobs, [node(cpu=12)]), 3)
+    assert _admitted(results[0]) == {"x1": 6, "x2": 2, "y1": 4}
+    deserved = [results[0].queues[q].deserved for q in ("x1", "x2", "y1")]
+    assert deserved == [res(cpu=6), res(cpu=2), res(cpu=4)]
+    assert not any(d.action == "reclaim" for r in results for d in r.decisions)
+    assert [r.decisions for r in results[1:]] == [(), ()]
