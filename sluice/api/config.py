@@ -3,7 +3,9 @@
 Read from ConfigMap ``sluice-scheduler``, key ``scheduler.yaml``.
 
 Everything unknown is an error that names its key: a typo in a plugin argument must not
-silently turn a feature off.
+silently turn a feature off. What Volcano itself knows but sluice does not implement
+(``sluice/api/volcano.py``) is accepted with one warning each, so that a stock
+``volcano-scheduler.conf`` loads.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any, Final, Literal
 
 import yaml
 
+from sluice.api import volcano
 from sluice.api.errors import ConfigError
 
 ACTIONS: Final = ("enqueue", "allocate", "reclaim", "preempt", "backfill")
@@ -27,7 +30,9 @@ DEFAULT_ACTIONS: Final = ("enqueue", "allocate", "reclaim", "backfill")
 DEFAULT_TIERS: Final = (("priority", "gang"), ("drf", "proportion"))
 
 _ORDER_ACTIONS: Final = ("enqueue", "allocate", "reclaim", "preempt")
-_PLUGIN_KEYS: Final = ("name", "arguments", "enabledHierarchy")
+_HIERARCHY_KEYS: Final = ("enableHierarchy", "enabledHierarchy")
+"""Volcano's YAML key, and the spelling sluice first accepted (kept as an alias)."""
+_PLUGIN_KEYS: Final = ("name", "arguments", *_HIERARCHY_KEYS)
 _PLUGIN_ARGUMENTS: Final[Mapping[str, tuple[str, ...]]] = {
     "proportion_optimize": ("GuaranteeEnable", "ElasticEnable", "PriorityType"),
 }
@@ -65,6 +70,8 @@ class SchedulerConfig:
         tuple(PluginConfig(name) for name in tier) for tier in DEFAULT_TIERS
     )
     action_arguments: Mapping[str, ActionArguments] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+    """What was accepted and is ignored, one line each: ``<key>: ... is ignored: <why>``."""
 
     def arguments(self, action: str) -> ActionArguments:
         return self.action_arguments.get(action, ActionArguments())
@@ -101,16 +108,21 @@ def parse_scheduler_config(raw: Any) -> SchedulerConfig:
         raise ConfigError(
             "scheduler.yaml", "expected a mapping with actions, tiers, configurations"
         )
+    warnings: list[str] = []
     for key in raw:
-        if key not in ("actions", "tiers", "configurations"):
+        if key in volcano.IGNORED_TOP_LEVEL:
+            warnings.append(f"{key}: ignored: {volcano.IGNORED_TOP_LEVEL[key]}")
+        elif key not in ("actions", "tiers", "configurations"):
             raise ConfigError(str(key), "unknown key (expected actions, tiers, configurations)")
-    actions = _parse_actions(raw.get("actions"))
-    tiers = _parse_tiers(raw.get("tiers"))
-    arguments = _parse_configurations(raw.get("configurations"))
-    return SchedulerConfig(actions=actions, tiers=tiers, action_arguments=arguments)
+    actions = _parse_actions(raw.get("actions"), warnings)
+    tiers = _parse_tiers(raw.get("tiers"), warnings)
+    arguments = _parse_configurations(raw.get("configurations"), warnings)
+    return SchedulerConfig(
+        actions=actions, tiers=tiers, action_arguments=arguments, warnings=tuple(warnings)
+    )
 
 
-def _parse_actions(raw: Any) -> tuple[str, ...]:
+def _parse_actions(raw: Any, warnings: list[str]) -> tuple[str, ...]:
     if raw is None:
         return DEFAULT_ACTIONS
     if isinstance(raw, str):
@@ -121,15 +133,24 @@ def _parse_actions(raw: Any) -> tuple[str, ...]:
         raise ConfigError("actions", "expected a comma-separated string")
     if not names:
         raise ConfigError("actions", "no action given")
-    for name in names:
-        if name not in ACTIONS:
-            raise ConfigError(f"actions.{name}", f"unknown action (known: {', '.join(ACTIONS)})")
     if len(set(names)) != len(names):
         raise ConfigError("actions", "an action is listed twice")
-    return tuple(names)
+    kept: list[str] = []
+    for name in names:
+        if name in volcano.IGNORED_ACTIONS:
+            warnings.append(
+                f"actions.{name}: action {name} is ignored: {volcano.IGNORED_ACTIONS[name]}"
+            )
+        elif name in ACTIONS:
+            kept.append(name)
+        else:
+            raise ConfigError(f"actions.{name}", f"unknown action (known: {', '.join(ACTIONS)})")
+    if not kept:
+        raise ConfigError("actions", f"no action sluice implements (known: {', '.join(ACTIONS)})")
+    return tuple(kept)
 
 
-def _parse_tiers(raw: Any) -> tuple[tuple[PluginConfig, ...], ...]:
+def _parse_tiers(raw: Any, warnings: list[str]) -> tuple[tuple[PluginConfig, ...], ...]:
     if raw is None:
         return DEFAULT_CONFIG.tiers
     if not isinstance(raw, list):
@@ -148,54 +169,85 @@ def _parse_tiers(raw: Any) -> tuple[tuple[PluginConfig, ...], ...]:
             if not isinstance(plugin, Mapping) or "name" not in plugin:
                 raise ConfigError(where, "expected {name: ...}")
             name = str(plugin["name"])
-            if name not in PLUGINS:
+            if name not in PLUGINS and name not in volcano.IGNORED_PLUGINS:
                 raise ConfigError(
                     f"{where}.name", f"unknown plugin {name!r} (known: {', '.join(PLUGINS)})"
                 )
             if name in seen:
                 raise ConfigError(f"{where}.name", f"plugin {name!r} is listed twice")
             seen.add(name)
-            for key in plugin:
-                if key not in _PLUGIN_KEYS:
-                    raise ConfigError(
-                        f"{where}.{key}", f"unknown key (known: {', '.join(_PLUGIN_KEYS)})"
-                    )
-            if "enabledHierarchy" in plugin:
-                _as_bool(plugin["enabledHierarchy"], f"{where}.enabledHierarchy")
-            parsed.append(
-                PluginConfig(name, _plugin_arguments(name, plugin.get("arguments"), where))
-            )
+            ignored = name in volcano.IGNORED_PLUGINS
+            if ignored:
+                warnings.append(
+                    f"{where}.name: plugin {name} is ignored: {volcano.IGNORED_PLUGINS[name]}"
+                )
+            _plugin_switches(name, plugin, where, None if ignored else warnings)
+            if not ignored:
+                arguments = _plugin_arguments(name, plugin.get("arguments"), where, warnings)
+                parsed.append(PluginConfig(name, arguments))
         tiers.append(tuple(parsed))
     if "proportion" in seen and "capacity" in seen:
         raise ConfigError("tiers", "proportion and capacity both compute deserved; enable one")
     return tuple(tiers)
 
 
-def _plugin_arguments(name: str, raw: Any, where: str) -> Mapping[str, Any]:
+def _plugin_switches(
+    name: str, plugin: Mapping[str, Any], where: str, warnings: list[str] | None
+) -> None:
+    """Check a plugin's keys; warn about the switches sluice ignores (``warnings`` None: the
+    whole plugin is ignored and has been warned about already)."""
+    for key in plugin:
+        at = f"{where}.{key}"
+        if key in _PLUGIN_KEYS:
+            continue
+        if key not in volcano.PLUGIN_SWITCHES:
+            raise ConfigError(
+                at,
+                f"unknown key (known: {', '.join(_PLUGIN_KEYS)} and Volcano's enable*"
+                " switches, which sluice ignores)",
+            )
+        _as_bool(plugin[key], at)
+        if warnings is not None:
+            warnings.append(f"{at}: {name}'s switch {key} is ignored: {volcano.SWITCH_REASON}")
+    given = [key for key in _HIERARCHY_KEYS if key in plugin]
+    if len(given) > 1:
+        raise ConfigError(
+            f"{where}.enabledHierarchy", "the same switch as enableHierarchy; give one of them"
+        )
+    for key in given:
+        on = _as_bool(plugin[key], f"{where}.{key}")
+        if not on and warnings is not None:
+            warnings.append(f"{where}.{key}: false is ignored: {volcano.HIERARCHY_OFF_REASON}")
+
+
+def _plugin_arguments(name: str, raw: Any, where: str, warnings: list[str]) -> Mapping[str, Any]:
     if raw is None:
         return {}
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{where}.arguments", "expected a mapping")
     allowed = _PLUGIN_ARGUMENTS.get(name, ())
+    theirs = volcano.IGNORED_PLUGIN_ARGUMENTS.get(name, {})
     out: dict[str, Any] = {}
     for written, value in raw.items():
-        # Seed 001 writes them prefixed (proportion_optimize.GuaranteeEnable); both are accepted.
+        at = f"{where}.arguments.{written}"
+        if written in theirs:
+            warnings.append(f"{at}: {name}'s argument {written} is ignored: {theirs[written]}")
+            continue
+        # Written with the plugin prefix (proportion_optimize.GuaranteeEnable) or without.
         key = str(written).removeprefix(f"{name}.")
         if key not in allowed:
             known = ", ".join(allowed) if allowed else "none"
-            raise ConfigError(
-                f"{where}.arguments.{written}", f"unknown argument of {name} (known: {known})"
-            )
+            raise ConfigError(at, f"unknown argument of {name} (known: {known})")
         if key == "PriorityType":
             if value not in ("Guarantee", "Weight"):
-                raise ConfigError(f"{where}.arguments.{written}", "expected Guarantee or Weight")
+                raise ConfigError(at, "expected Guarantee or Weight")
             out[key] = value
         else:
-            out[key] = _as_bool(value, f"{where}.arguments.{written}")
+            out[key] = _as_bool(value, at)
     return out
 
 
-def _parse_configurations(raw: Any) -> Mapping[str, ActionArguments]:
+def _parse_configurations(raw: Any, warnings: list[str]) -> Mapping[str, ActionArguments]:
     if raw is None:
         return {}
     if not isinstance(raw, list):
@@ -210,20 +262,27 @@ def _parse_configurations(raw: Any) -> Mapping[str, ActionArguments]:
         ):
             raise ConfigError(where, "expected {name: <action>, arguments: {...}}")
         action = str(entry["name"]).rstrip(":")
+        if action in volcano.IGNORED_ACTIONS:
+            warnings.append(
+                f"{where}.name: action {action} is ignored: {volcano.IGNORED_ACTIONS[action]}"
+            )
+            continue
         if action not in ACTIONS:
             raise ConfigError(
                 f"{where}.name", f"unknown action {action!r} (known: {', '.join(ACTIONS)})"
             )
         if action in out:
             raise ConfigError(f"{where}.name", f"action {action!r} is configured twice")
-        out[action] = _action_arguments(action, entry.get("arguments") or {}, f"{where}.arguments")
+        out[action] = _action_arguments(
+            action, entry.get("arguments") or {}, f"{where}.arguments", warnings
+        )
     return out
 
 
 _SCORE_KEY = re.compile(r"^QueueScoreOrder\.(?P<plugin>[a-z_]+)\.weight$")
 
 
-def _action_arguments(action: str, raw: Any, where: str) -> ActionArguments:
+def _action_arguments(action: str, raw: Any, where: str, warnings: list[str]) -> ActionArguments:
     if not isinstance(raw, Mapping):
         raise ConfigError(where, "expected a mapping")
     score_order = False
@@ -243,6 +302,8 @@ def _action_arguments(action: str, raw: Any, where: str) -> ActionArguments:
             job_order = value
         elif action == "reclaim" and key == "minRuntime":
             min_runtime = parse_duration(value, at)
+        elif key in (theirs := volcano.IGNORED_ACTION_ARGUMENTS.get(action, {})):
+            warnings.append(f"{at}: {action}'s argument {key} is ignored: {theirs[key]}")
         else:
             raise ConfigError(at, f"unknown argument of {action}")
     return ActionArguments(score_order, weights, job_order, min_runtime)

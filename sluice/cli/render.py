@@ -29,6 +29,9 @@ class Simulation:
     initial: CycleResult | None = None
     """The dump as it was, before any decision (for --html's before and after)."""
     capabilities: Mapping[str, Resources] = field(default_factory=dict)
+    config_warnings: Sequence[str] = ()
+    """What the configuration names that sluice accepts and ignores; simulate prints them on
+    stderr, so the output itself stays the same."""
 
 
 def to_json(sim: Simulation) -> dict[str, Any]:

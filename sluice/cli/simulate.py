@@ -68,6 +68,7 @@ def simulate_file(
         cycles=cycles,
         initial=run_cycle(untouched),
         capabilities={q.name: q.spec.capability for q in state.queues if q.spec.capability},
+        config_warnings=dump.snapshot.config.warnings,
     )
 
 
@@ -124,6 +125,8 @@ def simulate(
     except SnapshotError as err:
         print(f"error: {err}", file=sys.stderr)
         raise typer.Exit(EXIT_BAD_INPUT) from None
+    for warning in sim.config_warnings:
+        print(f"warning: {sim.config_source}: {warning}", file=sys.stderr)
     if output is Output.json:
         sys.stdout.write(json.dumps(to_json(sim), indent=2) + "\n")
     else:

@@ -62,6 +62,7 @@ class SchedulingLoop:
 
     def read_config(self) -> None:
         """Load the scheduler ConfigMap; on error keep the last good configuration."""
+        cm: Any = None
         try:
             cm = self.core.read_namespaced_config_map(CONFIGMAP_NAME, self.settings.namespace)
             text = (cm.data or {}).get(CONFIGMAP_KEY, "")
@@ -74,34 +75,36 @@ class SchedulingLoop:
             return
         self.config_text = text
         try:
-            self.state.config = load_scheduler_config(text)
-            self.state.config_error = ""
-            log.info(
-                "event=%s configmap=%s/%s",
-                "config-loaded" if text else "config-default",
-                self.settings.namespace,
-                CONFIGMAP_NAME,
-            )
+            config = load_scheduler_config(text)
         except ConfigError as err:
             self.state.config_error = str(err)
             metrics.CONFIG_ERRORS.inc()
             log.error("event=config-refused error=%r keeping=last-good", str(err))
-            self._config_event(str(err))
-
-    def _config_event(self, message: str) -> None:
-        try:
-            cm = self.core.read_namespaced_config_map(CONFIGMAP_NAME, self.settings.namespace)
-        except ApiException:
+            self._config_event(
+                cm, "ConfigRefused", [f"{err}; the last good configuration stays in use"]
+            )
             return
+        self.state.config = config
+        self.state.config_error = ""
+        log.info(
+            "event=%s configmap=%s/%s",
+            "config-loaded" if text else "config-default",
+            self.settings.namespace,
+            CONFIGMAP_NAME,
+        )
+        for warning in config.warnings:
+            log.warning("event=config-ignored warning=%r", warning)
+        if config.warnings:
+            self._config_event(cm, "ConfigIgnored", list(config.warnings))
+
+    def _config_event(self, cm: Any, reason: str, messages: list[str]) -> None:
+        """One Event on the ConfigMap per message (a refusal, or each ignored name)."""
+        if cm is None:
+            return  # no ConfigMap, nothing refused or ignored
         obj: dict[str, Any] = self.api.sanitize_for_serialization(cm)  # type: ignore[no-untyped-call]
         obj.setdefault("apiVersion", "v1")
-        self.writer._event(
-            obj,
-            "ConfigRefused",
-            f"{message}; the last good configuration stays in use",
-            "ConfigMap",
-            warning=True,
-        )
+        for message in messages:
+            self.writer._event(obj, reason, message, "ConfigMap", warning=True)
 
     async def run(self) -> None:
         await self.synced.wait()

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
-from sluice.api.config import DEFAULT_CONFIG, load_scheduler_config, parse_duration
+from sluice.api.config import (
+    DEFAULT_CONFIG,
+    SchedulerConfig,
+    load_scheduler_config,
+    parse_duration,
+)
 from sluice.api.errors import ConfigError
 
 VOLCANO_SHAPED = """
@@ -113,3 +119,138 @@ tiers:
     optimize = config.plugin("proportion_optimize")
     assert optimize is not None
     assert optimize.arguments == {"GuaranteeEnable": True, "PriorityType": "Guarantee"}
+
+
+EXAMPLES = Path(__file__).parents[3] / "examples" / "volcano"
+
+
+def _warned_keys(config: SchedulerConfig) -> list[str]:
+    return [warning.split(": ", 1)[0] for warning in config.warnings]
+
+
+def test_volcanos_default_configuration_loads_with_one_warning_per_ignored_name() -> None:
+    config = load_scheduler_config((EXAMPLES / "volcano-scheduler.conf").read_text())
+    assert config.actions == ("enqueue", "allocate", "backfill")
+    assert config.plugin_names() == ["priority", "gang", "drf", "proportion"]
+    assert _warned_keys(config) == [
+        "tiers[0].plugins[1].enablePreemptable",
+        "tiers[0].plugins[2].name",
+        "tiers[1].plugins[0].name",
+        "tiers[1].plugins[1].enablePreemptable",
+        "tiers[1].plugins[2].name",
+        "tiers[1].plugins[4].name",
+        "tiers[1].plugins[5].name",
+    ]
+    assert (
+        "tiers[1].plugins[2].name: plugin predicates is ignored: kube-scheduler places the pods"
+        " of admitted jobs; sluice only decides which jobs run"
+    ) in config.warnings
+
+
+def test_volcanos_capacity_plugin_configuration_loads_with_the_hierarchy_on() -> None:
+    config = load_scheduler_config((EXAMPLES / "capacity.conf").read_text())
+    assert config.actions == ("enqueue", "allocate", "backfill", "reclaim")
+    assert config.plugin_names() == ["priority", "gang", "drf", "capacity"]
+    capacity = config.plugin("capacity")
+    assert capacity is not None and capacity.arguments == {}
+    assert "tiers[1].plugins[2].arguments.ancestorReclaimLevel" in _warned_keys(config)
+    assert not any("enableHierarchy" in warning for warning in config.warnings)
+
+
+@pytest.mark.parametrize("key", ["enableHierarchy", "enabledHierarchy"])
+def test_enable_hierarchy_is_volcanos_key_and_the_old_spelling_an_alias(key: str) -> None:
+    on = load_scheduler_config(f"tiers:\n- plugins: [{{name: capacity, {key}: true}}]")
+    assert on.plugin_names() == ["capacity"] and on.warnings == ()
+    off = load_scheduler_config(f"tiers:\n- plugins: [{{name: capacity, {key}: false}}]")
+    assert off.warnings == (
+        f"tiers[0].plugins[0].{key}: false is ignored: sluice always schedules the queue tree"
+        " that spec.parent draws (queues that all sit under root are a tree of depth one)",
+    )
+
+
+def test_volcano_names_sluice_does_not_implement_are_warned_about_once_each() -> None:
+    config = load_scheduler_config(
+        """
+actions: "enqueue, allocate, gangreclaim, reclaim, shuffle"
+metrics: {type: prometheus}
+configurations:
+- name: preempt
+  arguments: {predicateErrorCacheEnable: true, minCandidateNodesPercentage: 10}
+- name: gangreclaim
+  arguments: {maxDomains: 2}
+- name: reclaim
+  arguments: {minRuntime: 5m, predicateErrorCacheEnable: false}
+tiers:
+- plugins:
+  - {name: priority, enableJobOrder: false}
+  - {name: sla, arguments: {sla-waiting-time: 1h}}
+- plugins:
+  - {name: capacity, arguments: {capacity.DynamicResourceAllocationEnable: true}}
+"""
+    )
+    assert config.actions == ("enqueue", "allocate", "reclaim")
+    assert config.plugin_names() == ["priority", "capacity"]
+    assert config.arguments("reclaim").min_runtime == timedelta(minutes=5)
+    assert _warned_keys(config) == [
+        "metrics",
+        "actions.gangreclaim",
+        "actions.shuffle",
+        "tiers[0].plugins[0].enableJobOrder",
+        "tiers[0].plugins[1].name",
+        "tiers[1].plugins[0].arguments.capacity.DynamicResourceAllocationEnable",
+        "configurations[0].arguments.predicateErrorCacheEnable",
+        "configurations[0].arguments.minCandidateNodesPercentage",
+        "configurations[1].name",
+        "configurations[2].arguments.predicateErrorCacheEnable",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("tiers:\n- plugins: [{name: predicate}]", "tiers[0].plugins[0].name"),
+        (
+            "tiers:\n- plugins: [{name: gang, enablePreemptible: false}]",
+            "tiers[0].plugins[0].enablePreemptible",
+        ),
+        (
+            "tiers:\n- plugins: [{name: gang, enablePreemptable: maybe}]",
+            "tiers[0].plugins[0].enablePreemptable",
+        ),
+        (
+            "tiers:\n- plugins: [{name: predicates, enablePredicates: true}]",
+            "tiers[0].plugins[0].enablePredicates",
+        ),
+        (
+            "tiers:\n- plugins: [{name: capacity, enableHierarchy: yes please}]",
+            "tiers[0].plugins[0].enableHierarchy",
+        ),
+        (
+            "tiers:\n- plugins: [{name: capacity, enableHierarchy: true, enabledHierarchy: true}]",
+            "tiers[0].plugins[0].enabledHierarchy",
+        ),
+        (
+            "tiers:\n- plugins: [{name: capacity, arguments: {ancestorReclaimLevels: 1}}]",
+            "tiers[0].plugins[0].arguments.ancestorReclaimLevels",
+        ),
+        (
+            "tiers:\n- plugins: [{name: drf, arguments: {ancestorReclaimLevel: 1}}]",
+            "tiers[0].plugins[0].arguments.ancestorReclaimLevel",
+        ),
+        ('actions: "enqueue, shufle"', "actions.shufle"),
+        ('actions: "shuffle"', "actions"),
+        (
+            "configurations:\n- name: allocate\n  arguments: {predicateErrorCacheEnabled: true}",
+            "configurations[0].arguments.predicateErrorCacheEnabled",
+        ),
+        (
+            "configurations:\n- name: enqueue\n  arguments: {predicateErrorCacheEnable: true}",
+            "configurations[0].arguments.predicateErrorCacheEnable",
+        ),
+        ("metric: {}", "metric"),
+    ],
+)
+def test_what_neither_sluice_nor_volcano_knows_is_still_refused(text: str, key: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_scheduler_config(text)
+    assert caught.value.key == key
