@@ -26,6 +26,8 @@ from sluice.api.quantity import QuantityError
 from sluice.api.resources import EMPTY, Resources
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+NEVER = "Never"
+"""The ``preemptionPolicy`` of pods that wait for room rather than take it (Kubernetes')."""
 
 
 class JobPhase(enum.Enum):
@@ -60,6 +62,8 @@ class JobView:
     preemptable: bool = True
     pending_reason: str | None = None
     queue_from_namespace: bool = False
+    never_preempts: bool = False
+    """The pod template says ``preemptionPolicy: Never``."""
 
     @property
     def key(self) -> str:
@@ -83,6 +87,8 @@ class PriorityClassView:
     name: str
     value: int
     global_default: bool = False
+    never_preempts: bool = False
+    """``preemptionPolicy: Never``: its pods wait for room rather than take it from others."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,6 +260,7 @@ def job_from_object(
         preemptable=str(annotations.get(PREEMPTABLE_ANNOTATION, "true")).lower() != "false",
         pending_reason=annotations.get(PENDING_REASON_ANNOTATION),
         queue_from_namespace=from_ns,
+        never_preempts=template.get("preemptionPolicy") == NEVER,
     )
 
 
@@ -275,7 +282,12 @@ def priority_class_from_object(obj: Mapping[str, Any]) -> PriorityClassView:
     value = obj.get("value", 0)
     if not isinstance(value, int) or isinstance(value, bool):
         raise InvalidObject("PriorityClass", name, "value", f"{value!r} is not an integer")
-    return PriorityClassView(name=name, value=value, global_default=bool(obj.get("globalDefault")))
+    return PriorityClassView(
+        name=name,
+        value=value,
+        global_default=bool(obj.get("globalDefault")),
+        never_preempts=obj.get("preemptionPolicy") == NEVER,
+    )
 
 
 def namespace_from_object(obj: Mapping[str, Any]) -> NamespaceView:

@@ -36,6 +36,7 @@ class JobInfo:
     finished: bool
     fresh: bool = False  # admitted by this cycle: never a victim in the same cycle
     evicted: bool = False  # a victim of this cycle: not admitted again before the next
+    never_preempts: bool = False  # preemptionPolicy Never: it never reclaims nor preempts
     key: str = ""  # namespace/name, copied from the view: read on every hot path
     queue: str = ""
 
@@ -78,6 +79,9 @@ class Session:
         self.priority_classes = {pc.name: pc.value for pc in snapshot.priority_classes}
         defaults = [pc for pc in snapshot.priority_classes if pc.global_default]
         self.default_priority = max((pc.value for pc in defaults), default=0)
+        self.never_classes = {pc.name for pc in snapshot.priority_classes if pc.never_preempts}
+        top = max(defaults, key=lambda pc: (pc.value, pc.name), default=None)
+        self.default_never = top is not None and top.never_preempts
         self.total = Resources({})
         for node in snapshot.nodes:
             if node.usable:
@@ -148,6 +152,20 @@ class Session:
             return info.passed_on
         return self.default_priority
 
+    def never_preempts(self, job: JobView) -> bool:
+        """``preemptionPolicy: Never`` in the pod template, or in the PriorityClass its pods
+        get: the template's, else the queue's (the webhook copies it into the template), else
+        the global default."""
+        if job.never_preempts:
+            return True
+        named = job.priority_class_name
+        if named is None or named not in self.priority_classes:
+            info = self.queues.get(job.queue)
+            named = info.queue.spec.priority_class_name if info is not None else None
+        if named is not None and named in self.priority_classes:
+            return named in self.never_classes
+        return self.default_never
+
     def _place_jobs(self, jobs: Iterable[JobView]) -> None:
         admitted_phases = (JobPhase.INQUEUE, JobPhase.RUNNING)
         for view in jobs:
@@ -160,6 +178,8 @@ class Session:
                 admitted=admitted,
                 admitted_at=view.admitted_at,
                 finished=phase is JobPhase.COMPLETED,
+                # Only a waiting job may take room; an admitted one is not asked this cycle.
+                never_preempts=not admitted and self.never_preempts(view),
                 key=view.key,
                 queue=view.queue,
             )

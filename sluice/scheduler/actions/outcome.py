@@ -8,6 +8,8 @@ from typing import Literal
 from sluice.scheduler.model import Decision
 from sluice.scheduler.session import JobInfo, Session
 
+WAITS_FOR_ROOM = "its preemptionPolicy is Never: it waits for room and takes none back"
+
 
 @dataclass(slots=True)
 class Outcome:
@@ -18,6 +20,13 @@ class Outcome:
     """Victims of this cycle: pending again, but not re-admitted before the next cycle."""
     changed: bool = True
     """Something was evicted since the last admission pass, so another pass may admit more."""
+
+    def waits_for_room(self, job: JobInfo) -> None:
+        """A job whose preemptionPolicy is Never was passed over by reclaim or preempt: its
+        reason says so, once."""
+        reason = self.reasons.get(job.key)
+        if reason and WAITS_FOR_ROOM not in reason:
+            self.reasons[job.key] = f"{reason}; {WAITS_FOR_ROOM}"
 
     def admit(self, session: Session, job: JobInfo, reason: str) -> None:
         session.admit(job)

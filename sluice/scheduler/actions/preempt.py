@@ -46,6 +46,9 @@ def _preempt_in(session: Session, outcome: Outcome, leaf: str, victims: list[Job
         if fifo and first is not None and not first.admitted:
             break  # a fifo queue's later jobs wait behind its first that does not fit
         first = job
+        if job.never_preempts:
+            outcome.waits_for_room(job)
+            continue
         if not victims or victims[0].priority >= job.priority:
             continue
         if any(

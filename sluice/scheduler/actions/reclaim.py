@@ -342,6 +342,9 @@ class _Reclaim:
                 if fifo and first is not None and not first.admitted:
                     break  # a fifo queue's later jobs wait behind its first that does not fit
                 first = job
+                if job.never_preempts:
+                    self.outcome.waits_for_room(job)
+                    continue  # and the next job that may reclaim still does
                 short = short_resources(session, job)
                 if any(
                     (lacked is None or lacked >= short.keys())

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+import yaml
 from typer.testing import CliRunner
 
 from sluice.cli.main import _register, app
@@ -28,3 +30,77 @@ def test_volcano_configs_load_and_each_ignored_name_is_one_line_on_stderr() -> N
         assert len(lines) == count, lines
         assert all(line.startswith(f"warning: {config}: ") for line in lines)
         assert any("plugin binpack is ignored: kube-scheduler places" in line for line in lines)
+
+
+def _queue(name: str, **spec: Any) -> dict[str, Any]:
+    return {"kind": "Queue", "metadata": {"name": name}, "spec": {"parent": "root", **spec}}
+
+
+def _job(
+    name: str, queue: str, requests: dict[str, str], *, admitted: str | None = None, **pod: Any
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": "ns",
+        "labels": {"sluice.dev/queue-name": queue},
+        "creationTimestamp": "2026-03-01T00:00:00Z",
+    }
+    if admitted:
+        meta["annotations"] = {"sluice.dev/admitted-at": admitted}
+    container = {"name": "c", "resources": {"requests": requests}}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": meta,
+        "spec": {
+            "suspend": admitted is None,
+            "template": {"spec": {"containers": [container], **pod}},
+        },
+        "status": {"active": 1} if admitted else {},
+    }
+
+
+def _node(name: str, **allocatable: str) -> dict[str, Any]:
+    return {
+        "kind": "Node",
+        "metadata": {"name": name},
+        "status": {"allocatable": allocatable, "conditions": [{"type": "Ready", "status": "True"}]},
+    }
+
+
+def _simulate(tmp_path: Path, objects: list[dict[str, Any]], *args: str) -> dict[str, Any]:
+    dump = tmp_path / "dump.yaml"
+    dump.write_text(yaml.safe_dump_all([{"kind": "Queue", "metadata": {"name": "root"}}, *objects]))
+    result = runner.invoke(app, ["simulate", str(dump), "--now", NOW, "-o", "json", *args])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_a_priority_class_with_preemption_policy_never_waits_in_simulate(tmp_path: Path) -> None:
+    polite = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "polite"},
+        "value": 1000,
+        "preemptionPolicy": "Never",
+    }
+    objects = [
+        polite,
+        _queue("a"),
+        _queue("b"),
+        _job("b1", "b", {"cpu": "2"}, admitted="2026-03-01T01:00:00Z"),
+        _job("b2", "b", {"cpu": "2"}, admitted="2026-03-01T02:00:00Z"),
+        _job("polite", "a", {"cpu": "2"}, priorityClassName="polite"),
+        _node("n1", cpu="4"),
+    ]
+    out = _simulate(tmp_path, objects)
+    assert out["decisions"] == []
+    assert out["pending"][0]["reason"].endswith(
+        "its preemptionPolicy is Never: it waits for room and takes none back"
+    )
+    objects.append(_job("eager", "a", {"cpu": "2"}))
+    out = _simulate(tmp_path, objects)
+    assert [(d["action"], d["job"]) for d in out["decisions"]] == [
+        ("reclaim", "ns/b2"),
+        ("admit", "ns/eager"),
+    ]
