@@ -309,17 +309,16 @@ class Session:
 
     # Shares --------------------------------------------------------------------------------
     def share(self, name: str) -> float:
-        """max over resources of allocated/deserved; deserved 0 counts 1 if used, else 0."""
+        """max over the resources deserved names of allocated/deserved; a resource deserved
+        does not name counts for nothing, and a queue that deserves nothing is best-effort: 1."""
         info = self.queues[name]
         if not info.deserved:
             return 1.0
         best = 0.0
-        for r, used in info.allocated.items():
-            if used <= 0:
-                continue
-            want = info.deserved.get_amount(r)
-            value = 1.0 if want <= 0 else used / want
-            best = max(best, value)
+        for r, want in info.deserved.items():
+            used = info.allocated.get(r, 0)
+            if used > 0:
+                best = max(best, used / want)
         return best
 
     def drf_share(self, name: str) -> float:

@@ -63,20 +63,44 @@ class _Reclaim:
             return False
         return job.admitted_at is None or self.now - job.admitted_at >= self.min_runtime
 
+    # The deserved share counts only the resources it names (docs/scheduler.md): one that
+    # deserved leaves out neither stops a queue from taking room back nor puts it over its
+    # share, and a job that asks for none of the named ones is best-effort in that queue.
+
+    def asks_owed(self, job: JobInfo, name: str) -> bool:
+        """Whether the job requests a resource the queue's deserved names."""
+        owed = self.session.queues[name].deserved
+        return any(a > 0 and r in owed for r, a in job.request.items())
+
     def within_deserved(self, job: JobInfo, name: str) -> bool:
+        """The queue holding the job stays within its deserved share in every resource the
+        job requests that deserved names, and the job asks for at least one of them."""
         info = self.session.queues[name]
-        return all(
-            info.allocated.get(r, 0) + a <= info.deserved.get_amount(r)
+        owed = info.deserved
+        return self.asks_owed(job, name) and all(
+            info.allocated.get(r, 0) + a <= owed[r]
             for r, a in job.request.items()
-            if a > 0
+            if a > 0 and r in owed
         )
 
     def above_deserved(self, name: str, taken: Taken, short: dict[str, int]) -> bool:
+        """Above its deserved share in a resource the job lacks that deserved names."""
         info = self.session.queues[name]
+        owed = info.deserved
         gone = taken.get(name, {})
-        return any(
-            info.allocated.get(r, 0) - gone.get(r, 0) > info.deserved.get_amount(r) for r in short
-        )
+        return any(r in owed and info.allocated.get(r, 0) - gone.get(r, 0) > owed[r] for r in short)
+
+    def may_give(self, name: str, taken: Taken, short: dict[str, int]) -> bool:
+        """Whether anything below the queue may still qualify: it is above its share, or the
+        job lacks a resource its deserved leaves out (a job below asking for none of the
+        named ones is best-effort in it)."""
+        owed = self.session.queues[name].deserved
+        return self.above_deserved(name, taken, short) or any(r not in owed for r in short)
+
+    def gives_up(self, name: str, victim: JobInfo, taken: Taken, short: dict[str, int]) -> bool:
+        """The queue, on the victim's path, lets it go: it is above its share in what the job
+        lacks, or the victim is best-effort in it."""
+        return not self.asks_owed(victim, name) or self.above_deserved(name, taken, short)
 
     def keeps_guarantee(self, name: str, victim: JobInfo, taken: Taken) -> bool:
         info = self.session.queues[name]
@@ -240,7 +264,7 @@ class _Reclaim:
                         entry = (key, next(sequence), SUBTREE)
                         heapq.heappush(heap, (*entry, child, 0, (*path, child)))
                     continue
-                if not self.above_deserved(name, taken, short):
+                if not self.may_give(name, taken, short):
                     continue  # nothing below a queue back at its share qualifies
                 if kind == SUBTREE and session.queues[name].children:
                     rankings[name] = ranked = self.ranked_children(name, resources)
@@ -248,15 +272,17 @@ class _Reclaim:
                         entry = (ranked[0][0], next(sequence), RANKED)
                         heapq.heappush(heap, (*entry, name, 0, path))
                     continue
-                if not all(self.above_deserved(q, taken, short) for q in path[:-1]):
+                if not all(self.may_give(q, taken, short) for q in path[:-1]):
                     continue  # its branch is back at its share: nothing more from it
                 victims = self.victims_for(name, resources)
                 if index >= len(victims):
                     continue
-                yield victims[index]
                 if index + 1 < len(victims):
                     key = (session.queues[name].priority, self.order(victims[index + 1]))
                     heapq.heappush(heap, (key, next(sequence), VICTIM, name, index + 1, path))
+                victim = victims[index]
+                if all(self.gives_up(q, victim, taken, short) for q in path):
+                    yield victim
 
     def order(self, job: JobInfo) -> Order:
         key = self.orders.get(job.key)
@@ -355,6 +381,9 @@ class _Reclaim:
                 # Cheapest tests first. Each failure below also fails for any job of this
                 # queue that requests at least as much (and, when the answer depends on what
                 # the cluster lacks, lacks no other resource), so it joins the memo.
+                if not self.asks_owed(job, leaf):
+                    # Best-effort here. Not remembered: a larger job may ask for what is owed.
+                    continue
                 if not self.within_deserved(job, leaf):
                     failed.append((dict(job.request), None))
                     continue

@@ -100,10 +100,20 @@ def test_real_capability_subtracts_the_siblings_guarantees() -> None:
     assert result.queues["y"].real_capability == res(cpu=5)  # 8 - 4 + 1, below its capability
 
 
-def test_share_counts_unowed_use_as_full() -> None:
+def test_share_counts_only_the_resources_deserved_names() -> None:
     config = {"tiers": [{"plugins": [{"name": "capacity"}]}]}
-    queues = [queue("a", deserved={"cpu": 4}), queue("b")]
-    jobs = [running("a1", "a", cpu=2), running("a2", "a", cpu=1, nvidia_com_gpu=1)]
-    result = run_cycle(snapshot(queues, jobs, [node(cpu=10, nvidia_com_gpu=2)], config=config))
-    assert result.queues["a"].share == 1.0  # gpu used with no gpu deserved
+    queues = [
+        queue("a", deserved={"cpu": 4}),
+        queue("b"),
+        queue("g", deserved={"nvidia.com/gpu": 4}),
+    ]
+    jobs = [
+        running("a1", "a", cpu=2),
+        running("a2", "a", cpu=1, nvidia_com_gpu=1),
+        running("g1", "g", cpu=6, nvidia_com_gpu=1),
+    ]
+    nodes = [node(cpu=10, nvidia_com_gpu=6)]
+    result = run_cycle(snapshot(queues, jobs, nodes, config=config))
+    assert result.queues["a"].share == 0.75  # the gpu it uses is not part of its share
+    assert result.queues["g"].share == 0.25  # nor the cpu of a GPU-only queue
     assert result.queues["b"].share == 1.0  # best effort: nothing deserved
