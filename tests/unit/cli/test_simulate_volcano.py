@@ -104,3 +104,33 @@ def test_a_priority_class_with_preemption_policy_never_waits_in_simulate(tmp_pat
         ("reclaim", "ns/b2"),
         ("admit", "ns/eager"),
     ]
+
+
+def test_gpu_only_quotas_reclaim_in_the_example_dump_with_volcanos_capacity_config() -> None:
+    args = [
+        "simulate",
+        str(EXAMPLES / "volcano" / "gpu-quotas.yaml"),
+        "--config",
+        str(EXAMPLES / "volcano" / "capacity.conf"),
+        "--now",
+        NOW,
+        "-o",
+        "json",
+    ]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert [(d["action"], d["job"], d.get("for")) for d in out["decisions"]] == [
+        ("reclaim", "nlp/llm-sft-7", "vision/detr-train"),
+        ("reclaim", "nlp/llm-sft-6", "vision/detr-train"),
+        ("admit", "vision/detr-train", None),
+    ]
+    vision = out["queues"]["vision"]
+    assert vision["deserved"] == {"nvidia.com/gpu": "8"}
+    assert vision["allocated"] == {"cpu": "48", "memory": "384Gi", "nvidia.com/gpu": "6"}
+    assert out["queues"]["nlp"]["share"] == 1.25  # its GPUs only: 10 of 8
+    assert out["pending"][0] == {
+        "job": "batch/etl-backfill",
+        "queue": "batch",
+        "reason": "position 1 in batch; cluster has cpu 16 free, job requests cpu 32",
+    }

@@ -134,3 +134,60 @@ def test_in_a_mixed_tree_the_sibling_gives_back_gpus_and_the_cpu_department_is_u
     nodes = [node(cpu=64, nvidia_com_gpu=8, memory="512Gi")]
     result = run_cycle(snapshot(queues, jobs, nodes, config=CAPACITY))
     assert decisions(result) == [("reclaim", "ns/nlp3"), ("admit", "ns/vision1")]
+
+
+# Volcano's capacity-plugin cases for GPU-only and partial deserved (its issue 4918), one pod
+# per job: a node of 4 cpu, 8Gi and 4 or 1 GPUs.
+
+
+def test_volcano_case_7_allocation_without_gpus_is_not_over_a_share_that_names_them() -> None:
+    full = {"cpu": 2, "memory": "4Gi", GPU: 2}
+    queues = [queue("queue14", deserved=full), queue("queue15"), queue("queue16", deserved=full)]
+    jobs = [
+        running("p22", "queue14", cpu=2, memory="4Gi", admitted=1),
+        running("p23", "queue15", cpu=0, nvidia_com_gpu=1, admitted=2),
+        running("p24", "queue16", cpu=2, memory="1Gi", nvidia_com_gpu=1, admitted=3),
+        job("p25", "queue16", cpu=2, memory="3Gi", nvidia_com_gpu=1),
+    ]
+    nodes = [node(cpu=4, memory="8Gi", nvidia_com_gpu=4)]
+    result = run_cycle(snapshot(queues, jobs, nodes, config=CAPACITY))
+    assert result.decisions == ()  # as in Volcano: nothing is evicted
+
+
+def _volcano_case_8(queue18_cpu: int) -> CycleResult:
+    queues = [
+        queue("queue17", deserved={"cpu": 2, "memory": "2Gi"}),
+        queue("queue18", deserved={"cpu": queue18_cpu, "memory": "4Gi", GPU: 1}),
+    ]
+    jobs = [
+        running("p26", "queue17", cpu=0, memory="4Gi", admitted=1),
+        running("p27", "queue17", cpu=1, admitted=2),
+        running("p28", "queue17", cpu=0, nvidia_com_gpu=1, admitted=3),
+        running("p29", "queue18", cpu=2, memory="4Gi", admitted=4),
+        job("p30", "queue18", cpu=1, nvidia_com_gpu=1),
+    ]
+    nodes = [node(cpu=4, memory="8Gi", nvidia_com_gpu=1)]
+    return run_cycle(snapshot(queues, jobs, nodes, config=CAPACITY))
+
+
+def test_volcano_case_8_evicts_only_the_job_on_the_dimension_the_reclaimer_lacks() -> None:
+    # queue18 deserves 2 cpu and uses them: p30's cpu would take it past a resource its
+    # deserved names, which sluice counts in full (Volcano reclaims when any one named
+    # resource fits). With room for that cpu, the GPU job p28, best-effort in queue17 whose
+    # deserved names no GPU, is the one victim, as in Volcano.
+    assert _volcano_case_8(queue18_cpu=2).decisions == ()
+    assert decisions(_volcano_case_8(queue18_cpu=3)) == [("reclaim", "ns/p28"), ("admit", "ns/p30")]
+
+
+def test_volcano_case_9_a_gpu_only_queue_within_its_gpus_keeps_the_cpu_it_uses() -> None:
+    queues = [
+        queue("queue19", deserved={GPU: 1}),
+        queue("queue20", deserved={"cpu": 2, "memory": "2Gi"}),
+    ]
+    jobs = [
+        running("p31", "queue19", cpu=4, memory="4Gi", nvidia_com_gpu=1, admitted=1),
+        job("p32", "queue20", cpu=1, memory="1Gi"),
+    ]
+    nodes = [node(cpu=4, memory="8Gi", nvidia_com_gpu=1)]
+    result = run_cycle(snapshot(queues, jobs, nodes, config=CAPACITY))
+    assert result.decisions == ()  # as in Volcano
