@@ -19,6 +19,7 @@ from sluice.api.resources import EMPTY, Resources
 from sluice.api.views import JobPhase, JobView
 from sluice.queues.admission import tree_violations
 from sluice.queues.jobs import namespace_refusal
+from sluice.queues.limits import child_real_capability
 from sluice.queues.tree import QueueTree
 from sluice.scheduler.model import Snapshot
 from sluice.scheduler.plugins import deserved as deserved_plugins
@@ -229,8 +230,9 @@ class Session:
     # Derived numbers ---------------------------------------------------------------------
     def _derive(self) -> None:
         order = sorted(self.queues.values(), key=lambda q: (q.depth, q.name))
+        taken: dict[str, Resources] = {}
         for info in order:
-            info.real_capability = self._real_capability(info)
+            info.real_capability = self._real_capability(info, taken)
         for info in reversed(order):  # bottom-up requests
             wanted: dict[str, int] = {}
             if info.children:
@@ -244,22 +246,25 @@ class Session:
             info.request = Resources(wanted)
         self._derive_deserved(order)
 
-    def _real_capability(self, info: QueueInfo) -> Resources:
+    def _real_capability(self, info: QueueInfo, taken: dict[str, Resources]) -> Resources:
+        """``taken``: the guarantees of each parent's children, summed once per parent."""
         if info.parent is None:
             return self.total
         parent = self.queues[info.parent]
-        siblings_guarantee = EMPTY
-        for sibling in parent.children:
-            siblings_guarantee = siblings_guarantee + self.queues[sibling].guarantee
-        names = set(parent.real_capability) | set(info.guarantee)
-        values: dict[str, int] = {}
-        for r in names:
-            base = max(parent.real_capability.get_amount(r) - siblings_guarantee.get_amount(r), 0)
-            amount = base + info.guarantee.get_amount(r)
-            if r in info.capability:
-                amount = min(amount, info.capability[r])
-            values[r] = amount
-        return Resources(values)
+        if parent.name not in taken:
+            total = EMPTY
+            for sibling in parent.children:
+                total = total + self.queues[sibling].guarantee
+            taken[parent.name] = total
+        return Resources(
+            child_real_capability(
+                parent.real_capability,
+                taken[parent.name],
+                info.guarantee,
+                info.capability,
+                absent_is_unlimited=False,
+            )
+        )
 
     def deserved_plugin(self) -> str | None:
         for name in self.config.plugin_names():

@@ -1,0 +1,74 @@
+"""realCapability: the most a queue can ever hold, given the capabilities above it and the
+guarantees of the queues beside it (docs/scheduler.md, *Numbers*).
+
+One formula for two uses. The scheduler starts root at the cluster total, so a resource
+absent from a limit is 0. The queue rules know no cluster (nodes come and go; a tree must not
+turn invalid because one went away), so they start root unlimited and a resource absent from a
+limit is unlimited: only capabilities bound it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from sluice.api.constants import ROOT_QUEUE
+from sluice.queues.tree import QueueTree
+
+
+def child_real_capability(
+    parent: Mapping[str, int],
+    children_guarantee: Mapping[str, int],
+    guarantee: Mapping[str, int],
+    capability: Mapping[str, int],
+    *,
+    absent_is_unlimited: bool,
+) -> dict[str, int]:
+    """Per resource, min(capability, max(parent's realCapability - the guarantees of all the
+    parent's children, 0) + the queue's own guarantee); an absent capability caps nothing.
+
+    With ``absent_is_unlimited`` a resource absent from ``parent`` is unlimited there, and the
+    result holds only the resources that something limits (a 0 is kept: it is a limit)."""
+    out: dict[str, int] = {}
+    names = set(parent) | set(capability if absent_is_unlimited else guarantee)
+    for r in names:
+        if r not in parent and absent_is_unlimited:
+            out[r] = capability[r]
+            continue
+        amount = max(parent.get(r, 0) - children_guarantee.get(r, 0), 0) + guarantee.get(r, 0)
+        if r in capability:
+            amount = min(amount, capability[r])
+        out[r] = amount
+    return out
+
+
+def guarantees_of_children(tree: QueueTree, parent: str) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for child in tree.children(parent):
+        for r, amount in tree.queues[child].spec.guarantee.resource.items():
+            total[r] = total.get(r, 0) + amount
+    return total
+
+
+def tree_real_capabilities(tree: QueueTree) -> dict[str, dict[str, int]]:
+    """realCapability of every queue under root, root unlimited: resource -> limit, a resource
+    absent being unlimited. Queues cut off from root (a missing parent, a cycle) are left out:
+    nothing is known to limit them."""
+    out: dict[str, dict[str, int]] = {ROOT_QUEUE: {}} if ROOT_QUEUE in tree else {}
+    stack = [ROOT_QUEUE] if ROOT_QUEUE in tree else []
+    while stack:
+        parent = stack.pop()
+        children = [c for c in tree.children(parent) if c not in out]  # never round a cycle
+        if not children:
+            continue
+        taken = guarantees_of_children(tree, parent)
+        for child in children:
+            spec = tree.queues[child].spec
+            out[child] = child_real_capability(
+                out[parent],
+                taken,
+                spec.guarantee.resource,
+                spec.capability,
+                absent_is_unlimited=True,
+            )
+            stack.append(child)
+    return out
