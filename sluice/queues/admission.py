@@ -17,8 +17,9 @@ from sluice.api.constants import (
     RESERVED_QUEUES,
     ROOT_QUEUE,
 )
-from sluice.api.queue import Queue
+from sluice.api.queue import Queue, QueueSpec
 from sluice.api.resources import EMPTY, Resources, describe_amount
+from sluice.queues.limits import tree_real_capabilities
 from sluice.queues.tree import QueueTree
 from sluice.queues.verdict import ALLOW, Verdict, deny
 
@@ -106,7 +107,7 @@ def _check_queue(
     else:
         before[name] = old
     candidates = (new.parent, name, old.parent if old is not None else None)
-    parents = tuple(dict.fromkeys(p for p in candidates if p is not None and p != ROOT_QUEUE))
+    parents = tuple(dict.fromkeys(p for p in candidates if p is not None))
     if (verdict := _new_breach(name, parents, QueueTree(before), tree, facts)) is not None:
         return verdict
     return Verdict(True, warnings=_guarantee_warnings(new, tree, facts))
@@ -142,10 +143,18 @@ def _breaches(
     name: str, parents: tuple[str, ...], tree: QueueTree, facts: ClusterFacts
 ) -> list[_Breach]:
     """Breaches touching the queue; ``parents`` are the queues whose children's sums the
-    request can change (the queue itself, its parent, its old parent when it moves)."""
+    request can change (the queue itself, its parent, its old parent when it moves). What a
+    parent can ever hold depends on the capabilities and guarantees above and beside it, so
+    the guarantee sums are checked for every parent below those too."""
     out: list[_Breach] = []
+    limits = tree_real_capabilities(tree)
+    scope: dict[str, None] = {}
     for parent in (p for p in parents if p in tree.queues):
-        out.extend(_sum_breaches(parent, name, tree))
+        scope[parent] = None
+        scope.update(dict.fromkeys(tree.descendants(parent)))
+    for parent in scope:
+        if parent != ROOT_QUEUE and tree.children(parent):
+            out.extend(_sum_breaches(parent, name, tree, limits))
     if name not in tree.queues:
         return out
     if (depth := _depth_breach(name, tree, facts)) is not None:
@@ -286,40 +295,73 @@ def _sum(queues: list[Queue], pick: str) -> Resources:
     return total
 
 
-def _sum_breaches(parent: str, subject: str, tree: QueueTree) -> list[_Breach]:
-    """Children's guarantees and deserved over their parent's, per resource."""
+def _sum_breaches(
+    parent: str, subject: str, tree: QueueTree, limits: Mapping[str, Mapping[str, int]]
+) -> list[_Breach]:
+    """Children's guarantees and deserved over what their parent allows, per resource.
+
+    Guarantees must fit in the parent's guarantee where it names the resource, else in what
+    the parent can ever hold (its realCapability, root unlimited): a guarantee beyond that can
+    never be honoured. Deserved must fit in the parent's deserved when it sets one (absent 0).
+    """
     children = [tree.queues[c] for c in tree.children(parent)]
     if not children:
         return []
-    parent_queue = tree.queues[parent]
+    spec = tree.queues[parent].spec
     out: list[_Breach] = []
-    for pick, limit in (
-        ("guarantee", parent_queue.spec.guarantee.resource),
-        ("deserved", parent_queue.spec.deserved),
-    ):
-        if not limit:
-            continue
-        total = _sum(children, pick)
-        for resource, amount in sorted(total.items()):
-            cap = limit.get_amount(resource)
+    guaranteed = _sum(children, "guarantee")
+    for resource, amount in sorted(guaranteed.items()):
+        bound = _guarantee_bound(parent, resource, spec, limits.get(parent, {}))
+        if bound is not None and amount > bound[0]:
+            out.append(_over_sum("guarantee", parent, subject, resource, amount, *bound))
+    if spec.deserved:
+        for resource, amount in sorted(_sum(children, "deserved").items()):
+            cap = spec.deserved.get_amount(resource)
             if amount > cap:
-                out.append(
-                    _Breach(
-                        (f"{pick}-sum", parent, resource),
-                        amount - cap,
-                        deny(
-                            f"{pick}-sum",
-                            f"queue {subject}: the children of {parent} would have {pick}"
-                            f" {describe_amount(resource, amount)} in total, more than"
-                            f" {parent}'s {pick} {describe_amount(resource, cap)}",
-                        ),
-                    )
-                )
+                shown = f"{parent}'s deserved {describe_amount(resource, cap)}"
+                out.append(_over_sum("deserved", parent, subject, resource, amount, cap, shown))
     return out
 
 
-def _check_sums_of(parent: str, subject: str, tree: QueueTree) -> Verdict | None:
-    breaches = _sum_breaches(parent, subject, tree)
+def _guarantee_bound(
+    parent: str, resource: str, spec: QueueSpec, real: Mapping[str, int]
+) -> tuple[int, str] | None:
+    """What the children's guarantees of a resource must fit in, and how to name it."""
+    if resource in spec.guarantee.resource:
+        limit = spec.guarantee.resource[resource]
+        return limit, f"{parent}'s guarantee {describe_amount(resource, limit)}"
+    if resource not in real:
+        return None  # nothing limits the parent in it
+    limit = real[resource]
+    if spec.capability.get(resource) == limit:
+        return (
+            limit,
+            f"all {parent} can ever hold, its capability {describe_amount(resource, limit)}",
+        )
+    return limit, (
+        f"all {parent} can ever hold, its realCapability {describe_amount(resource, limit)}"
+        " (the capabilities above it less the guarantees beside it)"
+    )
+
+
+def _over_sum(
+    pick: str, parent: str, subject: str, resource: str, amount: int, limit: int, shown: str
+) -> _Breach:
+    return _Breach(
+        (f"{pick}-sum", parent, resource),
+        amount - limit,
+        deny(
+            f"{pick}-sum",
+            f"queue {subject}: the children of {parent} would have {pick}"
+            f" {describe_amount(resource, amount)} in total, more than {shown}",
+        ),
+    )
+
+
+def _check_sums_of(
+    parent: str, subject: str, tree: QueueTree, limits: Mapping[str, Mapping[str, int]]
+) -> Verdict | None:
+    breaches = _sum_breaches(parent, subject, tree, limits)
     return breaches[0].verdict if breaches else None
 
 
@@ -442,6 +484,7 @@ def tree_violations(tree: QueueTree, max_queue_depth: int) -> dict[str, str]:
     guarantees or deserved add up to more than its own.
     """
     out: dict[str, str] = dict(tree.problems())
+    limits = tree_real_capabilities(tree)
     for name in sorted(tree.queues):
         if name in out:
             continue
@@ -454,7 +497,7 @@ def tree_violations(tree: QueueTree, max_queue_depth: int) -> dict[str, str]:
             continue
         verdict = _check_amounts(queue) or _check_capability_upwards(queue, tree)
         if verdict is None and tree.children(name) and name != ROOT_QUEUE:
-            verdict = _check_sums_of(name, name, tree)
+            verdict = _check_sums_of(name, name, tree, limits)
         if verdict is not None:
             out[name] = verdict.message
     return out

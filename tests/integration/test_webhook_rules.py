@@ -73,6 +73,23 @@ async def test_queue_rules_refuse_with_the_rule_and_the_numbers(webhook: Webhook
     assert response["status"]["reason"] == "guarantee-sum"
 
 
+async def test_guarantees_a_capped_parent_can_never_hold_are_refused_with_the_numbers(
+    webhook: Webhook,
+) -> None:
+    seed(
+        webhook,
+        queue_obj("dept", parent="root", capability={"cpu": "6"}),
+        queue_obj("a", parent="dept", guarantee={"resource": {"cpu": "4"}}),
+    )
+    child = queue_obj("b", parent="dept", guarantee={"resource": {"cpu": "4"}})
+    _, body = await webhook.review("/validate/queues", make_review("Queue", child))
+    assert body["response"]["allowed"] is False
+    assert body["response"]["status"]["message"] == (
+        "queue b: the children of dept would have guarantee cpu 8 in total,"
+        " more than all dept can ever hold, its capability cpu 6"
+    )
+
+
 async def test_a_malformed_quantity_is_refused_naming_the_field(webhook: Webhook) -> None:
     seed(webhook)
     bad = queue_obj("a", capability={"cpu": "four"})

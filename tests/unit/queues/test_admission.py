@@ -153,6 +153,77 @@ def test_children_guarantees_and_deserved_must_fit_the_parent() -> None:
     assert check_queue_create(q("b", "dept", guarantee={"cpu": "1"}), queues, FACTS).allowed
 
 
+def test_guarantees_must_fit_what_a_parent_without_one_can_ever_hold() -> None:
+    # Two children guaranteed cpu 4 each under a parent capped at cpu 6 with no guarantee.
+    queues = cluster(q("dept", capability={"cpu": "6"}), q("a", "dept", guarantee={"cpu": "4"}))
+    v = check_queue_create(q("b", "dept", guarantee={"cpu": "4"}), queues, FACTS)
+    assert v.rule == "guarantee-sum"
+    assert v.message == (
+        "queue b: the children of dept would have guarantee cpu 8 in total,"
+        " more than all dept can ever hold, its capability cpu 6"
+    )
+    assert check_queue_create(q("b", "dept", guarantee={"cpu": "2"}), queues, FACTS).allowed
+
+
+def test_what_a_parent_can_hold_is_its_real_capability_under_a_capped_ancestor() -> None:
+    # org is capped at 10 and x's guarantee of 4 leaves dept at most 6, whatever dept's own
+    # (larger, or absent) capability says.
+    queues = cluster(
+        q("org", capability={"cpu": "10"}),
+        q("x", "org", guarantee={"cpu": "4"}),
+        q("dept", "org"),
+        q("a", "dept", guarantee={"cpu": "4"}),
+    )
+    v = check_queue_create(q("b", "dept", guarantee={"cpu": "4"}), queues, FACTS)
+    assert v.message == (
+        "queue b: the children of dept would have guarantee cpu 8 in total, more than all dept"
+        " can ever hold, its realCapability cpu 6 (the capabilities above it less the"
+        " guarantees beside it)"
+    )
+    # A change above that shrinks what dept can hold is refused for dept's children's sake.
+    queues["b"] = q("b", "dept", guarantee={"cpu": "2"})
+    v = check_queue_update(queues["x"], q("x", "org", guarantee={"cpu": "5"}), queues, FACTS)
+    assert v.rule == "guarantee-sum" and v.message.startswith("queue x: the children of dept")
+    v = check_queue_update(queues["org"], q("org", capability={"cpu": "9"}), queues, FACTS)
+    assert v.rule == "guarantee-sum" and "realCapability cpu 5" in v.message
+    assert check_queue_update(
+        queues["org"], q("org", capability={"cpu": "12"}), queues, FACTS
+    ).allowed
+
+
+def test_a_parent_guarantee_bounds_only_the_resources_it_names() -> None:
+    # dept guarantees GPUs only: its children's cpu guarantees fit what dept can hold.
+    queues = cluster(
+        q(
+            "dept",
+            guarantee={"nvidia.com/gpu": "4"},
+            capability={"cpu": "8", "nvidia.com/gpu": "8"},
+        ),
+        q("a", "dept", guarantee={"cpu": "4", "nvidia.com/gpu": "2"}),
+    )
+    child = q("b", "dept", guarantee={"cpu": "4", "nvidia.com/gpu": "2"})
+    assert check_queue_create(child, queues, FACTS).allowed
+    v = check_queue_create(q("b", "dept", guarantee={"nvidia.com/gpu": "3"}), queues, FACTS)
+    assert "more than dept's guarantee nvidia.com/gpu 4" in v.message
+    v = check_queue_create(q("b", "dept", guarantee={"cpu": "5"}), queues, FACTS)
+    assert "more than all dept can ever hold, its capability cpu 8" in v.message
+    # Nothing caps an uncapped department under root: any guarantee can be honoured there.
+    queues = cluster(q("free"), q("a", "free", guarantee={"cpu": "400"}))
+    assert check_queue_create(q("b", "free", guarantee={"cpu": "400"}), queues, FACTS).allowed
+
+
+def test_the_operator_marks_a_parent_whose_children_are_guaranteed_more_than_it_can_hold() -> None:
+    queues = cluster(
+        q("dept", capability={"cpu": "6"}),
+        q("a", "dept", guarantee={"cpu": "4"}),
+        q("b", "dept", guarantee={"cpu": "4"}),
+    )
+    assert tree_violations(QueueTree(queues), max_queue_depth=5) == {
+        "dept": "queue dept: the children of dept would have guarantee cpu 8 in total,"
+        " more than all dept can ever hold, its capability cpu 6"
+    }
+
+
 def test_a_parent_cannot_shrink_below_its_childrens_guarantees() -> None:
     queues = cluster(q("dept", guarantee={"cpu": "4"}), q("a", "dept", guarantee={"cpu": "3"}))
     v = check_queue_update(queues["dept"], q("dept", guarantee={"cpu": "2"}), queues, FACTS)

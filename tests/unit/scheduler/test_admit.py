@@ -124,6 +124,23 @@ def test_children_guarantees_over_the_parent_mark_the_parent_invalid() -> None:
     assert admitted(result) == []
 
 
+def test_guarantees_a_parent_can_never_hold_stop_its_subtree_and_only_it() -> None:
+    queues = [
+        queue("dept", capability={"cpu": 6}),
+        queue("x", "dept", guarantee={"cpu": 4}),
+        queue("y", "dept", guarantee={"cpu": 4}),
+        queue("other"),
+    ]
+    result = run_cycle(snapshot(queues, [job("j", "x"), job("k", "other")], [node(cpu=10)]))
+    assert not result.queues["dept"].valid
+    assert "more than all dept can ever hold, its capability cpu 6" in (
+        result.queues["dept"].invalid_reason
+    )
+    assert admitted(result) == ["ns/k"]
+    reasons = {p.job: p.reason for p in result.pending}
+    assert reasons["ns/j"].startswith("position 1 in x; queue x is not valid: queue dept: ")
+
+
 def test_same_snapshot_same_result() -> None:
     queues = [queue(f"q{i}", weight=i + 1) for i in range(5)]
     jobs = [job(f"j{i}", f"q{i % 5}", cpu=1 + i % 3, created=i % 4) for i in range(40)]
