@@ -1,5 +1,6 @@
-"""`sluice simulate` with what a Volcano user brings: Volcano's own scheduler configurations
-and GPU-only quotas."""
+"""`sluice simulate` with what a Volcano user brings: Volcano's own scheduler configurations,
+GPU-only quotas, preemptionPolicy Never, guarantees a parent cannot hold, weighted drf, and
+victims admitted together."""
 
 from __future__ import annotations
 
@@ -32,8 +33,8 @@ def test_volcano_configs_load_and_each_ignored_name_is_one_line_on_stderr() -> N
         assert any("plugin binpack is ignored: kube-scheduler places" in line for line in lines)
 
 
-def _queue(name: str, **spec: Any) -> dict[str, Any]:
-    return {"kind": "Queue", "metadata": {"name": name}, "spec": {"parent": "root", **spec}}
+def _queue(name: str, parent: str = "root", **spec: Any) -> dict[str, Any]:
+    return {"kind": "Queue", "metadata": {"name": name}, "spec": {"parent": parent, **spec}}
 
 
 def _job(
@@ -134,3 +135,54 @@ def test_gpu_only_quotas_reclaim_in_the_example_dump_with_volcanos_capacity_conf
         "queue": "batch",
         "reason": "position 1 in batch; cluster has cpu 16 free, job requests cpu 32",
     }
+
+
+def test_guarantees_a_parent_can_never_hold_mark_it_not_valid_in_simulate(tmp_path: Path) -> None:
+    objects = [
+        _queue("dept", capability={"cpu": "6"}),
+        _queue("a", parent="dept", guarantee={"resource": {"cpu": "4"}}),
+        _queue("b", parent="dept", guarantee={"resource": {"cpu": "4"}}),
+        _job("j", "a", {"cpu": "1"}),
+        _node("n1", cpu="16"),
+    ]
+    out = _simulate(tmp_path, objects)
+    reason = (
+        "queue dept: the children of dept would have guarantee cpu 8 in total,"
+        " more than all dept can ever hold, its capability cpu 6"
+    )
+    assert {"action": "invalid", "queue": "dept", "reason": reason} in out["queueActions"]
+    assert out["queues"]["dept"]["valid"] is False and out["decisions"] == []
+    assert out["pending"][0]["reason"] == f"position 1 in a; queue a is not valid: {reason}"
+
+
+def test_drf_weights_split_the_first_cycle_right_over_several_cycles(tmp_path: Path) -> None:
+    objects: list[dict[str, Any]] = [
+        _queue("a", weight=2),
+        _queue("b"),
+        _queue("c"),
+        _node("n1", cpu="8"),
+    ]
+    objects += [_job(f"{q}{i}", q, {"cpu": "1"}) for q in "abc" for i in range(8)]
+    out = _simulate(tmp_path, objects, "--cycles", "3")
+    by_cycle = {c: [d for d in out["decisions"] if d["cycle"] == c] for c in (1, 2, 3)}
+    assert all(d["action"] == "admit" for d in by_cycle[1]) and not by_cycle[2] + by_cycle[3]
+    counts = {q: sum(d["queue"] == q for d in by_cycle[1]) for q in "abc"}
+    assert counts == {"a": 4, "b": 2, "c": 2}
+    assert {q: out["queues"][q]["deserved"] for q in "abc"} == {
+        "a": {"cpu": "4"},
+        "b": {"cpu": "2"},
+        "c": {"cpu": "2"},
+    }
+
+
+def test_victims_admitted_together_go_newest_created_first_in_simulate(tmp_path: Path) -> None:
+    at = "2026-03-01T05:00:00Z"
+    older = _job("aa-older", "b", {"cpu": "2"}, admitted=at)
+    newer = _job("zz-newer", "b", {"cpu": "2"}, admitted=at)
+    newer["metadata"]["creationTimestamp"] = "2026-03-01T04:00:00Z"
+    objects = [_queue("a"), _queue("b"), older, newer, _job("want", "a", {"cpu": "2"})]
+    out = _simulate(tmp_path, [*objects, _node("n1", cpu="4")])
+    assert [(d["action"], d["job"]) for d in out["decisions"]] == [
+        ("reclaim", "ns/zz-newer"),
+        ("admit", "ns/want"),
+    ]
