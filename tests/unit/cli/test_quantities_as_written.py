@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
+from dump_objects import job, node, queue, write
 from rich.console import Console
 
 from sluice.cli.queue_view import queue_tree
@@ -20,54 +20,19 @@ NOW = datetime(2026, 3, 2, 9, tzinfo=UTC)
 
 
 def _dump(tmp_path: Path) -> Path:
-    def job(name: str, memory: str, admitted: bool) -> dict[str, Any]:
-        meta: dict[str, Any] = {
-            "name": name,
-            "namespace": "ns",
-            "labels": {"sluice.dev/queue-name": "team"},
-            "creationTimestamp": "2026-03-01T00:00:00Z",
-        }
-        if admitted:
-            meta["annotations"] = {"sluice.dev/admitted-at": "2026-03-01T01:00:00Z"}
-        request = {"cpu": "1500m", "memory": memory}
-        return {
-            "apiVersion": "batch/v1",
-            "kind": "Job",
-            "metadata": meta,
-            "spec": {
-                "suspend": not admitted,
-                "template": {
-                    "spec": {"containers": [{"name": "c", "resources": {"requests": request}}]}
-                },
-            },
-            "status": {"active": 1} if admitted else {},
-        }
+    def memory_job(name: str, memory: str, admitted_at: str | None = None) -> dict[str, Any]:
+        requests = {"cpu": "1500m", "memory": memory}
+        return job(name, "team", requests=requests, admitted_at=admitted_at)
 
+    team = queue("team", "root", capability={"memory": "2G"}, deserved={"memory": "1500M"})
     objects = [
-        {"kind": "Queue", "metadata": {"name": "root"}, "spec": {}},
-        {
-            "kind": "Queue",
-            "metadata": {"name": "team"},
-            "spec": {
-                "parent": "root",
-                "capability": {"memory": "2G"},
-                "deserved": {"memory": "1500M"},
-            },
-        },
-        job("small", "1G", admitted=True),
-        job("big", "3G", admitted=False),
-        {
-            "kind": "Node",
-            "metadata": {"name": "n1"},
-            "status": {
-                "allocatable": {"cpu": "8", "memory": "16Gi"},
-                "conditions": [{"type": "Ready", "status": "True"}],
-            },
-        },
+        queue("root"),
+        team,
+        memory_job("small", "1G", admitted_at="2026-03-01T01:00:00Z"),
+        memory_job("big", "3G"),
+        node("n1", "8", memory="16Gi"),
     ]
-    path = tmp_path / "dump.yaml"
-    path.write_text(yaml.safe_dump_all(objects))
-    return path
+    return write(tmp_path, objects)
 
 
 def test_pending_reason_status_simulate_and_cli_write_the_amounts_as_given(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
+from dump_objects import job, node, queue, write
 from rich.console import Console
 from typer.testing import CliRunner
 
@@ -26,62 +27,6 @@ runner = CliRunner()
 def run(*args: str, columns: str | None = None) -> Any:
     """Output as when piped, with or without an inherited $COLUMNS."""
     return runner.invoke(app, ["simulate", *args], env={"COLUMNS": columns})
-
-
-def queue(name: str, parent: str | None = None, **spec: Any) -> dict[str, Any]:
-    body = dict(spec)
-    if parent:
-        body["parent"] = parent
-    return {
-        "apiVersion": "scheduling.sluice.dev/v1beta1",
-        "kind": "Queue",
-        "metadata": {"name": name, "creationTimestamp": "2026-01-01T00:00:00Z"},
-        "spec": body,
-    }
-
-
-def job(name: str, queue_name: str, cpu: str, *, admitted_at: str | None = None) -> dict[str, Any]:
-    meta: dict[str, Any] = {
-        "name": name,
-        "namespace": "ns",
-        "labels": {"sluice.dev/queue-name": queue_name},
-        "creationTimestamp": "2026-01-01T00:00:00Z",
-    }
-    if admitted_at:
-        meta["annotations"] = {"sluice.dev/admitted-at": admitted_at}
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": meta,
-        "spec": {
-            "suspend": admitted_at is None,
-            "template": {
-                "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}
-            },
-        },
-        "status": {"active": 1} if admitted_at else {},
-    }
-
-
-def node(name: str, cpu: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name},
-        "status": {
-            "allocatable": {"cpu": cpu},
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
-
-
-def write(tmp_path: Path, objects: list[dict[str, Any]], name: str = "dump.yaml") -> Path:
-    path = tmp_path / name
-    if name.endswith(".json"):
-        path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
-    else:
-        path.write_text(yaml.safe_dump_all(objects))
-    return path
 
 
 def reclaim_cluster() -> list[dict[str, Any]]:

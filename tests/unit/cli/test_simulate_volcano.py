@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-import yaml
+from dump_objects import job, node, queue, write
 from typer.testing import CliRunner
 
 from sluice.cli.main import _register, app
@@ -33,45 +33,8 @@ def test_volcano_configs_load_and_each_ignored_name_is_one_line_on_stderr() -> N
         assert any("plugin binpack is ignored: kube-scheduler places" in line for line in lines)
 
 
-def _queue(name: str, parent: str = "root", **spec: Any) -> dict[str, Any]:
-    return {"kind": "Queue", "metadata": {"name": name}, "spec": {"parent": parent, **spec}}
-
-
-def _job(
-    name: str, queue: str, requests: dict[str, str], *, admitted: str | None = None, **pod: Any
-) -> dict[str, Any]:
-    meta: dict[str, Any] = {
-        "name": name,
-        "namespace": "ns",
-        "labels": {"sluice.dev/queue-name": queue},
-        "creationTimestamp": "2026-03-01T00:00:00Z",
-    }
-    if admitted:
-        meta["annotations"] = {"sluice.dev/admitted-at": admitted}
-    container = {"name": "c", "resources": {"requests": requests}}
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": meta,
-        "spec": {
-            "suspend": admitted is None,
-            "template": {"spec": {"containers": [container], **pod}},
-        },
-        "status": {"active": 1} if admitted else {},
-    }
-
-
-def _node(name: str, **allocatable: str) -> dict[str, Any]:
-    return {
-        "kind": "Node",
-        "metadata": {"name": name},
-        "status": {"allocatable": allocatable, "conditions": [{"type": "Ready", "status": "True"}]},
-    }
-
-
 def _simulate(tmp_path: Path, objects: list[dict[str, Any]], *args: str) -> dict[str, Any]:
-    dump = tmp_path / "dump.yaml"
-    dump.write_text(yaml.safe_dump_all([{"kind": "Queue", "metadata": {"name": "root"}}, *objects]))
+    dump = write(tmp_path, [queue("root"), *objects])
     result = runner.invoke(app, ["simulate", str(dump), "--now", NOW, "-o", "json", *args])
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
@@ -87,19 +50,19 @@ def test_a_priority_class_with_preemption_policy_never_waits_in_simulate(tmp_pat
     }
     objects = [
         polite,
-        _queue("a"),
-        _queue("b"),
-        _job("b1", "b", {"cpu": "2"}, admitted="2026-03-01T01:00:00Z"),
-        _job("b2", "b", {"cpu": "2"}, admitted="2026-03-01T02:00:00Z"),
-        _job("polite", "a", {"cpu": "2"}, priorityClassName="polite"),
-        _node("n1", cpu="4"),
+        queue("a", "root"),
+        queue("b", "root"),
+        job("b1", "b", "2", admitted_at="2026-03-01T01:00:00Z"),
+        job("b2", "b", "2", admitted_at="2026-03-01T02:00:00Z"),
+        job("polite", "a", "2", priorityClassName="polite"),
+        node("n1", "4"),
     ]
     out = _simulate(tmp_path, objects)
     assert out["decisions"] == []
     assert out["pending"][0]["reason"].endswith(
         "its preemptionPolicy is Never: it waits for room and takes none back"
     )
-    objects.append(_job("eager", "a", {"cpu": "2"}))
+    objects.append(job("eager", "a", "2"))
     out = _simulate(tmp_path, objects)
     assert [(d["action"], d["job"]) for d in out["decisions"]] == [
         ("reclaim", "ns/b2"),
@@ -139,11 +102,11 @@ def test_gpu_only_quotas_reclaim_in_the_example_dump_with_volcanos_capacity_conf
 
 def test_guarantees_a_parent_can_never_hold_mark_it_not_valid_in_simulate(tmp_path: Path) -> None:
     objects = [
-        _queue("dept", capability={"cpu": "6"}),
-        _queue("a", parent="dept", guarantee={"resource": {"cpu": "4"}}),
-        _queue("b", parent="dept", guarantee={"resource": {"cpu": "4"}}),
-        _job("j", "a", {"cpu": "1"}),
-        _node("n1", cpu="16"),
+        queue("dept", "root", capability={"cpu": "6"}),
+        queue("a", "dept", guarantee={"resource": {"cpu": "4"}}),
+        queue("b", "dept", guarantee={"resource": {"cpu": "4"}}),
+        job("j", "a", "1"),
+        node("n1", "16"),
     ]
     out = _simulate(tmp_path, objects)
     reason = (
@@ -157,12 +120,12 @@ def test_guarantees_a_parent_can_never_hold_mark_it_not_valid_in_simulate(tmp_pa
 
 def test_drf_weights_split_the_first_cycle_right_over_several_cycles(tmp_path: Path) -> None:
     objects: list[dict[str, Any]] = [
-        _queue("a", weight=2),
-        _queue("b"),
-        _queue("c"),
-        _node("n1", cpu="8"),
+        queue("a", "root", weight=2),
+        queue("b", "root"),
+        queue("c", "root"),
+        node("n1", "8"),
     ]
-    objects += [_job(f"{q}{i}", q, {"cpu": "1"}) for q in "abc" for i in range(8)]
+    objects += [job(f"{q}{i}", q, "1") for q in "abc" for i in range(8)]
     out = _simulate(tmp_path, objects, "--cycles", "3")
     by_cycle = {c: [d for d in out["decisions"] if d["cycle"] == c] for c in (1, 2, 3)}
     assert all(d["action"] == "admit" for d in by_cycle[1]) and not by_cycle[2] + by_cycle[3]
@@ -177,11 +140,10 @@ def test_drf_weights_split_the_first_cycle_right_over_several_cycles(tmp_path: P
 
 def test_victims_admitted_together_go_newest_created_first_in_simulate(tmp_path: Path) -> None:
     at = "2026-03-01T05:00:00Z"
-    older = _job("aa-older", "b", {"cpu": "2"}, admitted=at)
-    newer = _job("zz-newer", "b", {"cpu": "2"}, admitted=at)
-    newer["metadata"]["creationTimestamp"] = "2026-03-01T04:00:00Z"
-    objects = [_queue("a"), _queue("b"), older, newer, _job("want", "a", {"cpu": "2"})]
-    out = _simulate(tmp_path, [*objects, _node("n1", cpu="4")])
+    older = job("aa-older", "b", "2", admitted_at=at)
+    newer = job("zz-newer", "b", "2", admitted_at=at, created="2026-03-01T04:00:00Z")
+    objects = [queue("a", "root"), queue("b", "root"), older, newer, job("want", "a", "2")]
+    out = _simulate(tmp_path, [*objects, node("n1", "4")])
     assert [(d["action"], d["job"]) for d in out["decisions"]] == [
         ("reclaim", "ns/zz-newer"),
         ("admit", "ns/want"),
