@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -216,6 +217,51 @@ def test_a_bad_configuration_is_reported_and_the_last_good_one_kept(
         s.wait_admitted("works")
     finally:
         kubectl.run("delete", "configmap", "sluice-scheduler", "-n", "sluice-system")
+
+
+def test_volcanos_default_configuration_loads_and_each_ignored_name_is_an_event(
+    s: Scenario, kubectl: Kubectl, operator: Operator
+) -> None:
+    volcano = Path(__file__).parents[2] / "examples" / "volcano" / "volcano-scheduler.conf"
+    defaults = operator.logs().count("event=config-default")
+    kubectl.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "sluice-scheduler", "namespace": "sluice-system"},
+            "data": {"scheduler.yaml": volcano.read_text()},
+        }
+    )
+
+    config_map = kubectl.json("get", "configmap", "sluice-scheduler", "-n", "sluice-system")
+    uid = config_map["metadata"]["uid"]  # this ConfigMap's events only, not an earlier run's
+
+    def ignored() -> list[str]:
+        events = kubectl.json(
+            "get",
+            "events",
+            "-n",
+            "sluice-system",
+            "--field-selector",
+            f"involvedObject.uid={uid},reason=ConfigIgnored",
+        )["items"]
+        return sorted(e["message"] for e in events)
+
+    try:
+        messages = wait_for(lambda: len(ignored()) >= 7 and ignored(), what="7 ConfigIgnored")
+        assert len(messages) == 7, messages
+        assert any(m.startswith("tiers[1].plugins[2].name: plugin predicates") for m in messages)
+        assert operator.logs().count("event=config-ignored") >= 7
+        s.node(2)
+        s.queue("volcano-shaped")
+        s.job("runs", "volcano-shaped", 1)
+        s.wait_admitted("runs")
+    finally:
+        kubectl.run("delete", "configmap", "sluice-scheduler", "-n", "sluice-system")
+        wait_for(
+            lambda: operator.logs().count("event=config-default") > defaults,
+            what="the default configuration back in use",
+        )
 
 
 def test_invalid_jobs_states_never_crash_the_operator(
