@@ -180,41 +180,47 @@ def test_reopening_the_parent_reopens_exactly_what_it_closed(s: Scenario, kubect
     )
 
 
-def test_a_bad_configuration_is_reported_and_the_last_good_one_kept(
-    s: Scenario, kubectl: Kubectl, operator: Operator
-) -> None:
+def _set_scheduler_config(kubectl: Kubectl, text: str) -> str:
+    """Write the sluice-scheduler ConfigMap; its uid tells its Events from an earlier run's."""
     kubectl.apply(
         {
             "apiVersion": "v1",
             "kind": "ConfigMap",
             "metadata": {"name": "sluice-scheduler", "namespace": "sluice-system"},
-            "data": {"scheduler.yaml": "actions: enqueue, teleport\n"},
+            "data": {"scheduler.yaml": text},
         }
     )
+    config_map = kubectl.get("configmap", "sluice-scheduler", "sluice-system")
+    return str(config_map["metadata"]["uid"])
+
+
+def _config_events(kubectl: Kubectl, uid: str, reason: str) -> list[str]:
+    selector = f"involvedObject.uid={uid},reason={reason}"
+    events = kubectl.json("get", "events", "-n", "sluice-system", "--field-selector", selector)
+    return sorted(e["message"] for e in events["items"])
+
+
+def _admits_a_job(s: Scenario, queue: str) -> None:
+    s.node(2)
+    s.queue(queue)
+    s.job(f"{queue}-job", queue, 1)
+    s.wait_admitted(f"{queue}-job")
+
+
+def test_a_bad_configuration_is_reported_and_the_last_good_one_kept(
+    s: Scenario, kubectl: Kubectl, operator: Operator
+) -> None:
+    uid = _set_scheduler_config(kubectl, "actions: enqueue, teleport\n")
     try:
         wait_for(lambda: "config-refused" in operator.logs(), what="the refusal logged")
         assert "actions.teleport" in operator.logs()
         refused = wait_for(
-            lambda: [
-                e
-                for e in kubectl.json(
-                    "get",
-                    "events",
-                    "-n",
-                    "sluice-system",
-                    "--field-selector",
-                    "involvedObject.name=sluice-scheduler",
-                )["items"]
-                if e["reason"] == "ConfigRefused"
-            ],
+            lambda: _config_events(kubectl, uid, "ConfigRefused"),
             what="the ConfigRefused event on the ConfigMap",
         )
-        assert "actions.teleport" in refused[-1]["message"]
-        assert "last good configuration stays in use" in refused[-1]["message"]
-        s.node(2)
-        s.queue("still")
-        s.job("works", "still", 1)
-        s.wait_admitted("works")
+        assert "actions.teleport" in refused[-1]
+        assert "last good configuration stays in use" in refused[-1]
+        _admits_a_job(s, "still")
     finally:
         kubectl.run("delete", "configmap", "sluice-scheduler", "-n", "sluice-system")
 
@@ -224,38 +230,18 @@ def test_volcanos_default_configuration_loads_and_each_ignored_name_is_an_event(
 ) -> None:
     volcano = Path(__file__).parents[2] / "examples" / "volcano" / "volcano-scheduler.conf"
     defaults = operator.logs().count("event=config-default")
-    kubectl.apply(
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": "sluice-scheduler", "namespace": "sluice-system"},
-            "data": {"scheduler.yaml": volcano.read_text()},
-        }
-    )
+    uid = _set_scheduler_config(kubectl, volcano.read_text())
 
-    config_map = kubectl.json("get", "configmap", "sluice-scheduler", "-n", "sluice-system")
-    uid = config_map["metadata"]["uid"]  # this ConfigMap's events only, not an earlier run's
-
-    def ignored() -> list[str]:
-        events = kubectl.json(
-            "get",
-            "events",
-            "-n",
-            "sluice-system",
-            "--field-selector",
-            f"involvedObject.uid={uid},reason=ConfigIgnored",
-        )["items"]
-        return sorted(e["message"] for e in events)
+    def ignored() -> list[str] | None:
+        found = _config_events(kubectl, uid, "ConfigIgnored")
+        return found if len(found) >= 7 else None
 
     try:
-        messages = wait_for(lambda: len(ignored()) >= 7 and ignored(), what="7 ConfigIgnored")
+        messages = wait_for(ignored, what="the 7 ConfigIgnored events on the ConfigMap")
         assert len(messages) == 7, messages
         assert any(m.startswith("tiers[1].plugins[2].name: plugin predicates") for m in messages)
         assert operator.logs().count("event=config-ignored") >= 7
-        s.node(2)
-        s.queue("volcano-shaped")
-        s.job("runs", "volcano-shaped", 1)
-        s.wait_admitted("runs")
+        _admits_a_job(s, "volcano-shaped")
     finally:
         kubectl.run("delete", "configmap", "sluice-scheduler", "-n", "sluice-system")
         wait_for(
