@@ -31,7 +31,7 @@ NEVER = "Never"
 
 
 class JobPhase(enum.Enum):
-    """A job's phase as sluice sees it (design section 3)."""
+    """A job's phase as sluice sees it."""
 
     PENDING = "pending"  # suspended and not finished
     INQUEUE = "inqueue"  # admitted, no active pod yet

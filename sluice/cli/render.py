@@ -1,4 +1,4 @@
-"""Rendering simulate's results: the JSON contract of design section 5, and tables for people."""
+"""Rendering simulate's results: its JSON contract, and tables for people."""
 
 from __future__ import annotations
 

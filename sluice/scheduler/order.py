@@ -125,7 +125,7 @@ def leaf_order(session: Session, leaves: list[str]) -> list[str]:
 
 
 def global_job_key(rank: dict[str, int]) -> Callable[[JobInfo], tuple[int, int, datetime, str]]:
-    """jobOrder: global — job priority first, queue order second (seed 000)."""
+    """jobOrder: global — job priority first, queue order second."""
 
     def key(job: JobInfo) -> tuple[int, int, datetime, str]:
         return (-job.priority, rank.get(job.queue, len(rank)), job.view.creation_timestamp, job.key)
