@@ -19,7 +19,7 @@ from sluice.api.constants import (
 )
 from sluice.api.queue import Queue, QueueSpec
 from sluice.api.resources import EMPTY, Resources, describe_amount
-from sluice.queues.limits import tree_real_capabilities
+from sluice.queues.limits import guarantees_of_children, real_capabilities
 from sluice.queues.tree import QueueTree
 from sluice.queues.verdict import ALLOW, Verdict, deny
 
@@ -145,15 +145,18 @@ def _breaches(
     """Breaches touching the queue; ``parents`` are the queues whose children's sums the
     request can change (the queue itself, its parent, its old parent when it moves). What a
     parent can ever hold depends on the capabilities and guarantees above and beside it, so
-    the guarantee sums are checked for every parent below those too."""
+    the guarantee sums are checked for every parent below those too. Root is unlimited here:
+    what changes beside a child of root limits no other queue, and root's own sum is only
+    warned about."""
     out: list[_Breach] = []
-    limits = tree_real_capabilities(tree)
+    tops = [p for p in parents if p in tree.queues and p != ROOT_QUEUE]
+    limits = real_capabilities(tree, tops)
     scope: dict[str, None] = {}
-    for parent in (p for p in parents if p in tree.queues):
+    for parent in tops:
         scope[parent] = None
         scope.update(dict.fromkeys(tree.descendants(parent)))
     for parent in scope:
-        if parent != ROOT_QUEUE and tree.children(parent):
+        if tree.children(parent):
             out.extend(_sum_breaches(parent, name, tree, limits))
     if name not in tree.queues:
         return out
@@ -309,8 +312,7 @@ def _sum_breaches(
         return []
     spec = tree.queues[parent].spec
     out: list[_Breach] = []
-    guaranteed = _sum(children, "guarantee")
-    for resource, amount in sorted(guaranteed.items()):
+    for resource, amount in sorted(guarantees_of_children(tree, parent).items()):
         bound = _guarantee_bound(parent, resource, spec, limits.get(parent, {}))
         if bound is not None and amount > bound[0]:
             out.append(_over_sum("guarantee", parent, subject, resource, amount, *bound))
@@ -484,7 +486,7 @@ def tree_violations(tree: QueueTree, max_queue_depth: int) -> dict[str, str]:
     guarantees or deserved add up to more than its own.
     """
     out: dict[str, str] = dict(tree.problems())
-    limits = tree_real_capabilities(tree)
+    limits = real_capabilities(tree, [ROOT_QUEUE])
     for name in sorted(tree.queues):
         if name in out:
             continue

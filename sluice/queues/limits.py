@@ -9,7 +9,7 @@ limit is unlimited: only capabilities bound it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from sluice.api.constants import ROOT_QUEUE
 from sluice.queues.tree import QueueTree
@@ -49,26 +49,49 @@ def guarantees_of_children(tree: QueueTree, parent: str) -> dict[str, int]:
     return total
 
 
-def tree_real_capabilities(tree: QueueTree) -> dict[str, dict[str, int]]:
-    """realCapability of every queue under root, root unlimited: resource -> limit, a resource
-    absent being unlimited. Queues cut off from root (a missing parent, a cycle) are left out:
-    nothing is known to limit them."""
-    out: dict[str, dict[str, int]] = {ROOT_QUEUE: {}} if ROOT_QUEUE in tree else {}
-    stack = [ROOT_QUEUE] if ROOT_QUEUE in tree else []
-    while stack:
-        parent = stack.pop()
-        children = [c for c in tree.children(parent) if c not in out]  # never round a cycle
-        if not children:
+def real_capabilities(tree: QueueTree, tops: Iterable[str]) -> dict[str, dict[str, int]]:
+    """realCapability, root unlimited, of every queue in the subtrees of ``tops``: resource ->
+    limit, a resource absent being unlimited. Queues cut off from root (a missing parent, a
+    cycle) are left out: nothing is known to limit them."""
+    out: dict[str, dict[str, int]] = {}
+    for top in tops:
+        if top in out or (own := _along_the_chain(tree, top)) is None:
             continue
-        taken = guarantees_of_children(tree, parent)
-        for child in children:
-            spec = tree.queues[child].spec
-            out[child] = child_real_capability(
-                out[parent],
-                taken,
-                spec.guarantee.resource,
-                spec.capability,
-                absent_is_unlimited=True,
-            )
-            stack.append(child)
+        out[top] = own
+        stack = [top]
+        while stack:
+            parent = stack.pop()
+            children = [c for c in tree.children(parent) if c not in out]  # never round a cycle
+            if not children:
+                continue
+            taken = guarantees_of_children(tree, parent)
+            for child in children:
+                spec = tree.queues[child].spec
+                out[child] = child_real_capability(
+                    out[parent],
+                    taken,
+                    spec.guarantee.resource,
+                    spec.capability,
+                    absent_is_unlimited=True,
+                )
+                stack.append(child)
     return out
+
+
+def _along_the_chain(tree: QueueTree, name: str) -> dict[str, int] | None:
+    chain = (name, *tree.ancestors(name))
+    if chain[-1] != ROOT_QUEUE or name not in tree:
+        return None
+    limit: dict[str, int] = {}
+    for queue in reversed(chain[:-1]):  # from root's child down to the queue itself
+        parent = tree.parent(queue)
+        assert parent is not None  # the chain ends at root
+        spec = tree.queues[queue].spec
+        limit = child_real_capability(
+            limit,
+            guarantees_of_children(tree, parent),
+            spec.guarantee.resource,
+            spec.capability,
+            absent_is_unlimited=True,
+        )
+    return limit
