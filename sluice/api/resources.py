@@ -123,30 +123,7 @@ class Resources(Mapping[str, int]):
         names = set(self._m) & set(other)
         return Resources({n: min(self._m[n], other[n]) for n in names})
 
-    def clamp_min_zero(self) -> Resources:
-        return Resources({n: a for n, a in self._m.items() if a > 0})
-
-    def is_negative_anywhere(self) -> bool:
-        return any(amount < 0 for amount in self._m.values())
-
     # Comparisons ------------------------------------------------------------------------
-    def fits_within(self, limit: Mapping[str, int], *, absent_is_unlimited: bool) -> bool:
-        """True when every resource this vector uses is <= the limit's amount.
-
-        Only the resources this vector requests are compared ("fits within a limit" compares
-        only what the job requests). A resource absent from the limit is unlimited for
-        capability-like limits and 0 for deserved/guarantee-like limits.
-        """
-        for name, amount in self._m.items():
-            if amount <= 0:
-                continue
-            if name in limit:
-                if amount > limit[name]:
-                    return False
-            elif not absent_is_unlimited:
-                return False
-        return True
-
     def exceeding(
         self, limit: Mapping[str, int], *, absent_is_unlimited: bool
     ) -> list[tuple[str, int, int]]:

@@ -7,10 +7,10 @@ split is integer division and the result is deterministic.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from sluice.api.resources import EMPTY, Resources
+from sluice.api.resources import Resources
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,22 +69,6 @@ def proportion(total: Resources, claims: Sequence[Claim]) -> dict[str, Resources
     """Deserved by weight, each capped by min(request, realCapability), raised to its guarantee."""
     split = split_by_weight(total, claims)
     return {c.name: split[c.name].maximum(c.guarantee) for c in claims}
-
-
-def capacity(
-    spec_deserved: Mapping[str, Resources],
-    real_capability: Mapping[str, Resources],
-    guarantee: Mapping[str, Resources],
-) -> Callable[[str], Resources]:
-    """deserved = max(min(spec.deserved, realCapability), guarantee), queue by queue."""
-
-    def deserved(name: str) -> Resources:
-        wanted = spec_deserved.get(name, EMPTY)
-        cap = real_capability.get(name, EMPTY)
-        capped = Resources({r: min(a, cap.get_amount(r)) for r, a in wanted.items()})
-        return capped.maximum(guarantee.get(name, EMPTY))
-
-    return deserved
 
 
 def proportion_optimize(

@@ -142,7 +142,7 @@ def test_resources_arithmetic_and_limits() -> None:
     b = Resources.parse({"cpu": "500m"})
     assert (a + b)["cpu"] == 2500 and (a - b)["cpu"] == 1500
     assert (b - b) == Resources() and not (b - b)
-    assert b.fits_within(Resources(), absent_is_unlimited=True)
-    assert not b.fits_within(Resources(), absent_is_unlimited=False)
+    assert b.exceeding(Resources(), absent_is_unlimited=True) == []
+    assert b.exceeding(Resources(), absent_is_unlimited=False) == [("cpu", 500, 0)]
     assert a.exceeding(Resources({"cpu": 1000}), absent_is_unlimited=True) == [("cpu", 2000, 1000)]
     assert a.describe() == "cpu 2, memory 1Gi"
