@@ -61,6 +61,7 @@ bench: install
 	$(PY) -m bench.bench_webhooks
 	$(PY) -m bench.bench_operator
 	$(PY) -m bench.bench_dashboard
+	$(PY) -m bench.bench_operator_scale
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
