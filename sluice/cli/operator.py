@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from sluice.api.constants import DEFAULT_MAX_QUEUE_DEPTH
+from sluice.api.constants import CONFIGMAP_NAME, DEFAULT_MAX_QUEUE_DEPTH
 from sluice.cli.common import Kubeconfig, LogLevel, fail, group, setup_logging
 
 
@@ -20,11 +20,17 @@ def register(app: typer.Typer) -> None:
 def run(
     kubeconfig: Kubeconfig = None,
     namespace: Annotated[
-        str, typer.Option(help="Namespace of the Lease and the sluice-scheduler ConfigMap.")
+        str, typer.Option(help="Namespace of the Lease and the scheduler ConfigMap.")
     ] = "sluice-system",
     lease_name: Annotated[
         str, typer.Option(help="Name of the leader-election Lease.")
     ] = "sluice-operator",
+    config_map_name: Annotated[
+        str,
+        typer.Option(
+            help="Name of the ConfigMap holding scheduler.yaml (the chart's: per release)."
+        ),
+    ] = CONFIGMAP_NAME,
     identity: Annotated[str, typer.Option(help="Lease holder identity (default: host-pid).")] = "",
     health_port: Annotated[int, typer.Option(help="Port of /healthz and /readyz (0: off).")] = 8080,
     metrics_port: Annotated[int, typer.Option(help="Prometheus metrics port (0: off).")] = 9090,
@@ -56,6 +62,7 @@ def run(
     options = OperatorOptions(
         namespace=namespace,
         lease_name=lease_name,
+        config_map_name=config_map_name,
         identity=identity,
         health_port=health_port,
         metrics_port=metrics_port,

@@ -33,6 +33,7 @@ log = logging.getLogger("sluice.operator.loop")
 @dataclass
 class LoopSettings:
     namespace: str
+    config_map_name: str = CONFIGMAP_NAME
     debounce_seconds: float = 0.1
     resync_seconds: float = 10.0
     max_queue_depth: int = 5
@@ -64,7 +65,9 @@ class SchedulingLoop:
         """Load the scheduler ConfigMap; on error keep the last good configuration."""
         cm: Any = None
         try:
-            cm = self.core.read_namespaced_config_map(CONFIGMAP_NAME, self.settings.namespace)
+            cm = self.core.read_namespaced_config_map(
+                self.settings.config_map_name, self.settings.namespace
+            )
             text = (cm.data or {}).get(CONFIGMAP_KEY, "")
         except ApiException as err:
             if err.status != 404:
@@ -90,7 +93,7 @@ class SchedulingLoop:
             "event=%s configmap=%s/%s",
             "config-loaded" if text else "config-default",
             self.settings.namespace,
-            CONFIGMAP_NAME,
+            self.settings.config_map_name,
         )
         for warning in config.warnings:
             log.warning("event=config-ignored warning=%r", warning)

@@ -16,7 +16,7 @@ import kopf
 from kubernetes import client
 from prometheus_client import start_http_server
 
-from sluice.api.constants import GROUP, PLURAL, QUEUE_LABEL, VERSION
+from sluice.api.constants import CONFIGMAP_NAME, GROUP, PLURAL, QUEUE_LABEL, VERSION
 from sluice.dashboard.server import serve as serve_dashboard
 from sluice.dashboard.view import DashboardView
 from sluice.operator import metrics
@@ -34,6 +34,7 @@ log = logging.getLogger("sluice.operator")
 class OperatorOptions:
     namespace: str
     lease_name: str = "sluice-operator"
+    config_map_name: str = CONFIGMAP_NAME
     identity: str = ""
     health_port: int = 8080
     metrics_port: int = 9090
@@ -121,6 +122,7 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> None:
         elector,
         LoopSettings(
             namespace=options.namespace,
+            config_map_name=options.config_map_name,
             resync_seconds=options.resync_seconds,
             max_queue_depth=options.max_queue_depth,
         ),
