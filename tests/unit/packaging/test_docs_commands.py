@@ -1,4 +1,5 @@
-"""Every `sluice ...` command line shown in README.md and docs/*.md is a real command: its
+"""Every `sluice ...` command line shown in README.md, docs/*.md, the chart's README.md and
+the chart's NOTES (what `helm install` prints) is a real command: its
 sub-commands exist, every flag it names is one of that command's options, a choice such as
 `json|table` offers only real choices, and a bracketed default such as `[--port 8443]` is
 the real default. Every `make TARGET` the docs mention is a Makefile target."""
@@ -17,7 +18,9 @@ from typer.testing import CliRunner
 from sluice.cli.main import _register, app
 
 REPO = Path(__file__).resolve().parents[3]
-DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+CHART = REPO / "charts" / "sluice"
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), CHART / "README.md"]
+NOTES = CHART / "templates" / "NOTES.txt"
 
 if not app.registered_groups:
     _register()
@@ -50,8 +53,21 @@ def sluice_lines(path: Path) -> list[str]:
     return found
 
 
+def notes_lines() -> list[str]:
+    """The commands NOTES.txt shows (`sluice ...` or `kubectl sluice ...` lines); a template
+    action stands for a value, as a placeholder does."""
+    found = []
+    for line in NOTES.read_text().splitlines():
+        match = re.match(r"\s*(?:kubectl )?(sluice [a-z].*)", re.sub(r"\{\{.*?\}\}", "X", line))
+        if match:
+            found.append(match.group(1).strip())
+    return found
+
+
 def documented_commands() -> list[tuple[str, str]]:
-    return [(path.name, line) for path in DOCS for line in sluice_lines(path)]
+    return [(str(path.relative_to(REPO)), line) for path in DOCS for line in sluice_lines(path)] + [
+        (str(NOTES.relative_to(REPO)), line) for line in notes_lines()
+    ]
 
 
 runner = CliRunner()
@@ -151,6 +167,9 @@ def test_the_docs_show_sluice_commands() -> None:
     assert any(line.startswith("sluice simulate ") for line in lines)
     assert any(line.startswith("sluice queue create ") for line in lines)
     assert any(line.startswith("sluice operator run ") for line in lines)
+    notes = notes_lines()  # what `helm install` prints
+    assert "sluice job list -n NAMESPACE" in notes
+    assert any(line.startswith("sluice operator run --namespace X ") for line in notes)
 
 
 @pytest.mark.parametrize(("doc", "line"), sorted(set(documented_commands())))
