@@ -88,13 +88,15 @@ class Operator:
         workdir: Path,
         identity: str,
         dashboard_port: int = 0,
+        lease_name: str = "",
     ) -> Operator:
-        """An operator acting as whoever the kubeconfig names (e.g. the chart's account)."""
+        """An operator acting as whoever the kubeconfig names (e.g. the chart's account), on
+        its own Lease unless told which."""
         return cls(
             cluster,
             workdir,
             identity,
-            lease_name=f"lease-{identity}",
+            lease_name=lease_name or f"lease-{identity}",
             kubeconfig=kubeconfig,
             dashboard_port=dashboard_port,
         )

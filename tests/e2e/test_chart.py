@@ -1,5 +1,7 @@
-"""The Helm chart: rendered with non-default values, installed into the real API server with
-the components running locally (webhook.url), RBAC exactly as needed, upgrade and uninstall."""
+"""The Helm chart: `helm lint --strict`, values refused by the schema, rendered with
+non-default values and name overrides, two releases in one namespace, installed into the real
+API server with the components running locally (webhook.url) and its NOTES printed, RBAC
+exactly as needed, upgrade and uninstall."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import base64
 import json
 import subprocess
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +22,7 @@ from .scenario import Scenario
 
 CHART = REPO / "charts" / "sluice"
 RELEASE, NAMESPACE = "sluice", "sluice-system"
+FULLNAME = "sluice"  # the release's name already contains the chart's: no -sluice suffix
 
 
 def helm_run(helm: Path, cluster: controlplane.Cluster, *args: str) -> str:
@@ -32,16 +36,100 @@ def helm_run(helm: Path, cluster: controlplane.Cluster, *args: str) -> str:
     return result.stdout
 
 
-def render(helm: Path, *sets: str) -> list[dict[str, Any]]:
-    args = [str(helm), "template", RELEASE, str(CHART), "-n", NAMESPACE]
+def template_args(helm: Path, release: str, sets: tuple[str, ...]) -> list[str]:
+    args = [str(helm), "template", release, str(CHART), "-n", NAMESPACE]
     for item in sets:
         args += ["--set", item]
+    return args
+
+
+def render(helm: Path, *sets: str, release: str = RELEASE) -> list[dict[str, Any]]:
+    args = template_args(helm, release, sets)
     out = subprocess.run(args, capture_output=True, text=True, timeout=60, check=True).stdout
     return [d for d in yaml.safe_load_all(out) if d]
 
 
+def refusal(helm: Path, *sets: str) -> str:
+    """What `helm template` says when it refuses these values."""
+    result = subprocess.run(
+        template_args(helm, RELEASE, sets), capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode != 0, f"rendered despite {sets}"
+    return result.stderr
+
+
 def by_kind(docs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     return [d for d in docs if d["kind"] == kind]
+
+
+def named(docs: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
+    found = [d for d in by_kind(docs, kind) if d["metadata"]["name"] == name]
+    assert len(found) == 1, f"{kind} {name}: {[d['metadata']['name'] for d in by_kind(docs, kind)]}"
+    return found[0]
+
+
+def args_of(deployment: dict[str, Any]) -> list[str]:
+    return list(deployment["spec"]["template"]["spec"]["containers"][0]["args"])
+
+
+def selects(selector: dict[str, str], deployment: dict[str, Any]) -> bool:
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    return selector == deployment["spec"]["selector"]["matchLabels"] and all(
+        labels.get(k) == v for k, v in selector.items()
+    )
+
+
+def assert_references_resolve(docs: list[dict[str, Any]]) -> None:
+    """Every name one rendered object gives for another is an object of the render: the
+    names are built in one place, whatever the overrides."""
+    names = {(d["kind"], d["metadata"]["name"]) for d in docs}
+    secrets = {n for k, n in names if k == "Secret"} | {
+        c["spec"]["secretName"] for c in by_kind(docs, "Certificate")
+    }
+    deployments = by_kind(docs, "Deployment")
+    for deployment in deployments:
+        pod = deployment["spec"]["template"]["spec"]
+        assert ("ServiceAccount", pod["serviceAccountName"]) in names
+        for volume in pod["volumes"]:
+            if "secret" in volume:
+                assert volume["secret"]["secretName"] in secrets
+    for binding in by_kind(docs, "RoleBinding") + by_kind(docs, "ClusterRoleBinding"):
+        assert (binding["roleRef"]["kind"], binding["roleRef"]["name"]) in names
+        for subject in binding["subjects"]:
+            if subject["kind"] == "ServiceAccount":
+                assert ("ServiceAccount", subject["name"]) in names
+    for config in by_kind(docs, "ValidatingWebhookConfiguration") + by_kind(
+        docs, "MutatingWebhookConfiguration"
+    ):
+        for hook in config["webhooks"]:
+            if "service" in hook["clientConfig"]:
+                assert ("Service", hook["clientConfig"]["service"]["name"]) in names
+    for kind in ("Service", "PodDisruptionBudget"):
+        for obj in by_kind(docs, kind):
+            selector = obj["spec"]["selector"]
+            selector = selector.get("matchLabels", selector)
+            assert [d for d in deployments if selects(selector, d)], f"{kind} selects no pods"
+    for operator in [d for d in deployments if args_of(d)[:2] == ["operator", "run"]]:
+        flags = dict(a.removeprefix("--").split("=", 1) for a in args_of(operator)[2:])
+        assert ("ConfigMap", flags["config-map-name"]) in names
+        assert ("ServiceAccount", operator["spec"]["template"]["spec"]["serviceAccountName"]) in (
+            names
+        )
+        role = [
+            r
+            for r in by_kind(docs, "Role")
+            if r["metadata"]["name"] == operator["metadata"]["name"]
+        ]
+        granted = {
+            (resource, name)
+            for rule in role[0]["rules"]
+            for resource in rule["resources"]
+            for name in rule.get("resourceNames", [])
+        }
+        assert granted == {
+            ("configmaps", flags["config-map-name"]),
+            ("leases", flags["lease-name"]),
+        }
 
 
 def test_default_render_is_secure_and_complete(helm: Path) -> None:
@@ -69,7 +157,10 @@ def test_default_render_is_secure_and_complete(helm: Path) -> None:
             assert hook["failurePolicy"] == "Fail" and hook["timeoutSeconds"] == 5
             excluded = hook["namespaceSelector"]["matchExpressions"][0]["values"]
             assert excluded == ["kube-system", NAMESPACE]
-    assert by_kind(docs, "PodDisruptionBudget")[0]["spec"]["minAvailable"] == 1
+    for component in ("operator", "webhooks"):
+        budget = named(docs, "PodDisruptionBudget", f"{FULLNAME}-{component}")
+        assert budget["spec"]["minAvailable"] == 1  # of 2 replicas: a drain goes one at a time
+    assert_references_resolve(docs)
 
 
 def test_non_default_values_render_cert_manager_resources_and_tolerations(helm: Path) -> None:
@@ -103,13 +194,158 @@ def test_non_default_values_render_cert_manager_resources_and_tolerations(helm: 
     assert config_map["data"]["scheduler.yaml"] == "actions: enqueue, allocate"
 
 
+def test_helm_lint_strict_passes(helm: Path) -> None:
+    for sets in (
+        (),
+        ("certificates.certManager.enabled=true", "certificates.certManager.issuerRef.name=ca"),
+        ("operator.enabled=false", "webhooks.enabled=false", "webhooks.url=https://127.0.0.1:1"),
+    ):
+        result = subprocess.run(
+            [str(helm), "lint", "--strict", str(CHART), *(f"--set={s}" for s in sets)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "1 chart(s) linted, 0 chart(s) failed" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("sets", "message"),
+    [
+        (("operator.replicas=two",), "at '/operator/replicas': got string, want integer"),
+        (("webhooks.replicas=0",), "at '/webhooks/replicas': minimum: got 0, want 1"),
+        (
+            ("webhooks.failurePolicy=Sometimes",),
+            "at '/webhooks/failurePolicy': value must be one of 'Fail', 'Ignore'",
+        ),
+        (("operator.logLevel=verbose",), "at '/operator/logLevel': value must be one of 'debug'"),
+        (
+            ("webhooks.timeoutSeconds=31",),
+            "at '/webhooks/timeoutSeconds': maximum: got 31, want 30",
+        ),
+        (("operator.metricsPort=0",), "at '/operator/metricsPort': minimum: got 0, want 1"),
+        (("crds.keep=yes",), "at '/crds/keep': got string, want boolean"),
+        (("operator.replica=3",), "at '/operator': additional properties 'replica' not allowed"),
+        (("webhooks.url=http://127.0.0.1:8443",), "at '/webhooks/url': 'http://127.0.0.1:8443'"),
+        (
+            ("certificates.certManager.enabled=true",),
+            "at '/certificates/certManager/issuerRef/name': minLength: got 0, want 1",
+        ),
+        (
+            ("operator.replicas=1",),
+            "operator.podDisruptionBudget.minAvailable (1) must be below operator.replicas (1)",
+        ),
+    ],
+)
+def test_a_wrong_value_is_refused_naming_it(
+    helm: Path, sets: tuple[str, ...], message: str
+) -> None:
+    assert message in refusal(helm, *sets)
+
+
+def test_name_overrides_reach_every_name_and_reference(helm: Path) -> None:
+    docs = render(helm, "fullnameOverride=corp-queues")
+    assert_references_resolve(docs)
+    own = [d for d in docs if d["kind"] != "CustomResourceDefinition"]
+    assert all(d["metadata"]["name"].startswith("corp-queues") for d in own)
+    assert named(docs, "ConfigMap", "corp-queues-scheduler")
+    webhooks = named(docs, "Deployment", "corp-queues-webhooks")
+    assert "--operator-user=system:serviceaccount:sluice-system:corp-queues-operator" in args_of(
+        webhooks
+    )
+
+    docs = render(helm, "nameOverride=queues", release="team-b")
+    assert_references_resolve(docs)
+    own = [d for d in docs if d["kind"] != "CustomResourceDefinition"]
+    assert all(d["metadata"]["name"].startswith("team-b-queues") for d in own)
+    assert {d["metadata"]["labels"]["app.kubernetes.io/name"] for d in docs} == {"queues"}
+    operator = named(docs, "Deployment", "team-b-queues-operator")
+    assert operator["spec"]["selector"]["matchLabels"]["app.kubernetes.io/name"] == "queues"
+    assert "--lease-name=team-b-queues-operator" in args_of(operator)
+
+
+def test_two_releases_in_one_namespace_share_no_name(helm: Path) -> None:
+    first = render(helm)
+    second = render(helm, "crds.install=false", release="team-b")
+    for docs in (first, second):
+        assert_references_resolve(docs)
+    names = [{(d["kind"], d["metadata"]["name"]) for d in docs} for docs in (first, second)]
+    assert not names[0] & names[1]
+    assert [d["metadata"]["name"] for d in by_kind(second, "ConfigMap")] == [
+        "team-b-sluice-scheduler"
+    ]
+    operator = named(second, "Deployment", "team-b-sluice-operator")
+    assert "--config-map-name=team-b-sluice-scheduler" in args_of(operator)
+    assert "--lease-name=team-b-sluice-operator" in args_of(operator)
+    leased = render(helm, "operator.leaseName=corp-lease")
+    assert "--lease-name=corp-lease" in args_of(named(leased, "Deployment", "sluice-operator"))
+    assert_references_resolve(leased)
+
+
+def test_pod_metadata_priority_spread_budget_and_metrics_service(helm: Path) -> None:
+    sets = ["operator.metricsPort=9191", "webhooks.podDisruptionBudget.minAvailable=50%"]
+    for component in ("operator", "webhooks"):
+        sets += [
+            f"{component}.podAnnotations.team=ml",
+            f"{component}.podLabels.cost-center=cc-7",
+            # a tenant-chosen label cannot take the pods out of their own selector
+            f"{component}.podLabels.app\\.kubernetes\\.io/component=evil",
+            f"{component}.priorityClassName=sluice-critical",
+            f"{component}.topologySpreadConstraints[0].maxSkew=1",
+            f"{component}.topologySpreadConstraints[0].topologyKey=topology.kubernetes.io/zone",
+            f"{component}.topologySpreadConstraints[0].whenUnsatisfiable=ScheduleAnyway",
+        ]
+    docs = render(helm, *sets)
+    assert_references_resolve(docs)
+    for component in ("operator", "webhooks"):
+        deployment = named(docs, "Deployment", f"{FULLNAME}-{component}")
+        selector = deployment["spec"]["selector"]["matchLabels"]
+        template = deployment["spec"]["template"]
+        assert template["metadata"]["annotations"]["team"] == "ml"
+        assert template["metadata"]["labels"]["cost-center"] == "cc-7"
+        assert template["metadata"]["labels"]["app.kubernetes.io/component"] == component
+        assert template["spec"]["priorityClassName"] == "sluice-critical"
+        [spread] = template["spec"]["topologySpreadConstraints"]
+        assert spread["labelSelector"] == {"matchLabels": selector}
+        assert spread["topologyKey"] == "topology.kubernetes.io/zone"
+        budget = named(docs, "PodDisruptionBudget", f"{FULLNAME}-{component}")
+        assert budget["spec"]["selector"]["matchLabels"] == selector
+    assert named(docs, "PodDisruptionBudget", "sluice-webhooks")["spec"]["minAvailable"] == "50%"
+    operator = named(docs, "Deployment", "sluice-operator")
+    # the checksum that restarts the operator on a new scheduler.yaml stays beside them
+    assert "checksum/scheduler-config" in operator["spec"]["template"]["metadata"]["annotations"]
+    container = operator["spec"]["template"]["spec"]["containers"][0]
+    assert {"name": "metrics", "containerPort": 9191} in container["ports"]
+    service = named(docs, "Service", "sluice-operator-metrics")
+    assert service["spec"]["ports"] == [{"name": "metrics", "port": 9191, "targetPort": "metrics"}]
+    assert service["spec"]["selector"] == operator["spec"]["selector"]["matchLabels"]
+
+    off = render(
+        helm,
+        "operator.replicas=1",
+        "operator.podDisruptionBudget.enabled=false",
+        "operator.metricsService.enabled=false",
+    )
+    assert [d["metadata"]["name"] for d in by_kind(off, "PodDisruptionBudget")] == [
+        "sluice-webhooks"
+    ]
+    assert [d["metadata"]["name"] for d in by_kind(off, "Service")] == ["sluice-webhooks"]
+
+
+@dataclass(frozen=True)
+class Installed:
+    webhook_port: int
+    printed: str  # what `helm install` printed, NOTES included
+
+
 @pytest.fixture(scope="module")
 def installed(
     control_plane: controlplane.Cluster,
     kubectl: Kubectl,
     helm: Path,
     tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[int]:
+) -> Iterator[Installed]:
     """The chart installed with both components off and the API server pointed at a webhook
     server on 127.0.0.1; the CRD the fixture installed is adopted by the release."""
     kubectl.run("create", "namespace", NAMESPACE, check=False)
@@ -139,7 +375,7 @@ def installed(
                 }
             )
         )
-        helm_run(
+        printed = helm_run(
             helm,
             control_plane,
             "install",
@@ -152,13 +388,108 @@ def installed(
             "--wait",
         )
         try:
-            yield port
+            yield Installed(port, printed)
         finally:
             helm_run(helm, control_plane, "uninstall", RELEASE, "-n", NAMESPACE)
 
 
+def test_install_prints_what_it_installed_and_the_next_commands(installed: Installed) -> None:
+    notes = installed.printed.split("NOTES:", 1)[1]
+    assert f"release {RELEASE} in namespace {NAMESPACE}." in notes
+    # both components off, the API server sent to the local webhook server
+    assert "Operator:  not run in the cluster (operator.enabled=false)" in notes
+    assert (
+        f"sluice operator run --namespace {NAMESPACE} --lease-name sluice-operator "
+        "--config-map-name sluice-scheduler"
+    ) in notes
+    assert (
+        f"the API server calls https://127.0.0.1:{installed.webhook_port} (webhooks.url)" in notes
+    )
+    assert "Scheduler: ConfigMap sluice-scheduler, the built-in default" in notes
+    assert "CRD:       queues.scheduling.sluice.dev, kept on uninstall." in notes
+    after = notes.split("\nNext:\n", 1)[1]
+    commands = [line.strip() for line in after.splitlines() if line.startswith("       ")]
+    assert commands == [
+        "kubectl get sq",
+        "kubectl apply -f examples/demo/queues.yaml",
+        "sluice queue create team-a --capability cpu=32,memory=128Gi",
+        "sluice job list -n NAMESPACE",
+        "kubectl sluice job why NAMESPACE/JOB",
+    ]
+    assert (REPO / "examples" / "demo" / "queues.yaml").exists()
+
+
+def test_a_second_release_shares_the_namespace(
+    installed: Installed,
+    control_plane: controlplane.Cluster,
+    helm: Path,
+    kubectl: Kubectl,
+    as_service_account: Any,
+) -> None:
+    """Helm refuses to install an object another release owns: installing a second release
+    beside the first proves that no name is shared; each operator reads only its own."""
+    second = "team-b"
+    helm_run(
+        helm,
+        control_plane,
+        "install",
+        second,
+        str(CHART),
+        "-n",
+        NAMESPACE,
+        "--set=crds.install=false",
+        "--set=operator.enabled=false",
+        "--set=webhooks.enabled=false",
+        "--set-string=scheduler.config=actions: enqueue\\, allocate",
+    )
+    try:
+        config_maps = {
+            c["metadata"]["name"]: c["data"]["scheduler.yaml"]
+            for c in kubectl.json("get", "configmaps", "-n", NAMESPACE)["items"]
+            if c["metadata"]["name"].endswith("scheduler")
+        }
+        assert config_maps == {
+            "sluice-scheduler": "",
+            "team-b-sluice-scheduler": "actions: enqueue, allocate",
+        }
+        operator = as_service_account(NAMESPACE, "team-b-sluice-operator")
+        assert operator.can_i("get", "configmaps/team-b-sluice-scheduler", NAMESPACE)
+        assert not operator.can_i("get", "configmaps/sluice-scheduler", NAMESPACE)
+        assert operator.can_i(
+            "update", "leases.coordination.k8s.io/team-b-sluice-operator", NAMESPACE
+        )
+        assert not operator.can_i("update", "leases.coordination.k8s.io/sluice-operator", NAMESPACE)
+    finally:
+        helm_run(helm, control_plane, "uninstall", second, "-n", NAMESPACE)
+    assert kubectl.get("configmap", "sluice-scheduler", NAMESPACE)
+
+
+def test_an_install_with_a_wrong_value_fails_before_touching_the_cluster(
+    installed: Installed, control_plane: controlplane.Cluster, helm: Path
+) -> None:
+    result = subprocess.run(
+        [
+            str(helm),
+            f"--kubeconfig={control_plane.kubeconfig}",
+            "install",
+            "wrong",
+            str(CHART),
+            "-n",
+            NAMESPACE,
+            "--set=webhooks.timeoutSeconds=fast",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode != 0
+    assert "at '/webhooks/timeoutSeconds': got string, want integer" in result.stderr
+    releases = helm_run(helm, control_plane, "list", "-n", NAMESPACE, "-q").split()
+    assert releases == [RELEASE]
+
+
 def test_install_then_each_account_can_do_exactly_what_it_needs(
-    installed: int, kubectl: Kubectl, as_service_account: Any
+    installed: Installed, kubectl: Kubectl, as_service_account: Any
 ) -> None:
     crd = kubectl.get("crd", "queues.scheduling.sluice.dev")
     assert any(
@@ -168,7 +499,14 @@ def test_install_then_each_account_can_do_exactly_what_it_needs(
     webhooks = as_service_account(NAMESPACE, "sluice-webhooks")
     assert operator.can_i("patch", "jobs.batch", "default")
     assert operator.can_i("patch", "queues.scheduling.sluice.dev/status")
-    assert operator.can_i("update", "leases.coordination.k8s.io", NAMESPACE)
+    # its own Lease and scheduler ConfigMap, by name: not another release's
+    assert operator.can_i("update", "leases.coordination.k8s.io/sluice-operator", NAMESPACE)
+    assert operator.can_i("create", "leases.coordination.k8s.io", NAMESPACE)
+    assert not operator.can_i(
+        "update", "leases.coordination.k8s.io/team-b-sluice-operator", NAMESPACE
+    )
+    assert operator.can_i("get", "configmaps/sluice-scheduler", NAMESPACE)
+    assert not operator.can_i("get", "configmaps/team-b-sluice-scheduler", NAMESPACE)
     assert not operator.can_i("delete", "pods", "default")  # forbidden: not its business
     assert not operator.can_i("get", "secrets", NAMESPACE)
     assert webhooks.can_i("list", "queues.scheduling.sluice.dev")
@@ -177,7 +515,7 @@ def test_install_then_each_account_can_do_exactly_what_it_needs(
 
 
 def test_the_journey_with_the_charts_rbac_and_webhooks(
-    installed: int,
+    installed: Installed,
     control_plane: controlplane.Cluster,
     kubectl: Kubectl,
     namespace: str,
@@ -187,7 +525,10 @@ def test_the_journey_with_the_charts_rbac_and_webhooks(
     kubeconfig = controlplane.service_account_kubeconfig(
         control_plane, NAMESPACE, "sluice-operator"
     )
-    op = Operator.with_kubeconfig(control_plane, kubeconfig, tmp_path, "chart-operator")
+    # on the Lease and ConfigMap the chart names: its Role grants no other
+    op = Operator.with_kubeconfig(
+        control_plane, kubeconfig, tmp_path, "chart-operator", lease_name="sluice-operator"
+    )
     try:
         wait_for(
             lambda: kubectl.run("get", "queue", "root", "--ignore-not-found", "-o", "name"),
@@ -226,7 +567,7 @@ def test_the_journey_with_the_charts_rbac_and_webhooks(
 
 
 def test_upgrade_then_uninstall_leaves_no_webhook_behind(
-    installed: int, control_plane: controlplane.Cluster, helm: Path, kubectl: Kubectl
+    installed: Installed, control_plane: controlplane.Cluster, helm: Path, kubectl: Kubectl
 ) -> None:
     helm_run(
         helm,
@@ -240,13 +581,11 @@ def test_upgrade_then_uninstall_leaves_no_webhook_behind(
         "--set",
         "webhooks.timeoutSeconds=7",
     )
-    config = kubectl.get("validatingwebhookconfiguration", f"{RELEASE}-sluice")
+    config = kubectl.get("validatingwebhookconfiguration", FULLNAME)
     assert {h["timeoutSeconds"] for h in config["webhooks"]} == {7}
     helm_run(helm, control_plane, "uninstall", RELEASE, "-n", NAMESPACE)
     for kind in ("validatingwebhookconfiguration", "mutatingwebhookconfiguration"):
-        assert not kubectl.run(
-            "get", kind, f"{RELEASE}-sluice", "--ignore-not-found", "-o", "name"
-        ).strip()
+        assert not kubectl.run("get", kind, FULLNAME, "--ignore-not-found", "-o", "name").strip()
     assert kubectl.get("crd", "queues.scheduling.sluice.dev")  # kept: Queues survive
     # put it back for the module fixture's own uninstall
     helm_run(
