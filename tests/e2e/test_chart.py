@@ -289,7 +289,7 @@ def test_pod_metadata_priority_spread_budget_and_metrics_service(helm: Path) -> 
         sets += [
             f"{component}.podAnnotations.team=ml",
             f"{component}.podLabels.cost-center=cc-7",
-            # a tenant-chosen label cannot take the pods out of their own selector
+            # an extra label cannot take the pods out of their own selector
             f"{component}.podLabels.app\\.kubernetes\\.io/component=evil",
             f"{component}.priorityClassName=sluice-critical",
             f"{component}.topologySpreadConstraints[0].maxSkew=1",
