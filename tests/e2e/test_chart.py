@@ -109,6 +109,19 @@ def assert_references_resolve(docs: list[dict[str, Any]]) -> None:
             selector = obj["spec"]["selector"]
             selector = selector.get("matchLabels", selector)
             assert [d for d in deployments if selects(selector, d)], f"{kind} selects no pods"
+    for monitor in by_kind(docs, "ServiceMonitor"):
+        wanted = monitor["spec"]["selector"]["matchLabels"]
+        scraped = [
+            s for s in by_kind(docs, "Service") if wanted.items() <= s["metadata"]["labels"].items()
+        ]
+        ports = {port["name"] for s in scraped for port in s["spec"]["ports"]}
+        for endpoint in monitor["spec"]["endpoints"]:
+            assert endpoint["port"] in ports, f"no Service scraped has port {endpoint['port']}"
+            if "tlsConfig" in endpoint:
+                assert endpoint["tlsConfig"]["ca"]["secret"]["name"] in secrets
+                assert endpoint["tlsConfig"]["serverName"].split(".")[0] in {
+                    s["metadata"]["name"] for s in scraped
+                }
     for operator in [d for d in deployments if args_of(d)[:2] == ["operator", "run"]]:
         flags = dict(a.removeprefix("--").split("=", 1) for a in args_of(operator)[2:])
         assert ("ConfigMap", flags["config-map-name"]) in names
@@ -190,7 +203,7 @@ def test_non_default_values_render_cert_manager_resources_and_tolerations(helm: 
     for deployment in deployments.values():
         tolerations = deployment["spec"]["template"]["spec"]["tolerations"]
         assert tolerations == [{"key": "dedicated", "operator": "Exists"}]
-    config_map = by_kind(docs, "ConfigMap")[0]
+    config_map = named(docs, "ConfigMap", "sluice-scheduler")
     assert config_map["data"]["scheduler.yaml"] == "actions: enqueue, allocate"
 
 
@@ -272,9 +285,7 @@ def test_two_releases_in_one_namespace_share_no_name(helm: Path) -> None:
         assert_references_resolve(docs)
     names = [{(d["kind"], d["metadata"]["name"]) for d in docs} for docs in (first, second)]
     assert not names[0] & names[1]
-    assert [d["metadata"]["name"] for d in by_kind(second, "ConfigMap")] == [
-        "team-b-sluice-scheduler"
-    ]
+    assert named(second, "ConfigMap", "team-b-sluice-scheduler")
     operator = named(second, "Deployment", "team-b-sluice-operator")
     assert "--config-map-name=team-b-sluice-scheduler" in args_of(operator)
     assert "--lease-name=team-b-sluice-operator" in args_of(operator)
@@ -330,7 +341,27 @@ def test_pod_metadata_priority_spread_budget_and_metrics_service(helm: Path) -> 
     assert [d["metadata"]["name"] for d in by_kind(off, "PodDisruptionBudget")] == [
         "sluice-webhooks"
     ]
-    assert [d["metadata"]["name"] for d in by_kind(off, "Service")] == ["sluice-webhooks"]
+    assert "sluice-operator-metrics" not in [d["metadata"]["name"] for d in by_kind(off, "Service")]
+
+
+def test_the_service_monitor_scrapes_the_operator_and_the_webhooks(helm: Path) -> None:
+    docs = render(helm, "metrics.serviceMonitor.enabled=true")
+    assert_references_resolve(docs)
+    [monitor] = by_kind(docs, "ServiceMonitor")
+    assert [e["port"] for e in monitor["spec"]["endpoints"]] == ["metrics", "https"]
+    https = monitor["spec"]["endpoints"][1]
+    assert https["scheme"] == "https" and https["path"] == "/metrics"
+    assert https["tlsConfig"]["serverName"] == "sluice-webhooks.sluice-system.svc"
+    # the webhook server runs elsewhere: nothing of it to scrape here
+    docs = render(
+        helm,
+        "metrics.serviceMonitor.enabled=true",
+        "webhooks.enabled=false",
+        "webhooks.url=https://127.0.0.1:8443",
+    )
+    assert_references_resolve(docs)
+    [monitor] = by_kind(docs, "ServiceMonitor")
+    assert [e["port"] for e in monitor["spec"]["endpoints"]] == ["metrics"]
 
 
 @dataclass(frozen=True)
