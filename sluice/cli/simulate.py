@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from sluice.api.constants import CONFIGMAP_NAME
 from sluice.cli.common import table_console
 from sluice.cli.render import Simulation, render_table, to_json
 from sluice.cli.snapshot_io import SnapshotError, build_snapshot, load_config_file, load_objects
@@ -39,12 +40,16 @@ def parse_now(value: str | None) -> datetime:
 
 
 def simulate_file(
-    snapshot: Path, config: Path | None = None, cycles: int = 1, now: datetime | None = None
+    snapshot: Path,
+    config: Path | None = None,
+    cycles: int = 1,
+    now: datetime | None = None,
+    config_map_name: str = CONFIGMAP_NAME,
 ) -> Simulation:
     """Run ``cycles`` cycles over a dump; each cycle sees the previous one's decisions applied."""
     when = now or datetime.now(UTC)
     chosen = load_config_file(config) if config is not None else None
-    dump = build_snapshot(load_objects(snapshot), when, chosen)
+    dump = build_snapshot(load_objects(snapshot), when, chosen, config_map_name)
     state = dump.snapshot
     untouched = replace(state, config=replace(state.config, actions=()))
     decisions: list[tuple[int, Decision]] = []
@@ -109,6 +114,14 @@ def simulate(
     output: Annotated[Output, typer.Option("--output", "-o", help="json or table.")] = (
         Output.table
     ),
+    config_map_name: Annotated[
+        str,
+        typer.Option(
+            "--config-map-name",
+            help="The scheduler ConfigMap to use from the dump (a chart release's is"
+            " <fullname>-scheduler).",
+        ),
+    ] = CONFIGMAP_NAME,
     html: Annotated[
         Path | None,
         typer.Option(
@@ -121,7 +134,7 @@ def simulate(
 ) -> None:
     """Print what the scheduler would do with a cluster dump, and why. Needs no cluster."""
     try:
-        sim = simulate_file(snapshot, config, cycles, parse_now(now))
+        sim = simulate_file(snapshot, config, cycles, parse_now(now), config_map_name)
     except SnapshotError as err:
         print(f"error: {err}", file=sys.stderr)
         raise typer.Exit(EXIT_BAD_INPUT) from None

@@ -127,7 +127,10 @@ def _type(value: Any) -> str:
 
 
 def build_snapshot(
-    objects: list[Located], now: datetime, config: tuple[SchedulerConfig, str] | None = None
+    objects: list[Located],
+    now: datetime,
+    config: tuple[SchedulerConfig, str] | None = None,
+    config_map_name: str = CONFIGMAP_NAME,
 ) -> Dump:
     """The Snapshot the operator would build from these objects.
 
@@ -174,7 +177,7 @@ def build_snapshot(
     if config is not None:
         chosen, source = config
     else:
-        chosen, source = _config_from_dump(by_kind["ConfigMap"])
+        chosen, source = _config_from_dump(by_kind["ConfigMap"], config_map_name)
     snapshot = Snapshot(
         queues=queues,
         jobs=jobs,
@@ -226,10 +229,10 @@ def _queues(items: list[Located]) -> list[Queue]:
     return list(queues.values())
 
 
-def _config_from_dump(items: list[Located]) -> tuple[SchedulerConfig, str]:
+def _config_from_dump(items: list[Located], name: str) -> tuple[SchedulerConfig, str]:
     for item in items:
         meta = item.obj.get("metadata") or {}
-        if meta.get("name") != CONFIGMAP_NAME:
+        if meta.get("name") != name:
             continue  # other ConfigMaps of a namespace dump are not ours to judge
         data = item.obj.get("data") or {}
         text = data.get(CONFIGMAP_KEY)

@@ -107,6 +107,23 @@ def test_config_from_configmap_in_dump(tmp_path: Path) -> None:
     assert json.loads(result.stdout)["decisions"] == []  # no reclaim action configured
 
 
+def test_a_releases_own_configmap_is_read_when_named(tmp_path: Path) -> None:
+    configmap = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "team-b-sluice-scheduler", "namespace": "sluice-system"},
+        "data": {"scheduler.yaml": 'actions: "enqueue, allocate, backfill"\n'},
+    }
+    dump = write(tmp_path, [*reclaim_cluster(), configmap])
+    default = json.loads(run(str(dump), "--now", NOW, "-o", "json").stdout)
+    assert default["decisions"], "another release's ConfigMap is not read: the default reclaims"
+    named = run(
+        str(dump), "--now", NOW, "-o", "json", "--config-map-name", "team-b-sluice-scheduler"
+    )
+    assert named.exit_code == 0, named.output
+    assert json.loads(named.stdout)["decisions"] == []  # no reclaim action configured
+
+
 def test_multi_cycle_applies_decisions(tmp_path: Path) -> None:
     objects = [queue("root"), queue("a"), job("j1", "a", "2"), job("j2", "a", "2"), node("n", "2")]
     dump = write(tmp_path, objects)
