@@ -64,6 +64,9 @@ class JobView:
     queue_from_namespace: bool = False
     never_preempts: bool = False
     """The pod template says ``preemptionPolicy: Never``."""
+    resource_version: str = ""
+    """The version this view was read from: a decision about the job is written only if the
+    Job is still at it (it may have moved to another queue or grown since)."""
 
     @property
     def key(self) -> str:
@@ -261,6 +264,7 @@ def job_from_object(
         pending_reason=annotations.get(PENDING_REASON_ANNOTATION),
         queue_from_namespace=from_ns,
         never_preempts=template.get("preemptionPolicy") == NEVER,
+        resource_version=str(meta.get("resourceVersion") or ""),
     )
 
 

@@ -101,14 +101,20 @@ class Writer:
         self.unsure: set[str] = set()  # Jobs whose last write has an unknown outcome
         self.position_written: dict[str, float] = {}  # Job -> when its reason was last written
         self.clock: Callable[[], float] = time.monotonic
+        self.decided: dict[str, str] = {}  # Job -> the resourceVersion this cycle decided on
 
     # Jobs --------------------------------------------------------------------------------
-    def _patch_job(self, key: str, body: dict[str, Any], kind: str) -> Obj | None:
+    def _patch_job(
+        self, key: str, body: dict[str, Any], kind: str, decided_on: str | None = None
+    ) -> Obj | None:
+        """A merge patch conditional on a resourceVersion: the one a decision was made on
+        (``decided_on``), else the one last seen."""
         current = self.state.jobs.get(key)
         if current is None:
             return None
         meta = current.get("metadata") or {}
-        body.setdefault("metadata", {})["resourceVersion"] = meta.get("resourceVersion")
+        version = decided_on or meta.get("resourceVersion")
+        body.setdefault("metadata", {})["resourceVersion"] = version
         namespace, name = key.split("/", 1)
         try:
             # The raw answer: building and flattening client models costs more CPU than the
@@ -219,7 +225,8 @@ class Writer:
             },
             "spec": {"suspend": True},
         }
-        return self._patch_job(decision.job, body, decision.action)
+        version = self.decided.get(decision.job)
+        return self._patch_job(decision.job, body, decision.action, version)
 
     def admit(self, decision: Decision, now: datetime) -> Obj | None:
         body = {
@@ -232,7 +239,7 @@ class Writer:
             },
             "spec": {"suspend": False},
         }
-        return self._patch_job(decision.job, body, "admit")
+        return self._patch_job(decision.job, body, "admit", self.decided.get(decision.job))
 
     def announce(self, decision: Decision, obj: Obj) -> None:
         """The Event of a decision already written to its Job."""
@@ -407,14 +414,19 @@ async def apply_result(
     result: CycleResult,
     now: datetime,
     may_write: Callable[[], bool] = lambda: True,
+    decided_on: Mapping[str, str] | None = None,
 ) -> bool:
     """Write a cycle's results in the order that keeps quota safe at every step.
 
     Admissions count on the room the victims leave: when any victim could not be suspended
     (its Job changed meanwhile, or the write was refused), no job of this cycle is admitted
     and the loop decides again on the fresh view. ``may_write`` is asked before each phase,
-    so a replica that lost the Lease mid-apply stops there. Returns whether every phase ran.
+    so a replica that lost the Lease mid-apply stops there. ``decided_on`` maps each job to
+    the resourceVersion the cycle saw: admissions and evictions are written only if the Job
+    is still at it (a tenant may have moved it to another queue or resized it meanwhile).
+    Returns whether every phase ran.
     """
+    writer.decided = dict(decided_on or {})
 
     def write() -> bool:
         with ThreadPoolExecutor(WRITERS, thread_name_prefix="sluice-write") as pool:

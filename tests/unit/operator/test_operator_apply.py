@@ -85,6 +85,20 @@ async def test_a_write_based_on_a_stale_view_fails_instead_of_acting() -> None:
     assert cluster.events == []
 
 
+async def test_a_job_changed_while_the_cycle_decided_is_not_admitted_as_it_now_is() -> None:
+    """The watch may deliver a tenant's change (another queue, a bigger size) while the cycle
+    runs: the admission must be conditional on the version the cycle decided on, not on the
+    newer one the state holds by the time it is written."""
+    writer, cluster, state = fake_writer()
+    job(cluster, state, "j")
+    decided = {"ns/j": state.jobs["ns/j"]["metadata"]["resourceVersion"]}
+    moved = cluster.patch("job/ns/j", {"metadata": {"labels": {"sluice.dev/queue-name": "b"}}})
+    state.on_job("MODIFIED", moved)  # delivered before the write
+    await apply_result(writer, result(Decision("admit", "ns/j", "a", "")), NOW, decided_on=decided)
+    assert cluster.objects["job/ns/j"]["spec"]["suspend"] is True
+    assert writer.stats.conflicts == 1
+
+
 async def test_repeating_a_cycle_after_its_writes_changes_nothing() -> None:
     """The loop remembers what the API server returned, so the same decision on the next
     cycle (before the watch delivers) is refused by the precondition, not applied twice."""
