@@ -20,6 +20,7 @@ from sluice.api.constants import (
     PENDING_REASON_ANNOTATION,
     PREEMPTABLE_ANNOTATION,
     QUEUE_LABEL,
+    RECLAIMED_BY_ANNOTATION,
 )
 from sluice.api.errors import InvalidObject
 from sluice.api.quantity import QuantityError
@@ -115,6 +116,56 @@ def split_pending_reason(reason: str | None) -> tuple[int | None, str | None]:
         if number.isdigit():
             return int(number), cause
     return None, reason
+
+
+STATE_ORDER = {"running": 0, "inqueue": 1, "pending": 2, "completed": 3}
+"""How a queue's jobs are listed: admitted ones, then the line in order, then finished ones."""
+
+
+@dataclass(frozen=True, slots=True)
+class PublishedJob:
+    """A managed job as the operator has published it on the Job itself: its state, its
+    position and reason in its queue, when it was admitted and whom it made room for. What
+    `sluice job list/why` and the dashboard show, readable with rights on the Job alone."""
+
+    namespace: str
+    name: str
+    queue: str
+    state: str
+    position: int | None = None
+    reason: str = ""
+    admitted_at: str = ""
+    reclaimed_by: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def sort_key(self) -> tuple[int, int, str, str]:
+        return (STATE_ORDER.get(self.state, 9), self.position or 0, self.namespace, self.name)
+
+
+def published_job(obj: Mapping[str, Any]) -> PublishedJob | None:
+    """What the operator published about a Job; None when no queue manages it. Raises
+    InvalidObject for a Job sluice cannot read."""
+    view = job_from_object(obj)
+    if view is None:
+        return None
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    position, cause = (None, "")
+    if view.phase is JobPhase.PENDING:
+        position, said = split_pending_reason(annotations.get(PENDING_REASON_ANNOTATION))
+        cause = said or ""
+    return PublishedJob(
+        namespace=view.namespace,
+        name=view.name,
+        queue=view.queue,
+        state=view.phase.value,
+        position=position,
+        reason=cause,
+        admitted_at=str(annotations.get(ADMITTED_AT_ANNOTATION) or ""),
+        reclaimed_by=str(annotations.get(RECLAIMED_BY_ANNOTATION) or ""),
+    )
 
 
 # --------------------------------------------------------------------------------------------

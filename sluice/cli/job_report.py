@@ -8,70 +8,33 @@ namespace (and Queues) sees exactly what the operator decided, position and reas
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 from rich.table import Table
 
-from sluice.api.constants import (
-    ADMITTED_AT_ANNOTATION,
-    PENDING_REASON_ANNOTATION,
-    RECLAIMED_BY_ANNOTATION,
-)
+from sluice.api.constants import RECLAIMED_BY_ANNOTATION
 from sluice.api.errors import InvalidObject
 from sluice.api.queue import Queue
-from sluice.api.views import JobPhase, job_from_object, split_pending_reason
+from sluice.api.views import JobPhase, PublishedJob, published_job
 
 
-@dataclass(frozen=True, slots=True)
-class JobLine:
-    namespace: str
-    name: str
-    queue: str
-    state: str
-    position: int | None
-    reason: str
-    admitted_at: str
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
-
-
-def job_line(obj: Mapping[str, Any]) -> JobLine | None:
-    """One managed job as `job list` shows it; None when sluice does not manage it."""
+def job_line(obj: Mapping[str, Any]) -> PublishedJob | None:
+    """One managed job as `job list` shows it; None when sluice does not manage it, and a
+    line saying so for a Job sluice cannot read."""
     try:
-        view = job_from_object(obj)
+        line = published_job(obj)
     except InvalidObject as err:
         meta = obj.get("metadata") or {}
-        return JobLine(
-            str(meta.get("namespace") or ""), str(meta.get("name")), "-", "unreadable", None,
-            str(err), "",
-        )  # fmt: skip
-    if view is None:
-        return None
-    annotations = (obj.get("metadata") or {}).get("annotations") or {}
-    position: int | None = None
-    reason = ""
-    if view.phase is JobPhase.PENDING:
-        position, cause = split_pending_reason(annotations.get(PENDING_REASON_ANNOTATION))
-        reason = cause or "not yet considered by the operator"
-    return JobLine(
-        namespace=view.namespace,
-        name=view.name,
-        queue=view.queue,
-        state=view.phase.value,
-        position=position,
-        reason=reason,
-        admitted_at=str(annotations.get(ADMITTED_AT_ANNOTATION) or ""),
-    )
+        namespace, name = str(meta.get("namespace") or ""), str(meta.get("name"))
+        return PublishedJob(namespace, name, "-", "unreadable", reason=str(err))
+    if line is not None and line.state == JobPhase.PENDING.value and not line.reason:
+        return replace(line, reason="not yet considered by the operator")
+    return line
 
 
-_STATE_ORDER = {"running": 0, "inqueue": 1, "pending": 2, "unreadable": 3, "completed": 4}
-
-
-def job_table(lines: Sequence[JobLine], all_namespaces: bool) -> Table:
+def job_table(lines: Sequence[PublishedJob], all_namespaces: bool) -> Table:
     """By queue; in each, admitted jobs first, then the line in order, then finished ones."""
     table = Table(box=None, pad_edge=False, header_style="bold")
     columns = ["NAME", "QUEUE", "STATE", "POSITION", "REASON", "ADMITTED-AT"]
@@ -79,7 +42,7 @@ def job_table(lines: Sequence[JobLine], all_namespaces: bool) -> Table:
         table.add_column(column, overflow="fold")
     ordered = sorted(
         lines,
-        key=lambda j: (j.queue, _STATE_ORDER.get(j.state, 9), j.position or 0, j.key),
+        key=lambda j: (j.queue, *j.sort_key()),
     )
     for line in ordered:
         row = [

@@ -14,79 +14,42 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sluice.api.constants import (
-    ADMITTED_AT_ANNOTATION,
-    PENDING_REASON_ANNOTATION,
-    RECLAIMED_BY_ANNOTATION,
-)
 from sluice.api.errors import InvalidObject
 from sluice.api.quantity import format_quantity
 from sluice.api.queue import Queue
 from sluice.api.resources import Resources
-from sluice.api.views import JobPhase, job_from_object, split_pending_reason
+from sluice.api.views import PublishedJob, published_job
 
 TIMELINE = 200
 """Decisions kept for the timeline (the newest)."""
 
-STATE_ORDER = {"running": 0, "inqueue": 1, "pending": 2, "completed": 3}
 
-
-@dataclass(frozen=True, slots=True)
-class JobRow:
-    namespace: str
-    name: str
-    queue: str
-    state: str
-    position: int | None
-    reason: str
-    admitted_at: str
-    reclaimed_by: str
-
-    def sort_key(self) -> tuple[int, int, str, str]:
-        return (STATE_ORDER.get(self.state, 9), self.position or 0, self.namespace, self.name)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "namespace": self.namespace,
-            "name": self.name,
-            "state": self.state,
-            "position": self.position,
-            "reason": self.reason,
-            "admittedAt": self.admitted_at,
-        }
-
-
-def job_row(obj: Mapping[str, Any]) -> JobRow | None:
+def job_row(obj: Mapping[str, Any]) -> PublishedJob | None:
     """A managed job as the dashboard shows it; None when sluice does not manage it (or it
     cannot be read: the operator reports those)."""
     try:
-        view = job_from_object(obj)
+        return published_job(obj)
     except InvalidObject:
         return None
-    if view is None:
-        return None
-    annotations = (obj.get("metadata") or {}).get("annotations") or {}
-    position, cause = (None, "")
-    if view.phase is JobPhase.PENDING:
-        position, said = split_pending_reason(annotations.get(PENDING_REASON_ANNOTATION))
-        cause = said or ""
-    return JobRow(
-        namespace=view.namespace,
-        name=view.name,
-        queue=view.queue,
-        state=view.phase.value,
-        position=position,
-        reason=cause,
-        admitted_at=str(annotations.get(ADMITTED_AT_ANNOTATION) or ""),
-        reclaimed_by=str(annotations.get(RECLAIMED_BY_ANNOTATION) or ""),
-    )
 
 
-def decision(old: JobRow | None, new: JobRow | None, when: str) -> dict[str, Any] | None:
+def job_json(job: PublishedJob) -> dict[str, Any]:
+    return {
+        "namespace": job.namespace,
+        "name": job.name,
+        "state": job.state,
+        "position": job.position,
+        "reason": job.reason,
+        "admittedAt": job.admitted_at,
+    }
+
+
+def decision(
+    old: PublishedJob | None, new: PublishedJob | None, when: str
+) -> dict[str, Any] | None:
     """The timeline entry a change of a job makes, if it is a decision."""
     was_admitted = old is not None and old.state in ("inqueue", "running")
     if new is None:
@@ -145,8 +108,8 @@ class DashboardView:
     def __init__(self, clock: Callable[[], datetime] | None = None) -> None:
         self._lock = threading.Lock()
         self._queues: dict[str, dict[str, Any]] = {}
-        self._jobs: dict[str, JobRow] = {}
-        self._by_queue: dict[str, dict[str, JobRow]] = {}
+        self._jobs: dict[str, PublishedJob] = {}
+        self._by_queue: dict[str, dict[str, PublishedJob]] = {}
         self._timeline: deque[dict[str, Any]] = deque(maxlen=TIMELINE)
         self.version = 0
         self.listeners: list[Callable[[], None]] = []
@@ -210,11 +173,11 @@ class DashboardView:
         """One queue's jobs: running first, then the line in order, then finished ones."""
         with self._lock:
             rows = list(self._by_queue.get(queue, {}).values())
-        rows.sort(key=JobRow.sort_key)
+        rows.sort(key=PublishedJob.sort_key)
         page = rows[max(offset, 0) : max(offset, 0) + max(min(limit, 500), 1)]
         return {
             "queue": queue,
             "total": len(rows),
             "offset": offset,
-            "jobs": [r.to_json() for r in page],
+            "jobs": [job_json(r) for r in page],
         }

@@ -2,28 +2,17 @@
 
 from __future__ import annotations
 
-import platform
 from collections.abc import Iterable
 from datetime import datetime
 
-from prometheus_client import (
-    GC_COLLECTOR,
-    PLATFORM_COLLECTOR,
-    PROCESS_COLLECTOR,
-    CollectorRegistry,
-    Counter,
-    Gauge,
-    Histogram,
-)
+from prometheus_client import Counter, Gauge, Histogram
 
-from sluice import __version__
 from sluice.api.queue import Queue
 from sluice.api.views import JobView, split_pending_reason
+from sluice.observability import new_registry
 from sluice.scheduler.model import CycleResult
 
-REGISTRY = CollectorRegistry()
-for _collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
-    REGISTRY.register(_collector)
+REGISTRY = new_registry()
 
 CYCLE_SECONDS = Histogram(
     "sluice_cycle_duration_seconds",
@@ -110,11 +99,6 @@ QUEUE_INFO = Gauge(
     ["queue", "parent", "state"],
     registry=REGISTRY,
 )
-BUILD_INFO = Gauge(
-    "sluice_build_info", "1, with sluice's version and Python's.", ["version", "python"],
-    registry=REGISTRY,
-)  # fmt: skip
-BUILD_INFO.labels(__version__, platform.python_version()).set(1)
 
 REASON_CLASSES = (
     ("would use", "quota"),

@@ -2,36 +2,18 @@
 
 from __future__ import annotations
 
-import platform
 from dataclasses import dataclass, field
 
-from prometheus_client import (
-    GC_COLLECTOR,
-    PLATFORM_COLLECTOR,
-    PROCESS_COLLECTOR,
-    CollectorRegistry,
-    Counter,
-    Gauge,
-    Histogram,
-)
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from sluice import __version__
+from sluice.observability import new_registry
 
 
 @dataclass
 class WebhookMetrics:
-    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+    registry: CollectorRegistry = field(default_factory=new_registry)
 
     def __post_init__(self) -> None:
-        for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
-            self.registry.register(collector)
-        build = Gauge(
-            "sluice_build_info",
-            "1, with sluice's version and Python's.",
-            ["version", "python"],
-            registry=self.registry,
-        )
-        build.labels(__version__, platform.python_version()).set(1)
         self.requests = Counter(
             "sluice_webhook_requests",
             "Admission requests by path and outcome (allowed, denied, bad_request, error).",
