@@ -27,6 +27,7 @@ SCORE_PLUGINS: Final = ("priority", "drf", "proportion", "capacity", "proportion
 """Plugins that contribute a queue score under QueueScoreOrderEnable."""
 
 DEFAULT_ACTIONS: Final = ("enqueue", "allocate", "reclaim", "backfill")
+DEFAULT_PODS_READY_TIMEOUT: Final = timedelta(minutes=5)
 DEFAULT_TIERS: Final = (("priority", "gang"), ("drf", "proportion"))
 
 _ORDER_ACTIONS: Final = ("enqueue", "allocate", "reclaim", "preempt")
@@ -72,6 +73,8 @@ class SchedulerConfig:
     action_arguments: Mapping[str, ActionArguments] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     """What was accepted and is ignored, one line each: ``<key>: ... is ignored: <why>``."""
+    pods_ready_timeout: timedelta = DEFAULT_PODS_READY_TIMEOUT
+    """An admitted job whose pods are not all scheduled this long is requeued; 0: never."""
 
     def arguments(self, action: str) -> ActionArguments:
         return self.action_arguments.get(action, ActionArguments())
@@ -112,14 +115,26 @@ def parse_scheduler_config(raw: Any) -> SchedulerConfig:
     for key in raw:
         if key in volcano.IGNORED_TOP_LEVEL:
             warnings.append(f"{key}: ignored: {volcano.IGNORED_TOP_LEVEL[key]}")
-        elif key not in ("actions", "tiers", "configurations"):
-            raise ConfigError(str(key), "unknown key (expected actions, tiers, configurations)")
+        elif key not in _TOP_KEYS:
+            raise ConfigError(str(key), f"unknown key (expected {', '.join(_TOP_KEYS)})")
     actions = _parse_actions(raw.get("actions"), warnings)
     tiers = _parse_tiers(raw.get("tiers"), warnings)
     arguments = _parse_configurations(raw.get("configurations"), warnings)
+    timeout = raw.get("podsReadyTimeout")
     return SchedulerConfig(
-        actions=actions, tiers=tiers, action_arguments=arguments, warnings=tuple(warnings)
+        actions=actions,
+        tiers=tiers,
+        action_arguments=arguments,
+        warnings=tuple(warnings),
+        pods_ready_timeout=(
+            DEFAULT_PODS_READY_TIMEOUT
+            if timeout is None
+            else parse_duration(timeout, "podsReadyTimeout")
+        ),
     )
+
+
+_TOP_KEYS: Final = ("actions", "tiers", "configurations", "podsReadyTimeout")
 
 
 def _parse_actions(raw: Any, warnings: list[str]) -> tuple[str, ...]:
@@ -356,3 +371,20 @@ def parse_duration(value: Any, where: str = "duration") -> timedelta:
     if pos != len(text) or not text:
         raise ConfigError(where, f"{value!r} is not a duration (e.g. 90s, 10m, 1h30m)")
     return timedelta(seconds=seconds)
+
+
+def format_duration(value: timedelta) -> str:
+    """A duration as Go writes it and parse_duration reads it: ``5m``, ``1h30m``, ``90ms``."""
+    total = value.total_seconds()
+    if total == 0:
+        return "0s"
+    if total < 1:
+        return f"{total * 1000:g}ms"
+    hours, rest = divmod(total, 3600)
+    minutes, seconds = divmod(rest, 60)
+    out = f"{int(hours)}h" if hours else ""
+    if minutes or (hours and seconds):
+        out += f"{int(minutes)}m"
+    if seconds:
+        out += f"{seconds:g}s"
+    return out

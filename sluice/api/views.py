@@ -1,4 +1,5 @@
-"""Read-only views of the Kubernetes objects the scheduler looks at: Jobs, Nodes, PriorityClasses.
+"""Read-only views of the Kubernetes objects the scheduler looks at: Jobs, Pods, Nodes,
+PriorityClasses, Namespaces.
 
 These are plain slotted dataclasses rather than pydantic models: a cycle reads tens of thousands
 of Jobs, and each view is built once from an object whose shape the API server has already
@@ -21,7 +22,11 @@ from sluice.api.constants import (
     PREEMPTABLE_ANNOTATION,
     QUEUE_LABEL,
     RECLAIMED_BY_ANNOTATION,
+    REQUEUE_REASON_ANNOTATION,
+    REQUEUED_AT_ANNOTATION,
+    REQUEUES_ANNOTATION,
 )
+from sluice.api.constraints import PodSpecView, Taint, pod_spec_view, taints_of
 from sluice.api.errors import InvalidObject
 from sluice.api.quantity import QuantityError
 from sluice.api.resources import EMPTY, Resources
@@ -29,6 +34,9 @@ from sluice.api.resources import EMPTY, Resources
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 NEVER = "Never"
 """The ``preemptionPolicy`` of pods that wait for room rather than take it (Kubernetes')."""
+WHOLE_JOB = PodSpecView(EMPTY)
+"""JobView's default pod: one pod of the job's whole request, placeable on any node (views
+built by hand, in tests and benchmarks; job_from_object always reads the template)."""
 
 
 class JobPhase(enum.Enum):
@@ -68,10 +76,28 @@ class JobView:
     resource_version: str = ""
     """The version this view was read from: a decision about the job is written only if the
     Job is still at it (it may have moved to another queue or grown since)."""
+    pod: PodSpecView = WHOLE_JOB
+    """One pod of the job (the template): its request and the nodes it may go on."""
+    pod_count: int = 1
+    """How many pods it runs at once: parallelism, less the completions already reached."""
+    requeues: int = 0
+    """How many times it was suspended again because its pods were not scheduled in time."""
+    requeued_at: datetime | None = None
+    requeue_reason: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.pod is WHOLE_JOB:
+            object.__setattr__(self, "pod", PodSpecView(self.request))
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    @property
+    def queued_at(self) -> datetime:
+        """Its place among jobs of its priority: created, or requeued, at (a requeued job
+        goes behind the jobs of its priority already waiting)."""
+        return self.requeued_at or self.creation_timestamp
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,10 +106,29 @@ class NodeView:
     allocatable: Resources
     ready: bool = True
     schedulable: bool = True
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
 
     @property
     def usable(self) -> bool:
         return self.ready and self.schedulable
+
+
+@dataclass(frozen=True, slots=True)
+class PodView:
+    """A pod as placement sees it. Bound (``node``) and not finished, it holds its request on
+    that node, whoever owns it; ``job_uid`` names the Job that controls it, if any."""
+
+    namespace: str
+    name: str
+    request: Resources
+    node: str | None = None
+    finished: bool = False  # Succeeded or Failed
+    terminating: bool = False  # deleted, still holding its node until it is gone
+    job_uid: str = ""
+    creation_timestamp: datetime = EPOCH
+    unschedulable: str = ""
+    """kube-scheduler's word on a pod it could not place (its PodScheduled condition)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,14 +256,15 @@ def container_request(container: Mapping[str, Any], kind: str, name: str, where:
     return Resources({**limits, **requests})
 
 
-def pod_request(pod_spec: Mapping[str, Any], kind: str, name: str) -> Resources:
+def pod_request(
+    pod_spec: Mapping[str, Any], kind: str, name: str, base: str = "spec.template.spec"
+) -> Resources:
     """The request of one pod as Kubernetes computes it for scheduling.
 
     max(sum of app containers + sum of restartable (sidecar) init containers, for each init
     container: its request + the sidecars started before it); replaced, for the resources
     it names, by the pod-level request (spec.resources); plus the pod overhead.
     """
-    base = "spec.template.spec"
     total = EMPTY
     for i, c in enumerate(pod_spec.get("containers") or ()):
         total = total + container_request(c, kind, name, f"{base}.containers[{i}]")
@@ -283,6 +329,12 @@ def job_from_object(
     if not isinstance(parallelism, int) or isinstance(parallelism, bool) or parallelism < 0:
         raise InvalidObject("Job", full, "spec.parallelism", f"{parallelism!r} is not a count")
     pod = pod_request(template, "Job", full)
+    completions = spec.get("completions")
+    succeeded = status.get("succeeded") or 0
+    if isinstance(completions, int) and not isinstance(completions, bool):
+        pod_count = max(min(parallelism, completions - succeeded), 0)
+    else:  # a work queue: once one pod succeeds, no new one starts
+        pod_count = parallelism if succeeded == 0 else 0
     if _condition_true(status, ("Complete", "Failed")):
         phase = JobPhase.COMPLETED
     elif spec.get("suspend"):
@@ -298,6 +350,8 @@ def job_from_object(
         uid=str(meta.get("uid") or ""),
         queue=queue,
         request=pod.scale(parallelism),
+        pod=pod_spec_view(template, pod, "Job", full, "spec.template.spec"),
+        pod_count=pod_count,
         phase=phase,
         creation_timestamp=parse_time(
             meta.get("creationTimestamp"), "Job", full, "metadata.creationTimestamp"
@@ -316,11 +370,64 @@ def job_from_object(
         queue_from_namespace=from_ns,
         never_preempts=template.get("preemptionPolicy") == NEVER,
         resource_version=str(meta.get("resourceVersion") or ""),
+        requeues=_count(annotations.get(REQUEUES_ANNOTATION), full),
+        requeued_at=parse_time(
+            annotations.get(REQUEUED_AT_ANNOTATION),
+            "Job",
+            full,
+            f"metadata.annotations[{REQUEUED_AT_ANNOTATION}]",
+        ),
+        requeue_reason=annotations.get(REQUEUE_REASON_ANNOTATION),
+    )
+
+
+def _count(value: Any, job: str) -> int:
+    if value is None:
+        return 0
+    text = str(value)
+    if not text.isdigit():
+        where = f"metadata.annotations[{REQUEUES_ANNOTATION}]"
+        raise InvalidObject("Job", job, where, f"{value!r} is not a count")
+    return int(text)
+
+
+def pod_from_object(obj: Mapping[str, Any]) -> PodView:
+    meta, name = _meta(obj, "Pod")
+    namespace = str(meta.get("namespace") or "default")
+    full = f"{namespace}/{name}"
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    job_uid = ""
+    for owner in meta.get("ownerReferences") or ():
+        if isinstance(owner, Mapping) and owner.get("controller") and owner.get("kind") == "Job":
+            job_uid = str(owner.get("uid") or "")
+    unschedulable = ""
+    for cond in status.get("conditions") or ():
+        if (
+            isinstance(cond, Mapping)
+            and cond.get("type") == "PodScheduled"
+            and cond.get("status") == "False"
+        ):
+            reason, message = cond.get("reason") or "", cond.get("message") or ""
+            unschedulable = f"{reason}: {message}" if reason and message else reason or message
+    return PodView(
+        namespace=namespace,
+        name=name,
+        request=pod_request(spec, "Pod", full, "spec"),
+        node=spec.get("nodeName") or None,
+        finished=status.get("phase") in ("Succeeded", "Failed"),
+        terminating=meta.get("deletionTimestamp") is not None,
+        job_uid=job_uid,
+        creation_timestamp=parse_time(
+            meta.get("creationTimestamp"), "Pod", full, "metadata.creationTimestamp"
+        )
+        or EPOCH,
+        unschedulable=unschedulable,
     )
 
 
 def node_from_object(obj: Mapping[str, Any]) -> NodeView:
-    _, name = _meta(obj, "Node")
+    meta, name = _meta(obj, "Node")
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
     ready = _condition_true(status, ("Ready",))
@@ -329,6 +436,8 @@ def node_from_object(obj: Mapping[str, Any]) -> NodeView:
         allocatable=_resources(status.get("allocatable"), "Node", name, "status.allocatable"),
         ready=ready,
         schedulable=not spec.get("unschedulable", False),
+        labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
+        taints=taints_of(spec, name),
     )
 
 
