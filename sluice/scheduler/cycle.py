@@ -15,6 +15,7 @@ from sluice.scheduler.actions.backfill import backfill
 from sluice.scheduler.actions.outcome import Outcome
 from sluice.scheduler.actions.preempt import preempt
 from sluice.scheduler.actions.reclaim import reclaim
+from sluice.scheduler.actions.requeue import requeue
 from sluice.scheduler.model import CycleResult, PendingJob, QueueResult, Snapshot
 from sluice.scheduler.order import leaf_order
 from sluice.scheduler.session import JobInfo, Session, job_order_key
@@ -38,6 +39,7 @@ def _run_cycle(snapshot: Snapshot) -> CycleResult:
     leaves = [n for n in session.tree.leaves() if n in session.queues]
     queue_order = leaf_order(session, leaves)
     outcome = Outcome()
+    requeue(session, outcome)
     for action in session.config.actions:
         if action in ("enqueue", "allocate"):
             if outcome.changed:
@@ -144,15 +146,29 @@ def _queue_actions(session: Session) -> list[QueueAction]:
 
 
 def apply_decisions(snapshot: Snapshot, result: CycleResult, now: datetime) -> Snapshot:
-    """The snapshot as it would be once the operator wrote the cycle's decisions."""
+    """The snapshot as it would be once the operator wrote the cycle's decisions (and the Job
+    controller deleted the pods of the jobs it suspended)."""
     admitted = {d.job for d in result.decisions if d.action == "admit"}
-    evicted = {d.job for d in result.decisions if d.action != "admit"} - admitted
+    suspended = {d.job: d for d in result.decisions if d.action != "admit"}
+    gone: set[str] = set()
     jobs: list[JobView] = []
     for job in snapshot.jobs:
+        decision = suspended.get(job.key)
         if job.key in admitted:
             jobs.append(replace(job, phase=JobPhase.INQUEUE, admitted_at=now))
-        elif job.key in evicted:
+        elif decision is not None:
+            gone.add(job.uid)
             jobs.append(replace(job, phase=JobPhase.PENDING, admitted_at=None))
+            if decision.action == "requeue":
+                jobs[-1] = replace(
+                    jobs[-1],
+                    requeues=decision.requeues,
+                    requeued_at=now,
+                    requeue_reason=decision.reason,
+                )
         else:
             jobs.append(job)
-    return replace(snapshot, jobs=tuple(jobs), now=now)
+    pods = snapshot.pods
+    if pods is not None and gone:
+        pods = [p for p in pods if p.finished or not p.job_uid or p.job_uid not in gone]
+    return replace(snapshot, jobs=tuple(jobs), now=now, pods=pods)

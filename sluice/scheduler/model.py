@@ -16,7 +16,7 @@ from sluice.api.config import DEFAULT_CONFIG, SchedulerConfig
 from sluice.api.constants import DEFAULT_MAX_QUEUE_DEPTH
 from sluice.api.queue import Queue, QueueState
 from sluice.api.resources import EMPTY, Resources
-from sluice.api.views import JobView, NamespaceView, NodeView, PriorityClassView
+from sluice.api.views import JobView, NamespaceView, NodeView, PodView, PriorityClassView
 from sluice.queues.lifecycle import QueueAction
 
 __all__ = [
@@ -43,16 +43,20 @@ class Snapshot:
     max_queue_depth: int = DEFAULT_MAX_QUEUE_DEPTH
     namespaces: Sequence[NamespaceView] = ()
     """For queues with a namespaceSelector; a namespace not listed has only its name label."""
+    pods: Sequence[PodView] | None = None
+    """Every pod of the cluster; None when not known (a dump without pods): nodes then hold
+    only admitted jobs, and no job is requeued for pods that were not scheduled."""
 
 
-DecisionAction = Literal["admit", "reclaim", "preempt"]
+DecisionAction = Literal["admit", "reclaim", "preempt", "requeue"]
 
 
 @dataclass(frozen=True, slots=True)
 class Decision:
     """A decision about one job.
 
-    ``for_job`` names the job that a reclaim or preempt victim makes room for.
+    ``for_job`` names the job that a reclaim or preempt victim makes room for; a requeue
+    carries how many times the job has been requeued, this time included.
     """
 
     action: DecisionAction
@@ -60,6 +64,7 @@ class Decision:
     queue: str
     reason: str = ""
     for_job: str | None = None
+    requeues: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -128,6 +128,6 @@ def global_job_key(rank: dict[str, int]) -> Callable[[JobInfo], tuple[int, int, 
     """jobOrder: global — job priority first, queue order second."""
 
     def key(job: JobInfo) -> tuple[int, int, datetime, str]:
-        return (-job.priority, rank.get(job.queue, len(rank)), job.view.creation_timestamp, job.key)
+        return (-job.priority, rank.get(job.queue, len(rank)), job.view.queued_at, job.key)
 
     return key

@@ -16,13 +16,15 @@ from sluice.api.config import SchedulerConfig
 from sluice.api.constants import CONDITION_VALID, ROOT_QUEUE
 from sluice.api.queue import Queue
 from sluice.api.resources import EMPTY, Resources
-from sluice.api.views import JobPhase, JobView
+from sluice.api.views import JobPhase, JobView, PodView
 from sluice.queues.admission import tree_violations
 from sluice.queues.jobs import namespace_refusal
 from sluice.queues.limits import child_real_capability
 from sluice.queues.tree import QueueTree
 from sluice.scheduler.model import Snapshot
+from sluice.scheduler.placement import Assignment, Footprint, Placement
 from sluice.scheduler.plugins import deserved as deserved_plugins
+from sluice.scheduler.readiness import backing_off
 
 DESERVED_PLUGINS = ("proportion", "capacity", "proportion_optimize")
 
@@ -40,6 +42,12 @@ class JobInfo:
     never_preempts: bool = False  # preemptionPolicy Never: it never reclaims nor preempts
     key: str = ""  # namespace/name, copied from the view: read on every hot path
     queue: str = ""
+    held: Mapping[str, int] = field(default_factory=dict)
+    """What it takes of the cluster while admitted: its request, or its own pods' requests
+    where they add up to more (they replace the reservation, never add to it)."""
+    footprint: Footprint = field(default_factory=dict)
+    """Node -> what it holds there: its bound pods, and room kept for its pods not bound yet."""
+    pods: list[PodView] = field(default_factory=list)  # its own pods, when it is admitted
 
 
 @dataclass(slots=True, eq=False)
@@ -61,7 +69,8 @@ class QueueInfo:
     allocated: dict[str, int] = field(default_factory=dict)
     pending_jobs: list[JobInfo] = field(default_factory=list)
     refused_jobs: list[JobInfo] = field(default_factory=list)
-    """Waiting jobs from namespaces the queue's namespaceSelector does not take."""
+    """Waiting jobs not considered this cycle: from namespaces the queue's namespaceSelector
+    does not take, or backing off after a requeue."""
     admitted_jobs: list[JobInfo] = field(default_factory=list)
     completed: int = 0
     passed_on: int | None = None  # the priority its jobs inherit, when it sets one
@@ -90,14 +99,17 @@ class Session:
         self.used: dict[str, int] = {}
         self.queues: dict[str, QueueInfo] = {}
         self.orphans: list[JobInfo] = []  # jobs whose queue is missing
-        self.refusals: dict[str, str] = {}  # job -> why its queue does not take its namespace
+        self.refusals: dict[str, str] = {}  # job -> why it is not considered this cycle
         self.namespace_labels = {ns.name: ns.labels for ns in snapshot.namespaces}
         self._chains: dict[str, list[str]] = {}
         options = self.config.plugin("proportion_optimize")
         # proportion_optimize with ElasticEnable false: no queue may exceed its deserved.
         self.elastic = options is None or options.flag("ElasticEnable", True)
         self._build_queues()
+        self.placement = Placement(snapshot.nodes)
+        self.admitted_at_start: list[JobInfo] = []
         self._place_jobs(snapshot.jobs)
+        self._account_pods(snapshot.pods or ())
         self._derive()
 
     # Construction ------------------------------------------------------------------------
@@ -186,7 +198,8 @@ class Session:
             )
             info = self.queues.get(view.queue)
             if admitted:
-                _add(self.used, job.request)
+                job.held = job.request
+                self.admitted_at_start.append(job)
             if info is None:
                 if not job.finished:
                     self.orphans.append(job)
@@ -199,7 +212,7 @@ class Session:
                 _add(info.allocated, job.request)  # ancestors get the sums below, once
             elif refusal := namespace_refusal(
                 info.queue, view.namespace, self.namespace_labels.get(view.namespace, {})
-            ):
+            ) or backing_off(view, self.now):
                 self.refusals[job.key] = refusal
                 info.refused_jobs.append(job)
             else:
@@ -209,6 +222,63 @@ class Session:
                 _add(self.queues[info.parent].allocated, info.allocated)
         for info in self.queues.values():
             info.pending_jobs.sort(key=job_order_key)
+
+    def _account_pods(self, pods: Iterable[PodView]) -> None:
+        """Every unfinished pod bound to a node that holds room takes its request there; an
+        admitted job holds its whole request from admission on, its own pods counting
+        towards it, and what its pods not bound yet need is kept on the nodes they would go
+        on (first fit, largest pods first). Other pods (unmanaged workloads, a suspended
+        job's pods still terminating) also count against the cluster's free room."""
+        placement = self.placement
+        by_uid = {job.view.uid: job for job in self.admitted_at_start if job.view.uid}
+        own: dict[str, dict[str, int]] = {}
+        bound: dict[str, int] = {}
+        for pod in pods:
+            if pod.finished:
+                continue
+            owner = by_uid.get(pod.job_uid) if pod.job_uid else None
+            if owner is not None and owner.view.namespace != pod.namespace:
+                owner = None
+            i = placement.usable(pod.node) if pod.node else None
+            if owner is not None:
+                owner.pods.append(pod)
+                _add(own.setdefault(owner.key, {}), pod.request)
+                if pod.node:
+                    bound[owner.key] = bound.get(owner.key, 0) + 1
+            if i is None:
+                continue
+            room = {r: a for r, a in pod.request.items() if a}
+            placement.hold({i: room})
+            if owner is not None:
+                _add(owner.footprint.setdefault(i, {}), room)
+            else:
+                _add(self.used, room)
+        waiting: list[tuple[JobInfo, int]] = []
+        for job in self.admitted_at_start:
+            mine = own.get(job.key)
+            if mine:
+                job.held = {
+                    r: max(job.request.get(r, 0), mine.get(r, 0)) for r in {*job.request, *mine}
+                }
+            _add(self.used, job.held)
+            missing = job.view.pod_count - bound.get(job.key, 0)
+            if missing > 0:
+                waiting.append((job, missing))
+        waiting.sort(key=lambda entry: (-self._pod_size(entry[0]), entry[0].key))
+        for job, missing in waiting:
+            assignment = placement.place(job.view.pod, missing, partial=True) or []
+            kept = placement.footprint(job.view.pod, assignment)
+            placement.hold(kept)
+            for i, room in kept.items():
+                _add(job.footprint.setdefault(i, {}), room)
+
+    def _pod_size(self, job: JobInfo) -> float:
+        """A pod's dominant share of the cluster: what "largest first" compares."""
+        total = self.total
+        return max(
+            (a / total[r] if r in total else float("inf") for r, a in job.view.pod.request.items()),
+            default=0.0,
+        )
 
     def chain(self, name: str) -> list[str]:
         """The queue and its ancestors, nearest first (root last). Do not modify."""
@@ -345,10 +415,13 @@ class Session:
         return False
 
     # Mutations by actions ------------------------------------------------------------------
-    def admit(self, job: JobInfo) -> None:
+    def admit(self, job: JobInfo, assignment: Assignment) -> None:
         job.admitted = True
         job.fresh = True
         job.admitted_at = self.now
+        job.held = job.request
+        job.footprint = self.placement.footprint(job.view.pod, assignment)
+        self.placement.hold(job.footprint)
         _add(self.used, job.request)
         for name in self.chain(job.queue):
             _add(self.queues[name].allocated, job.request)
@@ -359,15 +432,17 @@ class Session:
         job.admitted = False
         job.evicted = True
         job.admitted_at = None
-        _sub(self.used, job.request)
+        _sub(self.used, job.held)
+        self.placement.release(job.footprint)
+        job.footprint = {}
         for name in self.chain(job.queue):
             _sub(self.queues[name].allocated, job.request)
         self.queues[job.queue].admitted_jobs.remove(job)
 
 
 def job_order_key(job: JobInfo) -> tuple[int, datetime, str]:
-    """Within a queue: higher job priority first, then older, then by name."""
-    return (-job.priority, job.view.creation_timestamp, job.key)
+    """Within a queue: higher job priority first, then queued earlier, then by name."""
+    return (-job.priority, job.view.queued_at, job.key)
 
 
 def _add(target: dict[str, int], amounts: Mapping[str, int]) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from sluice.api.constants import ROOT_QUEUE
 from sluice.scheduler.actions.outcome import Outcome
-from sluice.scheduler.fit import cluster_failure, queue_failure
+from sluice.scheduler.fit import cluster_failure, place, queue_failure
 from sluice.scheduler.order import QueueKey, global_job_key, leaf_order, queue_key_function
 from sluice.scheduler.session import JobInfo, Session
 
@@ -49,10 +49,13 @@ def admissible_leaves(session: Session, outcome: Outcome) -> list[str]:
 
 def try_admit(session: Session, outcome: Outcome, job: JobInfo, action: str) -> bool:
     failure = queue_failure(session, job) or cluster_failure(session, job)
-    if failure is not None:
-        outcome.reasons[job.key] = failure
+    assignment = place(session, job) if failure is None else None
+    if assignment is None:
+        outcome.reasons[job.key] = failure or session.placement.explain(
+            job.view.pod, job.view.pod_count
+        )
         return False
-    outcome.admit(session, job, f"{action}: fits in queue {job.queue}")
+    outcome.admit(session, job, f"{action}: fits in queue {job.queue}", assignment)
     return True
 
 

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from sluice.scheduler.model import Decision
+from sluice.scheduler.placement import Assignment
+from sluice.scheduler.readiness import backoff_reason
 from sluice.scheduler.session import JobInfo, Session
 
 WAITS_FOR_ROOM = "its preemptionPolicy is Never: it waits for room and takes none back"
@@ -28,8 +30,8 @@ class Outcome:
         if reason and WAITS_FOR_ROOM not in reason:
             self.reasons[job.key] = f"{reason}; {WAITS_FOR_ROOM}"
 
-    def admit(self, session: Session, job: JobInfo, reason: str) -> None:
-        session.admit(job)
+    def admit(self, session: Session, job: JobInfo, reason: str, assignment: Assignment) -> None:
+        session.admit(job, assignment)
         self.reasons.pop(job.key, None)
         self.decisions.append(Decision("admit", job.key, job.queue, reason))
 
@@ -53,3 +55,12 @@ class Outcome:
                 for_job=for_job.key,
             )
         )
+
+    def requeue(self, session: Session, job: JobInfo, why: str) -> None:
+        """The job gives its quota back and waits out its back-off (readiness.py)."""
+        session.evict(job)
+        self.evicted.append(job)
+        requeues = job.view.requeues + 1
+        self.reasons[job.key] = backoff_reason(requeues, session.now, why)
+        self.changed = True
+        self.decisions.append(Decision("requeue", job.key, job.queue, why, requeues=requeues))

@@ -2,16 +2,19 @@
 
 Victims are the queue's own admitted jobs of strictly lower priority that may be preempted,
 in victim order (lowest priority, most recently admitted, most recently created, name); if
-all of them together would not make room, nothing is preempted. A fifo queue preempts only
-for its first waiting job.
+all of them together would not make room (in the queue, in the cluster and on the nodes its
+pods may use), nothing is preempted, and victims it turns out not to need are left alone. A
+fifo queue preempts only for its first waiting job.
 """
 
 from __future__ import annotations
 
+from functools import partial
+
 from sluice.scheduler.actions.admit import admissible_leaves
 from sluice.scheduler.actions.outcome import Outcome
 from sluice.scheduler.actions.reclaim import victim_order
-from sluice.scheduler.fit import fits
+from sluice.scheduler.fit import as_hard, fits, freed_room, frees_room_for, place, prune
 from sluice.scheduler.order import leaf_order
 from sluice.scheduler.session import JobInfo, Session
 
@@ -37,7 +40,7 @@ def preempt(session: Session, outcome: Outcome) -> None:
 
 
 def _preempt_in(session: Session, outcome: Outcome, leaf: str, victims: list[JobInfo]) -> None:
-    failed: list[tuple[int, dict[str, int]]] = []  # (priority, request) that found no room
+    failed: list[JobInfo] = []  # jobs that found no room (fit.as_hard: so do harder ones)
     fifo = session.queues[leaf].queue.spec.dequeue_strategy == "fifo"
     first: JobInfo | None = None
     for job in session.queues[leaf].pending_jobs:
@@ -51,26 +54,42 @@ def _preempt_in(session: Session, outcome: Outcome, leaf: str, victims: list[Job
             continue
         if not victims or victims[0].priority >= job.priority:
             continue
-        if any(
-            p >= job.priority and all(job.request.get(r, 0) >= a for r, a in req.items())
-            for p, req in failed
-        ):
+        if any(other.priority >= job.priority and as_hard(job, other) for other in failed):
             continue
-        if fits(session, job):
+        if fits(session, job) and place(session, job) is not None:
             continue
         chosen: list[JobInfo] = []
-        freed: dict[str, int] = {}
         for victim in victims:
             if victim.priority >= job.priority:
                 break
+            if _enough(session, job, chosen, placed=False) and not frees_room_for(
+                session, victim, job
+            ):
+                continue  # enough in total: only room on a node its pods may use helps
             chosen.append(victim)
-            for r, a in victim.request.items():
-                freed[r] = freed.get(r, 0) + a
-            if fits(session, job, freed, freed):
+            if _enough(session, job, chosen):
+                chosen = prune(chosen, partial(_enough, session, job))
+                assignment = place(session, job, freed_room(chosen))
+                assert assignment is not None  # pruning keeps it placeable
                 for v in chosen:
                     outcome.evict(session, "preempt", v, job)
                     victims.remove(v)
-                outcome.admit(session, job, f"preempt: higher priority in queue {leaf}")
+                outcome.admit(session, job, f"preempt: higher priority in queue {leaf}", assignment)
                 break
         if not job.admitted:
-            failed.append((job.priority, dict(job.request)))
+            failed.append(job)
+
+
+def _enough(session: Session, job: JobInfo, victims: list[JobInfo], placed: bool = True) -> bool:
+    """Whether the job fits its queue and the cluster once the victims are gone (and, with
+    ``placed``, its pods on the nodes)."""
+    quota: dict[str, int] = {}
+    cluster: dict[str, int] = {}
+    for victim in victims:
+        for r, a in victim.request.items():
+            quota[r] = quota.get(r, 0) + a
+        for r, a in victim.held.items():
+            cluster[r] = cluster.get(r, 0) + a
+    if not fits(session, job, quota, cluster):
+        return False
+    return not placed or place(session, job, freed_room(victims)) is not None

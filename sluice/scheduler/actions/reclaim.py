@@ -19,8 +19,18 @@ from datetime import datetime, timedelta
 from sluice.api.views import EPOCH
 from sluice.scheduler.actions.admit import admissible_leaves
 from sluice.scheduler.actions.outcome import Outcome
-from sluice.scheduler.fit import queue_overage, short_resources
+from sluice.scheduler.fit import (
+    as_hard,
+    blocking_resources,
+    freed_room,
+    frees_room_for,
+    place,
+    prune,
+    queue_overage,
+    short_resources,
+)
 from sluice.scheduler.order import leaf_order
+from sluice.scheduler.placement import Assignment
 from sluice.scheduler.session import JobInfo, Session
 
 Taken = dict[str, dict[str, int]]
@@ -290,9 +300,12 @@ class _Reclaim:
             key = self.orders[job.key] = victim_order(job)
         return key
 
-    def reclaim_for(self, job: JobInfo, short: dict[str, int], over: Taken | None = None) -> bool:
-        """Take victims until the job fits: the cluster, and each ancestor in ``over`` (what
-        admitting it would take that queue past its limit, freed only by victims below it)."""
+    def reclaim_for(
+        self, job: JobInfo, short: dict[str, int], over: Taken | None = None
+    ) -> Assignment | None:
+        """Take victims until the job fits: the cluster, each ancestor in ``over`` (what
+        admitting it would take that queue past its limit, freed only by victims below it),
+        and the nodes its pods would go on. Returns where they go, or None (nothing taken)."""
         session = self.session
         chosen: list[JobInfo] = []
         taken: Taken = {}
@@ -304,8 +317,13 @@ class _Reclaim:
             for r in short
             if job.request[r] > session.total.get_amount(r) - session.used.get(r, 0)
         }
+        over = over or {}
         for victim in self.candidates(job, short, taken):
-            if over and not self._helps(victim, need, over):
+            if self._counted(freed, taken, need, over):
+                # Enough in total: only room on a node its pods may use still helps.
+                if not frees_room_for(session, victim, job):
+                    continue
+            elif over and not self._helps(victim, need, over):
                 continue
             if not self.keeps_guarantee(victim.queue, victim, taken):
                 continue
@@ -314,19 +332,40 @@ class _Reclaim:
                 slot = taken.setdefault(q, {})
                 for r, a in victim.request.items():
                     slot[r] = slot.get(r, 0) + a
-            for r, a in victim.request.items():
+            for r, a in victim.held.items():
                 freed[r] = freed.get(r, 0) + a
-            if all(freed.get(r, 0) >= a for r, a in need.items()) and (
-                not over
-                or all(
-                    taken.get(q, {}).get(r, 0) >= a
-                    for q, limits in over.items()
-                    for r, a in limits.items()
-                )
-            ):
+            if self._counted(freed, taken, need, over) and place(session, job, freed_room(chosen)):
+                chosen = prune(chosen, lambda victims: self._enough(job, victims, need, over))
+                assignment = place(session, job, freed_room(chosen))
+                assert assignment is not None  # pruning keeps it placeable
                 self._take(job, chosen)
-                return True
-        return False
+                return assignment
+        return None
+
+    @staticmethod
+    def _counted(freed: dict[str, int], taken: Taken, need: dict[str, int], over: Taken) -> bool:
+        """Whether the victims so far free what the cluster lacks and what each ancestor in
+        ``over`` is over by, below it."""
+        return all(freed.get(r, 0) >= a for r, a in need.items()) and all(
+            taken.get(q, {}).get(r, 0) >= a for q, limits in over.items() for r, a in limits.items()
+        )
+
+    def _enough(
+        self, job: JobInfo, victims: list[JobInfo], need: dict[str, int], over: Taken
+    ) -> bool:
+        freed: dict[str, int] = {}
+        taken: Taken = {}
+        for victim in victims:
+            for r, a in victim.held.items():
+                freed[r] = freed.get(r, 0) + a
+            for q in self.session.chain(victim.queue):
+                if q in over:
+                    slot = taken.setdefault(q, {})
+                    for r, a in victim.request.items():
+                        slot[r] = slot.get(r, 0) + a
+        return self._counted(freed, taken, need, over) and (
+            place(self.session, job, freed_room(victims)) is not None
+        )
 
     def _helps(self, victim: JobInfo, need: dict[str, int], over: Taken) -> bool:
         """Whether the victim frees something the cluster lacks, or frees room below an
@@ -357,9 +396,10 @@ class _Reclaim:
         session = self.session
         leaves = leaf_order(session, admissible_leaves(session, self.outcome))
         for leaf in leaves:
-            # Requests of this queue that found no room, with the resources the cluster
-            # lacked (None: a failure that does not depend on them).
-            failed: list[tuple[dict[str, int], frozenset[str] | None]] = []
+            # Jobs of this queue that found no room, with the resources they lacked (None: a
+            # failure that does not depend on them). A job at least as hard to admit
+            # (fit.as_hard) that lacks no other resource fails too.
+            failed: list[tuple[JobInfo, frozenset[str] | None]] = []
             fifo = session.queues[leaf].queue.spec.dequeue_strategy == "fifo"
             first: JobInfo | None = None
             for job in session.queues[leaf].pending_jobs:
@@ -371,38 +411,45 @@ class _Reclaim:
                 if job.never_preempts:
                     self.outcome.waits_for_room(job)
                     continue  # and the next job that may reclaim still does
-                short = short_resources(session, job)
-                if any(
-                    (lacked is None or lacked >= short.keys())
-                    and all(job.request.get(r, 0) >= a for r, a in request.items())
-                    for request, lacked in failed
-                ):
+                if any(lacked is None and as_hard(job, other) for other, lacked in failed):
                     continue
-                # Cheapest tests first. Each failure below also fails for any job of this
-                # queue that requests at least as much (and, when the answer depends on what
-                # the cluster lacks, lacks no other resource), so it joins the memo.
+                # Cheapest tests first.
                 if not self.asks_owed(job, leaf):
                     # Best-effort here. Not remembered: a larger job may ask for what is owed.
                     continue
                 if not self.within_deserved(job, leaf):
-                    failed.append((dict(job.request), None))
+                    failed.append((job, None))
                     continue
                 # An ancestor's limit that stops the job is freed by victims below it, so the
                 # resources over it count as lacking too; the job's own queue's is not.
                 over = queue_overage(session, job)
                 if leaf in over:
-                    failed.append((dict(job.request), None))
+                    failed.append((job, None))
                     continue
+                short = short_resources(session, job)
                 for limits in over.values():
                     for r, amount in limits.items():
                         short[r] = max(short.get(r, 0), amount)
                 if not short:
+                    if place(session, job) is not None:
+                        continue  # it fits; what keeps it waiting is not room
+                    # It fits in total, not on the nodes: room on them is what it lacks.
+                    short = dict.fromkeys(blocking_resources(session, job), 1)
+                    if not short:
+                        continue  # no node may take its pods at all: no victim helps
+                if any(
+                    lacked is not None and lacked >= short.keys() and as_hard(job, other)
+                    for other, lacked in failed
+                ):
                     continue
-                if self.supply(short) and self.reclaim_for(job, short, over):
-                    self.outcome.admit(session, job, f"reclaim: room taken back for queue {leaf}")
+                assignment = self.reclaim_for(job, short, over) if self.supply(short) else None
+                if assignment is not None:
+                    self.outcome.admit(
+                        session, job, f"reclaim: room taken back for queue {leaf}", assignment
+                    )
                     self.admitted(job)
                 else:
-                    failed.append((dict(job.request), frozenset(short)))
+                    failed.append((job, frozenset(short)))
             info = session.queues[leaf]
             info.pending_jobs = [j for j in info.pending_jobs if not j.admitted]
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sluice.api.config import SchedulerConfig, parse_scheduler_config
+from sluice.api.constraints import NodeRequirement, PodSpecView, Taint, Toleration
 from sluice.api.queue import Queue
 from sluice.api.resources import Resources
-from sluice.api.views import JobPhase, JobView, NodeView, PriorityClassView
+from sluice.api.views import JobPhase, JobView, NodeView, PodView, PriorityClassView
 from sluice.scheduler.model import Snapshot
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -80,8 +82,86 @@ def running(name: str, queue_name: str, **kw: Any) -> JobView:
     return job(name, queue_name, phase=JobPhase.RUNNING, **kw)
 
 
-def node(name: str = "n1", **allocatable: float | str) -> NodeView:
-    return NodeView(name=name, allocatable=res(**allocatable))
+def node(
+    name: str = "n1",
+    *,
+    labels: dict[str, str] | None = None,
+    taints: tuple[Taint, ...] = (),
+    ready: bool = True,
+    cordoned: bool = False,
+    **allocatable: float | str,
+) -> NodeView:
+    return NodeView(
+        name=name,
+        allocatable=res(**allocatable),
+        ready=ready,
+        schedulable=not cordoned,
+        labels=labels or {},
+        taints=taints,
+    )
+
+
+def gang(
+    name: str,
+    queue_name: str,
+    pods: int,
+    *,
+    selector: dict[str, str] | None = None,
+    affinity: tuple[tuple[NodeRequirement, ...], ...] | None = None,
+    tolerations: tuple[Toleration, ...] = (),
+    phase: JobPhase = JobPhase.PENDING,
+    **per_pod: Any,
+) -> JobView:
+    """A job of `pods` pods, each asking `per_pod` (plus the keywords of job())."""
+    options = {k: per_pod.pop(k) for k in list(per_pod) if k in JOB_OPTIONS}
+    pod = PodSpecView(
+        request=res(**per_pod),
+        node_selector=tuple(sorted((selector or {}).items())),
+        affinity=affinity,
+        tolerations=tolerations,
+    )
+    base = job(name, queue_name, phase=phase, cpu=0, **options)
+    return replace(
+        base,
+        uid=f"uid-{name}",
+        request=pod.request.scale(pods),
+        parallelism=pods,
+        pod=pod,
+        pod_count=pods,
+    )
+
+
+JOB_OPTIONS = ("created", "admitted", "priority_class", "preemptable")
+
+
+def pod(
+    name: str,
+    node_name: str | None,
+    *,
+    owner: JobView | None = None,
+    created: int | None = None,
+    finished: bool = False,
+    terminating: bool = False,
+    unschedulable: str = "",
+    **request: float | str,
+) -> PodView:
+    """A pod bound to `node_name` (None: not scheduled), of `owner` when given; created
+    `created` seconds after T0, or when its owner was admitted."""
+    if created is not None:
+        at = T0 + timedelta(seconds=created)
+    else:
+        at = (owner.admitted_at if owner else None) or T0
+    return PodView(
+        namespace="ns",
+        name=name,
+        request=res(**request) if request else (owner.pod.request if owner else res()),
+        node=node_name,
+        finished=finished,
+        terminating=terminating,
+        job_uid=owner.uid if owner else "",
+        creation_timestamp=at,
+        unschedulable=unschedulable,
+    )
 
 
 def snapshot(
@@ -92,6 +172,7 @@ def snapshot(
     config: dict[str, Any] | None = None,
     priority_classes: dict[str, int] | None = None,
     now: datetime = NOW,
+    pods: list[PodView] | None = None,
 ) -> Snapshot:
     cfg = parse_scheduler_config(config) if config is not None else SchedulerConfig()
     return Snapshot(
@@ -101,4 +182,5 @@ def snapshot(
         now=now,
         priority_classes=[PriorityClassView(n, v) for n, v in (priority_classes or {}).items()],
         config=cfg,
+        pods=pods,
     )

@@ -1,0 +1,255 @@
+"""Placement: which nodes may take a pod, how much room each has, and whether every pod of a
+job fits at once. The one rule admission, reclaim, preempt and the pending reasons all use.
+
+A node's free room is its allocatable minus the requests of every unfinished pod bound to it,
+whoever owns it, minus what admitted jobs hold there for pods not bound yet. Nodes that are not
+Ready or are cordoned hold no room; a node whose NoSchedule/NoExecute taint a pod does not
+tolerate, or whose labels its nodeSelector or required node affinity reject, holds none for
+that pod. Pods are placed first fit over the nodes in name order (a job's pods are all alike;
+admitted jobs' waiting pods are placed largest first): a check that they can run, not a
+prediction of where kube-scheduler will put them.
+
+Room only shrinks while jobs are admitted, and grows only when a victim's room is given back,
+so two things are remembered per pod shape until room grows: the first node that could still
+take one pod (nodes before it never can again), and the smallest count that did not fit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from sluice.api.constraints import BLOCKING_EFFECTS, NodeRequirement, PodSpecView, Taint, Toleration
+from sluice.api.resources import describe_amount
+from sluice.api.views import NodeView
+
+Room = dict[str, int]
+Footprint = dict[int, Room]
+"""Node index -> what a job holds on it."""
+Assignment = list[tuple[int, int]]
+"""(node index, pods) for the pods of one job."""
+
+
+def tolerates(toleration: Toleration, taint: Taint) -> bool:
+    if toleration.effect and toleration.effect != taint.effect:
+        return False
+    if toleration.key and toleration.key != taint.key:
+        return False
+    if toleration.operator == "Exists":
+        return True
+    return toleration.value == taint.value
+
+
+def _requirement_holds(req: NodeRequirement, node: NodeView) -> bool:
+    if req.on_field:  # matchFields: Kubernetes supports metadata.name only
+        value: str | None = node.name if req.key == "metadata.name" else None
+    else:
+        value = node.labels.get(req.key)
+    op = req.operator
+    if op == "In":
+        return value in req.values
+    if op == "NotIn":
+        return value not in req.values
+    if op == "Exists":
+        return value is not None
+    if op == "DoesNotExist":
+        return value is None
+    try:  # Gt, Lt: the label must be an integer
+        have, limit = int(value or ""), int(req.values[0])
+    except ValueError:
+        return False
+    return have > limit if op == "Gt" else have < limit
+
+
+def refusal(pod: PodSpecView, node: NodeView) -> str | None:
+    """Why the node may not take the pod, or None. Room is not looked at."""
+    if not node.ready:
+        return "not Ready"
+    if not node.schedulable:
+        return "cordoned"
+    if any(node.labels.get(k) != v for k, v in pod.node_selector):
+        return "not matching its nodeSelector"
+    if pod.affinity is not None and not any(
+        term and all(_requirement_holds(r, node) for r in term) for term in pod.affinity
+    ):
+        return "not matching its node affinity"
+    for taint in node.taints:
+        if taint.effect in BLOCKING_EFFECTS and not any(
+            tolerates(t, taint) for t in pod.tolerations
+        ):
+            return f"with taint {taint.describe()} it does not tolerate"
+    return None
+
+
+def _fit(free: Mapping[str, int], items: Sequence[tuple[str, int]], most: int) -> int:
+    """How many pods of ``items`` (their positive requests) fit in ``free``, at most ``most``."""
+    n = most
+    for r, a in items:
+        have = free.get(r, 0)
+        if have < a:
+            return 0
+        n = min(n, have // a)
+    return n
+
+
+def _add(target: Room, amounts: Mapping[str, int], sign: int = 1) -> None:
+    for r, a in amounts.items():
+        target[r] = target.get(r, 0) + sign * a
+
+
+class Placement:
+    """The nodes' free room during one cycle, changed as jobs are admitted and evicted."""
+
+    def __init__(self, nodes: Iterable[NodeView]) -> None:
+        self.nodes = sorted(nodes, key=lambda n: n.name)
+        self.index = {node.name: i for i, node in enumerate(self.nodes)}
+        self.free: list[Room] = [dict(node.allocatable.items()) for node in self.nodes]
+        self._eligible: dict[tuple[object, ...], tuple[list[int], frozenset[int]]] = {}
+        self._cursor: dict[PodSpecView, int] = {}
+        self._failed: dict[PodSpecView, int] = {}
+        self._explained: dict[tuple[PodSpecView, int], str] = {}
+
+    # Room --------------------------------------------------------------------------------
+    def usable(self, name: str) -> int | None:
+        """The index of a node that holds room, None for one that does not (or is unknown)."""
+        i = self.index.get(name)
+        return i if i is not None and self.nodes[i].usable else None
+
+    def hold(self, footprint: Footprint) -> None:
+        for i, room in footprint.items():
+            _add(self.free[i], room, -1)
+        self._explained.clear()
+
+    def release(self, footprint: Footprint) -> None:
+        for i, room in footprint.items():
+            _add(self.free[i], room)
+        self._cursor.clear()
+        self._failed.clear()
+        self._explained.clear()
+
+    @staticmethod
+    def footprint(pod: PodSpecView, assignment: Assignment) -> Footprint:
+        return {i: {r: a * n for r, a in pod.request.items()} for i, n in assignment}
+
+    # Which nodes ---------------------------------------------------------------------------
+    def eligible(self, pod: PodSpecView) -> tuple[list[int], frozenset[int]]:
+        """The nodes that may take the pod, in placement order, and as a set."""
+        key = pod.constraints
+        found = self._eligible.get(key)
+        if found is None:
+            ordered = [i for i, node in enumerate(self.nodes) if refusal(pod, node) is None]
+            found = self._eligible[key] = (ordered, frozenset(ordered))
+        return found
+
+    # Placing -------------------------------------------------------------------------------
+    def place(
+        self,
+        pod: PodSpecView,
+        count: int,
+        extra: Mapping[int, Mapping[str, int]] | None = None,
+        *,
+        partial: bool = False,
+    ) -> Assignment | None:
+        """Where ``count`` pods go, first fit; None when they do not all fit (with ``partial``,
+        as many as fit). ``extra`` is room on some nodes as if victims had left them."""
+        if count <= 0:
+            return []
+        items = [(r, a) for r, a in pod.request.items() if a > 0]
+        memo = extra is None and not partial
+        failed = self._failed.get(pod) if memo else None
+        if failed is not None and count >= failed:
+            return None
+        eligible = self.eligible(pod)[0]
+        start = self._cursor.get(pod, 0) if extra is None else 0
+        out: Assignment = []
+        left = count
+        first: int | None = None
+        for pos in range(start, len(eligible)):
+            i = eligible[pos]
+            free = self.free[i]
+            if extra is not None and i in extra:
+                free = dict(free)
+                _add(free, extra[i])
+            n = _fit(free, items, left)
+            if n:
+                if first is None:
+                    first = pos
+                out.append((i, n))
+                left -= n
+                if not left:
+                    break
+        if extra is None:
+            self._cursor[pod] = first if first is not None else len(eligible)
+        if left and not partial:
+            if memo:
+                self._failed[pod] = min(count, self._failed.get(pod, count))
+            return None
+        return out
+
+    # Words ---------------------------------------------------------------------------------
+    def explain(self, pod: PodSpecView, count: int) -> str:
+        """Why ``count`` pods do not fit at once, in the words of a pending reason."""
+        key = (pod, count)
+        text = self._explained.get(key)
+        if text is None:
+            text = self._explained[key] = self._explain(pod, count)
+        return text
+
+    def _explain(self, pod: PodSpecView, count: int) -> str:
+        eligible = self.eligible(pod)[0]
+        if not eligible:
+            return self._no_node(pod)
+        items = [(r, a) for r, a in pod.request.items() if a > 0]
+        among = (
+            f" (among the {len(eligible)} of {len(self.nodes)} nodes its pods may go on)"
+            if len(eligible) < len(self.nodes)
+            else ""
+        )
+        partial = self.place(pod, count, {}, partial=True) or []
+        placed = sum(n for _, n in partial)
+        if placed:
+            where = ", ".join(f"{self.nodes[i].name} {n}" for i, n in partial[:3])
+            more = ", ..." if len(partial) > 3 else ""
+            return (
+                f"only {placed} of its {count} pods of {pod.request.describe()} fit on the nodes"
+                f" at once ({where}{more}){among}"
+            )
+        # Not one pod fits: name the resource no node has enough of, the furthest short first.
+        best: dict[str, tuple[int, int]] = {}  # resource -> (most free, node index)
+        for i in eligible:
+            for r, _ in items:
+                have = self.free[i].get(r, 0)
+                if r not in best or have > best[r][0]:
+                    best[r] = (have, i)
+        short = sorted(((a - best[r][0]) / a, r) for r, a in items if best[r][0] < a)
+        if short:
+            r = short[-1][1]
+            have, i = best[r]
+            if not any(r in self.nodes[j].allocatable for j in eligible):
+                return f"no node has {r}{among}"
+            return (
+                f"no node can hold a pod of {describe_amount(r, pod.request[r])}: the most"
+                f" free on one node is {describe_amount(r, max(have, 0))}"
+                f" ({self.nodes[i].name}){among}"
+            )
+        # Each resource fits somewhere, never all on one node: show the node closest to it.
+        closest = min(
+            eligible,
+            key=lambda j: sum(1 for r, a in items if self.free[j].get(r, 0) < a),
+        )
+        room = ", ".join(
+            describe_amount(r, max(self.free[closest].get(r, 0), 0)) for r, _ in sorted(items)
+        )
+        return (
+            f"no node can hold a pod of {pod.request.describe()} at once: the closest is"
+            f" {self.nodes[closest].name} with {room} free{among}"
+        )
+
+    def _no_node(self, pod: PodSpecView) -> str:
+        if not self.nodes:
+            return "the cluster has no nodes"
+        counts: dict[str, int] = {}
+        for node in self.nodes:
+            why = refusal(pod, node) or ""
+            counts[why] = counts.get(why, 0) + 1
+        parts = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        return "no node may take its pods: " + ", ".join(f"{n} {why}" for why, n in parts)
