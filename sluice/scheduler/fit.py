@@ -3,7 +3,7 @@ queue's limits, the cluster's free room, and whether its pods can be placed (pla
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
 
 from sluice.api.quantity import format_quantity
 from sluice.api.resources import describe_amount
@@ -159,27 +159,6 @@ def place(session: Session, job: JobInfo, freed: Footprint | None = None) -> Ass
     return session.placement.place(job.view.pod, job.view.pod_count, freed)
 
 
-def freed_room(victims: Iterable[JobInfo]) -> Footprint:
-    """The room the victims hold on each node, together."""
-    out: Footprint = {}
-    for victim in victims:
-        for i, room in victim.footprint.items():
-            slot = out.setdefault(i, {})
-            for r, a in room.items():
-                slot[r] = slot.get(r, 0) + a
-    return out
-
-
-def frees_room_for(session: Session, victim: JobInfo, job: JobInfo) -> bool:
-    """Whether the victim holds something the job's pods ask for on a node they may go on."""
-    wanted = [r for r, a in job.view.pod.request.items() if a > 0]
-    eligible = session.placement.eligible(job.view.pod)[1]
-    return any(
-        i in eligible and (not wanted or any(room.get(r, 0) > 0 for r in wanted))
-        for i, room in victim.footprint.items()
-    )
-
-
 def blocking_resources(session: Session, job: JobInfo) -> set[str]:
     """The resources a node the job's pods may go on lacks for one more of them."""
     pod = job.view.pod
@@ -201,15 +180,3 @@ def as_hard(job: JobInfo, other: JobInfo) -> bool:
         and all(job.request.get(r, 0) >= a for r, a in other.request.items())
         and all(mine.request.get_amount(r) >= a for r, a in theirs.request.items())
     )
-
-
-def prune(chosen: list[JobInfo], enough: Callable[[list[JobInfo]], bool]) -> list[JobInfo]:
-    """Drop the victims the job does not need after all (one chosen for the cluster's total
-    may sit on a node its pods cannot use), the last chosen first: victims come in the
-    order they should go, so the first ones are kept where either would do."""
-    kept = list(chosen)
-    for victim in reversed(chosen):
-        trial = [v for v in kept if v is not victim]
-        if enough(trial):
-            kept = trial
-    return kept

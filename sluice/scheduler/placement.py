@@ -9,13 +9,15 @@ that pod. Pods are placed first fit over the nodes in name order (a job's pods a
 admitted jobs' waiting pods are placed largest first): a check that they can run, not a
 prediction of where kube-scheduler will put them.
 
-Room only shrinks while jobs are admitted, and grows only when a victim's room is given back,
-so two things are remembered per pod shape until room grows: the first node that could still
-take one pod (nodes before it never can again), and the smallest count that did not fit.
+Room only shrinks while jobs are admitted, and grows only where a victim's room is given back,
+so two things are remembered per pod shape: the first node that could still take one pod
+(nodes before it never can again, but for those given room back since), and, until room
+grows on a node that may take it, the smallest count that did not fit.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 
 from sluice.api.constraints import BLOCKING_EFFECTS, NodeRequirement, PodSpecView, Taint, Toleration
@@ -103,8 +105,12 @@ class Placement:
         self.nodes = sorted(nodes, key=lambda n: n.name)
         self.index = {node.name: i for i, node in enumerate(self.nodes)}
         self.free: list[Room] = [dict(node.allocatable.items()) for node in self.nodes]
-        self._eligible: dict[tuple[object, ...], tuple[list[int], frozenset[int]]] = {}
-        self._cursor: dict[PodSpecView, int] = {}
+        self._eligible: dict[tuple[object, ...], tuple[list[int], dict[int, int]]] = {}
+        # Per pod shape: nodes at or after the cursor may take one such pod; before it, only
+        # those listed may, and those given room back since: the shape has read ``_grown``
+        # (every node room was given back on, in order) up to the count it keeps.
+        self._cursor: dict[PodSpecView, tuple[int, list[int], int]] = {}
+        self._grown: list[int] = []
         self._failed: dict[PodSpecView, int] = {}
         self._explained: dict[tuple[PodSpecView, int], str] = {}
 
@@ -122,8 +128,9 @@ class Placement:
     def release(self, footprint: Footprint) -> None:
         for i, room in footprint.items():
             _add(self.free[i], room)
-        self._cursor.clear()
-        self._failed.clear()
+            self._grown.append(i)
+        if footprint:
+            self._failed.clear()
         self._explained.clear()
 
     @staticmethod
@@ -131,13 +138,13 @@ class Placement:
         return {i: {r: a * n for r, a in pod.request.items()} for i, n in assignment}
 
     # Which nodes ---------------------------------------------------------------------------
-    def eligible(self, pod: PodSpecView) -> tuple[list[int], frozenset[int]]:
-        """The nodes that may take the pod, in placement order, and as a set."""
+    def eligible(self, pod: PodSpecView) -> tuple[list[int], dict[int, int]]:
+        """The nodes that may take the pod, in placement order, and each one's position in it."""
         key = pod.constraints
         found = self._eligible.get(key)
         if found is None:
             ordered = [i for i, node in enumerate(self.nodes) if refusal(pod, node) is None]
-            found = self._eligible[key] = (ordered, frozenset(ordered))
+            found = self._eligible[key] = (ordered, {i: pos for pos, i in enumerate(ordered)})
         return found
 
     # Placing -------------------------------------------------------------------------------
@@ -158,12 +165,24 @@ class Placement:
         failed = self._failed.get(pod) if memo else None
         if failed is not None and count >= failed:
             return None
-        eligible = self.eligible(pod)[0]
-        start = self._cursor.get(pod, 0) if extra is None else 0
+        eligible, position = self.eligible(pod)
+        cursor, early, read = self._cursor.get(pod, (0, [], len(self._grown)))
+        if read < len(self._grown):
+            grown = [p for i in self._grown[read:] if (p := position.get(i, cursor)) < cursor]
+            if grown:
+                early = sorted({*early, *grown})
+        before = early
+        if extra:
+            # Room given back on some nodes before the cursor: they may take a pod now.
+            grown = [p for i in extra if (p := position.get(i, cursor)) < cursor]
+            if grown:
+                before = sorted({*early, *grown})
         out: Assignment = []
         left = count
-        first: int | None = None
-        for pos in range(start, len(eligible)):
+        fitted: list[int] = []  # positions where a pod fits
+        last = -1  # the last position looked at
+        for pos in itertools.chain(before, range(cursor, len(eligible))):
+            last = pos
             i = eligible[pos]
             free = self.free[i]
             if extra is not None and i in extra:
@@ -171,14 +190,17 @@ class Placement:
                 _add(free, extra[i])
             n = _fit(free, items, left)
             if n:
-                if first is None:
-                    first = pos
+                fitted.append(pos)
                 out.append((i, n))
                 left -= n
                 if not left:
                     break
-        if extra is None:
-            self._cursor[pod] = first if first is not None else len(eligible)
+        # What was looked at and took no pod never will until room is given back there (with
+        # ``extra`` it had more room than it has, so that holds all the more).
+        kept = [p for p in early if p > last or p in fitted]
+        if last >= cursor:
+            cursor = next((p for p in fitted if p >= cursor), len(eligible))
+        self._cursor[pod] = (cursor, kept, len(self._grown))
         if left and not partial:
             if memo:
                 self._failed[pod] = min(count, self._failed.get(pod, count))

@@ -9,12 +9,11 @@ fifo queue preempts only for its first waiting job.
 
 from __future__ import annotations
 
-from functools import partial
-
 from sluice.scheduler.actions.admit import admissible_leaves
 from sluice.scheduler.actions.outcome import Outcome
 from sluice.scheduler.actions.reclaim import victim_order
-from sluice.scheduler.fit import as_hard, fits, freed_room, frees_room_for, place, prune
+from sluice.scheduler.actions.victims import Victims
+from sluice.scheduler.fit import as_hard, fits, place, queue_overage
 from sluice.scheduler.order import leaf_order
 from sluice.scheduler.session import JobInfo, Session
 
@@ -58,38 +57,20 @@ def _preempt_in(session: Session, outcome: Outcome, leaf: str, victims: list[Job
             continue
         if fits(session, job) and place(session, job) is not None:
             continue
-        chosen: list[JobInfo] = []
+        chosen = Victims(session, job, queue_overage(session, job))
         for victim in victims:
             if victim.priority >= job.priority:
                 break
-            if _enough(session, job, chosen, placed=False) and not frees_room_for(
-                session, victim, job
-            ):
+            if chosen.counted() and not chosen.helps_pods(victim):
                 continue  # enough in total: only room on a node its pods may use helps
-            chosen.append(victim)
-            if _enough(session, job, chosen):
-                chosen = prune(chosen, partial(_enough, session, job))
-                assignment = place(session, job, freed_room(chosen))
-                assert assignment is not None  # pruning keeps it placeable
-                for v in chosen:
+            chosen.add(victim)
+            assignment = chosen.place()
+            if assignment is not None:
+                assignment = chosen.prune(assignment)
+                for v in chosen.chosen:
                     outcome.evict(session, "preempt", v, job)
                     victims.remove(v)
                 outcome.admit(session, job, f"preempt: higher priority in queue {leaf}", assignment)
                 break
         if not job.admitted:
             failed.append(job)
-
-
-def _enough(session: Session, job: JobInfo, victims: list[JobInfo], placed: bool = True) -> bool:
-    """Whether the job fits its queue and the cluster once the victims are gone (and, with
-    ``placed``, its pods on the nodes)."""
-    quota: dict[str, int] = {}
-    cluster: dict[str, int] = {}
-    for victim in victims:
-        for r, a in victim.request.items():
-            quota[r] = quota.get(r, 0) + a
-        for r, a in victim.held.items():
-            cluster[r] = cluster.get(r, 0) + a
-    if not fits(session, job, quota, cluster):
-        return False
-    return not placed or place(session, job, freed_room(victims)) is not None

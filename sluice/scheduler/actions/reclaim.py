@@ -19,13 +19,11 @@ from datetime import datetime, timedelta
 from sluice.api.views import EPOCH
 from sluice.scheduler.actions.admit import admissible_leaves
 from sluice.scheduler.actions.outcome import Outcome
+from sluice.scheduler.actions.victims import Victims
 from sluice.scheduler.fit import (
     as_hard,
     blocking_resources,
-    freed_room,
-    frees_room_for,
     place,
-    prune,
     queue_overage,
     short_resources,
 )
@@ -307,65 +305,29 @@ class _Reclaim:
         admitting it would take that queue past its limit, freed only by victims below it),
         and the nodes its pods would go on. Returns where they go, or None (nothing taken)."""
         session = self.session
-        chosen: list[JobInfo] = []
         taken: Taken = {}
-        freed: dict[str, int] = {}
-        # What the cluster must free for the job to fit; more than it lacks on an
-        # oversubscribed cluster, where free capacity is below zero.
-        need = {
-            r: job.request[r] - session.total.get_amount(r) + session.used.get(r, 0)
-            for r in short
-            if job.request[r] > session.total.get_amount(r) - session.used.get(r, 0)
-        }
         over = over or {}
+        chosen = Victims(session, job, over)
         for victim in self.candidates(job, short, taken):
-            if self._counted(freed, taken, need, over):
+            if chosen.counted():
                 # Enough in total: only room on a node its pods may use still helps.
-                if not frees_room_for(session, victim, job):
+                if not chosen.helps_pods(victim):
                     continue
-            elif over and not self._helps(victim, need, over):
+            elif over and not self._helps(victim, chosen.need, over):
                 continue
             if not self.keeps_guarantee(victim.queue, victim, taken):
                 continue
-            chosen.append(victim)
+            chosen.add(victim)
             for q in session.chain(victim.queue):
                 slot = taken.setdefault(q, {})
                 for r, a in victim.request.items():
                     slot[r] = slot.get(r, 0) + a
-            for r, a in victim.held.items():
-                freed[r] = freed.get(r, 0) + a
-            if self._counted(freed, taken, need, over) and place(session, job, freed_room(chosen)):
-                chosen = prune(chosen, lambda victims: self._enough(job, victims, need, over))
-                assignment = place(session, job, freed_room(chosen))
-                assert assignment is not None  # pruning keeps it placeable
-                self._take(job, chosen)
+            assignment = chosen.place()
+            if assignment is not None:
+                assignment = chosen.prune(assignment)
+                self._take(job, chosen.chosen)
                 return assignment
         return None
-
-    @staticmethod
-    def _counted(freed: dict[str, int], taken: Taken, need: dict[str, int], over: Taken) -> bool:
-        """Whether the victims so far free what the cluster lacks and what each ancestor in
-        ``over`` is over by, below it."""
-        return all(freed.get(r, 0) >= a for r, a in need.items()) and all(
-            taken.get(q, {}).get(r, 0) >= a for q, limits in over.items() for r, a in limits.items()
-        )
-
-    def _enough(
-        self, job: JobInfo, victims: list[JobInfo], need: dict[str, int], over: Taken
-    ) -> bool:
-        freed: dict[str, int] = {}
-        taken: Taken = {}
-        for victim in victims:
-            for r, a in victim.held.items():
-                freed[r] = freed.get(r, 0) + a
-            for q in self.session.chain(victim.queue):
-                if q in over:
-                    slot = taken.setdefault(q, {})
-                    for r, a in victim.request.items():
-                        slot[r] = slot.get(r, 0) + a
-        return self._counted(freed, taken, need, over) and (
-            place(self.session, job, freed_room(victims)) is not None
-        )
 
     def _helps(self, victim: JobInfo, need: dict[str, int], over: Taken) -> bool:
         """Whether the victim frees something the cluster lacks, or frees room below an
