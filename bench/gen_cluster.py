@@ -1,10 +1,13 @@
 """Generated clusters for the scheduler benchmark, deterministic for a seed.
 
 A three-level tree (departments -> teams -> leaf queues) with weights, some queue priorities and
-deserved shares; a mix of CPU and GPU jobs, half admitted; nodes with and without GPUs. The
-snapshot is built directly as the scheduler's input types so the benchmark times the cycle, not
-the generator; ``to_objects`` writes the same cluster as a ``kubectl get -o json`` List for
-timing the reader of ``sluice simulate``.
+deserved shares; a mix of CPU and GPU jobs of one to four pods, half admitted; nodes with and
+without GPUs, the GPU ones tainted (GPU jobs tolerate it) and in two pools some jobs select.
+Every node runs a DaemonSet pod; the admitted jobs' pods are bound to nodes first fit, the
+ones that found no room left pending, as kube-scheduler would leave them. The snapshot is built
+directly as the scheduler's input types so the benchmark times the cycle, not the generator;
+``to_objects`` writes the same cluster as a ``kubectl get -o json`` List for timing the reader
+of ``sluice simulate``.
 """
 
 from __future__ import annotations
@@ -15,14 +18,19 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sluice.api.config import SchedulerConfig
+from sluice.api.constraints import PodSpecView, Taint, Toleration
 from sluice.api.queue import Queue
 from sluice.api.resources import Resources
-from sluice.api.views import JobPhase, JobView, NodeView, PriorityClassView
+from sluice.api.views import JobPhase, JobView, NodeView, PodView, PriorityClassView
 from sluice.scheduler.model import Snapshot
+from sluice.scheduler.placement import Placement
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 GIB = 1024**3 * 1000  # milli-units
 ALL_ACTIONS = ("enqueue", "allocate", "reclaim", "preempt", "backfill")
+GPU_TAINT = Taint("nvidia.com/gpu", "present", "NoSchedule")
+GPU_TOLERATION = Toleration("nvidia.com/gpu", "Exists", "", "NoSchedule")
+DAEMON = Resources({"cpu": 100, "memory": GIB // 8})
 
 
 @dataclass(frozen=True)
@@ -92,28 +100,52 @@ def generate(size: Size, seed: int = 1) -> Snapshot:
     jobs: list[JobView] = []
     for i in range(size.admitted + size.pending):
         admitted = i < size.admitted
-        request = {"cpu": rng.choice((1, 2, 4, 8)) * 1000, "memory": rng.choice((2, 8, 32)) * GIB}
-        if rng.random() < 0.2:
-            request["nvidia.com/gpu"] = rng.choice((1, 2, 4, 8)) * 1000
+        # Sized so that the admitted half fills about nine tenths of the nodes.
+        pods = rng.choice((1, 1, 1, 2, 4))
+        request = {
+            "cpu": rng.choice((500, 1000, 1000, 2000, 2000)),
+            "memory": rng.choice((1, 2, 4, 8)) * GIB,
+        }
+        gpu = rng.random() < 0.05
+        if gpu:
+            request["nvidia.com/gpu"] = rng.choice((1, 1, 2, 4)) * 1000
+        pool = rng.choice((None, None, None, "a", "b"))
+        pod = PodSpecView(
+            request=Resources(request),
+            node_selector=(("pool", pool),) if pool else (),
+            tolerations=(GPU_TOLERATION,) if gpu else (),
+        )
         created = START + timedelta(seconds=i)
         jobs.append(
             JobView(
                 namespace=f"team-{i % 100}",
                 name=f"job-{i}",
+                uid=f"uid-{i}",
                 queue=rng.choice(leaves),
-                request=Resources(request),
+                request=pod.request.scale(pods),
                 phase=JobPhase.RUNNING if admitted else JobPhase.PENDING,
                 creation_timestamp=created,
                 priority_class_name=rng.choice((None, None, "batch-high", "batch-low")),
+                parallelism=pods,
+                pod=pod,
+                pod_count=pods,
                 admitted_at=created if admitted else None,
             )
         )
     nodes = []
     for n in range(size.nodes):
         allocatable = {"cpu": 32_000, "memory": 256 * GIB}
-        if n % 4 == 0:
+        gpu = n % 4 == 0
+        if gpu:
             allocatable["nvidia.com/gpu"] = 8_000
-        nodes.append(NodeView(name=f"node-{n}", allocatable=Resources(allocatable)))
+        nodes.append(
+            NodeView(
+                name=f"node-{n}",
+                allocatable=Resources(allocatable),
+                labels={"pool": "ab"[n % 2]},
+                taints=(GPU_TAINT,) if gpu else (),
+            )
+        )
     return Snapshot(
         queues=queues,
         jobs=jobs,
@@ -124,23 +156,63 @@ def generate(size: Size, seed: int = 1) -> Snapshot:
             PriorityClassView("batch-low", 10),
         ],
         config=SchedulerConfig(actions=ALL_ACTIONS),
+        pods=_pods(jobs, nodes, START + timedelta(days=1)),
+    )
+
+
+def _pods(jobs: list[JobView], nodes: list[NodeView], now: datetime) -> list[PodView]:
+    """A DaemonSet pod on every node, then the admitted jobs' pods bound first fit where they
+    fit (largest jobs first), pending where they do not (created a minute ago: none has
+    waited podsReadyTimeout yet)."""
+    placement = Placement(nodes)
+    pods = [PodView("kube-system", f"daemon-{node.name}", DAEMON, node=node.name) for node in nodes]
+    placement.hold({i: dict(DAEMON) for i in range(len(nodes))})
+    admitted = [j for j in jobs if j.phase.admitted]
+    admitted.sort(key=lambda j: (-sum(j.pod.request.values()), j.name))
+    for job in admitted:
+        assignment = placement.place(job.pod, job.pod_count, partial=True) or []
+        placement.hold(placement.footprint(job.pod, assignment))
+        names = iter(range(job.pod_count))
+        for i, count in assignment:
+            for _ in range(count):
+                pods.append(_pod(job, next(names), nodes[i].name, job.admitted_at or START))
+        pods.extend(_pod(job, n, None, now - timedelta(minutes=1)) for n in names)
+    return pods
+
+
+def _pod(job: JobView, n: int, node: str | None, created: datetime) -> PodView:
+    return PodView(
+        job.namespace,
+        f"{job.name}-{n}",
+        job.pod.request,
+        node=node,
+        job_uid=job.uid,
+        creation_timestamp=created,
+        unschedulable="" if node else "Unschedulable: 0/2000 nodes are available",
     )
 
 
 def to_objects(snapshot: Snapshot) -> dict[str, Any]:
-    """The cluster as ``kubectl get queues,jobs,nodes,priorityclasses -A -o json`` prints it."""
+    """The cluster as ``kubectl get queues,jobs,pods,nodes,priorityclasses -A -o json`` prints
+    it."""
     items: list[dict[str, Any]] = []
     for queue in snapshot.queues:
         obj = queue.to_object()
         obj["metadata"]["creationTimestamp"] = queue.creation_timestamp.isoformat()
         items.append(obj)
     items.extend(_job(job) for job in snapshot.jobs)
+    items.extend(_pod_object(pod) for pod in snapshot.pods or ())
     for node in snapshot.nodes:
         items.append(
             {
                 "apiVersion": "v1",
                 "kind": "Node",
-                "metadata": {"name": node.name},
+                "metadata": {"name": node.name, "labels": dict(node.labels)},
+                "spec": {
+                    "taints": [
+                        {"key": t.key, "value": t.value, "effect": t.effect} for t in node.taints
+                    ]
+                },
                 "status": {
                     "allocatable": node.allocatable.to_kube(),
                     "conditions": [{"type": "Ready", "status": "True"}],
@@ -161,13 +233,20 @@ def to_objects(snapshot: Snapshot) -> dict[str, Any]:
 
 def _job(job: JobView) -> dict[str, Any]:
     pod: dict[str, Any] = {
-        "containers": [{"name": "main", "resources": {"requests": job.request.to_kube()}}]
+        "containers": [{"name": "main", "resources": {"requests": job.pod.request.to_kube()}}]
     }
+    if job.pod.node_selector:
+        pod["nodeSelector"] = dict(job.pod.node_selector)
+    if job.pod.tolerations:
+        pod["tolerations"] = [
+            {"key": t.key, "operator": t.operator, "effect": t.effect} for t in job.pod.tolerations
+        ]
     if job.priority_class_name:
         pod["priorityClassName"] = job.priority_class_name
     meta: dict[str, Any] = {
         "name": job.name,
         "namespace": job.namespace,
+        "uid": job.uid,
         "labels": {"sluice.dev/queue-name": job.queue},
         "creationTimestamp": job.creation_timestamp.isoformat(),
     }
@@ -177,6 +256,35 @@ def _job(job: JobView) -> dict[str, Any]:
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": meta,
-        "spec": {"suspend": not job.phase.admitted, "template": {"spec": pod}},
+        "spec": {
+            "suspend": not job.phase.admitted,
+            "parallelism": job.parallelism,
+            "completions": job.parallelism,
+            "template": {"spec": pod},
+        },
         "status": {"active": 1} if job.phase is JobPhase.RUNNING else {},
     }
+
+
+def _pod_object(pod: PodView) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "name": pod.name,
+        "namespace": pod.namespace,
+        "creationTimestamp": pod.creation_timestamp.isoformat(),
+    }
+    if pod.job_uid:
+        meta["ownerReferences"] = [
+            {"apiVersion": "batch/v1", "kind": "Job", "uid": pod.job_uid, "controller": True}
+        ]
+    status: dict[str, Any] = {"phase": "Running" if pod.node else "Pending"}
+    if pod.unschedulable:
+        reason, _, message = pod.unschedulable.partition(": ")
+        status["conditions"] = [
+            {"type": "PodScheduled", "status": "False", "reason": reason, "message": message}
+        ]
+    spec: dict[str, Any] = {
+        "containers": [{"name": "main", "resources": {"requests": pod.request.to_kube()}}]
+    }
+    if pod.node:
+        spec["nodeName"] = pod.node
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}

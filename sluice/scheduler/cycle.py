@@ -74,7 +74,7 @@ def _pending(session: Session, outcome: Outcome, queue_order: list[str]) -> list
     for queue in sorted(by_queue, key=lambda q: (rank.get(q, len(rank)), q)):
         jobs = sorted(by_queue[queue], key=job_order_key)
         for position, job in enumerate(jobs, start=1):
-            reason = outcome.reasons.get(job.key) or (
+            reason = outcome.reason(session, job) or (
                 "no admission action is configured"
                 if not {"enqueue", "allocate"} & set(session.config.actions)
                 else "not reached this cycle"

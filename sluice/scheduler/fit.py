@@ -159,17 +159,6 @@ def place(session: Session, job: JobInfo, freed: Footprint | None = None) -> Ass
     return session.placement.place(job.view.pod, job.view.pod_count, freed)
 
 
-def blocking_resources(session: Session, job: JobInfo) -> set[str]:
-    """The resources a node the job's pods may go on lacks for one more of them."""
-    pod = job.view.pod
-    placement = session.placement
-    out: set[str] = set()
-    for i in placement.eligible(pod)[0]:
-        free = placement.free[i]
-        out.update(r for r, a in pod.request.items() if a > 0 and free.get(r, 0) < a)
-    return out
-
-
 def as_hard(job: JobInfo, other: JobInfo) -> bool:
     """Whether the job is at least as hard to admit as ``other``: it asks at least as much in
     total and per pod, for as many pods, of the same nodes. What stops ``other`` stops it."""

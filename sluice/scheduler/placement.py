@@ -93,6 +93,10 @@ def _fit(free: Mapping[str, int], items: Sequence[tuple[str, int]], most: int) -
     return n
 
 
+def _items(pod: PodSpecView) -> list[tuple[str, int]]:
+    return [(r, a) for r, a in pod.request.items() if a > 0]
+
+
 def _add(target: Room, amounts: Mapping[str, int], sign: int = 1) -> None:
     for r, a in amounts.items():
         target[r] = target.get(r, 0) + sign * a
@@ -112,6 +116,8 @@ class Placement:
         self._cursor: dict[PodSpecView, tuple[int, list[int], int]] = {}
         self._grown: list[int] = []
         self._failed: dict[PodSpecView, int] = {}
+        self._lacking: dict[PodSpecView, tuple[set[str], set[str]]] = {}  # union, intersection
+        self._most: dict[tuple[object, ...], dict[str, tuple[int, int]]] = {}
         self._explained: dict[tuple[PodSpecView, int], str] = {}
 
     # Room --------------------------------------------------------------------------------
@@ -120,9 +126,14 @@ class Placement:
         i = self.index.get(name)
         return i if i is not None and self.nodes[i].usable else None
 
+    def take(self, i: int, request: Mapping[str, int]) -> None:
+        """A pod bound to node ``i`` (while the snapshot is read, before any placing)."""
+        _add(self.free[i], request, -1)
+
     def hold(self, footprint: Footprint) -> None:
         for i, room in footprint.items():
             _add(self.free[i], room, -1)
+        self._most.clear()
         self._explained.clear()
 
     def release(self, footprint: Footprint) -> None:
@@ -131,6 +142,7 @@ class Placement:
             self._grown.append(i)
         if footprint:
             self._failed.clear()
+        self._most.clear()
         self._explained.clear()
 
     @staticmethod
@@ -147,6 +159,26 @@ class Placement:
             found = self._eligible[key] = (ordered, {i: pos for pos, i in enumerate(ordered)})
         return found
 
+    def lacking(self, pod: PodSpecView) -> set[str]:
+        """What the nodes that may take the pod, and could hold one, were found short of for
+        one more when it was placed this cycle: what all of them lacked, else what any did."""
+        union, every = self._lacking.get(pod, (set(), set()))
+        return every or union
+
+    def could_hold(self, pod: PodSpecView, i: int) -> bool:
+        """Whether node ``i`` may take the pod and could hold one, empty: the only nodes
+        whose room can ever matter to it."""
+        return i in self.eligible(pod)[1] and _fit(self.nodes[i].allocatable, _items(pod), 1) > 0
+
+    def fit(self, pod: PodSpecView, i: int, extra: Mapping[str, int] | None, most: int) -> int:
+        """How many of the pods fit on node ``i`` (with ``extra`` room given back), at most
+        ``most``. For pods all alike, first fit places as many as these add up to."""
+        free: Mapping[str, int] = self.free[i]
+        if extra:
+            free = dict(free)
+            _add(free, extra)
+        return _fit(free, _items(pod), most)
+
     # Placing -------------------------------------------------------------------------------
     def place(
         self,
@@ -160,7 +192,7 @@ class Placement:
         as many as fit). ``extra`` is room on some nodes as if victims had left them."""
         if count <= 0:
             return []
-        items = [(r, a) for r, a in pod.request.items() if a > 0]
+        items = _items(pod)
         memo = extra is None and not partial
         failed = self._failed.get(pod) if memo else None
         if failed is not None and count >= failed:
@@ -189,7 +221,16 @@ class Placement:
                 free = dict(free)
                 _add(free, extra[i])
             n = _fit(free, items, left)
-            if n:
+            if not n:
+                lacking = {r for r, a in items if free.get(r, 0) < a}
+                if lacking and _fit(self.nodes[i].allocatable, items, 1):
+                    seen = self._lacking.get(pod)
+                    if seen is None:
+                        self._lacking[pod] = (set(lacking), lacking)
+                    else:
+                        seen[0].update(lacking)
+                        seen[1].intersection_update(lacking)
+            else:
                 fitted.append(pos)
                 out.append((i, n))
                 left -= n
@@ -220,7 +261,7 @@ class Placement:
         eligible = self.eligible(pod)[0]
         if not eligible:
             return self._no_node(pod)
-        items = [(r, a) for r, a in pod.request.items() if a > 0]
+        items = _items(pod)
         among = (
             f" (among the {len(eligible)} of {len(self.nodes)} nodes its pods may go on)"
             if len(eligible) < len(self.nodes)
@@ -236,18 +277,15 @@ class Placement:
                 f" at once ({where}{more}){among}"
             )
         # Not one pod fits: name the resource no node has enough of, the furthest short first.
-        best: dict[str, tuple[int, int]] = {}  # resource -> (most free, node index)
-        for i in eligible:
-            for r, _ in items:
-                have = self.free[i].get(r, 0)
-                if r not in best or have > best[r][0]:
-                    best[r] = (have, i)
-        short = sorted(((a - best[r][0]) / a, r) for r, a in items if best[r][0] < a)
+        best = self._most_free(pod)
+        short = sorted(
+            ((a - best.get(r, (0, 0))[0]) / a, r) for r, a in items if best.get(r, (0, 0))[0] < a
+        )
         if short:
             r = short[-1][1]
-            have, i = best[r]
-            if not any(r in self.nodes[j].allocatable for j in eligible):
+            if r not in best:
                 return f"no node has {r}{among}"
+            have, i = best[r]
             return (
                 f"no node can hold a pod of {describe_amount(r, pod.request[r])}: the most"
                 f" free on one node is {describe_amount(r, max(have, 0))}"
@@ -265,6 +303,20 @@ class Placement:
             f"no node can hold a pod of {pod.request.describe()} at once: the closest is"
             f" {self.nodes[closest].name} with {room} free{among}"
         )
+
+    def _most_free(self, pod: PodSpecView) -> dict[str, tuple[int, int]]:
+        """Resource -> (the most free on one node the pod may go on, that node), for the
+        resources those nodes have; the first such node in order on a tie."""
+        key = pod.constraints
+        found = self._most.get(key)
+        if found is None:
+            found = self._most[key] = {}
+            for i in self.eligible(pod)[0]:
+                for r in self.nodes[i].allocatable:
+                    have = self.free[i].get(r, 0)
+                    if r not in found or have > found[r][0]:
+                        found[r] = (have, i)
+        return found
 
     def _no_node(self, pod: PodSpecView) -> str:
         if not self.nodes:

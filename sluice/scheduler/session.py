@@ -247,12 +247,11 @@ class Session:
                     bound[owner.key] = bound.get(owner.key, 0) + 1
             if i is None:
                 continue
-            room = {r: a for r, a in pod.request.items() if a}
-            placement.hold({i: room})
+            placement.take(i, pod.request)
             if owner is not None:
-                _add(owner.footprint.setdefault(i, {}), room)
+                _add(owner.footprint.setdefault(i, {}), pod.request)
             else:
-                _add(self.used, room)
+                _add(self.used, pod.request)
         waiting: list[tuple[JobInfo, int]] = []
         for job in self.admitted_at_start:
             mine = own.get(job.key)

@@ -49,11 +49,12 @@ def admissible_leaves(session: Session, outcome: Outcome) -> list[str]:
 
 def try_admit(session: Session, outcome: Outcome, job: JobInfo, action: str) -> bool:
     failure = queue_failure(session, job) or cluster_failure(session, job)
-    assignment = place(session, job) if failure is None else None
+    if failure is not None:
+        outcome.reasons[job.key] = failure
+        return False
+    assignment = place(session, job)
     if assignment is None:
-        outcome.reasons[job.key] = failure or session.placement.explain(
-            job.view.pod, job.view.pod_count
-        )
+        outcome.unplaceable(job)
         return False
     outcome.admit(session, job, f"{action}: fits in queue {job.queue}", assignment)
     return True

@@ -17,9 +17,7 @@ def backfill(session: Session, outcome: Outcome) -> None:
             # It takes no room, but its pods still need a node that may take them.
             assignment = place(session, job)
             if assignment is None:
-                outcome.reasons[job.key] = session.placement.explain(
-                    job.view.pod, job.view.pod_count
-                )
+                outcome.unplaceable(job)
             else:
                 outcome.admit(session, job, "backfill: requests nothing", assignment)
         info.pending_jobs = [j for j in info.pending_jobs if not j.admitted]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from sluice.scheduler.fit import cluster_failure
 from sluice.scheduler.model import Decision
 from sluice.scheduler.placement import Assignment
 from sluice.scheduler.readiness import backoff_reason
@@ -18,17 +19,36 @@ class Outcome:
     decisions: list[Decision] = field(default_factory=list)
     reasons: dict[str, str] = field(default_factory=dict)
     """Pending job -> why it waits (without its position, added at the end)."""
+    unplaced: dict[str, JobInfo] = field(default_factory=dict)
+    """Jobs whose pods did not fit on the nodes: their reason is written once the cycle is
+    over, on the room it leaves (explaining costs a look at every node)."""
     evicted: list[JobInfo] = field(default_factory=list)
     """Victims of this cycle: pending again, but not re-admitted before the next cycle."""
     changed: bool = True
     """Something was evicted since the last admission pass, so another pass may admit more."""
+    passive: set[str] = field(default_factory=set)
+    """Jobs whose preemptionPolicy is Never that reclaim or preempt passed over."""
 
     def waits_for_room(self, job: JobInfo) -> None:
         """A job whose preemptionPolicy is Never was passed over by reclaim or preempt: its
         reason says so, once."""
-        reason = self.reasons.get(job.key)
-        if reason and WAITS_FOR_ROOM not in reason:
-            self.reasons[job.key] = f"{reason}; {WAITS_FOR_ROOM}"
+        self.passive.add(job.key)
+
+    def unplaceable(self, job: JobInfo) -> None:
+        self.reasons[job.key] = ""
+        self.unplaced[job.key] = job
+
+    def reason(self, session: Session, job: JobInfo) -> str:
+        """Why the job waits, "" when no action said. One whose pods did not fit is told
+        what stops it now: the cluster's free room, or the room on the nodes."""
+        said = self.reasons.get(job.key, "")
+        if not said and job.key in self.unplaced:
+            said = cluster_failure(session, job) or session.placement.explain(
+                job.view.pod, job.view.pod_count
+            )
+        if said and job.key in self.passive and WAITS_FOR_ROOM not in said:
+            said = f"{said}; {WAITS_FOR_ROOM}"
+        return said
 
     def admit(self, session: Session, job: JobInfo, reason: str, assignment: Assignment) -> None:
         session.admit(job, assignment)

@@ -64,9 +64,8 @@ def _preempt_in(session: Session, outcome: Outcome, leaf: str, victims: list[Job
             if chosen.counted() and not chosen.helps_pods(victim):
                 continue  # enough in total: only room on a node its pods may use helps
             chosen.add(victim)
-            assignment = chosen.place()
-            if assignment is not None:
-                assignment = chosen.prune(assignment)
+            if chosen.placeable():
+                assignment = chosen.prune()
                 for v in chosen.chosen:
                     outcome.evict(session, "preempt", v, job)
                     victims.remove(v)

@@ -20,13 +20,7 @@ from sluice.api.views import EPOCH
 from sluice.scheduler.actions.admit import admissible_leaves
 from sluice.scheduler.actions.outcome import Outcome
 from sluice.scheduler.actions.victims import Victims
-from sluice.scheduler.fit import (
-    as_hard,
-    blocking_resources,
-    place,
-    queue_overage,
-    short_resources,
-)
+from sluice.scheduler.fit import as_hard, place, queue_overage, short_resources
 from sluice.scheduler.order import leaf_order
 from sluice.scheduler.placement import Assignment
 from sluice.scheduler.session import JobInfo, Session
@@ -322,9 +316,8 @@ class _Reclaim:
                 slot = taken.setdefault(q, {})
                 for r, a in victim.request.items():
                     slot[r] = slot.get(r, 0) + a
-            assignment = chosen.place()
-            if assignment is not None:
-                assignment = chosen.prune(assignment)
+            if chosen.placeable():
+                assignment = chosen.prune()
                 self._take(job, chosen.chosen)
                 return assignment
         return None
@@ -395,8 +388,8 @@ class _Reclaim:
                 if not short:
                     if place(session, job) is not None:
                         continue  # it fits; what keeps it waiting is not room
-                    # It fits in total, not on the nodes: room on them is what it lacks.
-                    short = dict.fromkeys(blocking_resources(session, job), 1)
+                    # It fits in total, not on the nodes: it lacks what they were short of.
+                    short = dict.fromkeys(session.placement.lacking(job.view.pod), 1)
                     if not short:
                         continue  # no node may take its pods at all: no victim helps
                 if any(

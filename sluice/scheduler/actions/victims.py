@@ -31,6 +31,14 @@ class Victims:
         self.freed: dict[str, int] = {}
         self.below: Taken = {q: {} for q in over}
         self.room: Footprint = {}
+        # Pods alike fit first fit exactly when what fits on each node adds up to their count:
+        # ``base`` is how many fit with no victim gone (counted when first asked), ``gain``
+        # how many more fit on the victims' nodes, ``fits_on`` how many fit on each of those.
+        self.pod = job.view.pod
+        self.base: int | None = None
+        self.gain = 0
+        self.fits_on: dict[int, int] = {}
+        self.for_pods: set[str] = set()  # chosen once the total was enough: for the nodes
 
     def counted(self) -> bool:
         """Whether they free what the cluster lacks and each limit is over by, in total."""
@@ -41,16 +49,19 @@ class Victims:
         )
 
     def helps_pods(self, victim: JobInfo) -> bool:
-        """Whether the victim holds something the job's pods ask for on a node they may use."""
-        pod = self.job.view.pod
-        wanted = [r for r, a in pod.request.items() if a > 0]
-        eligible = self.session.placement.eligible(pod)[1]
+        """Whether the victim holds something the job's pods ask for on a node that may take
+        them and could hold one."""
+        wanted = [r for r, a in self.pod.request.items() if a > 0]
+        placement = self.session.placement
         return any(
-            i in eligible and (not wanted or any(room.get(r, 0) > 0 for r in wanted))
+            (not wanted or any(room.get(r, 0) > 0 for r in wanted))
+            and placement.could_hold(self.pod, i)
             for i, room in victim.footprint.items()
         )
 
     def add(self, victim: JobInfo) -> None:
+        if self.counted():
+            self.for_pods.add(victim.key)
         self.chosen.append(victim)
         self._count(victim, 1)
 
@@ -59,31 +70,45 @@ class Victims:
         for q in self.session.chain(victim.queue):
             if q in self.below:
                 _add(self.below[q], victim.request, sign)
+        placement, count = self.session.placement, self.job.view.pod_count
         for i, room in victim.footprint.items():
-            _add(self.room.setdefault(i, {}), room, sign)
+            slot = self.room.setdefault(i, {})
+            _add(slot, room, sign)
+            if placement.could_hold(self.pod, i):
+                before = self.fits_on.get(i)
+                if before is None:
+                    before = placement.fit(self.pod, i, None, count)
+                self.fits_on[i] = placement.fit(self.pod, i, slot, count)
+                self.gain += self.fits_on[i] - before
 
-    def place(self) -> Assignment | None:
-        """Where the job's pods go once the chosen victims are gone, if they all fit."""
+    def placeable(self) -> bool:
+        """Whether every pod of the job fits once the chosen victims are gone."""
         if not self.counted():
-            return None
-        return place(self.session, self.job, self.room)
+            return False
+        count = self.job.view.pod_count
+        if self.base is None:
+            placed = self.session.placement.place(self.pod, count, partial=True) or []
+            self.base = sum(n for _, n in placed)
+        return self.base + self.gain >= count
 
-    def prune(self, assignment: Assignment) -> Assignment:
-        """Let go the victims the job does not need after all: one whose room its pods do not
-        use (``assignment``) when the job still fits without it, the last chosen first. Those
-        whose room the pods use stay, and so do those that free what the cluster or a
-        limit lacks: they go in the order they were chosen. Returns where the pods go."""
+    def prune(self) -> Assignment:
+        """Let go the victims the job does not need after all, the last chosen first, and
+        return where its pods go. Only two kinds may go: one chosen for the nodes alone (the
+        total was enough already), and one whose room the pods do not use; the others
+        free what the cluster or a limit lacks, and go in the order they were chosen."""
+        assignment = place(self.session, self.job, self.room)
+        assert assignment is not None  # placeable() said so
         used = {i for i, _ in assignment}
         for victim in reversed(list(self.chosen)):
-            if used.intersection(victim.footprint):
+            if victim.key not in self.for_pods and used.intersection(victim.footprint):
                 continue
             self._count(victim, -1)
-            placed = self.place()
-            if placed is None:
-                self._count(victim, 1)
-            else:
+            if self.placeable():
                 self.chosen.remove(victim)
-                assignment = placed
+            else:
+                self._count(victim, 1)
+        assignment = place(self.session, self.job, self.room)
+        assert assignment is not None  # pruning keeps it placeable
         return assignment
 
 
