@@ -10,7 +10,7 @@ not whether one can.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sluice.api.errors import InvalidObject
@@ -77,11 +77,18 @@ class PodSpecView:
     node_selector: tuple[tuple[str, str], ...] = ()
     affinity: tuple[NodeTerm, ...] | None = None
     tolerations: tuple[Toleration, ...] = ()
+    constraints: tuple[object, ...] = field(init=False, repr=False, compare=False, default=())
+    """Everything but the request: pods with equal constraints go on the same nodes."""
+    _hash: int = field(init=False, repr=False, compare=False, default=0)
 
-    @property
-    def constraints(self) -> tuple[object, ...]:
-        """Everything but the request: pods with equal constraints go on the same nodes."""
-        return (self.node_selector, self.affinity, self.tolerations)
+    def __post_init__(self) -> None:
+        # Placement looks pod shapes up hundreds of thousands of times a cycle.
+        constraints = (self.node_selector, self.affinity, self.tolerations)
+        object.__setattr__(self, "constraints", constraints)
+        object.__setattr__(self, "_hash", hash((frozenset(self.request.items()), constraints)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
 
 def pod_spec_view(

@@ -12,7 +12,7 @@ prediction of where kube-scheduler will put them.
 Room only shrinks while jobs are admitted, and grows only where a victim's room is given back,
 so two things are remembered per pod shape: the first node that could still take one pod
 (nodes before it never can again, but for those given room back since), and, until room
-grows on a node that may take it, the smallest count that did not fit.
+grows, the smallest count that did not fit.
 """
 
 from __future__ import annotations
@@ -93,13 +93,30 @@ def _fit(free: Mapping[str, int], items: Sequence[tuple[str, int]], most: int) -
     return n
 
 
-def _items(pod: PodSpecView) -> list[tuple[str, int]]:
-    return [(r, a) for r, a in pod.request.items() if a > 0]
-
-
 def _add(target: Room, amounts: Mapping[str, int], sign: int = 1) -> None:
     for r, a in amounts.items():
         target[r] = target.get(r, 0) + sign * a
+
+
+class _Shape:
+    """What placement remembers of one pod shape (request and constraints) during a cycle.
+
+    Nodes at or after ``cursor`` may take one such pod; before it only those in ``early``
+    may, and those given room back since (``Placement.grown``, read up to ``read``). Room only
+    shrinks otherwise, so a node looked at that took no pod never will until then.
+    """
+
+    __slots__ = ("cursor", "early", "eligible", "every", "failed", "items", "position", "read")
+
+    def __init__(self, items: list[tuple[str, int]], eligible: list[int], read: int) -> None:
+        self.items = items
+        self.eligible = eligible
+        self.position = {i: pos for pos, i in enumerate(eligible)}
+        self.cursor = 0
+        self.early: list[int] = []
+        self.read = read
+        self.failed = 0  # the smallest count found not to fit since room last grew; 0: none
+        self.every: set[str] | None = None  # what every node that could hold one lacked
 
 
 class Placement:
@@ -109,14 +126,9 @@ class Placement:
         self.nodes = sorted(nodes, key=lambda n: n.name)
         self.index = {node.name: i for i, node in enumerate(self.nodes)}
         self.free: list[Room] = [dict(node.allocatable.items()) for node in self.nodes]
-        self._eligible: dict[tuple[object, ...], tuple[list[int], dict[int, int]]] = {}
-        # Per pod shape: nodes at or after the cursor may take one such pod; before it, only
-        # those listed may, and those given room back since: the shape has read ``_grown``
-        # (every node room was given back on, in order) up to the count it keeps.
-        self._cursor: dict[PodSpecView, tuple[int, list[int], int]] = {}
-        self._grown: list[int] = []
-        self._failed: dict[PodSpecView, int] = {}
-        self._lacking: dict[PodSpecView, tuple[set[str], set[str]]] = {}  # union, intersection
+        self.grown: list[int] = []  # every node room was given back on, in order
+        self._eligible: dict[tuple[object, ...], list[int]] = {}
+        self._shapes: dict[PodSpecView, _Shape] = {}
         self._most: dict[tuple[object, ...], dict[str, tuple[int, int]]] = {}
         self._explained: dict[tuple[PodSpecView, int], str] = {}
 
@@ -139,9 +151,10 @@ class Placement:
     def release(self, footprint: Footprint) -> None:
         for i, room in footprint.items():
             _add(self.free[i], room)
-            self._grown.append(i)
+            self.grown.append(i)
         if footprint:
-            self._failed.clear()
+            for shape in self._shapes.values():
+                shape.failed = 0
         self._most.clear()
         self._explained.clear()
 
@@ -150,25 +163,31 @@ class Placement:
         return {i: {r: a * n for r, a in pod.request.items()} for i, n in assignment}
 
     # Which nodes ---------------------------------------------------------------------------
-    def eligible(self, pod: PodSpecView) -> tuple[list[int], dict[int, int]]:
-        """The nodes that may take the pod, in placement order, and each one's position in it."""
-        key = pod.constraints
-        found = self._eligible.get(key)
-        if found is None:
-            ordered = [i for i, node in enumerate(self.nodes) if refusal(pod, node) is None]
-            found = self._eligible[key] = (ordered, {i: pos for pos, i in enumerate(ordered)})
-        return found
+    def _shape(self, pod: PodSpecView) -> _Shape:
+        shape = self._shapes.get(pod)
+        if shape is None:
+            eligible = self._eligible.get(pod.constraints)
+            if eligible is None:
+                eligible = [i for i, node in enumerate(self.nodes) if refusal(pod, node) is None]
+                self._eligible[pod.constraints] = eligible
+            items = [(r, a) for r, a in pod.request.items() if a > 0]
+            shape = self._shapes[pod] = _Shape(items, eligible, len(self.grown))
+        return shape
 
-    def lacking(self, pod: PodSpecView) -> set[str]:
-        """What the nodes that may take the pod, and could hold one, were found short of for
-        one more when it was placed this cycle: what all of them lacked, else what any did."""
-        union, every = self._lacking.get(pod, (set(), set()))
-        return every or union
+    def eligible(self, pod: PodSpecView) -> list[int]:
+        """The nodes that may take the pod, in placement order."""
+        return self._shape(pod).eligible
 
     def could_hold(self, pod: PodSpecView, i: int) -> bool:
         """Whether node ``i`` may take the pod and could hold one, empty: the only nodes
         whose room can ever matter to it."""
-        return i in self.eligible(pod)[1] and _fit(self.nodes[i].allocatable, _items(pod), 1) > 0
+        shape = self._shape(pod)
+        return i in shape.position and _fit(self.nodes[i].allocatable, shape.items, 1) > 0
+
+    def lacking(self, pod: PodSpecView) -> set[str]:
+        """What the nodes that may take the pod, and could hold one, were found short of for
+        one more when it was placed this cycle: what all of them lacked."""
+        return set(self._shape(pod).every or ())
 
     def fit(self, pod: PodSpecView, i: int, extra: Mapping[str, int] | None, most: int) -> int:
         """How many of the pods fit on node ``i`` (with ``extra`` room given back), at most
@@ -177,7 +196,7 @@ class Placement:
         if extra:
             free = dict(free)
             _add(free, extra)
-        return _fit(free, _items(pod), most)
+        return _fit(free, self._shape(pod).items, most)
 
     # Placing -------------------------------------------------------------------------------
     def place(
@@ -192,15 +211,18 @@ class Placement:
         as many as fit). ``extra`` is room on some nodes as if victims had left them."""
         if count <= 0:
             return []
-        items = _items(pod)
+        shape = self._shape(pod)
         memo = extra is None and not partial
-        failed = self._failed.get(pod) if memo else None
-        if failed is not None and count >= failed:
+        if memo and shape.failed and count >= shape.failed:
             return None
-        eligible, position = self.eligible(pod)
-        cursor, early, read = self._cursor.get(pod, (0, [], len(self._grown)))
-        if read < len(self._grown):
-            grown = [p for i in self._grown[read:] if (p := position.get(i, cursor)) < cursor]
+        eligible, position, cursor, early = (
+            shape.eligible,
+            shape.position,
+            shape.cursor,
+            shape.early,
+        )
+        if shape.read < len(self.grown):
+            grown = [p for i in self.grown[shape.read :] if (p := position.get(i, cursor)) < cursor]
             if grown:
                 early = sorted({*early, *grown})
         before = early
@@ -209,11 +231,13 @@ class Placement:
             grown = [p for i in extra if (p := position.get(i, cursor)) < cursor]
             if grown:
                 before = sorted({*early, *grown})
+        items = shape.items
         out: Assignment = []
         left = count
         fitted: list[int] = []  # positions where a pod fits
         last = -1  # the last position looked at
-        for pos in itertools.chain(before, range(cursor, len(eligible))):
+        rest = range(cursor, len(eligible))
+        for pos in itertools.chain(before, rest) if before else rest:
             last = pos
             i = eligible[pos]
             free = self.free[i]
@@ -221,30 +245,24 @@ class Placement:
                 free = dict(free)
                 _add(free, extra[i])
             n = _fit(free, items, left)
-            if not n:
-                lacking = {r for r, a in items if free.get(r, 0) < a}
-                if lacking and _fit(self.nodes[i].allocatable, items, 1):
-                    seen = self._lacking.get(pod)
-                    if seen is None:
-                        self._lacking[pod] = (set(lacking), lacking)
-                    else:
-                        seen[0].update(lacking)
-                        seen[1].intersection_update(lacking)
-            else:
+            if n:
                 fitted.append(pos)
                 out.append((i, n))
                 left -= n
                 if not left:
                     break
+            elif _fit(self.nodes[i].allocatable, items, 1):
+                lacking = {r for r, a in items if free.get(r, 0) < a}
+                shape.every = lacking if shape.every is None else shape.every & lacking
         # What was looked at and took no pod never will until room is given back there (with
         # ``extra`` it had more room than it has, so that holds all the more).
-        kept = [p for p in early if p > last or p in fitted]
+        shape.early = [p for p in early if p > last or p in fitted] if early else early
         if last >= cursor:
-            cursor = next((p for p in fitted if p >= cursor), len(eligible))
-        self._cursor[pod] = (cursor, kept, len(self._grown))
+            shape.cursor = next((p for p in fitted if p >= cursor), len(eligible))
+        shape.read = len(self.grown)
         if left and not partial:
             if memo:
-                self._failed[pod] = min(count, self._failed.get(pod, count))
+                shape.failed = min(count, shape.failed or count)
             return None
         return out
 
@@ -258,10 +276,10 @@ class Placement:
         return text
 
     def _explain(self, pod: PodSpecView, count: int) -> str:
-        eligible = self.eligible(pod)[0]
+        eligible = self.eligible(pod)
         if not eligible:
             return self._no_node(pod)
-        items = _items(pod)
+        items = self._shape(pod).items
         among = (
             f" (among the {len(eligible)} of {len(self.nodes)} nodes its pods may go on)"
             if len(eligible) < len(self.nodes)
@@ -311,7 +329,7 @@ class Placement:
         found = self._most.get(key)
         if found is None:
             found = self._most[key] = {}
-            for i in self.eligible(pod)[0]:
+            for i in self.eligible(pod):
                 for r in self.nodes[i].allocatable:
                     have = self.free[i].get(r, 0)
                     if r not in found or have > found[r][0]:

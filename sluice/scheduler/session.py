@@ -231,8 +231,8 @@ class Session:
         job's pods still terminating) also count against the cluster's free room."""
         placement = self.placement
         by_uid = {job.view.uid: job for job in self.admitted_at_start if job.view.uid}
-        own: dict[str, dict[str, int]] = {}
         bound: dict[str, int] = {}
+        used = self.used
         for pod in pods:
             if pod.finished:
                 continue
@@ -242,25 +242,26 @@ class Session:
             i = placement.usable(pod.node) if pod.node else None
             if owner is not None:
                 owner.pods.append(pod)
-                _add(own.setdefault(owner.key, {}), pod.request)
                 if pod.node:
                     bound[owner.key] = bound.get(owner.key, 0) + 1
             if i is None:
                 continue
             placement.take(i, pod.request)
-            if owner is not None:
-                _add(owner.footprint.setdefault(i, {}), pod.request)
-            else:
-                _add(self.used, pod.request)
+            _add(owner.footprint.setdefault(i, {}) if owner is not None else used, pod.request)
         waiting: list[tuple[JobInfo, int]] = []
         for job in self.admitted_at_start:
-            mine = own.get(job.key)
-            if mine:
+            view = job.view
+            if len(job.pods) > view.parallelism or any(
+                p.request != view.pod.request for p in job.pods
+            ):
+                mine: dict[str, int] = {}
+                for own in job.pods:
+                    _add(mine, own.request)
                 job.held = {
                     r: max(job.request.get(r, 0), mine.get(r, 0)) for r in {*job.request, *mine}
                 }
-            _add(self.used, job.held)
-            missing = job.view.pod_count - bound.get(job.key, 0)
+            _add(used, job.held)
+            missing = view.pod_count - bound.get(job.key, 0)
             if missing > 0:
                 waiting.append((job, missing))
         waiting.sort(key=lambda entry: (-self._pod_size(entry[0]), entry[0].key))
