@@ -33,13 +33,17 @@ from sluice.api.constants import (
     PLURAL,
     QUEUE_FINALIZER,
     RECLAIMED_BY_ANNOTATION,
+    REQUEUE_REASON_ANNOTATION,
+    REQUEUED_AT_ANNOTATION,
+    REQUEUES_ANNOTATION,
     ROOT_QUEUE,
     VERSION,
 )
-from sluice.api.views import split_pending_reason
-from sluice.operator.state import ClusterState, Obj
+from sluice.api.views import parse_time, split_pending_reason
+from sluice.operator.state import ClusterState, Obj, job_key
 from sluice.operator.status import queue_status, status_differs
 from sluice.scheduler.model import CycleResult, Decision
+from sluice.scheduler.readiness import backoff_reason
 
 log = logging.getLogger("sluice.operator.apply")
 
@@ -89,6 +93,12 @@ def _drain(response: Any) -> bytes:
 
 def _rfc3339(value: datetime) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _time(obj: Obj, annotation: str) -> datetime:
+    """A time the operator wrote on the object (as written, to the second)."""
+    value = ((obj.get("metadata") or {}).get("annotations") or {}).get(annotation)
+    return parse_time(value, "Job", job_key(obj), annotation) or datetime.now(UTC)
 
 
 class Writer:
@@ -215,16 +225,24 @@ class Writer:
             log.warning("event=event-post-failed object=%s error=%r", meta.get("name"), err)
 
     def evict(self, decision: Decision, now: datetime) -> Obj | None:
-        body = {
-            "metadata": {
-                "annotations": {
-                    RECLAIMED_BY_ANNOTATION: decision.for_job or "",
-                    ADMITTED_AT_ANNOTATION: None,
-                    PENDING_REASON_ANNOTATION: f"{decision.action}ed for {decision.for_job}",
-                }
-            },
-            "spec": {"suspend": True},
-        }
+        """Suspend a reclaim or preempt victim, or a job requeued because its pods were not
+        scheduled in time (which records how often, when and why: its back-off and its
+        place behind the jobs of its priority follow from them)."""
+        annotations: dict[str, str | None] = {ADMITTED_AT_ANNOTATION: None}
+        if decision.action == "requeue":
+            annotations |= {
+                RECLAIMED_BY_ANNOTATION: None,
+                REQUEUES_ANNOTATION: str(decision.requeues),
+                REQUEUED_AT_ANNOTATION: _rfc3339(now),
+                REQUEUE_REASON_ANNOTATION: decision.reason,
+                PENDING_REASON_ANNOTATION: backoff_reason(decision.requeues, now, decision.reason),
+            }
+        else:
+            annotations |= {
+                RECLAIMED_BY_ANNOTATION: decision.for_job or "",
+                PENDING_REASON_ANNOTATION: f"{decision.action}ed for {decision.for_job}",
+            }
+        body = {"metadata": {"annotations": annotations}, "spec": {"suspend": True}}
         version = self.decided.get(decision.job)
         return self._patch_job(decision.job, body, decision.action, version)
 
@@ -245,6 +263,10 @@ class Writer:
         """The Event of a decision already written to its Job."""
         if decision.action == "admit":
             self._event(obj, "Admitted", f"admitted by queue {decision.queue}: {decision.reason}")
+        elif decision.action == "requeue":
+            when = _time(obj, REQUEUED_AT_ANNOTATION)
+            message = backoff_reason(decision.requeues, when, decision.reason)
+            self._event(obj, "Requeued", f"suspended by sluice, {message}", warning=True)
         else:
             reason = "Reclaimed" if decision.action == "reclaim" else "Preempted"
             self._event(obj, reason, f"{decision.reason}; suspended by sluice")
@@ -430,7 +452,8 @@ async def apply_result(
 
     def write() -> bool:
         with ThreadPoolExecutor(WRITERS, thread_name_prefix="sluice-write") as pool:
-            victims = [d for d in result.decisions if d.action in ("reclaim", "preempt")]
+            # Requeued jobs give their room back like victims, before anyone takes it.
+            victims = [d for d in result.decisions if d.action != "admit"]
             if not may_write():
                 return False
             evicted = list(pool.map(lambda d: writer.evict(d, now), victims))

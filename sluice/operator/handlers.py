@@ -104,6 +104,11 @@ def build_registry(
         # Their labels decide which queues take their jobs (spec.namespaceSelector).
         state.on_namespace(_event(type), dict(body))
 
+    @kopf.on.event("", "v1", "pods", registry=registry)
+    async def pod_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:
+        # Every pod bound to a node takes room there, whoever owns it.
+        state.on_pod(_event(type), body)
+
     @kopf.on.event("scheduling.k8s.io", "v1", "priorityclasses", registry=registry)
     async def priority_class_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:
         state.on_priority_class(_event(type), dict(body))

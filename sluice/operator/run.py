@@ -76,6 +76,7 @@ def prime(api: client.ApiClient, state: ClusterState) -> None:
         ),
         (client.CoreV1Api(api).list_node, "v1", "Node", state.on_node, ""),
         (client.CoreV1Api(api).list_namespace, "v1", "Namespace", state.on_namespace, ""),
+        (client.CoreV1Api(api).list_pod_for_all_namespaces, "v1", "Pod", state.on_pod, ""),
         (
             client.SchedulingV1Api(api).list_priority_class,
             "scheduling.k8s.io/v1",

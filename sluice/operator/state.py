@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -23,10 +23,12 @@ from sluice.api.views import (
     JobView,
     NamespaceView,
     NodeView,
+    PodView,
     PriorityClassView,
     job_from_object,
     namespace_from_object,
     node_from_object,
+    pod_from_object,
     priority_class_from_object,
 )
 from sluice.scheduler.model import Snapshot
@@ -64,6 +66,10 @@ TOMBSTONES = 10_000
 """Deleted objects remembered, so a late answer to our own write cannot bring one back."""
 
 
+def _same_pod(before: Obj, after: Obj) -> bool:
+    return bool(before["view"] == after["view"] and before["error"] == after["error"])
+
+
 def _gone(obj: Obj) -> bool:
     """A write answered with a deleting object that has no finalizer left: it is gone."""
     meta = obj.get("metadata") or {}
@@ -77,6 +83,8 @@ class ClusterState:
     nodes: dict[str, Obj] = field(default_factory=dict)
     priority_classes: dict[str, Obj] = field(default_factory=dict)
     namespaces: dict[str, Obj] = field(default_factory=dict)
+    pods: dict[str, Obj] = field(default_factory=dict)
+    """Every pod, kept as read (``view``), with only the metadata that orders its events."""
     config: SchedulerConfig = DEFAULT_CONFIG
     config_error: str = ""
     wake: asyncio.Event = field(default_factory=asyncio.Event)
@@ -100,7 +108,16 @@ class ClusterState:
         elif not self.loop.is_closed():
             self.loop.call_soon_threadsafe(self.wake.set)
 
-    def _store(self, table: dict[str, Obj], key: str, event: str, obj: Obj) -> None:
+    def _store(
+        self,
+        table: dict[str, Obj],
+        key: str,
+        event: str,
+        obj: Obj,
+        same: Callable[[Obj, Obj], bool] | None = None,
+    ) -> None:
+        """Keep ``obj`` (or forget it) unless an event already told something newer; wake
+        the loop unless ``same`` says the change is nothing it looks at."""
         tomb = f"{id(table)}/{key}"  # tables are per kind, so are their tombstones
         version = _version(obj)
         with self.lock:
@@ -110,12 +127,17 @@ class ClusterState:
                     self.deleted[tomb] = version
                     while len(self.deleted) > TOMBSTONES:
                         del self.deleted[next(iter(self.deleted))]
-            elif _newer(table.get(key), obj):
+            else:
+                current = table.get(key)
+                if not _newer(current, obj):
+                    return
                 buried = self.deleted.get(tomb)
                 if buried is not None and version is not None and version <= buried:
                     return  # an answer older than the deletion: the object is gone
                 self.deleted.pop(tomb, None)
                 table[key] = obj
+                if current is not None and same is not None and same(current, obj):
+                    return
         self.notify()
 
     def queue_objects(self) -> list[tuple[str, Obj]]:
@@ -138,6 +160,19 @@ class ClusterState:
     def on_namespace(self, event: str, obj: Obj) -> None:
         self._store(self.namespaces, _name(obj), event, obj)
 
+    def on_pod(self, event: str, obj: Obj) -> None:
+        """Read once as it arrives (a cluster holds many pods, and a cycle reads them all);
+        a change placement does not see (a pod starting to run) does not wake the loop."""
+        meta = obj.get("metadata") or {}
+        try:
+            view: PodView | None = pod_from_object(obj)
+            error = ""
+        except InvalidObject as err:
+            view, error = None, str(err)
+        order = {k: meta.get(k) for k in ("resourceVersion", "deletionTimestamp", "finalizers")}
+        kept = {"metadata": order, "view": view, "error": error}
+        self._store(self.pods, job_key(obj), event, kept, _same_pod)
+
     def remember_job(self, obj: Obj) -> None:
         """The object the API server returned for our own write."""
         self._store(self.jobs, job_key(obj), "MODIFIED", obj)
@@ -154,6 +189,7 @@ class ClusterState:
             node_objs = list(self.nodes.items())
             class_objs = list(self.priority_classes.items())
             namespace_objs = list(self.namespaces.items())
+            pod_objs = list(self.pods.items())
         queues: list[Queue] = []
         for name, obj in queue_objs:
             try:
@@ -187,6 +223,12 @@ class ClusterState:
                 namespaces.append(namespace_from_object(obj))
             except InvalidObject as err:
                 bad[f"namespace/{name}"] = str(err)
+        pods: list[PodView] = []
+        for key, obj in pod_objs:
+            if obj["view"] is None:
+                bad[f"pod/{key}"] = obj["error"]
+            else:
+                pods.append(obj["view"])
         for key in set(bad) - set(self.bad_objects):
             log.warning("event=unreadable-object object=%s error=%r", key, bad[key])
         self.bad_objects = bad
@@ -199,4 +241,5 @@ class ClusterState:
             config=self.config,
             max_queue_depth=max_queue_depth,
             namespaces=namespaces,
+            pods=pods,
         )
