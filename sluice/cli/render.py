@@ -73,6 +73,8 @@ def _decision_json(cycle: int, d: Decision) -> dict[str, Any]:
     out: dict[str, Any] = {"cycle": cycle, "action": d.action, "job": d.job, "queue": d.queue}
     if d.for_job is not None:
         out["for"] = d.for_job
+    if d.action == "requeue":
+        out["requeues"] = d.requeues
     if d.reason:
         out["reason"] = d.reason
     return out
@@ -154,7 +156,7 @@ def _decision_table(decisions: Sequence[tuple[int, Decision]]) -> Table:
     for cycle, d in decisions:
         table.add_row(str(cycle), d.action, d.job, d.queue, d.for_job or "", d.reason)
     if not decisions:
-        table.caption = "nothing to admit, reclaim or preempt"
+        table.caption = "nothing to admit, reclaim, preempt or requeue"
     return table
 
 

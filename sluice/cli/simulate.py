@@ -81,7 +81,7 @@ def simulate(
     snapshot: Annotated[
         Path,
         typer.Argument(
-            help="A YAML or JSON dump: `kubectl get queues,jobs,nodes,priorityclasses,"
+            help="A YAML or JSON dump: `kubectl get queues,jobs,pods,nodes,priorityclasses,"
             "namespaces -A -o yaml` (separate documents or kind: List).",
             show_default=False,
         ),

@@ -24,15 +24,17 @@ from sluice.api.queue import Queue
 from sluice.api.views import (
     JobView,
     NodeView,
+    PodView,
     PriorityClassView,
     job_from_object,
     namespace_from_object,
     node_from_object,
+    pod_from_object,
     priority_class_from_object,
 )
 from sluice.scheduler.model import Snapshot
 
-SUPPORTED_KINDS = ("Queue", "Job", "Node", "PriorityClass", "Namespace", "ConfigMap")
+SUPPORTED_KINDS = ("Queue", "Job", "Pod", "Node", "PriorityClass", "Namespace", "ConfigMap")
 
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -170,6 +172,8 @@ def build_snapshot(
         seen_jobs.add(job.key)
         jobs.append(job)
     nodes: list[NodeView] = [_read(item, node_from_object) for item in by_kind["Node"]]
+    # A dump without pods says nothing of them: nodes then hold only what admitted jobs keep.
+    pods: list[PodView] | None = [_read(item, pod_from_object) for item in by_kind["Pod"]] or None
     classes: list[PriorityClassView] = [
         _read(item, priority_class_from_object) for item in by_kind["PriorityClass"]
     ]
@@ -186,6 +190,7 @@ def build_snapshot(
         priority_classes=classes,
         config=chosen,
         namespaces=namespaces,
+        pods=pods,
     )
     return Dump(snapshot, source)
 

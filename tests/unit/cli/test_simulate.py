@@ -200,9 +200,13 @@ BAD = {
     "unknown kind": (
         [
             queue("root"),
-            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x", "namespace": "default"}},
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": {"name": "x", "namespace": "default"},
+            },
         ],
-        ["document 2", "Pod default/x", "unsupported kind Pod"],
+        ["document 2", "Service default/x", "unsupported kind Service"],
     ),
     "malformed quantity": (
         [queue("root"), queue("a", capability={"cpu": "4x"})],
