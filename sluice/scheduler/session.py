@@ -234,16 +234,16 @@ class Session:
         bound: dict[str, int] = {}
         used = self.used
         for pod in pods:
-            if pod.finished:
-                continue
             owner = by_uid.get(pod.job_uid) if pod.job_uid else None
             if owner is not None and owner.view.namespace != pod.namespace:
                 owner = None
-            i = placement.usable(pod.node) if pod.node else None
             if owner is not None:
-                owner.pods.append(pod)
-                if pod.node:
-                    bound[owner.key] = bound.get(owner.key, 0) + 1
+                owner.pods.append(pod)  # finished ones too: they tell when it last got pods
+            if pod.finished:
+                continue
+            if owner is not None and pod.node:
+                bound[owner.key] = bound.get(owner.key, 0) + 1
+            i = placement.usable(pod.node) if pod.node else None
             if i is None:
                 continue
             placement.take(i, pod.request)
@@ -251,11 +251,12 @@ class Session:
         waiting: list[tuple[JobInfo, int]] = []
         for job in self.admitted_at_start:
             view = job.view
-            if len(job.pods) > view.parallelism or any(
-                p.request != view.pod.request for p in job.pods
+            running = [p for p in job.pods if not p.finished]
+            if len(running) > view.parallelism or any(
+                p.request != view.pod.request for p in running
             ):
                 mine: dict[str, int] = {}
-                for own in job.pods:
+                for own in running:
                     _add(mine, own.request)
                 job.held = {
                     r: max(job.request.get(r, 0), mine.get(r, 0)) for r in {*job.request, *mine}

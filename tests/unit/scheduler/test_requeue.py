@@ -193,3 +193,12 @@ def test_simulate_applies_a_requeue_like_the_operator_writes_it() -> None:
     again = run_cycle(after)
     assert decisions(again) == []  # backing off
     assert "requeued once" in reason(again, "train")
+
+
+def test_a_pod_that_ran_since_admission_counts_as_one_created_while_the_next_is_made() -> None:
+    """One pod at a time: between the first succeeding and the Job controller creating the
+    next, the job has no pod waiting and one that ran since its admission."""
+    train = gang("train", "q", 1, cpu=2, phase=JobPhase.INQUEUE, admitted=ADMITTED)
+    done = pod("train-a", "n1", owner=train, finished=True)
+    result = run_cycle(snapshot([queue("q")], [train], [node(cpu=4)], pods=[done]))
+    assert decisions(result) == []
