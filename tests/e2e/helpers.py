@@ -137,3 +137,17 @@ def queue(name: str, **spec: Any) -> dict[str, Any]:
         "metadata": {"name": name},
         "spec": spec,
     }
+
+
+def set_scheduler_config(kubectl: Kubectl, text: str) -> str:
+    """Write the sluice-scheduler ConfigMap; its uid tells its Events from an earlier run's."""
+    kubectl.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "sluice-scheduler", "namespace": "sluice-system"},
+            "data": {"scheduler.yaml": text},
+        }
+    )
+    config_map = kubectl.get("configmap", "sluice-scheduler", "sluice-system")
+    return str(config_map["metadata"]["uid"])

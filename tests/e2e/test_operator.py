@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from .components import Operator
-from .helpers import Kubectl, KubectlError, controlplane, wait_for
+from .helpers import Kubectl, KubectlError, controlplane, set_scheduler_config, wait_for
 from .scenario import Scenario
 
 
@@ -180,20 +180,6 @@ def test_reopening_the_parent_reopens_exactly_what_it_closed(s: Scenario, kubect
     )
 
 
-def _set_scheduler_config(kubectl: Kubectl, text: str) -> str:
-    """Write the sluice-scheduler ConfigMap; its uid tells its Events from an earlier run's."""
-    kubectl.apply(
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": "sluice-scheduler", "namespace": "sluice-system"},
-            "data": {"scheduler.yaml": text},
-        }
-    )
-    config_map = kubectl.get("configmap", "sluice-scheduler", "sluice-system")
-    return str(config_map["metadata"]["uid"])
-
-
 def _config_events(kubectl: Kubectl, uid: str, reason: str) -> list[str]:
     selector = f"involvedObject.uid={uid},reason={reason}"
     events = kubectl.json("get", "events", "-n", "sluice-system", "--field-selector", selector)
@@ -210,7 +196,7 @@ def _admits_a_job(s: Scenario, queue: str) -> None:
 def test_a_bad_configuration_is_reported_and_the_last_good_one_kept(
     s: Scenario, kubectl: Kubectl, operator: Operator
 ) -> None:
-    uid = _set_scheduler_config(kubectl, "actions: enqueue, teleport\n")
+    uid = set_scheduler_config(kubectl, "actions: enqueue, teleport\n")
     try:
         wait_for(lambda: "config-refused" in operator.logs(), what="the refusal logged")
         assert "actions.teleport" in operator.logs()
@@ -230,7 +216,7 @@ def test_volcanos_default_configuration_loads_and_each_ignored_name_is_an_event(
 ) -> None:
     volcano = Path(__file__).parents[2] / "examples" / "volcano" / "volcano-scheduler.conf"
     defaults = operator.logs().count("event=config-default")
-    uid = _set_scheduler_config(kubectl, volcano.read_text())
+    uid = set_scheduler_config(kubectl, volcano.read_text())
 
     def ignored() -> list[str] | None:
         found = _config_events(kubectl, uid, "ConfigIgnored")
