@@ -198,8 +198,8 @@ def check_annotations(
     old: Mapping[str, Any] | None, new: Mapping[str, Any], namespace: str, writer: Writer
 ) -> Verdict:
     """sluice.dev/ annotations change decisions: sluice.dev/preemptable is for the operator and
-    webhooks.protectedJobUsers, every other one (admitted-at, reclaimed-by, pending-reason and
-    any future one) for the operator alone. ``old`` is None on create, and for a job that
+    webhooks.protectedJobUsers, every other one (admitted-at, reclaimed-by, pending-reason, the
+    requeue ones and any future one) for the operator alone. ``old`` is None on create, and for a job that
     sluice did not manage until this request."""
     if writer.operator:
         return ALLOW
