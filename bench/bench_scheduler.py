@@ -1,10 +1,13 @@
-"""Scheduler benchmark: one full cycle (enqueue, allocate, reclaim, preempt, backfill) on
-generated clusters, at the base size of the targets and at ten times that size.
+"""Scheduler benchmark: one full cycle (requeue, enqueue, allocate, reclaim, preempt, backfill,
+with placement) on generated clusters with pods, at the base size of the targets and at ten
+times that size.
 
 Each size runs in its own process so that its peak memory (maxrss) is its own. Beside the cycle
-time it prints a bare ``sorted()`` of the same jobs' order keys: no scheduler can order jobs
-faster than that, so it is the floor to compare with. It also times reading the same cluster as
-a ``kubectl get -o json`` dump through the reader of ``sluice simulate``.
+time it prints two floors measured in the same run, and the cycle's ratio to them: a bare
+``sorted()`` of the same jobs' order keys (no scheduler can order jobs faster), and a bare tally
+of every pod's request on its node (no scheduler can know what is free on the nodes faster).
+It also times reading the same cluster as a ``kubectl get -o json`` dump through the reader of
+``sluice simulate``.
 
 Run: ``.venv/bin/python -m bench.bench_scheduler`` (``--quick`` for sizes 20 times smaller).
 """
@@ -68,7 +71,13 @@ def measure(size: Size, repeat: int) -> dict[str, Any]:
         started = time.perf_counter()
         sorted(keys)
         floors.append(time.perf_counter() - started)
+    tallies = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        tally(snapshot)
+        tallies.append(time.perf_counter() - started)
 
+    snapshot_pods = snapshot.pods or ()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "dump.json"
         path.write_text(json.dumps(to_objects(snapshot)))
@@ -86,8 +95,22 @@ def measure(size: Size, repeat: int) -> dict[str, Any]:
         "decisions": decisions,
         "peak_bytes": peak,
         "sort_floor": statistics.median(floors),
+        "tally_floor": statistics.median(tallies),
+        "pods": len(snapshot_pods),
         "parse": parse,
     }
+
+
+def tally(snapshot: Any) -> int:
+    """Every pod's request added to its node's total, once: what knowing the nodes' free room
+    costs at the very least."""
+    used: dict[str, dict[str, int]] = {node.name: {} for node in snapshot.nodes}
+    for pod in snapshot.pods or ():
+        room = used.get(pod.node or "")
+        if room is not None and not pod.finished:
+            for r, a in pod.request.items():
+                room[r] = room.get(r, 0) + a
+    return len(used)
 
 
 def _run_child(size: Size, repeat: int, timeout: float | None = None) -> dict[str, Any] | None:
@@ -110,8 +133,9 @@ def _p90(values: list[float]) -> float:
 
 def _table(rows: list[dict[str, Any]]) -> str:
     header = (
-        f"{'queues':>7} {'pending':>8} {'admitted':>9} {'nodes':>6} | {'median':>8} {'p90':>8} "
-        f"{'per job':>8} {'sorted()':>8} {'peak RSS':>9} {'decisions':>9} {'dump read':>9}"
+        f"{'queues':>7} {'pending':>8} {'admitted':>9} {'nodes':>6} {'pods':>7} | "
+        f"{'median':>8} {'p90':>8} {'per job':>8} | {'sorted()':>8} {'x':>5} "
+        f"{'pod tally':>9} {'x':>5} | {'peak RSS':>9} {'decisions':>9} {'dump read':>9}"
     )
     lines = [header, "-" * len(header)]
     for row in rows:
@@ -119,8 +143,10 @@ def _table(rows: list[dict[str, Any]]) -> str:
         median = statistics.median(row["times"])
         lines.append(
             f"{row['queues']:>7,} {size['pending']:>8,} {size['admitted']:>9,} "
-            f"{size['nodes']:>6,} | {median:>7.3f}s {_p90(row['times']):>7.3f}s "
-            f"{median / row['jobs'] * 1e6:>6.1f}us {row['sort_floor']:>7.3f}s "
+            f"{size['nodes']:>6,} {row['pods']:>7,} | {median:>7.3f}s {_p90(row['times']):>7.3f}s "
+            f"{median / row['jobs'] * 1e6:>6.1f}us | {row['sort_floor']:>7.3f}s "
+            f"{median / row['sort_floor']:>4.0f}x {row['tally_floor']:>8.3f}s "
+            f"{median / row['tally_floor']:>4.0f}x | "
             f"{row['peak_bytes'] / 1024**2:>7.0f}Mi {row['decisions']:>9,} {row['parse']:>8.2f}s"
         )
     return "\n".join(lines)
@@ -177,7 +203,10 @@ def main(argv: list[str]) -> int:
         met = t_small <= TARGET_SECONDS and small["peak_bytes"] < TARGET_BYTES
         print(
             f"base size: median {t_small:.3f}s (target <= {TARGET_SECONDS:.0f}s), peak "
-            f"{small['peak_bytes'] / 1024**2:.0f}Mi (target < 1Gi): {'met' if met else 'NOT met'}"
+            f"{small['peak_bytes'] / 1024**2:.0f}Mi (target < 1Gi): {'met' if met else 'NOT met'};"
+            f" floors in the same run: sorted() {small['sort_floor']:.3f}s"
+            f" (x{t_small / small['sort_floor']:.0f}), pod tally {small['tally_floor']:.3f}s"
+            f" (x{t_small / small['tally_floor']:.0f})"
         )
     return 0
 
