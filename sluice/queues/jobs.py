@@ -199,8 +199,8 @@ def check_annotations(
 ) -> Verdict:
     """sluice.dev/ annotations change decisions: sluice.dev/preemptable is for the operator and
     webhooks.protectedJobUsers, every other one (admitted-at, reclaimed-by, pending-reason, the
-    requeue ones and any future one) for the operator alone. ``old`` is None on create, and for a job that
-    sluice did not manage until this request."""
+    requeue ones and any future one) for the operator alone. ``old`` is None on create, and
+    for a job that sluice did not manage until this request."""
     if writer.operator:
         return ALLOW
     before = _sluice_annotations(old)
