@@ -73,9 +73,9 @@ class JobView:
     queue_from_namespace: bool = False
     never_preempts: bool = False
     """The pod template says ``preemptionPolicy: Never``."""
-    resource_version: str = ""
-    """The version this view was read from: a decision about the job is written only if the
-    Job is still at it (it may have moved to another queue or grown since)."""
+    generation: int = 0
+    """metadata.generation when read (it changes with the spec, not the status): a decision
+    about the job is written only if its spec and queue are still what the cycle saw."""
     pod: PodSpecView = WHOLE_JOB
     """One pod of the job (the template): its request and the nodes it may go on."""
     pod_count: int = 1
@@ -369,7 +369,7 @@ def job_from_object(
         pending_reason=annotations.get(PENDING_REASON_ANNOTATION),
         queue_from_namespace=from_ns,
         never_preempts=template.get("preemptionPolicy") == NEVER,
-        resource_version=str(meta.get("resourceVersion") or ""),
+        generation=int(meta.get("generation") or 0),
         requeues=_count(annotations.get(REQUEUES_ANNOTATION), full),
         requeued_at=parse_time(
             annotations.get(REQUEUED_AT_ANNOTATION),

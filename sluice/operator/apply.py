@@ -32,6 +32,7 @@ from sluice.api.constants import (
     PENDING_REASON_ANNOTATION,
     PLURAL,
     QUEUE_FINALIZER,
+    QUEUE_LABEL,
     RECLAIMED_BY_ANNOTATION,
     REQUEUE_REASON_ANNOTATION,
     REQUEUED_AT_ANNOTATION,
@@ -78,6 +79,16 @@ def _message(err: ApiException) -> str:
         return str(err.reason)
 
 
+Basis = tuple[int, str]
+"""What a decision about a Job rests on: its spec's generation and its queue."""
+
+
+def basis(obj: Obj) -> Basis:
+    meta = obj.get("metadata") or {}
+    queue = (meta.get("labels") or {}).get(QUEUE_LABEL) or ""
+    return int(meta.get("generation") or 0), str(queue)
+
+
 def cause(reason: str | None) -> str | None:
     """A pending reason without its leading "position N in QUEUE; " part."""
     return split_pending_reason(reason)[1]
@@ -111,20 +122,24 @@ class Writer:
         self.unsure: set[str] = set()  # Jobs whose last write has an unknown outcome
         self.position_written: dict[str, float] = {}  # Job -> when its reason was last written
         self.clock: Callable[[], float] = time.monotonic
-        self.decided: dict[str, str] = {}  # Job -> the resourceVersion this cycle decided on
+        self.decided: dict[str, Basis] = {}  # Job -> what this cycle decided on
 
     # Jobs --------------------------------------------------------------------------------
     def _patch_job(
-        self, key: str, body: dict[str, Any], kind: str, decided_on: str | None = None
+        self, key: str, body: dict[str, Any], kind: str, decided_on: Basis | None = None
     ) -> Obj | None:
-        """A merge patch conditional on a resourceVersion: the one a decision was made on
-        (``decided_on``), else the one last seen."""
+        """A merge patch conditional on the resourceVersion last seen; for a decision, only
+        while the Job's spec and queue are still what the cycle decided on (``decided_on``):
+        a status update since does not matter, a tenant's move or resize does."""
         current = self.state.jobs.get(key)
         if current is None:
             return None
+        if decided_on is not None and basis(current) != decided_on:
+            self.stats.conflict()
+            log.info("event=stale-decision job=%s kind=%s", key, kind)
+            return None
         meta = current.get("metadata") or {}
-        version = decided_on or meta.get("resourceVersion")
-        body.setdefault("metadata", {})["resourceVersion"] = version
+        body.setdefault("metadata", {})["resourceVersion"] = meta.get("resourceVersion")
         namespace, name = key.split("/", 1)
         try:
             # The raw answer: building and flattening client models costs more CPU than the
@@ -436,7 +451,7 @@ async def apply_result(
     result: CycleResult,
     now: datetime,
     may_write: Callable[[], bool] = lambda: True,
-    decided_on: Mapping[str, str] | None = None,
+    decided_on: Mapping[str, Basis] | None = None,
 ) -> bool:
     """Write a cycle's results in the order that keeps quota safe at every step.
 
@@ -444,8 +459,8 @@ async def apply_result(
     (its Job changed meanwhile, or the write was refused), no job of this cycle is admitted
     and the loop decides again on the fresh view. ``may_write`` is asked before each phase,
     so a replica that lost the Lease mid-apply stops there. ``decided_on`` maps each job to
-    the resourceVersion the cycle saw: admissions and evictions are written only if the Job
-    is still at it (a tenant may have moved it to another queue or resized it meanwhile).
+    the spec generation and queue the cycle saw: admissions and evictions are written only
+    while the Job still has them (a tenant may have moved or resized it meanwhile).
     Returns whether every phase ran.
     """
     writer.decided = dict(decided_on or {})

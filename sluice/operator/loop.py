@@ -173,8 +173,8 @@ class SchedulingLoop:
         written = time.perf_counter()
         before = dict(self.writer.stats.by_kind)
         conflicts = self.writer.stats.conflicts
-        versions = {job.key: job.resource_version for job in snapshot.jobs}
-        await apply_result(self.writer, result, now, self.elector.holds, versions)
+        decided_on = {job.key: (job.generation, job.queue) for job in snapshot.jobs}
+        await apply_result(self.writer, result, now, self.elector.holds, decided_on)
         metrics.APPLY_SECONDS.observe(time.perf_counter() - written)
         for kind, count in self.writer.stats.by_kind.items():
             delta = count - before.get(kind, 0)

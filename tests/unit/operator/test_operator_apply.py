@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from operator_fakes import fake_writer, job, queue
 
 from sluice.api.resources import Resources
-from sluice.operator.apply import POSITION_REFRESH, apply_result, cause
+from sluice.operator.apply import POSITION_REFRESH, apply_result, basis, cause
 from sluice.queues.lifecycle import QueueAction
 from sluice.scheduler.model import CycleResult, Decision, PendingJob, QueueResult
 
@@ -91,12 +91,29 @@ async def test_a_job_changed_while_the_cycle_decided_is_not_admitted_as_it_now_i
     newer one the state holds by the time it is written."""
     writer, cluster, state = fake_writer()
     job(cluster, state, "j")
-    decided = {"ns/j": state.jobs["ns/j"]["metadata"]["resourceVersion"]}
+    decided = {"ns/j": basis(state.jobs["ns/j"])}
     moved = cluster.patch("job/ns/j", {"metadata": {"labels": {"sluice.dev/queue-name": "b"}}})
     state.on_job("MODIFIED", moved)  # delivered before the write
     await apply_result(writer, result(Decision("admit", "ns/j", "a", "")), NOW, decided_on=decided)
     assert cluster.objects["job/ns/j"]["spec"]["suspend"] is True
     assert writer.stats.conflicts == 1
+    grown = cluster.patch("job/ns/j", {"metadata": {"generation": 2}, "spec": {"parallelism": 9}})
+    state.on_job("MODIFIED", grown)
+    decided = {"ns/j": (1, "b")}
+    await apply_result(writer, result(Decision("admit", "ns/j", "b", "")), NOW, decided_on=decided)
+    assert cluster.objects["job/ns/j"]["spec"]["suspend"] is True
+
+
+async def test_a_status_update_while_the_cycle_decided_does_not_stop_its_decision() -> None:
+    """The Job controller rewrites a fresh job's status again and again; a victim chosen on
+    the version before must still be suspended."""
+    writer, cluster, state = fake_writer()
+    job(cluster, state, "j")
+    decided = {"ns/j": basis(state.jobs["ns/j"])}
+    touched = cluster.patch("job/ns/j", {"status": {"active": 2}})
+    state.on_job("MODIFIED", touched)
+    await apply_result(writer, result(Decision("admit", "ns/j", "a", "")), NOW, decided_on=decided)
+    assert cluster.objects["job/ns/j"]["spec"]["suspend"] is False
 
 
 async def test_repeating_a_cycle_after_its_writes_changes_nothing() -> None:
