@@ -3,6 +3,7 @@ a reclaim stops and starts, and a job whose pods kube-scheduler cannot place."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from .components import Operator
@@ -63,6 +64,9 @@ def test_a_reclaimed_jobs_pods_are_deleted_and_the_reclaimers_pods_run(s: Scenar
         s.job(job, "lender", 1, pods=2)
         s.wait_admitted(job)
         s.wait_pods_running(job, 2)
+        # Admission times are stamped to the second; a tie would fall to creation time and
+        # then to name (docs/scheduler.md), and this test is about the later admission.
+        time.sleep(1.1)
     # owed deserves half the node; lender holds it all, second admitted last.
     s.job("owed-job", "owed", 1, pods=2)
     s.wait_admitted("owed-job")
