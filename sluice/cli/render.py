@@ -12,7 +12,8 @@ from rich.text import Text
 
 from sluice.api.constants import ROOT_QUEUE
 from sluice.api.resources import Resources
-from sluice.scheduler.model import CycleResult, Decision, QueueAction, QueueResult
+from sluice.queues.lifecycle import QueueAction
+from sluice.scheduler.model import CycleResult, Decision, QueueResult
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,8 +16,10 @@ from sluice.api.constants import CONFIGMAP_NAME
 from sluice.cli.common import table_console
 from sluice.cli.render import Simulation, render_table, to_json
 from sluice.cli.snapshot_io import SnapshotError, build_snapshot, load_config_file, load_objects
+from sluice.queues.lifecycle import QueueAction, lifecycle_actions
+from sluice.queues.tree import QueueTree
 from sluice.scheduler.cycle import apply_decisions, run_cycle
-from sluice.scheduler.model import Decision, QueueAction
+from sluice.scheduler.model import Decision
 
 EXIT_BAD_INPUT = 2
 
@@ -53,7 +55,8 @@ def simulate_file(
     state = dump.snapshot
     untouched = replace(state, config=replace(state.config, actions=()))
     decisions: list[tuple[int, Decision]] = []
-    actions: list[QueueAction] = []
+    # What the operator's queue handlers would write: the queues do not change across cycles.
+    actions: list[QueueAction] = lifecycle_actions(QueueTree({q.name: q for q in state.queues}))
     queue_order: list[str] = []
     result = None
     for cycle in range(1, cycles + 1):
@@ -61,7 +64,6 @@ def simulate_file(
         if cycle == 1:
             queue_order = list(result.queue_order)
         decisions.extend((cycle, d) for d in result.decisions)
-        actions.extend(a for a in result.queue_actions if a not in actions)
         state = apply_decisions(state, result, when)
     assert result is not None  # cycles >= 1
     return Simulation(

@@ -61,7 +61,7 @@ def report_data(
                 "name": name,
                 "state": "pending",
                 "position": pending.position,
-                "reason": pending.reason.partition("; ")[2] or pending.reason,
+                "reason": pending.cause,
                 "admittedAt": "",
             }
         )

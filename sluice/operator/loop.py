@@ -1,7 +1,9 @@
-"""The scheduling loop: the operator's single writer.
+"""The scheduling loop: the writer of Jobs (admit, reclaim, preempt, requeue, pending reasons).
 
 Woken by watch events (debounced) or by the periodic resync; only the Lease holder runs
-cycles. The pure cycle runs in a thread so that watches keep flowing meanwhile.
+cycles. The pure cycle runs in a thread so that watches keep flowing meanwhile; its result
+becomes a plan of writes (``plan.py``) that the executor carries out, and is then published
+for the Queue handlers, which write the Queues' statuses.
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ from sluice.api.config import load_scheduler_config
 from sluice.api.constants import CONFIGMAP_KEY, CONFIGMAP_NAME
 from sluice.api.errors import ConfigError
 from sluice.operator import metrics
-from sluice.operator.apply import Writer, apply_result, decisions_by_action
+from sluice.operator.executor import Executor, execute
 from sluice.operator.leader import LeaseElector
+from sluice.operator.plan import EventSpec, plan
 from sluice.operator.state import ClusterState
 from sluice.scheduler.cycle import run_cycle
 from sluice.scheduler.model import CycleResult
@@ -54,7 +57,7 @@ class SchedulingLoop:
         self.state = state
         self.elector = elector
         self.settings = settings
-        self.writer = Writer(api, state)
+        self.executor = Executor(api, state)
         self.synced = asyncio.Event()
         self.cycles = 0
         self.heartbeat = time.monotonic()  # last loop iteration, for the liveness endpoint
@@ -107,7 +110,7 @@ class SchedulingLoop:
         obj: dict[str, Any] = self.api.sanitize_for_serialization(cm)  # type: ignore[no-untyped-call]
         obj.setdefault("apiVersion", "v1")
         for message in messages:
-            self.writer._event(obj, reason, message, "ConfigMap", warning=True)
+            self.executor.post_event(obj, EventSpec(reason, message, warning=True), "ConfigMap")
 
     async def run(self) -> None:
         await self.synced.wait()
@@ -155,11 +158,10 @@ class SchedulingLoop:
                 await asyncio.sleep(1)
 
     async def cycle(self) -> CycleResult | None:
-        if self.writer.unsure and not await asyncio.to_thread(self.writer.reread_unsure):
-            metrics.UNSURE_JOBS.set(len(self.writer.unsure))
-            log.warning(
-                "event=cycle-postponed reason=unsure-writes jobs=%d", len(self.writer.unsure)
-            )
+        executor = self.executor
+        if executor.unsure and not await asyncio.to_thread(executor.reread_unsure):
+            metrics.UNSURE_JOBS.set(len(executor.unsure))
+            log.warning("event=cycle-postponed reason=unsure-writes jobs=%d", len(executor.unsure))
             await asyncio.sleep(1)
             self.state.notify()
             return None
@@ -171,20 +173,29 @@ class SchedulingLoop:
         if not self.elector.holds():
             return result  # lost the Lease while deciding: write nothing
         written = time.perf_counter()
-        before = dict(self.writer.stats.by_kind)
-        conflicts = self.writer.stats.conflicts
+        before = dict(executor.stats.by_kind)
+        conflicts = executor.stats.conflicts
         decided_on = {job.key: (job.generation, job.queue) for job in snapshot.jobs}
-        await apply_result(self.writer, result, now, self.elector.holds, decided_on)
+        writes = await asyncio.to_thread(
+            plan,
+            result,
+            self.state.jobs,
+            decided_on,
+            now,
+            executor.clock(),
+            dict(executor.positions_written),
+        )
+        await execute(executor, writes, self.elector.holds)
         metrics.APPLY_SECONDS.observe(time.perf_counter() - written)
-        for kind, count in self.writer.stats.by_kind.items():
-            delta = count - before.get(kind, 0)
-            if delta:
-                metrics.API_WRITES.labels(kind).inc(delta)
-        metrics.STALE_WRITES.inc(self.writer.stats.conflicts - conflicts)
-        metrics.UNSURE_JOBS.set(len(self.writer.unsure))
-        for action, count in decisions_by_action(result).items():
-            metrics.DECISIONS.labels(action).inc(count)
+        for kind, count in executor.stats.by_kind.items():
+            if count != before.get(kind, 0):
+                metrics.API_WRITES.labels(kind).inc(count - before.get(kind, 0))
+        metrics.STALE_WRITES.inc(executor.stats.conflicts - conflicts)
+        metrics.UNSURE_JOBS.set(len(executor.unsure))
+        for decision in result.decisions:
+            metrics.DECISIONS.labels(decision.action).inc()
         metrics.publish(result, snapshot.queues, snapshot.jobs, now)
+        self.state.published.publish(result, now)
         self.cycles += 1
         if result.decisions:
             log.info(

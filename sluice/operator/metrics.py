@@ -8,7 +8,7 @@ from datetime import datetime
 from prometheus_client import Counter, Gauge, Histogram
 
 from sluice.api.queue import Queue
-from sluice.api.views import JobView, split_pending_reason
+from sluice.api.views import JobView
 from sluice.observability import new_registry
 from sluice.scheduler.model import CycleResult
 
@@ -115,9 +115,9 @@ REASON_CLASSES = (
 )
 
 
-def reason_class(reason: str) -> str:
-    """The class of a pending reason, for the pending_jobs label (a few values, not text)."""
-    cause = split_pending_reason(reason)[1] or ""
+def reason_class(cause: str) -> str:
+    """The class of what stops a pending job, for the pending_jobs label (a few values, not
+    text)."""
     for words, kind in REASON_CLASSES:
         if words in cause:
             return kind
@@ -136,7 +136,7 @@ def publish(
         gauge.clear()
     pending: dict[tuple[str, str], int] = {}
     for job in result.pending:
-        key = (job.queue, reason_class(job.reason))
+        key = (job.queue, reason_class(job.cause))
         pending[key] = pending.get(key, 0) + 1
     for (queue, kind), count in pending.items():
         PENDING.labels(queue, kind).set(count)

@@ -1,8 +1,10 @@
-"""Running the operator: prime the caches, then Kopf's watches, the Lease and the loop."""
+"""Running the operator: prime the caches, then Kopf's watches, the Lease, the scheduling loop
+and, in the Lease holder only, Kopf's Queue handlers."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -20,11 +22,12 @@ from sluice.api.constants import CONFIGMAP_NAME, GROUP, PLURAL, QUEUE_LABEL, VER
 from sluice.dashboard.server import serve as serve_dashboard
 from sluice.dashboard.view import DashboardView
 from sluice.operator import metrics
-from sluice.operator.apply import WRITERS
+from sluice.operator.executor import WRITERS
 from sluice.operator.handlers import build_registry
 from sluice.operator.health import serve_health
 from sluice.operator.leader import LeaseElector
 from sluice.operator.loop import LoopSettings, SchedulingLoop
+from sluice.operator.queue_handlers import build_queue_registry
 from sluice.operator.state import ClusterState
 
 log = logging.getLogger("sluice.operator")
@@ -104,6 +107,54 @@ def _with_room_for_writers(api: client.ApiClient) -> client.ApiClient:
     return client.ApiClient(cfg)
 
 
+async def lead_queues(
+    api: client.ApiClient,
+    state: ClusterState,
+    elector: LeaseElector,
+    take_signals_back: Callable[[], None],
+) -> None:
+    """Kopf's Queue handlers, run while this replica holds the Lease: started when it takes
+    the Lease, stopped as soon as it no longer holds it. Returns when they stop by themselves
+    (Kopf stops on SIGTERM/SIGINT, which it takes over while it runs)."""
+    while True:
+        while not elector.holds():
+            await _lease_changed(elector)
+        stop: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        handlers = asyncio.create_task(
+            kopf.operator(
+                registry=build_queue_registry(state, api),
+                standalone=True,
+                clusterwide=True,
+                stop_flag=stop,
+            ),
+            name="queue-handlers",
+        )
+        log.info("event=queue-handlers-started")
+        try:
+            while elector.holds() and not handlers.done():
+                await _lease_changed(elector)
+        finally:
+            if not stop.done():
+                stop.set_result(None)
+            await asyncio.wait([handlers], timeout=10)
+            if not handlers.done():
+                handlers.cancel()
+                await asyncio.gather(handlers, return_exceptions=True)
+            take_signals_back()  # Kopf leaves its own handlers behind, bound to a spent flag
+        if not handlers.cancelled() and handlers.exception() is None and not elector.holds():
+            log.info("event=queue-handlers-stopped reason=lease-lost")
+            continue
+        return
+
+
+async def _lease_changed(elector: LeaseElector, seconds: float = 1.0) -> None:
+    """Until the elector says its holding changed, or ``seconds`` (it also stops holding
+    silently, when a renewal is late)."""
+    elector.changed.clear()
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(elector.changed.wait(), seconds)
+
+
 async def run_operator(api: client.ApiClient, options: OperatorOptions) -> None:
     api = _with_room_for_writers(api)
     state = ClusterState(loop=asyncio.get_running_loop())
@@ -135,8 +186,12 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> None:
         start_http_server(options.metrics_port, registry=metrics.REGISTRY)
     stop = asyncio.Event()
     running = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        running.add_signal_handler(sig, stop.set)
+
+    def take_signals() -> None:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            running.add_signal_handler(sig, stop.set)
+
+    take_signals()
     await asyncio.to_thread(prime, api, state)
     loop.synced.set()
     view = DashboardView()
@@ -156,6 +211,7 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> None:
         ),
         asyncio.create_task(elector.run(), name="lease"),
         asyncio.create_task(loop.run(), name="loop"),
+        asyncio.create_task(lead_queues(api, state, elector, take_signals), name="queues"),
     ]
     if options.dashboard_port:
         dashboard = serve_dashboard(view, "0.0.0.0", options.dashboard_port, asyncio.Event())

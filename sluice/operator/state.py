@@ -31,6 +31,7 @@ from sluice.api.views import (
     pod_from_object,
     priority_class_from_object,
 )
+from sluice.operator.published import Published
 from sluice.scheduler.model import Snapshot
 
 log = logging.getLogger("sluice.operator")
@@ -93,6 +94,8 @@ class ClusterState:
     deleted: dict[str, int] = field(default_factory=dict)  # table/key -> resourceVersion
     loop: asyncio.AbstractEventLoop | None = None
     """The event loop that waits on ``wake``; set by the operator, None in tests."""
+    published: Published = field(default_factory=Published)
+    """The latest cycle's results, from the scheduling loop to the Queue handlers."""
 
     def notify(self) -> None:
         """Wake the scheduling loop, from its own thread or from a writer thread."""

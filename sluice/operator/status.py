@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from sluice.api.constants import CONDITION_VALID
-from sluice.scheduler.model import QueueResult
+from sluice.api.constants import CONDITION_VALID, ROOT_QUEUE
+from sluice.scheduler.model import CycleResult, QueueResult
 
 
 def _valid_condition(
@@ -64,3 +64,26 @@ def status_differs(current: Mapping[str, Any], wanted: Mapping[str, Any]) -> boo
         elif current.get(key) != value:
             return True
     return False
+
+
+def status_patch(
+    obj: Mapping[str, Any] | None, name: str, result: CycleResult, now: datetime
+) -> dict[str, Any] | None:
+    """The merge patch that brings a Queue's status to what the cycle found, or None when a
+    reader would see no difference. Root is always Open and has nothing else to show."""
+    if obj is None:
+        return None
+    current = obj.get("status") or {}
+    if name == ROOT_QUEUE:
+        return None if current.get("state") == "Open" else {"state": "Open"}
+    queue = result.queues.get(name)
+    if queue is None:
+        return None
+    wanted = queue_status(obj, queue, now)
+    if not status_differs(current, wanted):
+        return None
+    patch = dict(wanted)
+    for key in ("allocated", "deserved"):
+        gone = set(current.get(key) or {}) - set(wanted[key])
+        patch[key] = {**wanted[key], **dict.fromkeys(gone)}  # null removes in a merge patch
+    return patch

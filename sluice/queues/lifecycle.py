@@ -19,12 +19,12 @@ from sluice.api.constants import (
 from sluice.api.queue import Queue, QueueState
 from sluice.queues.tree import QueueTree
 
-QueueActionKind = Literal["create", "close", "reopen", "delete", "invalid", "valid"]
+QueueActionKind = Literal["create", "close", "reopen", "delete"]
 
 
 @dataclass(frozen=True, slots=True)
 class QueueAction:
-    """A lifecycle step: create root/default, cascade close/reopen/delete, mark invalid/valid.
+    """A lifecycle step: create root/default, cascade close/reopen/delete.
 
     For ``close`` the reason is the name of the ancestor whose close cascades (the operator
     writes it into the closed-by-parent annotation).

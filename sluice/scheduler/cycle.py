@@ -8,8 +8,8 @@ from datetime import datetime
 
 from sluice.api.constants import ROOT_QUEUE
 from sluice.api.resources import Resources
-from sluice.api.views import JobPhase, JobView, pending_reason
-from sluice.queues.lifecycle import QueueAction, derive_states, lifecycle_actions
+from sluice.api.views import JobPhase, JobView
+from sluice.queues.lifecycle import derive_states
 from sluice.scheduler.actions.admit import admit
 from sluice.scheduler.actions.backfill import backfill
 from sluice.scheduler.actions.outcome import Outcome
@@ -55,7 +55,6 @@ def _run_cycle(snapshot: Snapshot) -> CycleResult:
         queues=_queue_results(session, outcome),
         decisions=tuple(outcome.decisions),
         pending=tuple(_pending(session, outcome, queue_order)),
-        queue_actions=tuple(_queue_actions(session)),
         cluster_total=session.total,
     )
 
@@ -74,14 +73,12 @@ def _pending(session: Session, outcome: Outcome, queue_order: list[str]) -> list
     for queue in sorted(by_queue, key=lambda q: (rank.get(q, len(rank)), q)):
         jobs = sorted(by_queue[queue], key=job_order_key)
         for position, job in enumerate(jobs, start=1):
-            reason = outcome.reason(session, job) or (
+            cause = outcome.reason(session, job) or (
                 "no admission action is configured"
                 if not {"enqueue", "allocate"} & set(session.config.actions)
                 else "not reached this cycle"
             )
-            out.append(
-                PendingJob(job.key, queue, pending_reason(position, queue, reason), position)
-            )
+            out.append(PendingJob(job.key, queue, position, cause))
     return out
 
 
@@ -130,19 +127,6 @@ def _queue_results(session: Session, outcome: Outcome) -> dict[str, QueueResult]
             children=info.children,
         )
     return out
-
-
-def _queue_actions(session: Session) -> list[QueueAction]:
-    actions: list[QueueAction] = []
-    if session.root_missing:
-        actions.append(QueueAction("create", ROOT_QUEUE, f"queue {ROOT_QUEUE} is missing"))
-    actions.extend(a for a in lifecycle_actions(session.tree) if a.queue != ROOT_QUEUE)
-    for name, info in sorted(session.queues.items()):
-        if info.invalid_reason:
-            actions.append(QueueAction("invalid", name, info.invalid_reason))
-        elif session.condition_invalid(name):
-            actions.append(QueueAction("valid", name, "the queue follows the rules again"))
-    return actions
 
 
 def apply_decisions(snapshot: Snapshot, result: CycleResult, now: datetime) -> Snapshot:

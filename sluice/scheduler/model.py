@@ -16,15 +16,20 @@ from sluice.api.config import DEFAULT_CONFIG, SchedulerConfig
 from sluice.api.constants import DEFAULT_MAX_QUEUE_DEPTH
 from sluice.api.queue import Queue, QueueState
 from sluice.api.resources import EMPTY, Resources
-from sluice.api.views import JobView, NamespaceView, NodeView, PodView, PriorityClassView
-from sluice.queues.lifecycle import QueueAction
+from sluice.api.views import (
+    JobView,
+    NamespaceView,
+    NodeView,
+    PodView,
+    PriorityClassView,
+    pending_reason,
+)
 
 __all__ = [
     "CycleResult",
     "Decision",
     "DecisionAction",
     "PendingJob",
-    "QueueAction",
     "QueueResult",
     "Snapshot",
 ]
@@ -91,10 +96,17 @@ class QueueResult:
 
 @dataclass(frozen=True, slots=True)
 class PendingJob:
+    """Why a job waits, as data: where it stands in its queue and what stops it."""
+
     job: str  # namespace/name
     queue: str
-    reason: str
     position: int  # 1-based position in its queue's job order
+    cause: str
+
+    @property
+    def reason(self) -> str:
+        """The text of its sluice.dev/pending-reason annotation."""
+        return pending_reason(self.position, self.queue, self.cause)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +115,5 @@ class CycleResult:
     queues: Mapping[str, QueueResult]
     decisions: Sequence[Decision] = ()
     pending: Sequence[PendingJob] = ()
-    queue_actions: Sequence[QueueAction] = ()
     cluster_total: Resources = EMPTY
     notes: Sequence[str] = field(default_factory=tuple)

@@ -113,8 +113,8 @@ def test_guarantees_a_parent_can_never_hold_mark_it_not_valid_in_simulate(tmp_pa
         "queue dept: the children of dept would have guarantee cpu 8 in total,"
         " more than all dept can ever hold, its capability cpu 6"
     )
-    assert {"action": "invalid", "queue": "dept", "reason": reason} in out["queueActions"]
     assert out["queues"]["dept"]["valid"] is False and out["decisions"] == []
+    assert out["queues"]["dept"]["invalidReason"] == reason
     assert out["pending"][0]["reason"] == f"position 1 in a; queue a is not valid: {reason}"
 
 

@@ -1,4 +1,4 @@
-"""In-memory stand-ins for the three Kubernetes APIs the operator's Writer uses.
+"""In-memory stand-ins for the three Kubernetes APIs the operator's writers use.
 
 They keep objects as plain dicts, apply JSON merge patches, honour resourceVersion
 preconditions with a 409 like the API server, and record every call in order.
@@ -8,14 +8,19 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable, Mapping
+from datetime import datetime
 from typing import Any
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import ProtocolError
 
-from sluice.operator.apply import Writer
+from sluice.operator.executor import Executor
+from sluice.operator.plan import Basis, plan
+from sluice.operator.queue_handlers import QueueWriter
 from sluice.operator.state import ClusterState
+from sluice.scheduler.model import CycleResult
 
 
 def merge(target: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
@@ -137,12 +142,19 @@ class FakeObjects:
         self.cluster.objects[key]["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
 
 
-def fake_writer() -> tuple[Writer, FakeCluster, ClusterState]:
+def fake_executor() -> tuple[Executor, FakeCluster, ClusterState]:
     cluster = FakeCluster()
     state = ClusterState()
-    writer = Writer(client.ApiClient(), state)
-    writer.batch = FakeBatch(cluster)  # type: ignore[assignment]
-    writer.core = FakeCore(cluster)  # type: ignore[assignment]
+    executor = Executor(client.ApiClient(), state)
+    executor.batch = FakeBatch(cluster)  # type: ignore[assignment]
+    executor.core = FakeCore(cluster)  # type: ignore[assignment]
+    return executor, cluster, state
+
+
+def fake_queue_writer() -> tuple[QueueWriter, FakeCluster, ClusterState]:
+    cluster = FakeCluster()
+    state = ClusterState()
+    writer = QueueWriter(client.ApiClient(), state)
     writer.objects = FakeObjects(cluster)  # type: ignore[assignment]
     return writer, cluster, state
 
@@ -177,3 +189,22 @@ def queue(cluster: FakeCluster, state: ClusterState, name: str, **meta: Any) -> 
     seen = cluster.add(f"queue/{name}", body)
     state.on_queue("ADDED", seen)
     return seen
+
+
+def apply_result(
+    executor: Executor,
+    cycle: CycleResult,
+    now: datetime,
+    may_write: Callable[[], bool] = lambda: True,
+    decided_on: Mapping[str, Basis] | None = None,
+) -> bool:
+    """What the loop does with a cycle's result: plan it, then carry the plan out."""
+    writes = plan(
+        cycle,
+        executor.state.jobs,
+        decided_on or {},
+        now,
+        executor.clock(),
+        executor.positions_written,
+    )
+    return executor.run(writes, may_write)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-from operator_fakes import fake_writer
+from operator_fakes import fake_executor
 
 from sluice.api.config import DEFAULT_CONFIG
 from sluice.operator.loop import LoopSettings, SchedulingLoop
@@ -40,9 +40,9 @@ class Leader:
 
 
 def loop_reading(maps: ConfigMaps) -> tuple[SchedulingLoop, list[dict[str, Any]]]:
-    writer, cluster, state = fake_writer()
+    executor, cluster, state = fake_executor()
     loop = SchedulingLoop(client.ApiClient(), state, Leader(), LoopSettings(namespace="sluice"))  # type: ignore[arg-type]
-    loop.writer = writer
+    loop.executor = executor
     loop.core = maps  # type: ignore[assignment]
     return loop, cluster.events
 

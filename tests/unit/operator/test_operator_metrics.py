@@ -34,9 +34,9 @@ def result(queue: str) -> CycleResult:
             Decision("reclaim", "ns/old", queue, for_job="ns/other"),
         ],
         pending=[
-            PendingJob("ns/a", queue, f"position 1 in {queue}; {queue} would use cpu 9 > cap 8", 1),
-            PendingJob("ns/b", queue, f"position 2 in {queue}; waiting behind ns/a, the first", 2),
-            PendingJob("ns/c", queue, "reclaimed for ns/other", 3),
+            PendingJob("ns/a", queue, 1, f"{queue} would use cpu 9 > cap 8"),
+            PendingJob("ns/b", queue, 2, "waiting behind ns/a, the first"),
+            PendingJob("ns/c", queue, 3, "reclaimed for ns/other"),
         ],
     )
 
@@ -47,19 +47,14 @@ def sample(name: str, **labels: str) -> float | None:
 
 
 def test_reason_classes() -> None:
-    assert metrics.reason_class("position 1 in q; q would use cpu 9 > capability 8") == "quota"
+    assert metrics.reason_class("q would use cpu 9 > capability 8") == "quota"
+    assert metrics.reason_class("cluster has cpu 0 free, job requests cpu 1") == "cluster"
     assert (
-        metrics.reason_class("position 1 in q; cluster has cpu 0 free, job requests cpu 1")
-        == "cluster"
-    )
-    assert (
-        metrics.reason_class(
-            "position 2 in q; queue q takes jobs only from namespaces matching a=b (x)"
-        )
+        metrics.reason_class("queue q takes jobs only from namespaces matching a=b (x)")
         == "namespace"
     )
     assert metrics.reason_class("reclaimed for ns/x") == "victim"
-    assert metrics.reason_class("position 1 in q; something new") == "other"
+    assert metrics.reason_class("something new") == "other"
 
 
 def test_a_cycle_becomes_metrics_and_a_gone_queue_leaves_none() -> None:

@@ -5,9 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from operator_fakes import fake_writer, job
+from operator_fakes import apply_result, fake_executor, job
 
-from sluice.operator.apply import apply_result
 from sluice.operator.state import ClusterState
 from sluice.scheduler.model import CycleResult, Decision
 
@@ -60,13 +59,13 @@ def test_an_unreadable_pod_is_reported_not_counted() -> None:
 
 
 async def test_a_requeue_suspends_the_job_and_says_how_often_when_and_why() -> None:
-    writer, cluster, state = fake_writer()
+    executor, cluster, state = fake_executor()
     job(cluster, state, "stuck", **{"admitted-at": "2026-01-01T11:50:00Z"})
     cluster.objects["job/ns/stuck"]["spec"]["suspend"] = False
     state.on_job("MODIFIED", dict(cluster.objects["job/ns/stuck"]))
     why = "1 of its pods not scheduled within 5m: stuck-x (Unschedulable: 0/1 nodes are available)"
-    done = await apply_result(
-        writer,
+    done = apply_result(
+        executor,
         CycleResult(
             queue_order=(),
             queues={},

@@ -136,7 +136,7 @@ def test_kopf_streams_only_managed_jobs_and_writes_nothing_of_its_own() -> None:
 
 
 def test_the_connection_pool_holds_every_parallel_writer() -> None:
-    from sluice.operator.apply import WRITERS
+    from sluice.operator.executor import WRITERS
     from sluice.operator.run import _with_room_for_writers
 
     small = client.Configuration()

@@ -17,13 +17,11 @@ def test_closing_until_the_last_job_finishes_then_closed() -> None:
     assert done.queues["q"].completed == 1
 
 
-def test_closing_a_parent_closes_its_subtree_first() -> None:
+def test_a_closed_parent_is_closing_while_its_subtree_has_work() -> None:
+    """Its children are still Open (the cascade that closes them is the Queue handlers'): they
+    count as closing, and the one with a running job holds its parent Closing."""
     queues = [queue("dept", state="Closed"), queue("a", "dept"), queue("b", "dept")]
     result = run_cycle(snapshot(queues, [running("r", "a")], [node(cpu=4)]))
-    assert [(a.action, a.queue, a.reason) for a in result.queue_actions if a.action == "close"] == [
-        ("close", "a", "dept"),
-        ("close", "b", "dept"),
-    ]
     assert result.queues["dept"].state == "Closing"
     assert result.queues["a"].state == "Closing"
     assert result.queues["b"].state == "Closed"
@@ -43,15 +41,16 @@ def test_parent_counts_are_the_sum_of_the_subtree() -> None:
     assert (dept.pending, dept.running, dept.completed) == (1, 1, 1)
 
 
-def test_missing_root_and_default_are_created() -> None:
+def test_a_cycle_without_root_schedules_under_an_implied_one() -> None:
     from sluice.scheduler.model import Snapshot
 
-    base = snapshot([queue("a")], [], [node(cpu=1)])
+    base = snapshot([queue("a")], [job("j", "a", cpu=1)], [node(cpu=1)])
     snap = Snapshot(
         queues=[q for q in base.queues if q.name != "root"],
-        jobs=[],
+        jobs=base.jobs,
         nodes=base.nodes,
         now=base.now,
     )
-    actions = [(a.action, a.queue) for a in run_cycle(snap).queue_actions]
-    assert actions[:2] == [("create", "root"), ("create", "default")]
+    result = run_cycle(snap)
+    assert [d.job for d in result.decisions if d.action == "admit"] == ["ns/j"]
+    assert result.queues["a"].parent == "root"

@@ -1,0 +1,291 @@
+"""Carrying out a plan (``plan.py``): the Job writes, in their phases, and their Events.
+
+Every failed API call is put in one of five classes (``classify``), each with one policy:
+
+- ``conflict``: the object changed since it was read (409), or the decision's precondition no
+  longer holds: nothing is written, the next cycle decides again on the fresh view.
+- ``gone``: the object no longer exists (404): nothing to do.
+- ``unsure``: the call may or may not have happened (a timeout, a dropped connection, a server
+  error): no cycle runs before the Job has been read again.
+- ``retry``: the API server did nothing and asks to come back (429): the loop decides again
+  in a moment.
+- ``refused``: the API server said no for good (RBAC, a webhook): logged, the rest goes on.
+
+The Queue handlers (``queue_handlers.py``) read failures through the same classifier.
+
+A crash between two writes loses nothing and repeats nothing: the Job itself records its
+admission, and the next leader decides from the Jobs as they are.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import Enum
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
+
+from sluice.operator.plan import EventSpec, Obj, Plan, Write, basis, rfc3339
+from sluice.operator.state import ClusterState, job_key
+
+log = logging.getLogger("sluice.operator.executor")
+
+REPORTER = "sluice-operator"
+MERGE_PATCH = "application/merge-patch+json"
+
+WRITERS = 8
+"""Parallel writes within one phase; phases stay ordered (victims before admissions)."""
+
+
+class Failure(Enum):
+    CONFLICT = "conflict"
+    GONE = "gone"
+    UNSURE = "unsure"
+    RETRY = "retry"
+    REFUSED = "refused"
+
+
+def classify(err: BaseException) -> Failure:
+    """The one reading of an API call's failure."""
+    if isinstance(err, ApiException):
+        if err.status == 409:
+            return Failure.CONFLICT
+        if err.status == 404:
+            return Failure.GONE
+        if err.status == 429:
+            return Failure.RETRY
+        if err.status == 0 or err.status >= 500:
+            return Failure.UNSURE
+        return Failure.REFUSED
+    return Failure.UNSURE  # a connection that broke, a timeout: the outcome is unknown
+
+
+def message(err: BaseException) -> str:
+    """What the API server said, for a log line."""
+    if isinstance(err, ApiException):
+        try:
+            return str(json.loads(err.body or "").get("message", err.reason))
+        except (TypeError, ValueError, AttributeError):
+            return str(err.reason)
+    return repr(err)
+
+
+API_ERRORS = (ApiException, HTTPError, OSError)
+
+
+def drain(response: Any) -> bytes:
+    """Read a raw answer and hand its connection back to the pool (urllib3 keeps it
+    otherwise, and every later request would pay for a new TLS handshake)."""
+    data: bytes = response.data
+    response.release_conn()
+    return data
+
+
+@dataclass
+class WriteStats:
+    writes: int = 0
+    conflicts: int = 0
+    by_kind: dict[str, int] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def conflict(self) -> None:
+        with self.lock:
+            self.conflicts += 1
+
+    def count(self, kind: str) -> None:
+        with self.lock:
+            self.writes += 1
+            self.by_kind[kind] = self.by_kind.get(kind, 0) + 1
+
+
+def event_body(obj: Obj, spec: EventSpec, kind: str, now: datetime) -> dict[str, Any]:
+    meta = obj.get("metadata") or {}
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {
+            "name": f"{meta.get('name')}.{uuid.uuid4().hex[:10]}",
+            "namespace": meta.get("namespace") or "default",
+        },
+        "involvedObject": {
+            "apiVersion": obj.get("apiVersion", "batch/v1"),
+            "kind": kind,
+            "name": meta.get("name"),
+            "namespace": meta.get("namespace"),
+            "uid": meta.get("uid"),
+            "resourceVersion": meta.get("resourceVersion"),
+        },
+        "reason": spec.reason,
+        "message": spec.message[:1000],
+        "type": "Warning" if spec.warning else "Normal",
+        "source": {"component": REPORTER},
+        "reportingComponent": REPORTER,
+        "firstTimestamp": rfc3339(now),
+        "lastTimestamp": rfc3339(now),
+        "count": 1,
+    }
+
+
+class Executor:
+    def __init__(self, api: client.ApiClient, state: ClusterState) -> None:
+        self.batch = client.BatchV1Api(api)
+        self.core = client.CoreV1Api(api)
+        self.state = state
+        self.stats = WriteStats()
+        self.unsure: set[str] = set()  # Jobs whose last write has an unknown outcome
+        self.positions_written: dict[str, float] = {}  # Job -> clock of its last reason write
+        self.clock: Callable[[], float] = time.monotonic
+
+    # Jobs --------------------------------------------------------------------------------
+    def write(self, write: Write) -> Obj | None:
+        """One Job write, while its precondition holds. The resourceVersion sent is the newest
+        seen, so the write never undoes a change the operator has not seen yet."""
+        current = self.state.jobs.get(write.job)
+        if current is None:
+            return None
+        if write.basis is not None and basis(current) != write.basis:
+            self.stats.conflict()
+            log.info("event=stale-decision job=%s kind=%s", write.job, write.kind)
+            return None
+        version = (current.get("metadata") or {}).get("resourceVersion")
+        body = {**write.patch, "metadata": {**write.patch.get("metadata", {})}}
+        body["metadata"]["resourceVersion"] = version
+        namespace, name = write.job.split("/", 1)
+        try:
+            # The raw answer: building and flattening client models costs more CPU than the
+            # request itself, and the loop writes hundreds of Jobs per cycle in a burst.
+            answer = self.batch.patch_namespaced_job(
+                name, namespace, body, _content_type=MERGE_PATCH, _preload_content=False
+            )
+            obj: Obj = json.loads(drain(answer))
+        except API_ERRORS as err:
+            self._failed(write, err)
+            return None
+        self.stats.count(write.kind)
+        self.state.remember_job(obj)
+        if write.kind == "reason":
+            with self.stats.lock:
+                self.positions_written[write.job] = self.clock()
+        return obj
+
+    def _failed(self, write: Write, err: BaseException) -> None:
+        failure = classify(err)
+        if failure in (Failure.CONFLICT, Failure.GONE):
+            self.stats.conflict()
+            log.info(
+                "event=stale-write job=%s kind=%s failure=%s", write.job, write.kind, failure.value
+            )
+        elif failure is Failure.RETRY:
+            log.info("event=write-throttled job=%s kind=%s", write.job, write.kind)
+            self.state.notify()
+        elif failure is Failure.UNSURE:
+            log.warning(
+                "event=job-write-unsure job=%s kind=%s error=%s",
+                write.job,
+                write.kind,
+                message(err),
+            )
+            with self.stats.lock:
+                self.unsure.add(write.job)
+        else:
+            log.warning(
+                "event=job-write-refused job=%s kind=%s reason=%s",
+                write.job,
+                write.kind,
+                message(err),
+            )
+
+    def reread_unsure(self) -> bool:
+        """Read again every Job whose last write has an unknown outcome; False while any of
+        them still cannot be read (then no cycle may run)."""
+        with self.stats.lock:
+            keys = sorted(self.unsure)
+        for key in keys:
+            namespace, name = key.split("/", 1)
+            try:
+                raw = self.batch.read_namespaced_job(name, namespace, _preload_content=False)
+                self.state.on_job("MODIFIED", json.loads(drain(raw)))
+            except API_ERRORS as err:
+                if classify(err) is not Failure.GONE:
+                    return False
+                current = self.state.jobs.get(key)
+                if current is not None:
+                    self.state.on_job("DELETED", current)
+            with self.stats.lock:
+                self.unsure.discard(key)
+        return True
+
+    def post_event(self, obj: Obj, spec: EventSpec, kind: str = "Job") -> None:
+        """An Event is a courtesy: it never fails a cycle."""
+        body: Any = event_body(obj, spec, kind, datetime.now(UTC))
+        namespace = body["metadata"]["namespace"]
+        try:
+            drain(self.core.create_namespaced_event(namespace, body, _preload_content=False))
+            self.stats.count("event")
+        except API_ERRORS as err:
+            log.warning("event=event-post-failed object=%s error=%s", job_key(obj), message(err))
+
+    # Phases ------------------------------------------------------------------------------
+    def run(self, plan: Plan, may_write: Callable[[], bool]) -> bool:
+        """Carry the phases out in order; ``may_write`` is asked before each, so a replica that
+        lost the Lease stops there. Admissions count on the room the victims leave: when any
+        victim could not be suspended, no job of this cycle is admitted (the loop decides again
+        on the fresh view). Events follow every decision of the cycle, so the Job is the record
+        and the Event only tells it. Returns whether every phase ran."""
+        with ThreadPoolExecutor(WRITERS, thread_name_prefix="sluice-write") as pool:
+
+            def announce(done: list[tuple[Write, Obj]]) -> None:
+                list(pool.map(lambda pair: self._announce(*pair), done))
+
+            if not may_write():
+                return False
+            done = self._phase(pool, plan.victims)
+            if len(done) < len(plan.victims):
+                log.info(
+                    "event=admissions-deferred victims=%d suspended=%d admissions=%d",
+                    len(plan.victims),
+                    len(done),
+                    len(plan.admissions),
+                )
+                announce(done)
+                self.state.notify()
+                return False
+            if not may_write():
+                announce(done)
+                return False
+            done += self._phase(pool, plan.admissions)
+            announce(done)
+            if not may_write():
+                return False
+            announce(self._phase(pool, plan.reasons))
+            with self.stats.lock:
+                for key in set(self.positions_written) - plan.pending:
+                    del self.positions_written[key]
+            return True
+
+    def _phase(
+        self, pool: ThreadPoolExecutor, writes: tuple[Write, ...]
+    ) -> list[tuple[Write, Obj]]:
+        answers = list(pool.map(self.write, writes))
+        return [(w, obj) for w, obj in zip(writes, answers, strict=True) if obj is not None]
+
+    def _announce(self, write: Write, obj: Obj) -> None:
+        if write.event is not None:
+            self.post_event(obj, write.event)
+
+
+async def execute(
+    executor: Executor, plan: Plan, may_write: Callable[[], bool] = lambda: True
+) -> bool:
+    return await asyncio.to_thread(executor.run, plan, may_write)

@@ -1,0 +1,142 @@
+"""What the Queue handlers write: cascades, subtree deletion, reserved queues and statuses."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import kopf
+import pytest
+from operator_fakes import fake_queue_writer, queue
+
+from sluice.api.queue import Queue
+from sluice.api.resources import Resources
+from sluice.operator.queue_handlers import cascades_of, subtree_deletions
+from sluice.operator.status import status_patch
+from sluice.queues.lifecycle import QueueAction
+from sluice.queues.tree import QueueTree
+from sluice.scheduler.model import CycleResult, QueueResult
+
+NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+
+def tree(*queues: tuple[str, str | None, str, str | None]) -> QueueTree:
+    """(name, parent, spec.state, closed-by-parent annotation)"""
+    objects = {}
+    for name, parent, state, closer in queues:
+        spec: dict[str, object] = {"state": state}
+        if parent:
+            spec["parent"] = parent
+        meta: dict[str, object] = {"name": name}
+        if closer:
+            meta["annotations"] = {"sluice.dev/closed-by-parent": closer}
+        objects[name] = Queue.from_object({"metadata": meta, "spec": spec})
+    return QueueTree(objects)
+
+
+def test_a_queue_closed_by_hand_closes_its_open_subtree_and_only_that() -> None:
+    queues = tree(
+        ("root", None, "Open", None),
+        ("default", "root", "Open", None),
+        ("dept", "root", "Closed", None),
+        ("team", "dept", "Open", None),
+        ("lab", "team", "Open", None),
+        ("other", "root", "Open", None),
+    )
+    assert cascades_of(queues, "dept") == [
+        QueueAction("close", "team", "dept"),
+        QueueAction("close", "lab", "dept"),
+    ]
+    # A queue created under it (its own handler) closes itself, naming the same queue.
+    assert cascades_of(queues, "lab") == [QueueAction("close", "lab", "dept")]
+    assert cascades_of(queues, "other") == []
+
+
+def test_reopening_reopens_what_it_closed_not_what_was_closed_by_hand() -> None:
+    queues = tree(
+        ("root", None, "Open", None),
+        ("default", "root", "Open", None),
+        ("dept", "root", "Open", None),
+        ("team", "dept", "Closed", "dept"),
+        ("lab", "dept", "Closed", None),
+    )
+    assert cascades_of(queues, "dept") == [QueueAction("reopen", "team", "dept")]
+
+
+def test_a_deleted_queue_deletes_its_descendants_deepest_first() -> None:
+    objects = {
+        name: Queue.from_object(
+            {
+                "metadata": {"name": name, **extra},
+                "spec": {"parent": parent} if parent else {},
+            }
+        )
+        for name, parent, extra in (
+            ("root", None, {}),
+            ("default", "root", {}),
+            ("dept", "root", {"deletionTimestamp": "2026-01-01T00:00:00Z"}),
+            ("team", "dept", {}),
+            ("lab", "team", {}),
+            ("other", "root", {}),
+        )
+    }
+    deletions = subtree_deletions(QueueTree(objects), "dept")
+    assert [(a.action, a.queue) for a in deletions] == [("delete", "lab"), ("delete", "team")]
+
+
+async def test_close_marks_the_child_with_the_ancestor_and_reopen_clears_it() -> None:
+    writer, cluster, state = fake_queue_writer()
+    queue(cluster, state, "team")
+    await writer.act(QueueAction("close", "team", "dept"))
+    team = cluster.objects["queue/team"]
+    assert team["spec"]["state"] == "Closed"
+    assert team["metadata"]["annotations"] == {"sluice.dev/closed-by-parent": "dept"}
+    assert state.queues["team"]["spec"]["state"] == "Closed"  # the answer is remembered
+    await writer.act(QueueAction("reopen", "team", "dept"))
+    assert team["spec"]["state"] == "Open" and team["metadata"]["annotations"] == {}
+
+
+async def test_reserved_queues_are_created_and_a_repeat_is_harmless() -> None:
+    writer, cluster, _ = fake_queue_writer()
+    for _ in range(2):
+        await writer.act(QueueAction("create", "root"))
+        await writer.act(QueueAction("create", "default"))
+    assert cluster.objects["queue/root"]["spec"] == {}
+    assert cluster.objects["queue/default"]["spec"] == {"parent": "root"}
+
+
+async def test_a_refused_write_is_not_retried_one_that_may_succeed_is() -> None:
+    writer, cluster, state = fake_queue_writer()
+    queue(cluster, state, "team")
+    cluster.refuse.add("queue/team")
+    with pytest.raises(kopf.PermanentError, match="close of queue team refused"):
+        await writer.act(QueueAction("close", "team", "dept"))
+    cluster.refuse.clear()
+    stale = {"metadata": {"resourceVersion": "1"}, "spec": {"state": "Closed"}}
+    with pytest.raises(kopf.TemporaryError, match="conflict"):
+        await writer.patch("team", stale, "close")
+    await writer.act(QueueAction("delete", "gone", "parent dept is being deleted"))  # 404: done
+
+
+def test_status_removes_resources_no_longer_allocated_and_is_not_rewritten() -> None:
+    obj = {
+        "metadata": {"name": "team", "generation": 3},
+        "status": {"allocated": {"cpu": "2", "nvidia.com/gpu": "1"}},
+    }
+    found = QueueResult(
+        state="Open", parent="root", weight=1, priority=0, allocated=Resources.parse({"cpu": "1"})
+    )
+    result = CycleResult(queue_order=("team",), queues={"team": found})
+    patch = status_patch(obj, "team", result, NOW)
+    assert patch is not None
+    assert patch["allocated"] == {"cpu": "1", "nvidia.com/gpu": None}
+    assert patch["state"] == "Open" and patch["observedGeneration"] == 3
+    assert patch["conditions"][0]["type"] == "Valid"
+    written = {**obj, "status": {**patch, "allocated": {"cpu": "1"}}}
+    assert status_patch(written, "team", result, NOW) is None
+    assert status_patch(None, "team", result, NOW) is None  # deleted meanwhile
+
+
+def test_root_is_open_and_shows_nothing_else() -> None:
+    result = CycleResult(queue_order=(), queues={})
+    assert status_patch({"metadata": {"name": "root"}}, "root", result, NOW) == {"state": "Open"}
+    assert status_patch({"status": {"state": "Open"}}, "root", result, NOW) is None
