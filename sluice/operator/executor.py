@@ -24,11 +24,9 @@ import json
 import logging
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from enum import Enum
 from typing import Any
 
@@ -36,12 +34,12 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from sluice.operator.plan import EventSpec, Obj, Plan, Write, basis, rfc3339
-from sluice.operator.state import ClusterState, job_key
+from sluice.operator.events import EventSink
+from sluice.operator.plan import EventSpec, Obj, Plan, Write, basis
+from sluice.operator.state import ClusterState
 
 log = logging.getLogger("sluice.operator.executor")
 
-REPORTER = "sluice-operator"
 MERGE_PATCH = "application/merge-patch+json"
 
 WRITERS = 8
@@ -109,34 +107,6 @@ class WriteStats:
             self.by_kind[kind] = self.by_kind.get(kind, 0) + 1
 
 
-def event_body(obj: Obj, spec: EventSpec, kind: str, now: datetime) -> dict[str, Any]:
-    meta = obj.get("metadata") or {}
-    return {
-        "apiVersion": "v1",
-        "kind": "Event",
-        "metadata": {
-            "name": f"{meta.get('name')}.{uuid.uuid4().hex[:10]}",
-            "namespace": meta.get("namespace") or "default",
-        },
-        "involvedObject": {
-            "apiVersion": obj.get("apiVersion", "batch/v1"),
-            "kind": kind,
-            "name": meta.get("name"),
-            "namespace": meta.get("namespace"),
-            "uid": meta.get("uid"),
-            "resourceVersion": meta.get("resourceVersion"),
-        },
-        "reason": spec.reason,
-        "message": spec.message[:1000],
-        "type": "Warning" if spec.warning else "Normal",
-        "source": {"component": REPORTER},
-        "reportingComponent": REPORTER,
-        "firstTimestamp": rfc3339(now),
-        "lastTimestamp": rfc3339(now),
-        "count": 1,
-    }
-
-
 class Executor:
     def __init__(self, api: client.ApiClient, state: ClusterState) -> None:
         self.batch = client.BatchV1Api(api)
@@ -146,6 +116,7 @@ class Executor:
         self.unsure: set[str] = set()  # Jobs whose last write has an unknown outcome
         self.positions_written: dict[str, float] = {}  # Job -> clock of its last reason write
         self.clock: Callable[[], float] = time.monotonic
+        self.events = EventSink(self._create_event)
 
     # Jobs --------------------------------------------------------------------------------
     def write(self, write: Write) -> Obj | None:
@@ -227,14 +198,19 @@ class Executor:
         return True
 
     def post_event(self, obj: Obj, spec: EventSpec, kind: str = "Job") -> None:
-        """An Event is a courtesy: it never fails a cycle."""
-        body: Any = event_body(obj, spec, kind, datetime.now(UTC))
-        namespace = body["metadata"]["namespace"]
+        """Handed to the event sink: an Event never holds up a cycle nor fails one."""
+        self.events.post(obj, spec, kind)
+
+    def _create_event(self, namespace: str, event: dict[str, Any]) -> None:
+        body: Any = event  # the client takes plain JSON as well as its models
         try:
             drain(self.core.create_namespaced_event(namespace, body, _preload_content=False))
             self.stats.count("event")
         except API_ERRORS as err:
-            log.warning("event=event-post-failed object=%s error=%s", job_key(obj), message(err))
+            name = event["involvedObject"]["name"]
+            log.warning(
+                "event=event-post-failed object=%s/%s error=%s", namespace, name, message(err)
+            )
 
     # Phases ------------------------------------------------------------------------------
     def run(self, plan: Plan, may_write: Callable[[], bool]) -> bool:

@@ -37,6 +37,12 @@ STALE_WRITES = Counter(
     "Job writes refused because the Job changed since the cycle read it (decided again next).",
     registry=REGISTRY,
 )
+EVENTS_DROPPED = Counter(
+    "sluice_events_dropped",
+    "Events not posted because too many were waiting for the API server (decisions are on the"
+    " Jobs regardless).",
+    registry=REGISTRY,
+)
 UNSURE_JOBS = Gauge(
     "sluice_unsure_jobs",
     "Jobs whose last write has an unknown outcome; no cycle runs until they are read again.",

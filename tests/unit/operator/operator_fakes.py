@@ -207,4 +207,6 @@ def apply_result(
         executor.clock(),
         executor.positions_written,
     )
-    return executor.run(writes, may_write)
+    done = executor.run(writes, may_write)
+    executor.events.join()
+    return done

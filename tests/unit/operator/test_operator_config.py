@@ -55,6 +55,7 @@ def test_volcanos_default_loads_with_one_config_ignored_event_per_ignored_name(
     loop, events = loop_reading(maps)
     with caplog.at_level(logging.WARNING, logger="sluice.operator.loop"):
         loop.read_config()
+        loop.executor.events.join()
     config = loop.state.config
     assert config.plugin_names() == ["priority", "gang", "drf", "proportion"]
     assert loop.state.config_error == ""
@@ -66,6 +67,7 @@ def test_volcanos_default_loads_with_one_config_ignored_event_per_ignored_name(
     logged = [r.getMessage() for r in caplog.records if "config-ignored" in r.getMessage()]
     assert len(logged) == 7 and "plugin predicates is ignored" in "".join(logged)
     loop.read_config()  # the same text again: nothing new is said
+    loop.executor.events.join()
     assert len(events) == 7
 
 
@@ -74,6 +76,7 @@ def test_a_refused_configuration_keeps_the_last_good_one_and_says_why() -> None:
     maps.text = "tiers:\n- plugins: [{name: capacity, enablePreemptible: false}]"
     loop, events = loop_reading(maps)
     loop.read_config()
+    loop.executor.events.join()
     assert loop.state.config == DEFAULT_CONFIG
     assert [e["reason"] for e in events] == ["ConfigRefused"]
     assert "tiers[0].plugins[0].enablePreemptible" in events[0]["message"]
@@ -83,4 +86,5 @@ def test_a_refused_configuration_keeps_the_last_good_one_and_says_why() -> None:
 def test_no_configmap_is_the_default_configuration_and_no_event() -> None:
     loop, events = loop_reading(ConfigMaps())
     loop.read_config()
+    loop.executor.events.join()
     assert loop.state.config == DEFAULT_CONFIG and loop.config_text == "" and events == []
