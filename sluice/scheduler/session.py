@@ -17,9 +17,9 @@ from sluice.api.constants import CONDITION_VALID, ROOT_QUEUE
 from sluice.api.queue import Queue
 from sluice.api.resources import EMPTY, Resources
 from sluice.api.views import JobPhase, JobView, PodView
-from sluice.queues.admission import tree_violations
 from sluice.queues.jobs import namespace_refusal
 from sluice.queues.limits import child_real_capability
+from sluice.queues.rules import tree_violations
 from sluice.queues.tree import QueueTree
 from sluice.scheduler.model import Snapshot
 from sluice.scheduler.placement import Assignment, Footprint, Placement

@@ -7,7 +7,7 @@ rare checks that need them, facts asked of the API server.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from sluice.api.constants import DEFAULT_MAX_QUEUE_DEPTH, KIND, QUEUE_LABEL
@@ -33,7 +33,6 @@ from sluice.queues.jobs import (
 from sluice.queues.verdict import ALLOW, Verdict, deny
 from sluice.webhooks.cache import ClusterFactsSource, QueueCache
 from sluice.webhooks.review import Request, ReviewError, respond
-from sluice.webhooks.warnings import guarantee_warnings
 
 
 @dataclass
@@ -115,9 +114,6 @@ async def validate_queue(request: Request, ctx: Context) -> Answer:
         verdict = check_queue_create(new, existing, facts)
     else:
         verdict = check_queue_update(old, new, existing, facts)
-    if verdict.allowed:
-        extra = guarantee_warnings(new, existing, facts.cluster_capacity)
-        verdict = replace(verdict, warnings=(*verdict.warnings, *extra))
     return _answer(request, verdict)
 
 
