@@ -17,7 +17,7 @@ from sluice.api.errors import InvalidObject
 from sluice.api.queue import Queue
 from sluice.api.resources import EMPTY, Resources, describe_amount
 from sluice.api.selector import namespace_labels
-from sluice.api.views import pod_request
+from sluice.api.views import job_finished, pod_request
 from sluice.queues.admission import closed_ancestor
 from sluice.queues.tree import children_of
 from sluice.queues.verdict import ALLOW, Verdict, deny
@@ -77,18 +77,6 @@ def job_queue(job: Mapping[str, Any]) -> str | None:
 
 def _suspended(job: Mapping[str, Any]) -> bool:
     return bool(_spec(job).get("suspend"))
-
-
-def job_finished(job: Mapping[str, Any]) -> bool:
-    """Condition Complete or Failed: the job holds no quota and no queue open."""
-    status = job.get("status")
-    conditions = status.get("conditions") if isinstance(status, Mapping) else None
-    return isinstance(conditions, list) and any(
-        isinstance(c, Mapping)
-        and c.get("type") in ("Complete", "Failed")
-        and c.get("status") == "True"
-        for c in conditions
-    )
 
 
 def job_admitted(job: Mapping[str, Any]) -> bool:
