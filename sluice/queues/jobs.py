@@ -249,6 +249,32 @@ def format_amount(name: str, milli: int) -> str:
     return describe_amount(name, milli).removeprefix(f"{name} ")
 
 
+# What a new job gets --------------------------------------------------------------------
+
+Setting = tuple[tuple[str, ...], Any]
+"""A value to set at a path of the object (its missing parents added as objects)."""
+
+
+def job_settings(job: Mapping[str, Any], queue_name: str, queue: Queue | None) -> list[Setting]:
+    """What a new managed job gets at the door: it is held (suspended), its queue is named on
+    it and on its pods (the pod webhook sees them, and only them, by that label), and its pods
+    get its queue's priorityClassName when they name none. ``queue``: the queue, when it
+    exists."""
+    labelled = _map(job, "labels").get(QUEUE_LABEL)
+    out: list[Setting] = []
+    if not labelled:
+        out.append((("metadata", "labels", QUEUE_LABEL), queue_name))
+    out.append((("spec", "suspend"), True))
+    out.append((("spec", "template", "metadata", "labels", QUEUE_LABEL), queue_name))
+    template = _spec(job).get("template")
+    pod = template.get("spec") if isinstance(template, Mapping) else None
+    named = isinstance(pod, Mapping) and pod.get("priorityClassName")
+    if queue is not None and queue.spec.priority_class_name and not named:
+        pcn = queue.spec.priority_class_name
+        out.append((("spec", "template", "spec", "priorityClassName"), pcn))
+    return out
+
+
 # Updates, deletes --------------------------------------------------------------------------
 
 
