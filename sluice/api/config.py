@@ -20,10 +20,10 @@ import yaml
 
 from sluice.api import volcano
 from sluice.api.errors import ConfigError
+from sluice.api.plugins import PLUGINS
 
 ACTIONS: Final = ("enqueue", "allocate", "reclaim", "preempt", "backfill")
-PLUGINS: Final = ("priority", "gang", "drf", "proportion", "capacity", "proportion_optimize")
-SCORE_PLUGINS: Final = ("priority", "drf", "proportion", "capacity", "proportion_optimize")
+SCORE_PLUGINS: Final = tuple(p.name for p in PLUGINS.values() if p.queue_order is not None)
 """Plugins that contribute a queue score under QueueScoreOrderEnable."""
 
 DEFAULT_ACTIONS: Final = ("enqueue", "allocate", "reclaim", "backfill")
@@ -34,9 +34,6 @@ _ORDER_ACTIONS: Final = ("enqueue", "allocate", "reclaim", "preempt")
 _HIERARCHY_KEYS: Final = ("enableHierarchy", "enabledHierarchy")
 """Volcano's YAML key, and the spelling sluice first accepted (kept as an alias)."""
 _PLUGIN_KEYS: Final = ("name", "arguments", *_HIERARCHY_KEYS)
-_PLUGIN_ARGUMENTS: Final[Mapping[str, tuple[str, ...]]] = {
-    "proportion_optimize": ("GuaranteeEnable", "ElasticEnable", "PriorityType"),
-}
 
 JobOrder = Literal["queue", "global"]
 PriorityType = Literal["Guarantee", "Weight"]
@@ -88,6 +85,25 @@ class SchedulerConfig:
 
     def plugin_names(self) -> list[str]:
         return [plugin.name for tier in self.tiers for plugin in tier]
+
+    def deserved_plugin(self) -> PluginConfig | None:
+        """The plugin that computes deserved: the first in tier order that does."""
+        for tier in self.tiers:
+            for plugin in tier:
+                if PLUGINS[plugin.name].deserved:
+                    return plugin
+        return None
+
+    @property
+    def elastic(self) -> bool:
+        """Whether a queue may take more than its deserved (ElasticEnable, true unless a
+        plugin that has the switch turns it off)."""
+        return all(
+            plugin.flag("ElasticEnable", True)
+            for tier in self.tiers
+            for plugin in tier
+            if PLUGINS[plugin.name].elastic_switch
+        )
 
 
 DEFAULT_CONFIG: Final = SchedulerConfig()
@@ -240,7 +256,7 @@ def _plugin_arguments(name: str, raw: Any, where: str, warnings: list[str]) -> M
         return {}
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{where}.arguments", "expected a mapping")
-    allowed = _PLUGIN_ARGUMENTS.get(name, ())
+    allowed = PLUGINS[name].arguments
     theirs = volcano.IGNORED_PLUGIN_ARGUMENTS.get(name, {})
     out: dict[str, Any] = {}
     for written, value in raw.items():

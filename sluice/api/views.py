@@ -287,11 +287,17 @@ def pod_request(
     return result + overhead
 
 
-def _condition_true(status: Mapping[str, Any], types: tuple[str, ...]) -> bool:
-    for cond in status.get("conditions") or ():
-        if isinstance(cond, Mapping) and cond.get("type") in types and cond.get("status") == "True":
-            return True
-    return False
+def _condition_true(status: Any, types: tuple[str, ...]) -> bool:
+    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    return isinstance(conditions, list) and any(
+        isinstance(c, Mapping) and c.get("type") in types and c.get("status") == "True"
+        for c in conditions
+    )
+
+
+def job_finished(obj: Mapping[str, Any]) -> bool:
+    """A Job with condition Complete or Failed: it holds no quota and keeps no queue open."""
+    return _condition_true(obj.get("status"), ("Complete", "Failed"))
 
 
 def job_queue_name(
@@ -335,7 +341,7 @@ def job_from_object(
         pod_count = max(min(parallelism, completions - succeeded), 0)
     else:  # a work queue: once one pod succeeds, no new one starts
         pod_count = parallelism if succeeded == 0 else 0
-    if _condition_true(status, ("Complete", "Failed")):
+    if job_finished(obj):
         phase = JobPhase.COMPLETED
     elif spec.get("suspend"):
         phase = JobPhase.PENDING

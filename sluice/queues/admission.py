@@ -1,9 +1,9 @@
 """The rules a Queue must pass at the door (README, "Queues"), as pure functions.
 
 Every denial names the queue, the rule and the numbers, with quantities as Kubernetes writes
-them. Comparisons between two resource maps follow one convention: a map that is not set
-(empty) does not constrain; a map that is set counts an absent resource as 0, except
-``capability``, where an absent resource is unlimited.
+them. The rules a tree keeps (depth, amounts, capabilities, children's sums) are rules.py's,
+shared with the operator; here are the request's own (its parent, its state, its place) and
+the comparison of the tree before and after it.
 """
 
 from __future__ import annotations
@@ -17,11 +17,12 @@ from sluice.api.constants import (
     RESERVED_QUEUES,
     ROOT_QUEUE,
 )
-from sluice.api.queue import Queue, QueueSpec
-from sluice.api.resources import EMPTY, Resources, describe_amount
-from sluice.queues.limits import guarantees_of_children, real_capabilities
+from sluice.api.queue import Queue
+from sluice.api.resources import Resources
+from sluice.queues import rules
 from sluice.queues.tree import QueueTree
 from sluice.queues.verdict import ALLOW, Verdict, deny
+from sluice.queues.warnings import root_guarantee_warnings, share_warnings
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,15 +65,24 @@ def job_facts_needed(
 def check_queue_create(new: Queue, existing: Mapping[str, Queue], facts: ClusterFacts) -> Verdict:
     if new.name in existing:
         return deny("exists", f"queue {new.name} already exists")
-    return _check_queue(None, new, existing, facts)
+    return _warned(new, existing, facts, _check_queue(None, new, existing, facts))
 
 
 def check_queue_update(
     old: Queue, new: Queue, existing: Mapping[str, Queue], facts: ClusterFacts
 ) -> Verdict:
     if old.spec == new.spec:
-        return ALLOW  # metadata only (annotations, finalizers, labels): never blocked
-    return _check_queue(old, new, existing, facts)
+        # Metadata only (annotations, finalizers, labels): never blocked.
+        return _warned(new, existing, facts, ALLOW)
+    return _warned(new, existing, facts, _check_queue(old, new, existing, facts))
+
+
+def _warned(
+    new: Queue, existing: Mapping[str, Queue], facts: ClusterFacts, verdict: Verdict
+) -> Verdict:
+    if not verdict.allowed:
+        return verdict
+    return verdict.with_warnings(share_warnings(new, existing, facts.cluster_capacity))
 
 
 def _check_queue(
@@ -106,79 +116,24 @@ def _check_queue(
         before.pop(name, None)
     else:
         before[name] = old
-    candidates = (new.parent, name, old.parent if old is not None else None)
-    parents = tuple(dict.fromkeys(p for p in candidates if p is not None))
-    if (verdict := _new_breach(name, parents, QueueTree(before), tree, facts)) is not None:
+    depth = facts.max_queue_depth
+    if (verdict := _new_breach(name, QueueTree(before), tree, depth)) is not None:
         return verdict
-    return Verdict(True, warnings=_guarantee_warnings(new, tree, facts))
+    return Verdict(True, warnings=root_guarantee_warnings(new, tree, facts.cluster_capacity))
 
 
-@dataclass(frozen=True, slots=True)
-class _Breach:
-    """A rule between queues that the tree breaks: which relation, by how much, and the
-    refusal to give when this request breaks it (further)."""
-
-    key: tuple[str, ...]
-    excess: int
-    verdict: Verdict
-
-
-def _new_breach(
-    name: str, parents: tuple[str, ...], before: QueueTree, after: QueueTree, facts: ClusterFacts
-) -> Verdict | None:
-    """The first rule between queues that the request breaks or breaks further.
+def _new_breach(subject: str, before: QueueTree, after: QueueTree, depth: int) -> Verdict | None:
+    """The first rule between queues (rules.py) that the request breaks or breaks further.
 
     A tree may already break these rules (edited around the webhooks, or --max-queue-depth
     lowered): a request that leaves such a breach as it was, or shrinks it, is not refused for
     it, or no one could change a weight or a label-like field anywhere near it.
     """
-    was = {b.key: b.excess for b in _breaches(name, parents, before, facts)}
-    for breach in _breaches(name, parents, after, facts):
+    was = {b.key: b.excess for b in rules.breaches(before, depth)}
+    for breach in rules.breaches(after, depth):
         if breach.excess > was.get(breach.key, 0):
-            return breach.verdict
+            return breach.refusal(subject)
     return None
-
-
-def _breaches(
-    name: str, parents: tuple[str, ...], tree: QueueTree, facts: ClusterFacts
-) -> list[_Breach]:
-    """Breaches touching the queue; ``parents`` are the queues whose children's sums the
-    request can change (the queue itself, its parent, its old parent when it moves). What a
-    parent can ever hold depends on the capabilities and guarantees above and beside it, so
-    the guarantee sums are checked for every parent below those too. Root is unlimited here:
-    what changes beside a child of root limits no other queue, and root's own sum is only
-    warned about."""
-    out: list[_Breach] = []
-    tops = [p for p in parents if p in tree.queues and p != ROOT_QUEUE]
-    limits = real_capabilities(tree, tops)
-    scope: dict[str, None] = {}
-    for parent in tops:
-        scope[parent] = None
-        scope.update(dict.fromkeys(tree.descendants(parent)))
-    for parent in scope:
-        if tree.children(parent):
-            out.extend(_sum_breaches(parent, name, tree, limits))
-    if name not in tree.queues:
-        return out
-    if (depth := _depth_breach(name, tree, facts)) is not None:
-        out.insert(0, depth)
-    out.extend(_capability_breaches(name, tree))
-    return out
-
-
-def _depth_breach(name: str, tree: QueueTree, facts: ClusterFacts) -> _Breach | None:
-    depth = max((tree.depth(d) for d in tree.descendants(name)), default=tree.depth(name))
-    if depth <= facts.max_queue_depth:
-        return None
-    return _Breach(
-        ("max-depth", name),
-        depth - facts.max_queue_depth,
-        deny(
-            "max-depth",
-            f"queue {name}: the tree would be {depth} levels deep under root"
-            f" (maximum {facts.max_queue_depth}, set by --max-queue-depth)",
-        ),
-    )
 
 
 def _check_state_change(new: Queue, existing: Mapping[str, Queue]) -> Verdict:
@@ -187,35 +142,8 @@ def _check_state_change(new: Queue, existing: Mapping[str, Queue]) -> Verdict:
 
 
 def _check_amounts(new: Queue) -> Verdict | None:
-    spec = new.spec
-    fields = {
-        "capability": spec.capability,
-        "deserved": spec.deserved,
-        "guarantee.resource": spec.guarantee.resource,
-    }
-    for field_name, amounts in fields.items():
-        for resource in sorted(amounts):
-            if amounts[resource] < 0:
-                return deny(
-                    "negative-quantity",
-                    f"queue {new.name}: {field_name} {describe_amount(resource, amounts[resource])}"
-                    " is negative; quantities must be >= 0",
-                )
-    guarantee = spec.guarantee.resource
-    for lower_name, lower, upper_name, upper in (
-        ("guarantee", guarantee, "deserved", spec.deserved),
-        ("deserved", spec.deserved, "capability", spec.capability),
-        ("guarantee", guarantee, "capability", spec.capability),
-    ):
-        for resource in sorted(lower):
-            if resource in upper and lower[resource] > upper[resource]:
-                return deny(
-                    f"{lower_name}-over-{upper_name}",
-                    f"queue {new.name}: {lower_name} {describe_amount(resource, lower[resource])}"
-                    f" exceeds its {upper_name} {describe_amount(resource, upper[resource])};"
-                    f" {lower_name} must be <= {upper_name}",
-                )
-    return None
+    breach = next(rules.amounts(new), None)
+    return breach.refusal() if breach is not None else None
 
 
 def _check_parent(
@@ -289,175 +217,6 @@ def _check_state_under_parent(new: Queue, queues: Mapping[str, Queue]) -> Verdic
     )
 
 
-def _sum(queues: list[Queue], pick: str) -> Resources:
-    total = EMPTY
-    for queue in queues:
-        total = total + (
-            queue.spec.guarantee.resource if pick == "guarantee" else queue.spec.deserved
-        )
-    return total
-
-
-def _sum_breaches(
-    parent: str, subject: str, tree: QueueTree, limits: Mapping[str, Mapping[str, int]]
-) -> list[_Breach]:
-    """Children's guarantees and deserved over what their parent allows, per resource.
-
-    Guarantees must fit in the parent's guarantee where it names the resource, else in what
-    the parent can ever hold (its realCapability, root unlimited): a guarantee beyond that can
-    never be honoured. Deserved must fit in the parent's deserved when it sets one (absent 0).
-    """
-    children = [tree.queues[c] for c in tree.children(parent)]
-    if not children:
-        return []
-    spec = tree.queues[parent].spec
-    out: list[_Breach] = []
-    for resource, amount in sorted(guarantees_of_children(tree, parent).items()):
-        bound = _guarantee_bound(parent, resource, spec, limits.get(parent, {}))
-        if bound is not None and amount > bound[0]:
-            out.append(_over_sum("guarantee", parent, subject, resource, amount, *bound))
-    if spec.deserved:
-        for resource, amount in sorted(_sum(children, "deserved").items()):
-            cap = spec.deserved.get_amount(resource)
-            if amount > cap:
-                shown = f"{parent}'s deserved {describe_amount(resource, cap)}"
-                out.append(_over_sum("deserved", parent, subject, resource, amount, cap, shown))
-    return out
-
-
-def _guarantee_bound(
-    parent: str, resource: str, spec: QueueSpec, real: Mapping[str, int]
-) -> tuple[int, str] | None:
-    """What the children's guarantees of a resource must fit in, and how to name it."""
-    if resource in spec.guarantee.resource:
-        limit = spec.guarantee.resource[resource]
-        return limit, f"{parent}'s guarantee {describe_amount(resource, limit)}"
-    if resource not in real:
-        return None  # nothing limits the parent in it
-    limit = real[resource]
-    if spec.capability.get(resource) == limit:
-        return (
-            limit,
-            f"all {parent} can ever hold, its capability {describe_amount(resource, limit)}",
-        )
-    return limit, (
-        f"all {parent} can ever hold, its realCapability {describe_amount(resource, limit)}"
-        " (the capabilities above it less the guarantees beside it)"
-    )
-
-
-def _over_sum(
-    pick: str, parent: str, subject: str, resource: str, amount: int, limit: int, shown: str
-) -> _Breach:
-    return _Breach(
-        (f"{pick}-sum", parent, resource),
-        amount - limit,
-        deny(
-            f"{pick}-sum",
-            f"queue {subject}: the children of {parent} would have {pick}"
-            f" {describe_amount(resource, amount)} in total, more than {shown}",
-        ),
-    )
-
-
-def _check_sums_of(
-    parent: str, subject: str, tree: QueueTree, limits: Mapping[str, Mapping[str, int]]
-) -> Verdict | None:
-    breaches = _sum_breaches(parent, subject, tree, limits)
-    return breaches[0].verdict if breaches else None
-
-
-def _nearest_cap(name: str, resource: str, tree: QueueTree) -> tuple[str, int] | None:
-    """The nearest ancestor of ``name`` that caps ``resource``, and its cap."""
-    for ancestor in tree.ancestors(name):
-        queue = tree.queues.get(ancestor)
-        if queue is not None and resource in queue.spec.capability:
-            return ancestor, queue.spec.capability[resource]
-    return None
-
-
-def _check_capability_upwards(new: Queue, tree: QueueTree) -> Verdict | None:
-    """Each resource the queue caps is within the cap of its nearest ancestor capping it."""
-    for resource, amount in sorted(new.spec.capability.items()):
-        nearest = _nearest_cap(new.name, resource, tree)
-        if nearest is not None and amount > nearest[1]:
-            return _over_ancestor(new.name, resource, amount, *nearest).verdict
-    return None
-
-
-def _over_ancestor(name: str, resource: str, amount: int, ancestor: str, limit: int) -> _Breach:
-    return _Breach(
-        ("capability", name, ancestor, resource),
-        amount - limit,
-        deny(
-            "capability-over-ancestor",
-            f"queue {name}: capability {describe_amount(resource, amount)} exceeds"
-            f" the capability {describe_amount(resource, limit)} of its ancestor {ancestor}",
-        ),
-    )
-
-
-def _capability_breaches(name: str, tree: QueueTree) -> list[_Breach]:
-    """Capabilities across the queue: its own against its ancestors', its descendants'
-    against its own, and its descendants' against the ancestors above it for what nothing in
-    between caps (a subtree moved under a capped parent)."""
-    queue = tree.queues[name]
-    caps = queue.spec.capability
-    out: list[_Breach] = []
-    for resource, amount in sorted(caps.items()):
-        nearest = _nearest_cap(name, resource, tree)
-        if nearest is not None and amount > nearest[1]:
-            out.append(_over_ancestor(name, resource, amount, *nearest))
-    above = set(tree.ancestors(name))
-    for descendant in tree.descendants(name):
-        theirs = tree.queues[descendant].spec.capability
-        for resource, limit in sorted(caps.items()):
-            if theirs.get_amount(resource) > limit:
-                out.append(
-                    _Breach(
-                        ("capability", descendant, name, resource),
-                        theirs[resource] - limit,
-                        deny(
-                            "capability-under-descendant",
-                            f"queue {name}: capability {describe_amount(resource, limit)} is"
-                            f" below the capability {describe_amount(resource, theirs[resource])}"
-                            f" of its descendant {descendant}",
-                        ),
-                    )
-                )
-        for resource, amount in sorted(theirs.items()):
-            nearest = _nearest_cap(descendant, resource, tree)
-            if nearest is None or nearest[0] not in above or amount <= nearest[1]:
-                continue
-            ancestor, limit = nearest
-            out.append(
-                _Breach(
-                    ("capability", descendant, ancestor, resource),
-                    amount - limit,
-                    deny(
-                        "capability-over-ancestor",
-                        f"queue {name}: its descendant {descendant} has capability"
-                        f" {describe_amount(resource, amount)}, more than the capability"
-                        f" {describe_amount(resource, limit)} of {ancestor}",
-                    ),
-                )
-            )
-    return out
-
-
-def _guarantee_warnings(new: Queue, tree: QueueTree, facts: ClusterFacts) -> tuple[str, ...]:
-    if new.parent != ROOT_QUEUE or facts.cluster_capacity is None:
-        return ()
-    children = [tree.queues[c] for c in tree.children(ROOT_QUEUE)]
-    total = _sum(children, "guarantee")
-    over = total.exceeding(facts.cluster_capacity, absent_is_unlimited=False)
-    return tuple(
-        f"the guarantees of root's children add up to {describe_amount(r, amount)}, more than"
-        f" the cluster's current {describe_amount(r, cap)}; they cannot all be honoured"
-        for r, amount, cap in over
-    )
-
-
 # Queue delete -----------------------------------------------------------------------------
 
 
@@ -473,33 +232,3 @@ def check_queue_delete(queue: Queue, existing: Mapping[str, Queue]) -> Verdict:
             f" (close it with spec.state: Closed and wait until its jobs finish)",
         )
     return ALLOW
-
-
-# A whole tree, for the operator ---------------------------------------------------------
-
-
-def tree_violations(tree: QueueTree, max_queue_depth: int) -> dict[str, str]:
-    """Queue -> why it breaks the rules, for a tree that got past the webhooks anyway.
-
-    The offending queue is the one to fix: the queue with a broken parent link, the queue too
-    deep, the queue whose own amounts or capability are wrong, and the parent whose children's
-    guarantees or deserved add up to more than its own.
-    """
-    out: dict[str, str] = dict(tree.problems())
-    limits = real_capabilities(tree, [ROOT_QUEUE])
-    for name in sorted(tree.queues):
-        if name in out:
-            continue
-        queue = tree.queues[name]
-        if tree.depth(name) > max_queue_depth:
-            out[name] = (
-                f"queue {name} is {tree.depth(name)} levels deep under root"
-                f" (maximum {max_queue_depth})"
-            )
-            continue
-        verdict = _check_amounts(queue) or _check_capability_upwards(queue, tree)
-        if verdict is None and tree.children(name) and name != ROOT_QUEUE:
-            verdict = _check_sums_of(name, name, tree, limits)
-        if verdict is not None:
-            out[name] = verdict.message
-    return out

@@ -17,7 +17,7 @@ from sluice.api.errors import InvalidObject
 from sluice.api.queue import Queue
 from sluice.api.resources import EMPTY, Resources, describe_amount
 from sluice.api.selector import namespace_labels
-from sluice.api.views import pod_request
+from sluice.api.views import job_finished, pod_request
 from sluice.queues.admission import closed_ancestor
 from sluice.queues.tree import children_of
 from sluice.queues.verdict import ALLOW, Verdict, deny
@@ -77,18 +77,6 @@ def job_queue(job: Mapping[str, Any]) -> str | None:
 
 def _suspended(job: Mapping[str, Any]) -> bool:
     return bool(_spec(job).get("suspend"))
-
-
-def job_finished(job: Mapping[str, Any]) -> bool:
-    """Condition Complete or Failed: the job holds no quota and no queue open."""
-    status = job.get("status")
-    conditions = status.get("conditions") if isinstance(status, Mapping) else None
-    return isinstance(conditions, list) and any(
-        isinstance(c, Mapping)
-        and c.get("type") in ("Complete", "Failed")
-        and c.get("status") == "True"
-        for c in conditions
-    )
 
 
 def job_admitted(job: Mapping[str, Any]) -> bool:
@@ -259,6 +247,32 @@ def check_growth(
 def format_amount(name: str, milli: int) -> str:
     """The amount alone, as in ``cpu 4 -> 8``."""
     return describe_amount(name, milli).removeprefix(f"{name} ")
+
+
+# What a new job gets --------------------------------------------------------------------
+
+Setting = tuple[tuple[str, ...], Any]
+"""A value to set at a path of the object (its missing parents added as objects)."""
+
+
+def job_settings(job: Mapping[str, Any], queue_name: str, queue: Queue | None) -> list[Setting]:
+    """What a new managed job gets at the door: it is held (suspended), its queue is named on
+    it and on its pods (the pod webhook sees them, and only them, by that label), and its pods
+    get its queue's priorityClassName when they name none. ``queue``: the queue, when it
+    exists."""
+    labelled = _map(job, "labels").get(QUEUE_LABEL)
+    out: list[Setting] = []
+    if not labelled:
+        out.append((("metadata", "labels", QUEUE_LABEL), queue_name))
+    out.append((("spec", "suspend"), True))
+    out.append((("spec", "template", "metadata", "labels", QUEUE_LABEL), queue_name))
+    template = _spec(job).get("template")
+    pod = template.get("spec") if isinstance(template, Mapping) else None
+    named = isinstance(pod, Mapping) and pod.get("priorityClassName")
+    if queue is not None and queue.spec.priority_class_name and not named:
+        pcn = queue.spec.priority_class_name
+        out.append((("spec", "template", "spec", "priorityClassName"), pcn))
+    return out
 
 
 # Updates, deletes --------------------------------------------------------------------------

@@ -3,7 +3,8 @@ queue's limits, the cluster's free room, and whether its pods can be placed (pla
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 from sluice.api.quantity import format_quantity
 from sluice.api.resources import describe_amount
@@ -11,64 +12,71 @@ from sluice.scheduler.placement import Assignment, Footprint
 from sluice.scheduler.session import JobInfo, Session
 
 
-def _level(session: Session, leaf: str, name: str) -> str:
-    if name == leaf:
-        return name
-    return (
-        f"{name} (ancestor of {leaf})"
-        if session.queues[leaf].parent != name
-        else (f"{name} (parent of {leaf})")
-    )
+@dataclass(frozen=True, slots=True)
+class LimitBreach:
+    """A limit admitting a job would take its queue or an ancestor past."""
+
+    queue: str  # the level that sets the limit
+    resource: str
+    would_use: int
+    limit: int
+    label: str  # capability, realCapability, or deserved (ElasticEnable false)
+
+    @property
+    def over(self) -> int:
+        return self.would_use - self.limit
 
 
-def queue_failure(
-    session: Session, job: JobInfo, freed: Mapping[str, Mapping[str, int]] | None = None
-) -> str | None:
-    """Why admitting the job would take its queue or an ancestor over its limit, or None.
+def limits(session: Session, job: JobInfo) -> Iterator[LimitBreach]:
+    """Every limit of the job's queue and its ancestors that admitting it would break: from
+    the top down, so the first names the level that sets the limit (a team under a full
+    department inherits the department's limit; the department is what to look at); per
+    resource its realCapability, then its deserved when ElasticEnable is false.
 
-    ``freed`` lets reclaim and preempt ask the question as if some jobs were already gone.
+    Root's limit is the cluster, and a limit equal to the whole cluster is the cluster's:
+    cluster_failure says those.
     """
-    leaf = job.queue
-    # From the top down, so the reason names the level that sets the limit (a team under a
-    # full department inherits the department's limit; the department is what to look at).
-    for name in reversed(session.chain(leaf)):
+    total = session.total
+    for name in reversed(session.chain(job.queue)):
         info = session.queues[name]
         if info.parent is None:
-            continue  # root's limit is the cluster, checked separately
-        gone = freed.get(name, {}) if freed else {}
+            continue
         for r, amount in job.request.items():
             if amount <= 0:
                 continue
-            would = info.allocated.get(r, 0) - gone.get(r, 0) + amount
+            would = info.allocated.get(r, 0) + amount
             limit = info.real_capability.get_amount(r)
-            if would > limit and limit < session.total.get_amount(r):
-                # a limit equal to the whole cluster is the cluster's: cluster_failure says it
-                label = (
-                    "capability"
-                    if r in info.capability and info.capability[r] == limit
-                    else "realCapability"
-                )
-                return (
-                    f"{_level(session, leaf, name)} would use {describe_amount(r, would)}"
-                    f" > {label} {format_quantity(limit, r)}"
-                )
-            if not session.elastic and would > info.deserved.get_amount(r):
-                return (
-                    f"{_level(session, leaf, name)} would use {describe_amount(r, would)}"
-                    f" > deserved {format_quantity(info.deserved.get_amount(r), r)}"
-                    " (ElasticEnable is false)"
-                )
-    return None
+            if would > limit and limit < total.get_amount(r):
+                capped = r in info.capability and info.capability[r] == limit
+                label = "capability" if capped else "realCapability"
+                yield LimitBreach(name, r, would, limit, label)
+            if not session.elastic and would > (deserved := info.deserved.get_amount(r)):
+                yield LimitBreach(name, r, would, deserved, "deserved")
 
 
-def cluster_failure(
-    session: Session, job: JobInfo, freed: Mapping[str, int] | None = None
-) -> str | None:
+def queue_failure(session: Session, job: JobInfo) -> str | None:
+    """Why admitting the job would take its queue or an ancestor over its limit, or None."""
+    breach = next(limits(session, job), None)
+    if breach is None:
+        return None
+    leaf, name, r = job.queue, breach.queue, breach.resource
+    level = name
+    if name != leaf:
+        relation = "parent" if session.queues[leaf].parent == name else "ancestor"
+        level = f"{name} ({relation} of {leaf})"
+    text = (
+        f"{level} would use {describe_amount(r, breach.would_use)}"
+        f" > {breach.label} {format_quantity(breach.limit, r)}"
+    )
+    return text + " (ElasticEnable is false)" if breach.label == "deserved" else text
+
+
+def cluster_failure(session: Session, job: JobInfo) -> str | None:
     """Why the cluster has no room for the job, or None."""
     for r, amount in job.request.items():
         if amount <= 0:
             continue
-        free = session.total.get_amount(r) - session.used.get(r, 0) + (freed or {}).get(r, 0)
+        free = session.total.get_amount(r) - session.used.get(r, 0)
         if amount > free:
             return (
                 f"cluster has {describe_amount(r, max(free, 0))} free,"
@@ -87,68 +95,21 @@ def short_resources(session: Session, job: JobInfo) -> dict[str, int]:
     return out
 
 
-def fits(
-    session: Session,
-    job: JobInfo,
-    freed_queue: Mapping[str, int] | None = None,
-    freed_cluster: Mapping[str, int] | None = None,
-) -> bool:
-    """cluster_failure(...) and queue_failure(...) are both None, without writing a message.
-
-    ``freed_queue`` is what leaves the job's own queue (and so every ancestor); reclaim and
-    preempt ask this question many times per job, and only the final answer needs words.
-    """
-    extra = freed_cluster or {}
-    total = session.total
-    for r, amount in job.request.items():
-        if amount > 0 and amount > total.get_amount(r) - session.used.get(r, 0) + extra.get(r, 0):
-            return False
-    return fits_queue(session, job, freed_queue)
-
-
-def fits_queue(session: Session, job: JobInfo, freed: Mapping[str, int] | None = None) -> bool:
-    """queue_failure(...) is None, without writing a message."""
-    gone = freed or {}
-    for name in session.chain(job.queue):
-        info = session.queues[name]
-        if info.parent is None:
-            continue
-        for r, amount in job.request.items():
-            if amount <= 0:
-                continue
-            would = info.allocated.get(r, 0) - gone.get(r, 0) + amount
-            limit = info.real_capability.get_amount(r)
-            if would > limit and limit < session.total.get_amount(r):
-                return False
-            if not session.elastic and would > info.deserved.get_amount(r):
-                return False
-    return True
+def fits(session: Session, job: JobInfo) -> bool:
+    """Whether the cluster has room for the job and no limit of its queues stops it."""
+    return cluster_failure(session, job) is None and next(limits(session, job), None) is None
 
 
 def queue_overage(session: Session, job: JobInfo) -> dict[str, dict[str, int]]:
-    """Queue -> resource -> how far admitting the job would take that queue past its limit.
-
-    The same limits as fits_queue (empty exactly when it is True): what reclaim must free
-    below each of those queues, on top of what the cluster lacks.
-    """
-    out: dict[str, dict[str, int]] = {}
-    for name in session.chain(job.queue):
-        info = session.queues[name]
-        if info.parent is None:
-            continue
-        for r, amount in job.request.items():
-            if amount <= 0:
-                continue
-            would = info.allocated.get(r, 0) + amount
-            over = 0
-            limit = info.real_capability.get_amount(r)
-            if would > limit and limit < session.total.get_amount(r):
-                over = would - limit
-            if not session.elastic:
-                over = max(over, would - info.deserved.get_amount(r))
-            if over > 0:
-                out.setdefault(name, {})[r] = over
-    return out
+    """Queue -> resource -> how far admitting the job would take that queue past its limit
+    (the farther of its realCapability and deserved), nearest queue first; empty exactly when
+    the job fits its queues. What reclaim must free below each of those queues, on top of
+    what the cluster lacks."""
+    over: dict[str, dict[str, int]] = {}
+    for breach in limits(session, job):
+        mine = over.setdefault(breach.queue, {})
+        mine[breach.resource] = max(mine.get(breach.resource, 0), breach.over)
+    return {name: over[name] for name in session.chain(job.queue) if name in over}
 
 
 # Placement ---------------------------------------------------------------------------------

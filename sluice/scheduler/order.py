@@ -16,9 +16,8 @@ from typing import Any
 
 from sluice.api.config import ActionArguments
 from sluice.api.constants import ROOT_QUEUE
+from sluice.api.plugins import PLUGINS
 from sluice.scheduler.session import JobInfo, Session
-
-SHARE_PLUGINS = ("proportion", "capacity", "proportion_optimize")
 
 QueueKey = tuple[Any, ...]
 
@@ -42,14 +41,15 @@ def queue_key_function(session: Session) -> Callable[[str], QueueKey]:
         info = session.queues[name]
         parts: list[Any] = []
         for plugin in plugins:
-            if plugin == "priority":
+            by = PLUGINS[plugin].queue_order
+            if by == "priority":
                 parts.append(-info.priority)
-            elif plugin == "drf":
+            elif by == "drf":
                 # Hierarchical DRF: a sibling's dominant share counts per unit of weight, so
                 # weights 2:1:1 split the parent 2:1:1 from the first cycle on, as proportion
                 # splits deserved, and nothing is admitted only to be reclaimed next cycle.
                 parts.append(session.drf_share(name) / max(info.weight, 1))
-            elif plugin in SHARE_PLUGINS:
+            elif by == "share":
                 parts.append(session.share(name))
         return (*parts, info.queue.creation_timestamp, name)
 
@@ -84,7 +84,7 @@ def _score_key(
 ) -> Callable[[str], QueueKey]:
     priorities = [q.priority for n, q in session.queues.items() if n != ROOT_QUEUE]
     low, high = (min(priorities), max(priorities)) if priorities else (0, 0)
-    share_plugin = next((p for p in plugins if p in SHARE_PLUGINS), None)
+    share_plugin = next((p for p in plugins if PLUGINS[p].queue_order == "share"), None)
     weights = {
         "priority": args.score_weight("priority"),
         "drf": args.score_weight("drf"),

@@ -17,16 +17,14 @@ from sluice.api.constants import CONDITION_VALID, ROOT_QUEUE
 from sluice.api.queue import Queue
 from sluice.api.resources import EMPTY, Resources
 from sluice.api.views import JobPhase, JobView, PodView
-from sluice.queues.admission import tree_violations
 from sluice.queues.jobs import namespace_refusal
 from sluice.queues.limits import child_real_capability
+from sluice.queues.rules import tree_violations
 from sluice.queues.tree import QueueTree
 from sluice.scheduler.model import Snapshot
 from sluice.scheduler.placement import Assignment, Footprint, Placement
 from sluice.scheduler.plugins import deserved as deserved_plugins
 from sluice.scheduler.readiness import backing_off
-
-DESERVED_PLUGINS = ("proportion", "capacity", "proportion_optimize")
 
 
 @dataclass(slots=True, eq=False)
@@ -102,9 +100,7 @@ class Session:
         self.refusals: dict[str, str] = {}  # job -> why it is not considered this cycle
         self.namespace_labels = {ns.name: ns.labels for ns in snapshot.namespaces}
         self._chains: dict[str, list[str]] = {}
-        options = self.config.plugin("proportion_optimize")
-        # proportion_optimize with ElasticEnable false: no queue may exceed its deserved.
-        self.elastic = options is None or options.flag("ElasticEnable", True)
+        self.elastic = self.config.elastic  # false: no queue may exceed its deserved
         self._build_queues()
         self.placement = Placement(snapshot.nodes)
         self.admitted_at_start: list[JobInfo] = []
@@ -337,17 +333,11 @@ class Session:
             )
         )
 
-    def deserved_plugin(self) -> str | None:
-        for name in self.config.plugin_names():
-            if name in DESERVED_PLUGINS:
-                return name
-        return None
-
     def _derive_deserved(self, order: list[QueueInfo]) -> None:
-        plugin = self.deserved_plugin()
+        plugin = self.config.deserved_plugin()
         root = self.queues[ROOT_QUEUE]
         root.deserved = self.total
-        if plugin in (None, "capacity"):
+        if plugin is None or plugin.name == "capacity":
             for info in order:
                 if info.parent is None:
                     continue
@@ -357,7 +347,6 @@ class Session:
                 )
                 info.deserved = capped.maximum(info.guarantee)
             return
-        options = self.config.plugin(plugin) if plugin else None
         for info in order:
             if not info.children:
                 continue
@@ -370,17 +359,7 @@ class Session:
                 )
                 for child in (self.queues[c] for c in info.children)
             ]
-            if plugin == "proportion":
-                split = deserved_plugins.proportion(info.deserved, claims)
-            else:
-                assert options is not None
-                split = deserved_plugins.proportion_optimize(
-                    info.deserved,
-                    claims,
-                    guarantee_enable=options.flag("GuaranteeEnable", True),
-                    priority_type=str(options.arguments.get("PriorityType", "Weight")),
-                )
-            for name, amount in split.items():
+            for name, amount in deserved_plugins.split(plugin, info.deserved, claims).items():
                 self.queues[name].deserved = amount
 
     # Shares --------------------------------------------------------------------------------

@@ -23,7 +23,12 @@ from sluice.api.constants import GROUP, PLURAL, QUEUE_LABEL, VERSION
 from sluice.api.errors import InvalidObject
 from sluice.api.queue import Queue
 from sluice.api.resources import Resources
-from sluice.api.views import NamespaceView, namespace_from_object, node_from_object
+from sluice.api.views import (
+    NamespaceView,
+    job_finished,
+    namespace_from_object,
+    node_from_object,
+)
 from sluice.queues.tree import QueueSet
 
 log = logging.getLogger("sluice.webhooks.cache")
@@ -168,16 +173,16 @@ class KubeFacts:
     def _holds_jobs(self, queue: str) -> bool:
         token: str | None = None
         while True:
-            page = self.batch.list_job_for_all_namespaces(
-                label_selector=f"{QUEUE_LABEL}={queue}", limit=100, _continue=token
+            raw: Any = self.batch.list_job_for_all_namespaces(
+                label_selector=f"{QUEUE_LABEL}={queue}",
+                limit=100,
+                _continue=token,
+                _preload_content=False,
             )
-            for job in page.items:
-                conditions = (job.status.conditions if job.status else None) or []
-                if not any(
-                    c.type in ("Complete", "Failed") and c.status == "True" for c in conditions
-                ):
-                    return True
-            token = page.metadata._continue if page.metadata else None
+            page = json.loads(raw.data)
+            if any(not job_finished(job) for job in page.get("items") or ()):
+                return True
+            token = (page.get("metadata") or {}).get("continue")
             if not token:
                 return False
 

@@ -7,7 +7,7 @@ rare checks that need them, facts asked of the API server.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from sluice.api.constants import DEFAULT_MAX_QUEUE_DEPTH, KIND, QUEUE_LABEL
@@ -28,12 +28,12 @@ from sluice.queues.jobs import (
     check_job_update,
     check_pod_update,
     job_queue,
+    job_settings,
     needs_namespace_labels,
 )
 from sluice.queues.verdict import ALLOW, Verdict, deny
 from sluice.webhooks.cache import ClusterFactsSource, QueueCache
 from sluice.webhooks.review import Request, ReviewError, respond
-from sluice.webhooks.warnings import guarantee_warnings
 
 
 @dataclass
@@ -115,9 +115,6 @@ async def validate_queue(request: Request, ctx: Context) -> Answer:
         verdict = check_queue_create(new, existing, facts)
     else:
         verdict = check_queue_update(old, new, existing, facts)
-    if verdict.allowed:
-        extra = guarantee_warnings(new, existing, facts.cluster_capacity)
-        verdict = replace(verdict, warnings=(*verdict.warnings, *extra))
     return _answer(request, verdict)
 
 
@@ -196,9 +193,8 @@ def _set(
 
 
 async def mutate_job(request: Request, ctx: Context) -> Answer:
-    """Hold the job (suspended), name its queue on it and on its pods, and give it the
-    queue's priorityClassName when it has none. Written as JSON patch operations directly:
-    diffing whole Jobs would cost more than every rule together."""
+    """What queues.jobs.job_settings gives a new managed job, as JSON patch operations
+    written directly: diffing whole Jobs would cost more than every rule together."""
     _expect(request, "Job")
     if request.operation != "CREATE" or request.obj is None:
         return _answer(request, ALLOW)
@@ -206,29 +202,14 @@ async def mutate_job(request: Request, ctx: Context) -> Answer:
     if not isinstance(job.get("spec", {}), Mapping):
         raise ReviewError("object.spec is not an object")
     queue_name = _labels(job).get(QUEUE_LABEL)
-    ops: list[dict[str, Any]] = []
     if not queue_name:
         queue_name = await ctx.facts.namespace_default_queue(request.namespace)
         if not queue_name:
             return _answer(request, ALLOW)  # not managed by sluice
-        _set(ops, job, ("metadata", "labels", QUEUE_LABEL), str(queue_name))
-    _set(ops, job, ("spec", "suspend"), True)
-    # The job's pods carry its queue: the pod webhook sees them (and only them).
-    _set(ops, job, ("spec", "template", "metadata", "labels", QUEUE_LABEL), str(queue_name))
     queue = ctx.cache.queues.get(str(queue_name))
-    template = job.get("spec", {}).get("template")
-    pod = template.get("spec") if isinstance(template, Mapping) else None
-    if (
-        queue is not None
-        and queue.spec.priority_class_name
-        and not (isinstance(pod, Mapping) and pod.get("priorityClassName"))
-    ):
-        _set(
-            ops,
-            job,
-            ("spec", "template", "spec", "priorityClassName"),
-            queue.spec.priority_class_name,
-        )
+    ops: list[dict[str, Any]] = []
+    for keys, value in job_settings(job, str(queue_name), queue):
+        _set(ops, job, keys, value)
     return respond(request.uid, patch=ops), ALLOW
 
 

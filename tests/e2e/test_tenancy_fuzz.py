@@ -20,8 +20,9 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from sluice.api.views import job_finished
 from sluice.kube import api_client
-from sluice.queues.jobs import job_admitted, job_finished, job_queue, job_request
+from sluice.queues.jobs import job_admitted, job_queue, job_request
 
 from .helpers import SUMMARY, Kubectl, wait_for
 from .scenario import Scenario, kwok

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from sluice.api.config import PluginConfig
 from sluice.api.resources import Resources
 
 
@@ -63,6 +64,19 @@ def split_by_weight(total: Resources, claims: Sequence[Claim]) -> dict[str, Reso
             if share:
                 out[name][resource] = share
     return {name: Resources(values) for name, values in out.items()}
+
+
+def split(plugin: PluginConfig, total: Resources, claims: Sequence[Claim]) -> dict[str, Resources]:
+    """A parent's deserved among its children, as the plugin that computes deserved splits it
+    (capacity does not split: each queue deserves what it sets)."""
+    if plugin.name == "proportion":
+        return proportion(total, claims)
+    return proportion_optimize(
+        total,
+        claims,
+        guarantee_enable=plugin.flag("GuaranteeEnable", True),
+        priority_type=str(plugin.arguments.get("PriorityType", "Weight")),
+    )
 
 
 def proportion(total: Resources, claims: Sequence[Claim]) -> dict[str, Resources]:

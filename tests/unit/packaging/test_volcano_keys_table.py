@@ -7,7 +7,8 @@ import re
 from pathlib import Path
 
 from sluice.api import volcano
-from sluice.api.config import ACTIONS, PLUGINS
+from sluice.api.config import ACTIONS
+from sluice.api.plugins import PLUGINS
 
 DOC = Path(__file__).parents[3] / "docs" / "scheduler.md"
 

@@ -13,8 +13,8 @@ from sluice.queues.admission import (
     check_queue_delete,
     check_queue_update,
     job_facts_needed,
-    tree_violations,
 )
+from sluice.queues.rules import tree_violations
 from sluice.queues.tree import QueueTree
 
 FACTS = ClusterFacts()
@@ -100,6 +100,9 @@ def test_capability_and_warning_messages_write_memory_in_binary_units() -> None:
     assert v.warnings == (
         "the guarantees of root's children add up to memory 80Gi, more than the cluster's"
         " current memory 64Gi; they cannot all be honoured",
+        "queue b: guarantee memory 48Gi is more than its weighted share of the cluster's current"
+        " capacity, memory 22906492245 (weight 1 of 3 under root); its siblings get less than"
+        " their weights promise",
     )
 
 
@@ -238,6 +241,9 @@ def test_root_children_guarantees_over_the_cluster_only_warn() -> None:
     assert v.warnings == (
         "the guarantees of root's children add up to cpu 12, more than the cluster's current"
         " cpu 10; they cannot all be honoured",
+        "queue b: guarantee cpu 4 is more than its weighted share of the cluster's current"
+        " capacity, cpu 3333m (weight 1 of 3 under root); its siblings get less than their"
+        " weights promise",
     )
 
 

@@ -16,6 +16,7 @@ from sluice.queues.jobs import (
     check_job_queue,
     check_job_update,
     check_pod_update,
+    job_settings,
     namespace_refusal,
     needs_namespace_labels,
 )
@@ -418,3 +419,22 @@ def test_the_webhooks_indexed_queue_set_answers_as_a_plain_map() -> None:
         assert check_job_queue(name, indexed) == check_job_queue(name, queues)
     assert "(a, b)" in check_job_queue("dept", indexed).message
     assert indexed.children("dept") == ("a", "b") and indexed.children("team") == ()
+
+
+def test_a_new_job_is_held_and_named_and_gets_its_queues_class_when_its_pods_have_none() -> None:
+    labelled = {"metadata": {"labels": {"sluice.dev/queue-name": "team"}}, "spec": {}}
+    assert job_settings(labelled, "team", q("team")) == [
+        (("spec", "suspend"), True),
+        (("spec", "template", "metadata", "labels", "sluice.dev/queue-name"), "team"),
+    ]
+    classed = q("team", priorityClassName="high")
+    from_namespace: dict[str, Any] = {"metadata": {}, "spec": {"template": {"spec": {}}}}
+    assert job_settings(from_namespace, "team", classed) == [
+        (("metadata", "labels", "sluice.dev/queue-name"), "team"),
+        (("spec", "suspend"), True),
+        (("spec", "template", "metadata", "labels", "sluice.dev/queue-name"), "team"),
+        (("spec", "template", "spec", "priorityClassName"), "high"),
+    ]
+    own = {"metadata": {}, "spec": {"template": {"spec": {"priorityClassName": "low"}}}}
+    assert len(job_settings(own, "team", classed)) == 3
+    assert len(job_settings(from_namespace, "gone", None)) == 3

@@ -8,14 +8,15 @@ from queue_builders import cluster, q
 
 from sluice.api.constants import CLOSED_BY_PARENT_ANNOTATION
 from sluice.api.queue import Queue
+from sluice.queues import rules
 from sluice.queues.admission import (
     ClusterFacts,
     check_queue_create,
     check_queue_update,
-    tree_violations,
 )
 from sluice.queues.defaults import queue_with_defaults
 from sluice.queues.lifecycle import derive_states, lifecycle_actions
+from sluice.queues.rules import tree_violations
 from sluice.queues.tree import QueueTree
 
 
@@ -163,7 +164,8 @@ small = st.sampled_from(["0", "1", "2"])
 @given(st.data())
 def test_updates_the_rules_allow_keep_a_valid_tree_valid(data: st.DataObject) -> None:
     """Creates build a valid tree; then moves and edits of capability and guarantee that the
-    rules allow never leave a queue the operator would mark invalid."""
+    rules allow never leave a queue the operator would mark invalid, and those they refuse
+    for a rule between queues break that rule as the catalogue finds it."""
     facts = ClusterFacts(max_queue_depth=3)
 
     def build(name: str, parent: str) -> Queue:
@@ -182,6 +184,19 @@ def test_updates_the_rules_allow_keep_a_valid_tree_valid(data: st.DataObject) ->
     for _ in range(data.draw(st.integers(0, 6)) if movable else 0):
         name = data.draw(st.sampled_from(movable))
         new = build(name, data.draw(st.sampled_from(sorted(existing))))
-        if check_queue_update(existing[name], new, existing, facts).allowed:
+        verdict = check_queue_update(existing[name], new, existing, facts)
+        after = QueueTree({**existing, name: new})
+        found = rules.breaches(after, facts.max_queue_depth) if not after.problems() else []
+        if verdict.allowed:
+            assert found == []
             existing[name] = new
+        elif verdict.rule in CATALOGUE_RULES:
+            # Refused for a rule of the catalogue: the catalogue finds it, said the same way.
+            assert verdict in [b.refusal(name) for b in found]
         assert tree_violations(QueueTree(existing), facts.max_queue_depth) == {}
+
+
+CATALOGUE_RULES = {"max-depth", "capability-over-ancestor", "capability-under-descendant"} | {
+    "guarantee-sum",
+    "deserved-sum",
+}

@@ -1,9 +1,11 @@
-"""Admission warnings that need the cluster's current capacity (pure; no I/O).
+"""Admission warnings that need the cluster's current capacity: kubectl prints them, nothing
+is refused.
 
-A guarantee larger than the queue's weighted share is legal (the proportion plugin raises
-deserved to the guarantee), but it quietly takes quota from the siblings beyond what their
-weights promise, and it usually means the weights or the guarantee were mistyped. kubectl
-prints these warnings; nothing is refused.
+Root's children may be guaranteed more than the cluster holds now (nodes come and go; the
+queue rules know no cluster), but not all of it can be honoured. A guarantee larger than the
+queue's weighted share is legal too (the proportion plugin raises deserved to the
+guarantee), but it quietly takes quota from the siblings beyond what their weights promise,
+and it usually means the weights or the guarantee were mistyped.
 """
 
 from __future__ import annotations
@@ -14,7 +16,24 @@ from sluice.api.constants import ROOT_QUEUE
 from sluice.api.quantity import BYTE_RESOURCES
 from sluice.api.queue import Queue
 from sluice.api.resources import Resources, describe_amount
+from sluice.queues.limits import guarantees_of_children
 from sluice.queues.tree import QueueTree
+
+
+def root_guarantee_warnings(
+    new: Queue, tree: QueueTree, capacity: Resources | None
+) -> tuple[str, ...]:
+    """When the queue is a child of root: its siblings' guarantees and its own, over the
+    cluster."""
+    if new.parent != ROOT_QUEUE or capacity is None:
+        return ()
+    total = Resources(guarantees_of_children(tree, ROOT_QUEUE))
+    over = total.exceeding(capacity, absent_is_unlimited=False)
+    return tuple(
+        f"the guarantees of root's children add up to {describe_amount(r, amount)}, more than"
+        f" the cluster's current {describe_amount(r, cap)}; they cannot all be honoured"
+        for r, amount, cap in over
+    )
 
 
 def weighted_share(tree: QueueTree, name: str, capacity: Resources) -> dict[str, int] | None:
@@ -43,9 +62,10 @@ def _shown(resource: str, milli: int) -> str:
     return describe_amount(resource, milli)
 
 
-def guarantee_warnings(
+def share_warnings(
     new: Queue, existing: Mapping[str, Queue], capacity: Resources | None
 ) -> tuple[str, ...]:
+    """Each resource the queue is guaranteed beyond its weighted share of ``capacity``."""
     if capacity is None or not new.spec.guarantee.resource:
         return ()
     queues = dict(existing)
