@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from sluice.api.config import SchedulerConfig
-from sluice.api.constants import CONDITION_VALID, ROOT_QUEUE
+from sluice.api.constants import ROOT_QUEUE
 from sluice.api.queue import Queue
 from sluice.api.resources import EMPTY, Resources
 from sluice.api.views import JobPhase, JobView, PodView
@@ -80,8 +80,7 @@ class Session:
         self.config: SchedulerConfig = snapshot.config
         self.now: datetime = snapshot.now
         queues = {q.name: q for q in snapshot.queues}
-        self.root_missing = ROOT_QUEUE not in queues
-        if self.root_missing:
+        if ROOT_QUEUE not in queues:
             queues[ROOT_QUEUE] = Queue(name=ROOT_QUEUE)
         self.tree = QueueTree(queues)
         self.priority_classes = {pc.name: pc.value for pc in snapshot.priority_classes}
@@ -386,13 +385,6 @@ class Session:
             cap = self.total.get_amount(r)
             best = max(best, 1.0 if cap <= 0 else used / cap)
         return best
-
-    def condition_invalid(self, name: str) -> bool:
-        """Whether the stored status already says Valid=False."""
-        for cond in self.queues[name].queue.status.conditions:
-            if cond.type == CONDITION_VALID:
-                return cond.status == "False"
-        return False
 
     # Mutations by actions ------------------------------------------------------------------
     def admit(self, job: JobInfo, assignment: Assignment) -> None:
