@@ -1,8 +1,9 @@
 """Leader election through a coordination.k8s.io/v1 Lease: only the holder writes.
 
 Every replica keeps its caches warm; the holder renews every ``renew_seconds``; a follower
-takes the Lease over once ``renewTime + leaseDurationSeconds`` has passed. Every update
-carries the resourceVersion it read, so two replicas never both believe they won.
+takes the Lease over once ``renewTime + leaseDurationSeconds`` has passed, trying again right
+then rather than at its next round, so a crash costs the Lease's duration and little more.
+Every update carries the resourceVersion it read, so two replicas never both believe they won.
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ class LeaseElector:
         self.renewed_at = float("-inf")  # monotonic start of the last successful round
         self.listeners: list[Callable[[], None]] = []
         """Called when leadership changes: a new holder acts at once, not at the next event."""
+        self.expires_in: float | None = None
+        """Seconds until another holder's Lease expires, as last read (None: not known)."""
 
     def holds(self) -> bool:
         """Whether writing is still safe: the last successful renewal started less than
@@ -95,9 +98,13 @@ class LeaseElector:
         holder = spec.holder_identity if spec else None
         renewed = _parse(spec.renew_time) if spec else None
         duration = (spec.lease_duration_seconds if spec else None) or self.lease_seconds
-        expired = renewed is None or renewed + timedelta(seconds=duration) < _now()
+        expires = renewed + timedelta(seconds=duration) if renewed is not None else None
+        expired = expires is None or expires < _now()
         if holder not in (self.identity, None, "") and not expired:
+            assert expires is not None
+            self.expires_in = (expires - _now()).total_seconds()
             return False
+        self.expires_in = None
         transitions = (spec.lease_transitions or 0) if spec else 0
         if holder != self.identity:
             transitions += 1
@@ -158,4 +165,11 @@ class LeaseElector:
                 self.changed.set()
                 for listener in self.listeners:
                     listener()
-            await asyncio.sleep(self.renew_seconds)
+            await asyncio.sleep(self.next_round(leading))
+
+    def next_round(self, leading: bool) -> float:
+        """Seconds to the next round: the renewal interval, or for a follower the moment the
+        holder's Lease expires if that comes sooner."""
+        if leading or self.expires_in is None:
+            return self.renew_seconds
+        return min(self.renew_seconds, max(self.expires_in, 0.0) + 0.05)

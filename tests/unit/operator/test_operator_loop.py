@@ -167,6 +167,17 @@ def test_a_live_lease_of_another_replica_is_left_alone() -> None:
     assert fake.written == []
 
 
+def test_a_follower_tries_again_when_the_holders_lease_expires_not_later() -> None:
+    """Lease 15 s renewed 12 s ago: the next try is in about 3 s, not the 5 s round."""
+    found = elector(Coordination(lease("other", renewed_ago=12)))
+    assert not found.try_acquire_or_renew()
+    assert 2.5 < found.next_round(leading=False) < 3.2
+    found = elector(Coordination(lease("other", renewed_ago=1)))
+    assert not found.try_acquire_or_renew()
+    assert found.next_round(leading=False) == 5  # expiry farther than a round: a round
+    assert found.next_round(leading=True) == 5
+
+
 def test_an_expired_lease_is_taken_over_with_its_version_as_precondition() -> None:
     fake = Coordination(lease("other", renewed_ago=20))
     assert elector(fake).try_acquire_or_renew()
