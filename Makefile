@@ -62,6 +62,7 @@ bench: install
 	$(PY) -m bench.bench_operator
 	$(PY) -m bench.bench_dashboard
 	$(PY) -m bench.bench_operator_scale
+	$(PY) -m bench.bench_failover
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
