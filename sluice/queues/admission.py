@@ -20,7 +20,7 @@ from sluice.api.constants import (
 from sluice.api.queue import Queue
 from sluice.api.resources import Resources
 from sluice.queues import rules
-from sluice.queues.tree import QueueTree
+from sluice.queues.tree import QueueTree, missing_parent, parent_cycle, self_parent
 from sluice.queues.verdict import ALLOW, Verdict, deny
 from sluice.queues.warnings import root_guarantee_warnings, share_warnings
 
@@ -154,18 +154,15 @@ def _check_parent(
     if parent is None:
         return None
     if parent == name:
-        return deny("parent-self", f"queue {name} cannot be its own parent")
+        return deny("parent-self", self_parent(name))
     if parent not in queues:
-        return deny("parent-missing", f"queue {name}: parent queue {parent} does not exist")
+        return deny("parent-missing", missing_parent(name, parent))
     parent_changed = old is not None and old.parent != parent
     if old is not None and parent_changed and name in RESERVED_QUEUES:
         return deny("reserved-parent", f"queue {name} keeps its parent {old.parent}")
     tree = QueueTree(queues)
     if name in tree.ancestors(parent) or "cycle" in tree.problems().get(name, ""):
-        return deny(
-            "parent-cycle",
-            f"queue {name}: parent {parent} is one of its own descendants; that makes a cycle",
-        )
+        return deny("parent-cycle", parent_cycle(name, parent))
     gains_first_child = (old is None or parent_changed) and not [
         q for q in tree.children(parent) if q != name
     ]

@@ -13,6 +13,18 @@ from sluice.api.constants import ROOT_QUEUE
 from sluice.api.queue import Queue
 
 
+def self_parent(name: str) -> str:
+    return f"queue {name} cannot be its own parent"
+
+
+def missing_parent(name: str, parent: str) -> str:
+    return f"queue {name}: parent {parent} does not exist"
+
+
+def parent_cycle(name: str, through: str) -> str:
+    return f"queue {name}: its parents would form a cycle through {through}"
+
+
 class QueueTree:
     __slots__ = ("_ancestors", "_children", "_depth", "_parent", "_problems", "queues")
 
@@ -24,10 +36,10 @@ class QueueTree:
         for name, queue in queues.items():
             parent = queue.parent
             if parent is not None and parent == name:
-                self._problems[name] = f"queue {name} names itself as its parent"
+                self._problems[name] = self_parent(name)
                 parent = None
             elif parent is not None and parent not in queues:
-                self._problems[name] = f"queue {name}: parent {parent} does not exist"
+                self._problems[name] = missing_parent(name, parent)
             self._parent[name] = parent
             if parent is not None and parent in children:
                 children[parent].append(name)
@@ -48,9 +60,7 @@ class QueueTree:
         broken = False
         while current is not None:
             if current in seen:
-                self._problems.setdefault(
-                    name, f"queue {name}: its parents form a cycle through {current}"
-                )
+                self._problems.setdefault(name, parent_cycle(name, current))
                 broken = True
                 break
             chain.append(current)
