@@ -1,11 +1,11 @@
 """The operator's in-memory view of the cluster, fed by watch events, read by the loop.
 
-Watch handlers store objects here and wake the loop; each object is read into its view as it
-arrives (``sluice.scheduler.snapshot``: one reader per kind), so a cycle's Snapshot is a copy
-of the views already read, cheap enough to take off the event loop, and views are immutable,
-so cycles share them. the loop writes its own results
-back (``remember``) as soon as the API server has accepted them, so the next cycle never acts
-on a view older than its own writes. Those writes come from worker threads while watch events
+Watch handlers store objects here and wake the loop. Each object is read into its view as it
+arrives (``sluice.scheduler.snapshot``: one reader per kind) and kept beside the object, so a
+cycle's Snapshot is a copy of the lists of views, cheap enough to take off the event loop;
+views are immutable, so cycles share them. The loop writes its own results back
+(``remember``) as soon as the API server has accepted them, so the next cycle never acts on
+a view older than its own writes. Those writes come from worker threads while watch events
 arrive on the event loop, hence the lock and the thread-safe wake-up.
 """
 
