@@ -208,10 +208,13 @@ class Scale:
         print(f"{'create to admission, slowest (s)':<52} {max(singles):>8.2f}")
         print(f"{'mean cycle while the singles ran (s)':<52} {cycles:>8.2f}")
         print(f"{'all stored jobs explained after the start (s)':<52} {converged:>8.0f}")
-        windows = (("start to all explained", lag_start, {}), ("singles", lag_end, lag_start))
+        windows = (
+            ("while explaining", lag_start, {}),
+            ("while the singles ran", lag_end, lag_start),
+        )
         for window, upto, since in windows:
             p99, worst, count = lag_bounds(upto, since)
-            print(f"{'watch lag, ' + window + ', p99 / worst (s, bucket)':<52}"
+            print(f"{'watch lag ' + window + ', p99 / worst (s)':<52}"
                   f" {_bound(p99):>8} {_bound(worst):>8}  ({count:,.0f} probes)")  # fmt: skip
         print("(floor: the same client creating a job and un-suspending it itself)")
         print("(watch lag: how late a 0.1 s timer on the operator's event loop fired, as the upper")
