@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -19,20 +19,18 @@ import yaml
 
 from sluice.api.config import SchedulerConfig, load_scheduler_config
 from sluice.api.constants import CONFIGMAP_KEY, CONFIGMAP_NAME, ROOT_QUEUE
-from sluice.api.errors import ConfigError, InvalidObject
+from sluice.api.errors import ConfigError
 from sluice.api.queue import Queue
-from sluice.api.views import (
-    JobView,
-    NodeView,
-    PodView,
-    PriorityClassView,
-    job_from_object,
-    namespace_from_object,
-    node_from_object,
-    pod_from_object,
-    priority_class_from_object,
-)
+from sluice.api.views import JobView, NamespaceView
 from sluice.scheduler.model import Snapshot
+from sluice.scheduler.snapshot import (
+    KINDS,
+    Read,
+    UnreadableObject,
+    read,
+    readers,
+)
+from sluice.scheduler.snapshot import build_snapshot as build
 
 SUPPORTED_KINDS = ("Queue", "Job", "Pod", "Node", "PriorityClass", "Namespace", "ConfigMap")
 
@@ -134,7 +132,8 @@ def build_snapshot(
     config: tuple[SchedulerConfig, str] | None = None,
     config_map_name: str = CONFIGMAP_NAME,
 ) -> Dump:
-    """The Snapshot the operator would build from these objects.
+    """The Snapshot the operator would build from these objects (its builder, strict: an
+    unreadable object is an error naming it).
 
     ``config`` (from --config) wins over a ``sluice-scheduler`` ConfigMap in the dump; without
     either, the default configuration is used.
@@ -147,16 +146,6 @@ def build_snapshot(
                 f" (expected {', '.join(SUPPORTED_KINDS)})"
             )
         by_kind[item.kind].append(item)
-
-    default_queues: dict[str, str] = {}
-    namespaces = [_read(item, namespace_from_object) for item in by_kind["Namespace"]]
-    for namespace in namespaces:
-        if namespace.default_queue:
-            default_queues[namespace.name] = namespace.default_queue
-
-    queues = _queues(by_kind["Queue"])
-    jobs: list[JobView] = []
-    seen_jobs: set[str] = set()
     for item in by_kind["Job"]:
         api_version = item.obj.get("apiVersion")
         if api_version not in (None, "batch/v1"):
@@ -164,53 +153,48 @@ def build_snapshot(
                 f"{item.where}: {item.label}: field apiVersion: expected batch/v1, "
                 f"got {api_version}"
             )
-        job = _read(item, lambda obj: job_from_object(obj, default_queues))
-        if job is None:
-            continue
-        if job.key in seen_jobs:
-            raise SnapshotError(f"{item.where}: {item.label}: appears twice in the dump")
-        seen_jobs.add(job.key)
-        jobs.append(job)
-    nodes: list[NodeView] = [_read(item, node_from_object) for item in by_kind["Node"]]
-    # A dump without pods says nothing of them: nodes then hold only what admitted jobs keep.
-    pods: list[PodView] | None = [_read(item, pod_from_object) for item in by_kind["Pod"]] or None
-    classes: list[PriorityClassView] = [
-        _read(item, priority_class_from_object) for item in by_kind["PriorityClass"]
-    ]
 
+    namespaces = [read("Namespace", item.where, item.obj) for item in by_kind["Namespace"]]
+    default_queues = {
+        ns.view.name: ns.view.default_queue
+        for ns in namespaces
+        if isinstance(ns.view, NamespaceView) and ns.view.default_queue
+    }
+    using = readers(default_queues)
+    reads = namespaces + [
+        read(kind, item.where, item.obj, using) for kind in KINDS[1:] for item in by_kind[kind]
+    ]
+    try:
+        # A dump without pods says nothing of them: nodes then hold only what admitted jobs keep.
+        built = build(reads, now, strict=True, pods_known=bool(by_kind["Pod"]))
+    except UnreadableObject as err:
+        raise SnapshotError(str(err)) from None
+    _check_queues([one for one in reads if isinstance(one.view, Queue)])
+    labels = {item.where: item.label for item in by_kind["Job"]}
+    seen: set[str] = set()
+    for one in reads:
+        if isinstance(one.view, JobView):
+            if one.view.key in seen:
+                raise SnapshotError(f"{one.ref}: {labels[one.ref]}: appears twice in the dump")
+            seen.add(one.view.key)
     if config is not None:
         chosen, source = config
     else:
         chosen, source = _config_from_dump(by_kind["ConfigMap"], config_map_name)
-    snapshot = Snapshot(
-        queues=queues,
-        jobs=jobs,
-        nodes=nodes,
-        now=now,
-        priority_classes=classes,
-        config=chosen,
-        namespaces=namespaces,
-        pods=pods,
-    )
-    return Dump(snapshot, source)
+    return Dump(replace(built.snapshot, config=chosen), source)
 
 
-def _read(item: Located, reader: Any) -> Any:
-    try:
-        return reader(item.obj)
-    except InvalidObject as err:
-        raise SnapshotError(f"{item.where}: {err}") from None
-
-
-def _queues(items: list[Located]) -> list[Queue]:
+def _check_queues(reads: list[Read]) -> None:
+    """A queue once, under parents that are in the dump, with no cycle."""
     queues: dict[str, Queue] = {}
     where: dict[str, str] = {}
-    for item in items:
-        queue: Queue = _read(item, Queue.from_object)
+    for one in reads:
+        assert isinstance(one.view, Queue)
+        queue = one.view
         if queue.name in queues:
-            raise SnapshotError(f"{item.where}: Queue {queue.name}: appears twice in the dump")
+            raise SnapshotError(f"{one.ref}: Queue {queue.name}: appears twice in the dump")
         queues[queue.name] = queue
-        where[queue.name] = item.where
+        where[queue.name] = one.ref
     for name in sorted(queues):
         parent = queues[name].parent
         if parent is None or parent in queues or parent == ROOT_QUEUE:
@@ -231,7 +215,6 @@ def _queues(items: list[Located]) -> list[Queue]:
                 )
             chain.append(parent)
             parent = queues[parent].parent
-    return list(queues.values())
 
 
 def _config_from_dump(items: list[Located], name: str) -> tuple[SchedulerConfig, str]:

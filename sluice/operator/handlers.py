@@ -9,6 +9,7 @@ annotation; Kopf's own storage is still prefixed with sluice.dev for anything it
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,6 +18,7 @@ from kubernetes import client
 
 from sluice.api.constants import GROUP, PLURAL, PREFIX, QUEUE_LABEL, VERSION
 from sluice.dashboard.view import DashboardView
+from sluice.operator import metrics
 from sluice.operator.state import ClusterState
 
 
@@ -73,6 +75,13 @@ def build_registry(
     @kopf.on.startup(registry=registry)
     def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
         configure_settings(settings)
+
+    probes: list[asyncio.Task[None]] = []  # held here: the loop keeps only weak references
+
+    @kopf.on.startup(registry=registry)
+    async def probe_watch_lag(**_: Any) -> None:
+        # On the loop the watches run on: how late it serves them (sluice_event_loop_lag_seconds).
+        probes.append(asyncio.create_task(metrics.probe_event_loop_lag(), name="loop-lag"))
 
     @kopf.on.login(registry=registry)
     def login(**_: Any) -> kopf.ConnectionInfo:

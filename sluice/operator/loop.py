@@ -167,7 +167,7 @@ class SchedulingLoop:
             return None
         now = datetime.now(UTC)
         started = time.perf_counter()
-        snapshot = self.state.snapshot(now, self.settings.max_queue_depth)
+        snapshot = await asyncio.to_thread(self.state.snapshot, now, self.settings.max_queue_depth)
         result = await asyncio.to_thread(run_cycle, snapshot)
         metrics.CYCLE_SECONDS.observe(time.perf_counter() - started)
         if not self.elector.holds():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from datetime import datetime
 
@@ -68,6 +69,14 @@ EVICTIONS = Counter(
     ["queue", "reason"],
     registry=REGISTRY,
 )
+EVENT_LOOP_LAG = Histogram(
+    "sluice_event_loop_lag_seconds",
+    "How late a timer on the operator's event loop fires (probed every 0.1 s): the longest a"
+    " watch event waits for the loop to store it.",
+    buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+    registry=REGISTRY,
+)
+LAG_PROBE_SECONDS = 0.1
 LEADER = Gauge("sluice_leader", "1 while this replica holds the Lease.", registry=REGISTRY)
 CONFIG_ERRORS = Counter(
     "sluice_config_errors",
@@ -169,3 +178,16 @@ def publish(
                 )
         else:
             EVICTIONS.labels(decision.queue, decision.action).inc()
+
+
+async def probe_event_loop_lag(interval: float = LAG_PROBE_SECONDS) -> None:
+    """Observe, forever, how late a sleep of ``interval`` wakes on the running loop.
+
+    Watch events are read and stored on that loop, so a loop busy elsewhere (a cycle's
+    snapshot, say) holds every event back by as much: this is the watch lag it causes.
+    """
+    loop = asyncio.get_running_loop()
+    while True:
+        asked = loop.time()
+        await asyncio.sleep(interval)
+        EVENT_LOOP_LAG.observe(max(loop.time() - asked - interval, 0.0))

@@ -1,8 +1,11 @@
 """The operator's in-memory view of the cluster, fed by watch events, read by the loop.
 
-Watch handlers only store objects here and wake the loop; the loop writes its own results
-back (``remember``) as soon as the API server has accepted them, so the next cycle never acts
-on a view older than its own writes. Those writes come from worker threads while watch events
+Watch handlers store objects here and wake the loop. Each object is read into its view as it
+arrives (``sluice.scheduler.snapshot``: one reader per kind) and kept beside the object, so a
+cycle's Snapshot is a copy of the lists of views, cheap enough to take off the event loop;
+views are immutable, so cycles share them. The loop writes its own results back
+(``remember``) as soon as the API server has accepted them, so the next cycle never acts on
+a view older than its own writes. Those writes come from worker threads while watch events
 arrive on the event loop, hence the lock and the thread-safe wake-up.
 """
 
@@ -11,28 +14,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from sluice.api.config import DEFAULT_CONFIG, SchedulerConfig
-from sluice.api.errors import InvalidObject
-from sluice.api.queue import Queue
-from sluice.api.views import (
-    JobView,
-    NamespaceView,
-    NodeView,
-    PodView,
-    PriorityClassView,
-    job_from_object,
-    namespace_from_object,
-    node_from_object,
-    pod_from_object,
-    priority_class_from_object,
-)
 from sluice.operator.published import Published
 from sluice.scheduler.model import Snapshot
+from sluice.scheduler.snapshot import KINDS, Read, build_snapshot, read
 
 log = logging.getLogger("sluice.operator")
 
@@ -67,10 +57,6 @@ TOMBSTONES = 10_000
 """Deleted objects remembered, so a late answer to our own write cannot bring one back."""
 
 
-def _same_pod(before: Obj, after: Obj) -> bool:
-    return bool(before["view"] == after["view"] and before["error"] == after["error"])
-
-
 def _gone(obj: Obj) -> bool:
     """A write answered with a deleting object that has no finalizer left: it is gone."""
     meta = obj.get("metadata") or {}
@@ -85,7 +71,9 @@ class ClusterState:
     priority_classes: dict[str, Obj] = field(default_factory=dict)
     namespaces: dict[str, Obj] = field(default_factory=dict)
     pods: dict[str, Obj] = field(default_factory=dict)
-    """Every pod, kept as read (``view``), with only the metadata that orders its events."""
+    """Every pod, with only the metadata that orders its events (its view is in ``reads``)."""
+    reads: dict[str, dict[str, Read]] = field(default_factory=lambda: {k: {} for k in KINDS})
+    """Kind -> key -> the stored object as read, kept beside the object itself."""
     config: SchedulerConfig = DEFAULT_CONFIG
     config_error: str = ""
     wake: asyncio.Event = field(default_factory=asyncio.Event)
@@ -113,19 +101,26 @@ class ClusterState:
 
     def _store(
         self,
+        kind: str,
         table: dict[str, Obj],
         key: str,
         event: str,
         obj: Obj,
-        same: Callable[[Obj, Obj], bool] | None = None,
+        kept: Obj | None = None,
+        quiet_if_same: bool = False,
     ) -> None:
-        """Keep ``obj`` (or forget it) unless an event already told something newer; wake
-        the loop unless ``same`` says the change is nothing it looks at."""
+        """Keep ``kept`` (the object itself unless told) and how ``obj`` reads, or forget
+        them, unless an event already told something newer; wake the loop unless
+        ``quiet_if_same`` and the object reads as it did."""
         tomb = f"{id(table)}/{key}"  # tables are per kind, so are their tombstones
         version = _version(obj)
+        reads = self.reads[kind]
+        deleting = event == "DELETED" or _gone(obj)
+        seen = None if deleting else read(kind, f"{kind.lower()}/{key}", obj)
         with self.lock:
-            if event == "DELETED" or _gone(obj):
+            if seen is None:
                 table.pop(key, None)
+                reads.pop(key, None)
                 if version is not None:
                     self.deleted[tomb] = version
                     while len(self.deleted) > TOMBSTONES:
@@ -138,8 +133,10 @@ class ClusterState:
                 if buried is not None and version is not None and version <= buried:
                     return  # an answer older than the deletion: the object is gone
                 self.deleted.pop(tomb, None)
-                table[key] = obj
-                if current is not None and same is not None and same(current, obj):
+                table[key] = obj if kept is None else kept
+                before = reads.get(key)
+                reads[key] = seen
+                if quiet_if_same and before == seen:
                     return
         self.notify()
 
@@ -149,100 +146,43 @@ class ClusterState:
             return list(self.queues.items())
 
     def on_queue(self, event: str, obj: Obj) -> None:
-        self._store(self.queues, _name(obj), event, obj)
+        self._store("Queue", self.queues, _name(obj), event, obj)
 
     def on_job(self, event: str, obj: Obj) -> None:
-        self._store(self.jobs, job_key(obj), event, obj)
+        self._store("Job", self.jobs, job_key(obj), event, obj)
 
     def on_node(self, event: str, obj: Obj) -> None:
-        self._store(self.nodes, _name(obj), event, obj)
+        self._store("Node", self.nodes, _name(obj), event, obj)
 
     def on_priority_class(self, event: str, obj: Obj) -> None:
-        self._store(self.priority_classes, _name(obj), event, obj)
+        self._store("PriorityClass", self.priority_classes, _name(obj), event, obj)
 
     def on_namespace(self, event: str, obj: Obj) -> None:
-        self._store(self.namespaces, _name(obj), event, obj)
+        self._store("Namespace", self.namespaces, _name(obj), event, obj)
 
     def on_pod(self, event: str, obj: Obj) -> None:
-        """Read once as it arrives (a cluster holds many pods, and a cycle reads them all);
-        a change placement does not see (a pod starting to run) does not wake the loop."""
+        """Only the pod's view is kept (a cluster holds many pods); a change placement does
+        not see (a pod starting to run) does not wake the loop."""
         meta = obj.get("metadata") or {}
-        try:
-            view: PodView | None = pod_from_object(obj)
-            error = ""
-        except InvalidObject as err:
-            view, error = None, str(err)
         order = {k: meta.get(k) for k in ("resourceVersion", "deletionTimestamp", "finalizers")}
-        kept = {"metadata": order, "view": view, "error": error}
-        self._store(self.pods, job_key(obj), event, kept, _same_pod)
+        self._store("Pod", self.pods, job_key(obj), event, obj, {"metadata": order}, True)
 
     def remember_job(self, obj: Obj) -> None:
         """The object the API server returned for our own write."""
-        self._store(self.jobs, job_key(obj), "MODIFIED", obj)
+        self._store("Job", self.jobs, job_key(obj), "MODIFIED", obj)
 
     def remember_queue(self, obj: Obj) -> None:
-        self._store(self.queues, _name(obj), "MODIFIED", obj)
+        self._store("Queue", self.queues, _name(obj), "MODIFIED", obj)
 
     def snapshot(self, now: datetime, max_queue_depth: int) -> Snapshot:
-        """A Snapshot of the stored objects; unreadable ones are left out and reported."""
-        bad: dict[str, str] = {}
+        """A Snapshot of the views read as the objects arrived (a copy of the lists, the
+        views shared: they are immutable); unreadable objects are left out and reported."""
         with self.lock:
-            queue_objs = list(self.queues.items())
-            job_objs = list(self.jobs.items())
-            node_objs = list(self.nodes.items())
-            class_objs = list(self.priority_classes.items())
-            namespace_objs = list(self.namespaces.items())
-            pod_objs = list(self.pods.items())
-        queues: list[Queue] = []
-        for name, obj in queue_objs:
-            try:
-                queues.append(Queue.from_object(obj))
-            except InvalidObject as err:
-                bad[f"queue/{name}"] = str(err)
-        jobs: list[JobView] = []
-        for key, obj in job_objs:
-            try:
-                view = job_from_object(obj)
-            except InvalidObject as err:
-                bad[f"job/{key}"] = str(err)
-                continue
-            if view is not None:
-                jobs.append(view)
-        nodes: list[NodeView] = []
-        for name, obj in node_objs:
-            try:
-                nodes.append(node_from_object(obj))
-            except InvalidObject as err:
-                bad[f"node/{name}"] = str(err)
-        classes: list[PriorityClassView] = []
-        for name, obj in class_objs:
-            try:
-                classes.append(priority_class_from_object(obj))
-            except InvalidObject as err:
-                bad[f"priorityclass/{name}"] = str(err)
-        namespaces: list[NamespaceView] = []
-        for name, obj in namespace_objs:
-            try:
-                namespaces.append(namespace_from_object(obj))
-            except InvalidObject as err:
-                bad[f"namespace/{name}"] = str(err)
-        pods: list[PodView] = []
-        for key, obj in pod_objs:
-            if obj["view"] is None:
-                bad[f"pod/{key}"] = obj["error"]
-            else:
-                pods.append(obj["view"])
-        for key in set(bad) - set(self.bad_objects):
-            log.warning("event=unreadable-object object=%s error=%r", key, bad[key])
-        self.bad_objects = bad
-        return Snapshot(
-            queues=queues,
-            jobs=jobs,
-            nodes=nodes,
-            now=now,
-            priority_classes=classes,
-            config=self.config,
-            max_queue_depth=max_queue_depth,
-            namespaces=namespaces,
-            pods=pods,
+            reads = [one for kind in KINDS for one in self.reads[kind].values()]
+        built = build_snapshot(
+            reads, now, strict=False, config=self.config, max_queue_depth=max_queue_depth
         )
+        for key in set(built.unreadable) - set(self.bad_objects):
+            log.warning("event=unreadable-object object=%s error=%r", key, built.unreadable[key])
+        self.bad_objects = built.unreadable
+        return built.snapshot

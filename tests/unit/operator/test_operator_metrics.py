@@ -3,6 +3,8 @@ evictions by reason, per-queue numbers replaced whole."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from datetime import UTC, datetime, timedelta
 
 from prometheus_client import generate_latest
@@ -77,3 +79,20 @@ def test_a_cycle_becomes_metrics_and_a_gone_queue_leaves_none() -> None:
     assert sample("sluice_queue_info", queue="mq-a", parent="root", state="Open") is None
     assert sample("sluice_pending_jobs", queue="mq-a", reason="quota") is None
     assert b"sluice_build_info{" in generate_latest(metrics.REGISTRY)
+
+
+def test_event_loop_lag_is_how_long_the_loop_was_held() -> None:
+    """A loop blocked for 0.3 s wakes a 0.1 s probe at least 0.2 s late."""
+
+    async def hold_the_loop() -> None:
+        probe = asyncio.create_task(metrics.probe_event_loop_lag())
+        await asyncio.sleep(0)  # the probe starts its first sleep
+        time.sleep(0.3)  # a cycle's work done on the loop itself
+        await asyncio.sleep(0.05)  # the probe observes its late wake-up, sleeps again
+        probe.cancel()
+
+    before = sample("sluice_event_loop_lag_seconds_sum") or 0.0
+    counted = sample("sluice_event_loop_lag_seconds_count") or 0.0
+    asyncio.run(hold_the_loop())
+    assert sample("sluice_event_loop_lag_seconds_count") == counted + 1
+    assert (sample("sluice_event_loop_lag_seconds_sum") or 0.0) - before >= 0.2

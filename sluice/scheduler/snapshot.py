@@ -1,0 +1,137 @@
+"""From Kubernetes objects to a Snapshot: how each kind becomes a view, and what becomes of an
+object that cannot be read.
+
+The operator reads each object once, as its watch event arrives, and builds every cycle's
+Snapshot from the reads it keeps; ``sluice simulate`` reads a dump's objects and builds one.
+Both read through ``readers`` and build through ``build_snapshot``. They differ only in the
+policy for an unreadable object: in a file it is an error naming it (strict), on a live
+cluster it is left out and reported (tolerant), so one bad object does not stop every queue.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from functools import partial
+from typing import Any
+
+from sluice.api.config import DEFAULT_CONFIG, SchedulerConfig
+from sluice.api.constants import DEFAULT_MAX_QUEUE_DEPTH
+from sluice.api.errors import InvalidObject
+from sluice.api.queue import Queue
+from sluice.api.views import (
+    JobView,
+    NamespaceView,
+    NodeView,
+    PodView,
+    PriorityClassView,
+    job_from_object,
+    namespace_from_object,
+    node_from_object,
+    pod_from_object,
+    priority_class_from_object,
+)
+from sluice.scheduler.model import Snapshot
+
+View = Queue | JobView | NodeView | PodView | PriorityClassView | NamespaceView
+Reader = Callable[[Mapping[str, Any]], View | None]
+
+KINDS = ("Namespace", "Queue", "Job", "Node", "Pod", "PriorityClass")
+"""The kinds a Snapshot is built from, in the order a strict build reports the first error."""
+
+
+def readers(namespace_default_queue: Mapping[str, str] | None = None) -> Mapping[str, Reader]:
+    """How each kind becomes a view (a Job no queue manages becomes None).
+
+    With ``namespace_default_queue``, a Job without a queue label takes its namespace's
+    default queue, as the admission webhook would have labelled it (a dump's Jobs); the
+    operator watches only labelled Jobs and reads them as labelled.
+    """
+    return {
+        "Namespace": namespace_from_object,
+        "Queue": Queue.from_object,
+        "Job": partial(job_from_object, namespace_default_queue=namespace_default_queue),
+        "Node": node_from_object,
+        "Pod": pod_from_object,
+        "PriorityClass": priority_class_from_object,
+    }
+
+
+READERS = readers()
+
+
+@dataclass(frozen=True, slots=True)
+class Read:
+    """One object as read: its view (None: a Job no queue manages), or why it cannot be read.
+
+    ``ref`` is how reports name the object: ``job/ns/name`` in the operator, where it sits in
+    the file for simulate."""
+
+    kind: str
+    ref: str
+    view: View | None
+    error: str = ""
+
+
+def read(
+    kind: str, ref: str, obj: Mapping[str, Any], using: Mapping[str, Reader] = READERS
+) -> Read:
+    try:
+        return Read(kind, ref, using[kind](obj))
+    except InvalidObject as err:
+        return Read(kind, ref, None, str(err))
+
+
+class UnreadableObject(ValueError):
+    """An object a strict build cannot read; the message names it, then the field."""
+
+    def __init__(self, ref: str, error: str) -> None:
+        self.ref = ref
+        self.error = error
+        super().__init__(f"{ref}: {error}")
+
+
+@dataclass(frozen=True, slots=True)
+class Built:
+    snapshot: Snapshot
+    unreadable: dict[str, str]
+    """ref -> why, for the objects a tolerant build left out."""
+
+
+def build_snapshot(
+    reads: Iterable[Read],
+    now: datetime,
+    *,
+    strict: bool,
+    config: SchedulerConfig = DEFAULT_CONFIG,
+    max_queue_depth: int = DEFAULT_MAX_QUEUE_DEPTH,
+    pods_known: bool = True,
+) -> Built:
+    """The Snapshot of these reads, each kind's views in the order read.
+
+    Strict: the first unreadable object raises UnreadableObject. Tolerant: it is left out
+    and listed in ``unreadable``. ``pods_known`` False: the pods are not known (a dump
+    without any), and the Snapshot says so rather than that there are none.
+    """
+    views: dict[str, list[Any]] = {kind: [] for kind in KINDS}
+    unreadable: dict[str, str] = {}
+    for one in reads:
+        if one.error:
+            if strict:
+                raise UnreadableObject(one.ref, one.error)
+            unreadable[one.ref] = one.error
+        elif one.view is not None:
+            views[one.kind].append(one.view)
+    snapshot = Snapshot(
+        queues=views["Queue"],
+        jobs=views["Job"],
+        nodes=views["Node"],
+        now=now,
+        priority_classes=views["PriorityClass"],
+        config=config,
+        max_queue_depth=max_queue_depth,
+        namespaces=views["Namespace"],
+        pods=views["Pod"] if pods_known else None,
+    )
+    return Built(snapshot, unreadable)
