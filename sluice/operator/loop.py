@@ -25,7 +25,8 @@ from sluice.api.errors import ConfigError
 from sluice.operator import metrics
 from sluice.operator.executor import Executor, execute
 from sluice.operator.leader import LeaseElector
-from sluice.operator.plan import EventSpec, plan
+from sluice.operator.memory import CollectorPacer
+from sluice.operator.plan import EventSpec, Plan, plan
 from sluice.operator.state import ClusterState
 from sluice.scheduler.cycle import run_cycle
 from sluice.scheduler.model import CycleResult
@@ -63,6 +64,7 @@ class SchedulingLoop:
         self.heartbeat = time.monotonic()  # last loop iteration, for the liveness endpoint
         self.config_text: str | None = None  # None until the ConfigMap has been read once
         self._leading = False
+        self.memory = CollectorPacer()
 
     def read_config(self) -> None:
         """Load the scheduler ConfigMap; on error keep the last good configuration."""
@@ -123,6 +125,7 @@ class SchedulingLoop:
                 pass
             self.state.wake.clear()
             self.heartbeat = time.monotonic()
+            self.memory.tick()
             leading = self.elector.holds()
             metrics.LEADER.set(1 if leading else 0)
             if not leading:
@@ -133,6 +136,7 @@ class SchedulingLoop:
                 # writes of the previous leader that its watches may not have delivered yet.
                 try:
                     await asyncio.to_thread(self.relist)
+                    self.memory.settle()
                 except Exception:
                     log.exception("event=relist-failed")
                     await asyncio.sleep(1)
@@ -175,16 +179,14 @@ class SchedulingLoop:
         written = time.perf_counter()
         before = dict(executor.stats.by_kind)
         conflicts = executor.stats.conflicts
-        decided_on = {job.key: (job.generation, job.queue) for job in snapshot.jobs}
-        writes = await asyncio.to_thread(
-            plan,
-            result,
-            self.state.jobs,
-            decided_on,
-            now,
-            executor.clock(),
-            dict(executor.positions_written),
-        )
+        clock, written = executor.clock(), dict(executor.positions_written)
+
+        def planned() -> Plan:
+            # Each decision rests on the spec generation and queue the cycle saw.
+            decided_on = {job.key: (job.generation, job.queue) for job in snapshot.jobs}
+            return plan(result, self.state.jobs, decided_on, now, clock, written)
+
+        writes = await asyncio.to_thread(planned)
         await execute(executor, writes, self.elector.holds)
         metrics.APPLY_SECONDS.observe(time.perf_counter() - written)
         for kind, count in executor.stats.by_kind.items():
@@ -194,7 +196,7 @@ class SchedulingLoop:
         metrics.UNSURE_JOBS.set(len(executor.unsure))
         for decision in result.decisions:
             metrics.DECISIONS.labels(decision.action).inc()
-        metrics.publish(result, snapshot.queues, snapshot.jobs, now)
+        await asyncio.to_thread(metrics.publish, result, snapshot.queues, snapshot.jobs, now)
         self.state.published.publish(result, now)
         self.cycles += 1
         if result.decisions:

@@ -48,18 +48,34 @@ log = logging.getLogger("sluice.operator.queues")
 RETRY_SECONDS = 1.0
 
 
-def _tree(state: ClusterState, current: Obj | None = None) -> QueueTree:
-    """The queue tree as watched, with the handler's own object as Kopf just delivered it."""
-    objects = dict(state.queue_objects())
-    if current is not None:
-        objects[str((current.get("metadata") or {}).get("name"))] = current
-    queues: dict[str, Queue] = {}
-    for name, obj in objects.items():
-        try:
-            queues[name] = Queue.from_object(obj)
-        except InvalidObject:
-            continue  # reported by the scheduling loop; not a queue to cascade to
-    return QueueTree(queues)
+def _version(obj: Obj | None) -> object:
+    return ((obj or {}).get("metadata") or {}).get("resourceVersion")
+
+
+class TreeReader:
+    """The queue tree as watched, with the handler's own object as Kopf just delivered it,
+    and its lifecycle actions, worked out once per state of the tree: at start-up every queue's
+    resume handler asks, and a thousand queues must not mean a thousand walks of the tree."""
+
+    def __init__(self, state: ClusterState) -> None:
+        self.state = state
+        self._last: tuple[tuple[int, ...], QueueTree, list[QueueAction]] | None = None
+
+    def __call__(self, current: Obj | None = None) -> tuple[QueueTree, list[QueueAction]]:
+        stored = self.state.queue_views()
+        views = {name: view for name, (_, view) in stored.items()}
+        if current is not None:
+            name = str((current.get("metadata") or {}).get("name"))
+            if name not in stored or _version(stored[name][0]) != _version(current):
+                try:  # newer than the watch has brought so far
+                    views[name] = Queue.from_object(current)
+                except InvalidObject:
+                    views.pop(name, None)  # the loop reports it; not a queue to cascade to
+        key = tuple(id(view) for view in views.values())
+        if self._last is None or self._last[0] != key:
+            tree = QueueTree(views)
+            self._last = (key, tree, lifecycle_actions(tree))
+        return self._last[1], self._last[2]
 
 
 class QueueWriter:
@@ -155,25 +171,22 @@ class QueueWriter:
             await self.patch(action.queue, body, "reopen")
 
 
-def cascades_of(tree: QueueTree, name: str) -> list[QueueAction]:
+def cascades_of(actions: list[QueueAction], name: str) -> list[QueueAction]:
     """The closes and reopens that concern one queue: its own (it sits under a queue closed by
     hand, or that queue reopened) and those it causes in its subtree."""
-    return [
-        a
-        for a in lifecycle_actions(tree)
-        if a.action in ("close", "reopen") and name in (a.queue, a.reason)
-    ]
+    return [a for a in actions if a.action in ("close", "reopen") and name in (a.queue, a.reason)]
 
 
-def subtree_deletions(tree: QueueTree, name: str) -> list[QueueAction]:
+def subtree_deletions(tree: QueueTree, actions: list[QueueAction], name: str) -> list[QueueAction]:
     """The deletions a queue being deleted causes: its descendants, deepest first."""
     below = set(tree.descendants(name))
-    return [a for a in lifecycle_actions(tree) if a.action == "delete" and a.queue in below]
+    return [a for a in actions if a.action == "delete" and a.queue in below]
 
 
 def build_queue_registry(state: ClusterState, api: client.ApiClient) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
     writer = QueueWriter(api, state)
+    tree = TreeReader(state)
 
     @kopf.on.startup(registry=registry)
     async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
@@ -183,7 +196,7 @@ def build_queue_registry(state: ClusterState, api: client.ApiClient) -> kopf.Ope
 
     @kopf.on.startup(registry=registry)
     async def reserved_queues(**_: Any) -> None:
-        for action in lifecycle_actions(_tree(state)):
+        for action in tree()[1]:
             if action.action == "create":
                 await writer.act(action)
 
@@ -195,15 +208,15 @@ def build_queue_registry(state: ClusterState, api: client.ApiClient) -> kopf.Ope
     @kopf.on.create(GROUP, VERSION, PLURAL, registry=registry, id="cascade-on-create")
     @kopf.on.update(GROUP, VERSION, PLURAL, registry=registry, id="cascade", field="spec")
     async def cascade(name: str, body: kopf.Body, **_: Any) -> None:
-        for action in cascades_of(_tree(state, body), name):
+        for action in cascades_of(tree(body)[1], name):
             await writer.act(action)
 
     @kopf.on.delete(GROUP, VERSION, PLURAL, registry=registry, id="subtree")
     async def delete_subtree(name: str, body: kopf.Body, **_: Any) -> None:
-        tree = _tree(state, body)
-        for action in subtree_deletions(tree, name):
+        queues, actions = tree(body)
+        for action in subtree_deletions(queues, actions, name):
             await writer.act(action)
-        left = [child for child in tree.children(name) if child in state.queues]
+        left = [child for child in queues.children(name) if child in state.queues]
         if left:
             raise kopf.TemporaryError(
                 f"waiting for its child queues to be deleted: {', '.join(left)}",

@@ -193,6 +193,7 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> None:
 
     take_signals()
     await asyncio.to_thread(prime, api, state)
+    loop.memory.settle()
     loop.synced.set()
     view = DashboardView()
     if options.dashboard_port:

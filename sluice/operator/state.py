@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from sluice.api.config import DEFAULT_CONFIG, SchedulerConfig
+from sluice.api.queue import Queue
 from sluice.operator.published import Published
 from sluice.scheduler.model import Snapshot
 from sluice.scheduler.snapshot import KINDS, Read, build_snapshot, read
@@ -139,6 +140,17 @@ class ClusterState:
                 if quiet_if_same and before == seen:
                     return
         self.notify()
+
+    def queue_views(self) -> dict[str, tuple[Obj, Queue]]:
+        """Each readable queue as stored and as read, a copy that stays valid while watch
+        events keep arriving."""
+        with self.lock:
+            reads = list(self.reads["Queue"].items())
+            return {
+                name: (self.queues[name], one.view)
+                for name, one in reads
+                if isinstance(one.view, Queue) and name in self.queues
+            }
 
     def queue_objects(self) -> list[tuple[str, Obj]]:
         """A copy that stays valid while watch events keep arriving."""

@@ -10,9 +10,9 @@ from operator_fakes import fake_queue_writer, queue
 
 from sluice.api.queue import Queue
 from sluice.api.resources import Resources
-from sluice.operator.queue_handlers import cascades_of, subtree_deletions
+from sluice.operator.queue_handlers import TreeReader, cascades_of, subtree_deletions
 from sluice.operator.status import status_patch
-from sluice.queues.lifecycle import QueueAction
+from sluice.queues.lifecycle import QueueAction, lifecycle_actions
 from sluice.queues.tree import QueueTree
 from sluice.scheduler.model import CycleResult, QueueResult
 
@@ -42,13 +42,13 @@ def test_a_queue_closed_by_hand_closes_its_open_subtree_and_only_that() -> None:
         ("lab", "team", "Open", None),
         ("other", "root", "Open", None),
     )
-    assert cascades_of(queues, "dept") == [
+    assert cascades_of(lifecycle_actions(queues), "dept") == [
         QueueAction("close", "team", "dept"),
         QueueAction("close", "lab", "dept"),
     ]
     # A queue created under it (its own handler) closes itself, naming the same queue.
-    assert cascades_of(queues, "lab") == [QueueAction("close", "lab", "dept")]
-    assert cascades_of(queues, "other") == []
+    assert cascades_of(lifecycle_actions(queues), "lab") == [QueueAction("close", "lab", "dept")]
+    assert cascades_of(lifecycle_actions(queues), "other") == []
 
 
 def test_reopening_reopens_what_it_closed_not_what_was_closed_by_hand() -> None:
@@ -59,7 +59,7 @@ def test_reopening_reopens_what_it_closed_not_what_was_closed_by_hand() -> None:
         ("team", "dept", "Closed", "dept"),
         ("lab", "dept", "Closed", None),
     )
-    assert cascades_of(queues, "dept") == [QueueAction("reopen", "team", "dept")]
+    assert cascades_of(lifecycle_actions(queues), "dept") == [QueueAction("reopen", "team", "dept")]
 
 
 def test_a_deleted_queue_deletes_its_descendants_deepest_first() -> None:
@@ -79,7 +79,8 @@ def test_a_deleted_queue_deletes_its_descendants_deepest_first() -> None:
             ("other", "root", {}),
         )
     }
-    deletions = subtree_deletions(QueueTree(objects), "dept")
+    queues = QueueTree(objects)
+    deletions = subtree_deletions(queues, lifecycle_actions(queues), "dept")
     assert [(a.action, a.queue) for a in deletions] == [("delete", "lab"), ("delete", "team")]
 
 
@@ -140,3 +141,17 @@ def test_root_is_open_and_shows_nothing_else() -> None:
     result = CycleResult(queue_order=(), queues={})
     assert status_patch({"metadata": {"name": "root"}}, "root", result, NOW) == {"state": "Open"}
     assert status_patch({"status": {"state": "Open"}}, "root", result, NOW) is None
+
+
+def test_the_tree_is_walked_once_per_state_of_the_queues_and_a_newer_object_counts() -> None:
+    _, cluster, state = fake_queue_writer()
+    for name in ("root", "default", "dept"):
+        queue(cluster, state, name)
+    queue(cluster, state, "team", spec={"parent": "dept"})
+    read = TreeReader(state)
+    first, actions = read()
+    assert read()[0] is first and read()[1] is actions  # nothing changed: the same walk
+    closed = {**state.queues["dept"], "spec": {"parent": "root", "state": "Closed"}}
+    closed["metadata"] = {**closed["metadata"], "resourceVersion": "999"}
+    _, seen = read(closed)  # Kopf delivered it before the watch stored it
+    assert cascades_of(seen, "dept") == [QueueAction("close", "team", "dept")]
