@@ -179,12 +179,13 @@ class SchedulingLoop:
         written = time.perf_counter()
         before = dict(executor.stats.by_kind)
         conflicts = executor.stats.conflicts
-        clock, written = executor.clock(), dict(executor.positions_written)
+        clock = executor.clock()
+        positions = dict(executor.positions_written)
 
         def planned() -> Plan:
             # Each decision rests on the spec generation and queue the cycle saw.
             decided_on = {job.key: (job.generation, job.queue) for job in snapshot.jobs}
-            return plan(result, self.state.jobs, decided_on, now, clock, written)
+            return plan(result, self.state.jobs, decided_on, now, clock, positions)
 
         writes = await asyncio.to_thread(planned)
         await execute(executor, writes, self.elector.holds)
