@@ -250,9 +250,16 @@ def container_request(container: Mapping[str, Any], kind: str, name: str, where:
 
     That is how Kubernetes defaults requests.
     """
-    res = container.get("resources") or {}
-    limits = _resources(res.get("limits"), kind, name, f"{where}.resources.limits")
-    requests = _resources(res.get("requests"), kind, name, f"{where}.resources.requests")
+    return requirements_request(container.get("resources") or {}, kind, name, f"{where}.resources")
+
+
+def requirements_request(
+    requirements: Mapping[str, Any], kind: str, name: str, where: str
+) -> Resources:
+    """What a ResourceRequirements (limits, requests) requests: its requests, and its limit for
+    a resource it names no request for."""
+    limits = _resources(requirements.get("limits"), kind, name, f"{where}.limits")
+    requests = _resources(requirements.get("requests"), kind, name, f"{where}.requests")
     return Resources({**limits, **requests})
 
 
@@ -287,7 +294,8 @@ def pod_request(
     return result + overhead
 
 
-def _condition_true(status: Any, types: tuple[str, ...]) -> bool:
+def condition_true(status: Any, types: tuple[str, ...]) -> bool:
+    """Whether status.conditions holds one of these types with status "True"."""
     conditions = status.get("conditions") if isinstance(status, Mapping) else None
     return isinstance(conditions, list) and any(
         isinstance(c, Mapping) and c.get("type") in types and c.get("status") == "True"
@@ -295,9 +303,33 @@ def _condition_true(status: Any, types: tuple[str, ...]) -> bool:
     )
 
 
+JOB_FINISHED = ("Complete", "Failed")
+"""A batch/v1 Job's conditions that say it has finished."""
+
+
 def job_finished(obj: Mapping[str, Any]) -> bool:
     """A Job with condition Complete or Failed: it holds no quota and keeps no queue open."""
-    return _condition_true(obj.get("status"), ("Complete", "Failed"))
+    return condition_true(obj.get("status"), JOB_FINISHED)
+
+
+def job_pod_counts(
+    spec: Mapping[str, Any], status: Mapping[str, Any], kind: str, name: str, base: str
+) -> tuple[int, int]:
+    """A batch/v1 Job spec's (parallelism, pods it still runs at once).
+
+    The second is parallelism less the completions already reached; a Job without
+    completions is a work queue, which starts no new pod once one has succeeded.
+    """
+    parallelism = spec.get("parallelism", 1)
+    if parallelism is None:
+        parallelism = 1
+    if not isinstance(parallelism, int) or isinstance(parallelism, bool) or parallelism < 0:
+        raise InvalidObject(kind, name, f"{base}.parallelism", f"{parallelism!r} is not a count")
+    completions = spec.get("completions")
+    succeeded = status.get("succeeded") or 0
+    if isinstance(completions, int) and not isinstance(completions, bool):
+        return parallelism, max(min(parallelism, completions - succeeded), 0)
+    return parallelism, parallelism if succeeded == 0 else 0
 
 
 def job_queue_name(
@@ -329,18 +361,8 @@ def job_from_object(
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
     template = (spec.get("template") or {}).get("spec") or {}
-    parallelism = spec.get("parallelism", 1)
-    if parallelism is None:
-        parallelism = 1
-    if not isinstance(parallelism, int) or isinstance(parallelism, bool) or parallelism < 0:
-        raise InvalidObject("Job", full, "spec.parallelism", f"{parallelism!r} is not a count")
+    parallelism, pod_count = job_pod_counts(spec, status, "Job", full, "spec")
     pod = pod_request(template, "Job", full)
-    completions = spec.get("completions")
-    succeeded = status.get("succeeded") or 0
-    if isinstance(completions, int) and not isinstance(completions, bool):
-        pod_count = max(min(parallelism, completions - succeeded), 0)
-    else:  # a work queue: once one pod succeeds, no new one starts
-        pod_count = parallelism if succeeded == 0 else 0
     if job_finished(obj):
         phase = JobPhase.COMPLETED
     elif spec.get("suspend"):
@@ -436,7 +458,7 @@ def node_from_object(obj: Mapping[str, Any]) -> NodeView:
     meta, name = _meta(obj, "Node")
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
-    ready = _condition_true(status, ("Ready",))
+    ready = condition_true(status, ("Ready",))
     return NodeView(
         name=name,
         allocatable=_resources(status.get("allocatable"), "Node", name, "status.allocatable"),

@@ -1,0 +1,41 @@
+"""Workloads of every kind sluice reads, and the adapter that reads each (docs/workloads.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sluice.api.workloads.job import JOB
+from sluice.api.workloads.jobset import JOBSET
+from sluice.api.workloads.kubeflow import MPI_JOB, PYTORCH_JOB
+from sluice.api.workloads.model import Adapter, PodSet, SuspendField, Workload
+from sluice.api.workloads.rayjob import RAY_JOB
+from sluice.api.workloads.trainjob import TRAIN_JOB
+
+ADAPTERS: tuple[Adapter, ...] = (JOB, JOBSET, TRAIN_JOB, PYTORCH_JOB, MPI_JOB, RAY_JOB)
+_BY_TYPE = {(a.api_version, a.kind): a for a in ADAPTERS}
+
+
+def adapter_for(api_version: str, kind: str) -> Adapter | None:
+    """The adapter of objects of this apiVersion and kind; None for a kind sluice does not gate."""
+    return _BY_TYPE.get((api_version, kind))
+
+
+def workload_from_object(
+    obj: Mapping[str, Any], namespace_default_queue: Mapping[str, str] | None = None
+) -> Workload | None:
+    """The workload an object of any gated kind is; None when no queue manages it or sluice
+    gates no such kind."""
+    adapter = adapter_for(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""))
+    return None if adapter is None else adapter.read(obj, namespace_default_queue)
+
+
+__all__ = [
+    "ADAPTERS",
+    "Adapter",
+    "PodSet",
+    "SuspendField",
+    "Workload",
+    "adapter_for",
+    "workload_from_object",
+]

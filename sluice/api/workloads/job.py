@@ -1,0 +1,43 @@
+"""batch/v1 Job: one pod set, the Job's template, parallelism pods at once."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sluice.api.views import JOB_FINISHED, condition_true, job_pod_counts
+from sluice.api.workloads.model import (
+    SPEC_SUSPEND,
+    Adapter,
+    PodSet,
+    read_map,
+    template_pod_set,
+)
+
+KIND = "Job"
+
+
+def _pod_sets(obj: Mapping[str, Any], full: str) -> tuple[PodSet, ...]:
+    spec = read_map(obj.get("spec"), KIND, full, "spec")
+    status = read_map(obj.get("status"), KIND, full, "status")
+    parallelism, pod_count = job_pod_counts(spec, status, KIND, full, "spec")
+    template = spec.get("template")
+    return (
+        template_pod_set("main", parallelism, template, KIND, full, "spec.template", pod_count),
+    )
+
+
+def _active(status: Mapping[str, Any]) -> bool:
+    return (status.get("active") or 0) > 0
+
+
+JOB = Adapter(
+    group="batch",
+    version="v1",
+    kind=KIND,
+    plural="jobs",
+    hold=SPEC_SUSPEND,
+    read_pod_sets=_pod_sets,
+    read_finished=lambda status: condition_true(status, JOB_FINISHED),
+    read_active=_active,
+)

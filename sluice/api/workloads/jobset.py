@@ -1,0 +1,58 @@
+"""JobSet (jobset.x-k8s.io/v1alpha2): one pod set per replicated Job, its replicas times the
+pods its Job template runs at once."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sluice.api.views import condition_true, job_pod_counts
+from sluice.api.workloads.model import (
+    SPEC_SUSPEND,
+    Adapter,
+    PodSet,
+    any_active,
+    read_count,
+    read_map,
+    template_pod_set,
+)
+
+KIND = "JobSet"
+FINISHED = ("Completed", "Failed")
+
+
+def _pod_sets(obj: Mapping[str, Any], full: str) -> tuple[PodSet, ...]:
+    spec = read_map(obj.get("spec"), KIND, full, "spec")
+    out: list[PodSet] = []
+    for i, raw in enumerate(spec.get("replicatedJobs") or ()):
+        where = f"spec.replicatedJobs[{i}]"
+        replicated = read_map(raw, KIND, full, where)
+        replicas = read_count(replicated.get("replicas"), 1, KIND, full, f"{where}.replicas")
+        job = read_map(replicated.get("template"), KIND, full, f"{where}.template")
+        job_spec = read_map(job.get("spec"), KIND, full, f"{where}.template.spec")
+        # Its Jobs are new while the JobSet is held: no completion counts yet.
+        parallelism, at_once = job_pod_counts(job_spec, {}, KIND, full, f"{where}.template.spec")
+        out.append(
+            template_pod_set(
+                str(replicated.get("name") or i),
+                replicas * parallelism,
+                job_spec.get("template"),
+                KIND,
+                full,
+                f"{where}.template.spec.template",
+                replicas * at_once,
+            )
+        )
+    return tuple(out)
+
+
+JOBSET = Adapter(
+    group="jobset.x-k8s.io",
+    version="v1alpha2",
+    kind=KIND,
+    plural="jobsets",
+    hold=SPEC_SUSPEND,
+    read_pod_sets=_pod_sets,
+    read_finished=lambda status: condition_true(status, FINISHED),
+    read_active=lambda status: any_active(status.get("replicatedJobsStatus")),
+)

@@ -1,0 +1,107 @@
+"""RayJob (ray.io/v1): the Ray cluster it brings (spec.rayClusterSpec), head and worker
+groups, plus the pod that submits its job; held by spec.suspend."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any, Final
+
+from sluice.api.constraints import PodSpecView
+from sluice.api.errors import InvalidObject
+from sluice.api.resources import EMPTY, Resources
+from sluice.api.views import requirements_request
+from sluice.api.workloads.model import (
+    SPEC_SUSPEND,
+    Adapter,
+    PodSet,
+    read_count,
+    read_map,
+    template_pod_set,
+)
+
+KIND = "RayJob"
+FINISHED: Final = ("Complete", "Failed")
+"""status.jobDeploymentStatus values after which KubeRay does nothing more for the job."""
+HEAD = "head"
+SUBMITTER = "submitter"
+MAX_REPLICAS: Final = 2**31 - 1
+"""A worker group's maxReplicas when it names none."""
+SUBMITTER_REQUEST: Final = Resources.parse({"cpu": "500m", "memory": "200Mi"})
+"""What KubeRay's own submitter container requests (K8sJobMode without a submitterPodTemplate,
+and SidecarMode)."""
+AUTOSCALER_REQUEST: Final = Resources.parse({"cpu": "500m", "memory": "512Mi"})
+"""What the autoscaler container KubeRay adds to the head pod requests, unless
+autoscalerOptions.resources says otherwise."""
+
+
+def _pod_sets(obj: Mapping[str, Any], full: str) -> tuple[PodSet, ...]:
+    spec = read_map(obj.get("spec"), KIND, full, "spec")
+    if not isinstance(spec.get("rayClusterSpec"), Mapping):
+        raise InvalidObject(
+            KIND,
+            full,
+            "spec.rayClusterSpec",
+            "missing: sluice gates a RayJob that brings its own cluster, not one that runs on a"
+            " cluster it selects (spec.clusterSelector)",
+        )
+    cluster: Mapping[str, Any] = spec["rayClusterSpec"]
+    base = "spec.rayClusterSpec"
+    head_group = read_map(cluster.get("headGroupSpec"), KIND, full, f"{base}.headGroupSpec")
+    head = template_pod_set(
+        HEAD, 1, head_group.get("template"), KIND, full, f"{base}.headGroupSpec.template"
+    )
+    mode = spec.get("submissionMode") or "K8sJobMode"
+    added = _autoscaler(cluster, full) + (SUBMITTER_REQUEST if mode == "SidecarMode" else EMPTY)
+    out = [replace(head, pod=replace(head.pod, request=head.pod.request + added))]
+    for i, raw in enumerate(cluster.get("workerGroupSpecs") or ()):
+        where = f"{base}.workerGroupSpecs[{i}]"
+        group = read_map(raw, KIND, full, where)
+        name = str(group.get("groupName") or i)
+        pods = _worker_pods(group, full, where)
+        out.append(
+            template_pod_set(name, pods, group.get("template"), KIND, full, f"{where}.template")
+        )
+    if mode == "K8sJobMode":
+        template = spec.get("submitterPodTemplate")
+        if template is None:
+            out.append(PodSet(SUBMITTER, 1, PodSpecView(SUBMITTER_REQUEST)))
+        else:
+            where = "spec.submitterPodTemplate"
+            out.append(template_pod_set(SUBMITTER, 1, template, KIND, full, where))
+    return tuple(out)
+
+
+def _worker_pods(group: Mapping[str, Any], full: str, where: str) -> int:
+    """The pods a worker group starts with: replicas (minReplicas when unset) kept within
+    [minReplicas, maxReplicas], times numOfHosts; none while the group is suspended."""
+    if group.get("suspend") is True:
+        return 0
+    low = read_count(group.get("minReplicas"), 0, KIND, full, f"{where}.minReplicas")
+    high = read_count(group.get("maxReplicas"), MAX_REPLICAS, KIND, full, f"{where}.maxReplicas")
+    replicas = read_count(group.get("replicas"), low, KIND, full, f"{where}.replicas")
+    hosts = read_count(group.get("numOfHosts"), 1, KIND, full, f"{where}.numOfHosts")
+    return min(max(replicas, low), high) * hosts
+
+
+def _autoscaler(cluster: Mapping[str, Any], full: str) -> Resources:
+    if cluster.get("enableInTreeAutoscaling") is not True:
+        return EMPTY
+    where = "spec.rayClusterSpec.autoscalerOptions"
+    options = read_map(cluster.get("autoscalerOptions"), KIND, full, where)
+    if options.get("resources") is None:
+        return AUTOSCALER_REQUEST
+    resources = read_map(options["resources"], KIND, full, f"{where}.resources")
+    return requirements_request(resources, KIND, full, f"{where}.resources")
+
+
+RAY_JOB = Adapter(
+    group="ray.io",
+    version="v1",
+    kind=KIND,
+    plural="rayjobs",
+    hold=SPEC_SUSPEND,
+    read_pod_sets=_pod_sets,
+    read_finished=lambda status: status.get("jobDeploymentStatus") in FINISHED,
+    read_active=lambda status: status.get("jobDeploymentStatus") == "Running",
+)
