@@ -213,12 +213,19 @@ class Executor:
             )
 
     # Phases ------------------------------------------------------------------------------
-    def run(self, plan: Plan, may_write: Callable[[], bool]) -> bool:
+    def run(
+        self,
+        plan: Plan,
+        may_write: Callable[[], bool],
+        decided: Callable[[], None] = lambda: None,
+    ) -> bool:
         """Carry the phases out in order; ``may_write`` is asked before each, so a replica that
         lost the Lease stops there. Admissions count on the room the victims leave: when any
         victim could not be suspended, no job of this cycle is admitted (the loop decides again
         on the fresh view). Events follow every decision of the cycle, so the Job is the record
-        and the Event only tells it. Returns whether every phase ran."""
+        and the Event only tells it. ``decided`` is called once every decision is written,
+        before the pending reasons (what the queues' statuses show is known by then). Returns
+        whether every phase ran."""
         with ThreadPoolExecutor(WRITERS, thread_name_prefix="sluice-write") as pool:
 
             def announce(done: list[tuple[Write, Obj]]) -> None:
@@ -242,6 +249,7 @@ class Executor:
                 return False
             done += self._phase(pool, plan.admissions)
             announce(done)
+            decided()
             if not may_write():
                 return False
             announce(self._phase(pool, plan.reasons))
@@ -262,6 +270,9 @@ class Executor:
 
 
 async def execute(
-    executor: Executor, plan: Plan, may_write: Callable[[], bool] = lambda: True
+    executor: Executor,
+    plan: Plan,
+    may_write: Callable[[], bool] = lambda: True,
+    decided: Callable[[], None] = lambda: None,
 ) -> bool:
-    return await asyncio.to_thread(executor.run, plan, may_write)
+    return await asyncio.to_thread(executor.run, plan, may_write, decided)

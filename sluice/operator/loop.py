@@ -188,7 +188,13 @@ class SchedulingLoop:
             return plan(result, self.state.jobs, decided_on, now, clock, positions)
 
         writes = await asyncio.to_thread(planned)
-        await execute(executor, writes, self.elector.holds)
+        running = asyncio.get_running_loop()
+
+        def decided() -> None:
+            # The Queue handlers write statuses while the pending reasons are still written.
+            running.call_soon_threadsafe(self.state.published.publish, result, now)
+
+        await execute(executor, writes, self.elector.holds, decided)
         metrics.APPLY_SECONDS.observe(time.perf_counter() - written)
         for kind, count in executor.stats.by_kind.items():
             if count != before.get(kind, 0):
@@ -198,7 +204,6 @@ class SchedulingLoop:
         for decision in result.decisions:
             metrics.DECISIONS.labels(decision.action).inc()
         await asyncio.to_thread(metrics.publish, result, snapshot.queues, snapshot.jobs, now)
-        self.state.published.publish(result, now)
         self.cycles += 1
         if result.decisions:
             log.info(

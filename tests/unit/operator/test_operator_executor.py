@@ -10,7 +10,7 @@ from operator_fakes import apply_result, fake_executor, job
 from urllib3.exceptions import ProtocolError
 
 from sluice.operator.executor import Failure, classify
-from sluice.operator.plan import POSITION_REFRESH, basis
+from sluice.operator.plan import POSITION_REFRESH, basis, plan
 from sluice.scheduler.model import CycleResult, Decision, PendingJob
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -235,3 +235,32 @@ async def test_a_refused_write_does_not_stop_the_rest_of_the_cycle() -> None:
     assert done
     assert cluster.objects["job/ns/fine"]["spec"]["suspend"] is False
     assert executor.unsure == set() and executor.stats.conflicts == 0
+
+
+async def test_statuses_are_told_once_decisions_are_written_not_after_a_deferral() -> None:
+    executor, cluster, state = fake_executor()
+    job(cluster, state, "a")
+    job(cluster, state, "waiting")
+    told: list[list[str]] = []
+    cycle = result(
+        Decision("admit", "ns/a", "team", ""),
+        pending=(PendingJob("ns/waiting", "team", 1, "no node has room"),),
+    )
+    writes = plan(cycle, state.jobs, {}, NOW, 0.0, {})
+    # Told after the admission, before the pending reason is written.
+    assert executor.run(
+        writes, lambda: True, lambda: told.append([c for c in cluster.calls if c[0] == "patch"])
+    )
+    assert told == [[("patch", "job/ns/a")]]
+    job(cluster, state, "victim")
+    cluster.refuse.add("job/ns/victim")
+    deferred = plan(
+        result(Decision("reclaim", "ns/victim", "b", "", for_job="ns/waiting")),
+        state.jobs,
+        {},
+        NOW,
+        0.0,
+        {},
+    )
+    assert not executor.run(deferred, lambda: True, lambda: told.append([]))
+    assert len(told) == 1
