@@ -41,7 +41,8 @@ def run(
         int,
         typer.Option(
             min=3,
-            help="Lease duration; renewed (and tried by followers) every third of it, at most 5 s.",
+            help="Lease duration; renewed every third of it (at most 5 s); followers try again"
+            " when it expires.",
         ),
     ] = 15,
     resync_seconds: Annotated[float, typer.Option(help="Cycle at least this often.")] = 10.0,
