@@ -12,6 +12,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -54,6 +55,7 @@ class LeaseElector:
         self.renewed_at = float("-inf")  # monotonic start of the last successful round
         self.listeners: list[Callable[[], None]] = []
         """Called when leadership changes: a new holder acts at once, not at the next event."""
+        self._renewer = ThreadPoolExecutor(1, thread_name_prefix="sluice-lease")
         self.expires_in: float | None = None
         """Seconds until another holder's Lease expires, as last read (None: not known)."""
 
@@ -147,7 +149,11 @@ class LeaseElector:
         while True:
             started = time.monotonic()
             try:
-                leading = await asyncio.to_thread(self.try_acquire_or_renew)
+                # Its own thread: behind other work in the shared pool, a renewal could come
+                # too late and the holder would stop writing for nothing.
+                leading = await asyncio.get_running_loop().run_in_executor(
+                    self._renewer, self.try_acquire_or_renew
+                )
             except Exception as err:  # noqa: BLE001 - an unreachable API server means not leading
                 log.warning("event=lease-error error=%r", err)
                 leading = False

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, cast
 
 import kopf
@@ -36,7 +37,14 @@ from sluice.api.constants import (
 from sluice.api.errors import InvalidObject
 from sluice.api.queue import Queue
 from sluice.operator import metrics
-from sluice.operator.executor import API_ERRORS, MERGE_PATCH, Failure, classify, message
+from sluice.operator.executor import (
+    API_ERRORS,
+    MERGE_PATCH,
+    WRITERS,
+    Failure,
+    classify,
+    message,
+)
 from sluice.operator.handlers import configure_settings, connection_info
 from sluice.operator.state import ClusterState, Obj
 from sluice.operator.status import status_patch
@@ -85,13 +93,16 @@ class QueueWriter:
     def __init__(self, api: client.ApiClient, state: ClusterState) -> None:
         self.objects = client.CustomObjectsApi(api)
         self.state = state
+        # Their own threads: a thousand queues' statuses after a cycle must not queue ahead
+        # of the loop's work (its snapshot, its cycle) in the event loop's shared pool.
+        self.pool = ThreadPoolExecutor(WRITERS, thread_name_prefix="sluice-queues")
 
     async def _call(
         self, what: str, queue: str, call: Any, done: frozenset[Failure] = frozenset({Failure.GONE})
     ) -> Obj | None:
         """``done``: the failures that leave nothing to do (by default, the queue is gone)."""
         try:
-            answer = await asyncio.to_thread(call)
+            answer = await asyncio.get_running_loop().run_in_executor(self.pool, call)
         except API_ERRORS as err:
             failure = classify(err)
             if failure in done:
