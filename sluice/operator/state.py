@@ -14,12 +14,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from sluice.api.config import DEFAULT_CONFIG, SchedulerConfig
+from sluice.api.constants import CLOSED_BY_PARENT_ANNOTATION
 from sluice.api.queue import Queue
 from sluice.operator.published import Published
 from sluice.scheduler.model import Snapshot
@@ -52,6 +53,20 @@ def _newer(current: Obj | None, incoming: Obj) -> bool:
     undo our write)."""
     have, got = _version(current), _version(incoming)
     return have is None or got is None or got >= have
+
+
+def _status_only(before: Obj, after: Obj) -> bool:
+    """A Queue change no cycle looks at: its status (written from the cycles' results) or the
+    Queue handlers' bookkeeping annotations, while its spec, labels, deletion and the queue
+    that closed it stay as they were."""
+    was, now = before.get("metadata") or {}, after.get("metadata") or {}
+    closer = CLOSED_BY_PARENT_ANNOTATION
+    return (
+        before.get("spec") == after.get("spec")
+        and was.get("labels") == now.get("labels")
+        and was.get("deletionTimestamp") == now.get("deletionTimestamp")
+        and (was.get("annotations") or {}).get(closer) == (now.get("annotations") or {}).get(closer)
+    )
 
 
 TOMBSTONES = 10_000
@@ -109,14 +124,18 @@ class ClusterState:
         obj: Obj,
         kept: Obj | None = None,
         quiet_if_same: bool = False,
+        unseen: Callable[[Obj, Obj], bool] | None = None,
     ) -> None:
         """Keep ``kept`` (the object itself unless told) and how ``obj`` reads, or forget
         them, unless an event already told something newer; wake the loop unless
-        ``quiet_if_same`` and the object reads as it did."""
+        ``quiet_if_same`` and the object reads as it did, or ``unseen(before, after)`` says
+        the change is nothing a cycle looks at."""
         tomb = f"{id(table)}/{key}"  # tables are per kind, so are their tombstones
         version = _version(obj)
         reads = self.reads[kind]
         deleting = event == "DELETED" or _gone(obj)
+        if not deleting and version is not None and _version(table.get(key)) == version:
+            return  # the same object again (a watch echoing the operator's own write)
         seen = None if deleting else read(kind, f"{kind.lower()}/{key}", obj)
         with self.lock:
             if seen is None:
@@ -139,6 +158,8 @@ class ClusterState:
                 reads[key] = seen
                 if quiet_if_same and before == seen:
                     return
+                if unseen is not None and current is not None and unseen(current, obj):
+                    return
         self.notify()
 
     def queue_views(self) -> dict[str, tuple[Obj, Queue]]:
@@ -158,7 +179,7 @@ class ClusterState:
             return list(self.queues.items())
 
     def on_queue(self, event: str, obj: Obj) -> None:
-        self._store("Queue", self.queues, _name(obj), event, obj)
+        self._store("Queue", self.queues, _name(obj), event, obj, unseen=_status_only)
 
     def on_job(self, event: str, obj: Obj) -> None:
         self._store("Job", self.jobs, job_key(obj), event, obj)
@@ -184,7 +205,7 @@ class ClusterState:
         self._store("Job", self.jobs, job_key(obj), "MODIFIED", obj)
 
     def remember_queue(self, obj: Obj) -> None:
-        self._store("Queue", self.queues, _name(obj), "MODIFIED", obj)
+        self._store("Queue", self.queues, _name(obj), "MODIFIED", obj, unseen=_status_only)
 
     def snapshot(self, now: datetime, max_queue_depth: int) -> Snapshot:
         """A Snapshot of the views read as the objects arrived (a copy of the lists, the

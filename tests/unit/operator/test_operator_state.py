@@ -32,6 +32,39 @@ def test_an_older_event_never_undoes_the_loops_own_write() -> None:
     assert state.wake.is_set()
 
 
+def test_the_watch_echoing_our_own_write_does_not_wake_the_loop_again() -> None:
+    state = ClusterState()
+    written = obj("j", 7, spec={"suspend": False})
+    state.remember_job(written)
+    state.wake.clear()
+    state.on_job("MODIFIED", dict(written))  # the same resourceVersion: the same object
+    assert not state.wake.is_set()
+    state.on_job("MODIFIED", obj("j", 8, spec={"suspend": False}, status={"active": 1}))
+    assert state.wake.is_set()
+
+
+def test_a_queue_change_no_cycle_looks_at_does_not_wake_the_loop() -> None:
+    state = ClusterState()
+    state.on_queue("ADDED", obj("team", 5, spec={"parent": "root"}))
+    state.wake.clear()
+    state.remember_queue(obj("team", 6, spec={"parent": "root"}, status={"pending": 3}))
+    kopf_note = {"annotations": {"sluice.dev/last-handled-configuration": "{}"}}
+    state.on_queue(
+        "MODIFIED",
+        {**obj("team", 7, spec={"parent": "root"}), "metadata": {"name": "team", **kopf_note,
+                                                               "resourceVersion": "7"}},
+    )  # fmt: skip
+    assert not state.wake.is_set()
+    assert state.queues["team"]["metadata"]["resourceVersion"] == "7"  # still stored
+    state.on_queue("MODIFIED", obj("team", 8, spec={"parent": "root", "state": "Closed"}))
+    assert state.wake.is_set()
+    state.wake.clear()
+    closed = {"name": "team", "resourceVersion": "9",
+              "annotations": {"sluice.dev/closed-by-parent": "dept"}}  # fmt: skip
+    state.on_queue("MODIFIED", {"metadata": closed, "spec": {"parent": "root", "state": "Closed"}})
+    assert state.wake.is_set()
+
+
 def test_a_late_answer_to_our_own_write_never_brings_a_deleted_object_back() -> None:
     state = ClusterState()
     state.on_queue("ADDED", obj("child", 5, spec={"parent": "dept"}))
