@@ -84,14 +84,13 @@ class JobView:
     """How many times it was suspended again because its pods were not scheduled in time."""
     requeued_at: datetime | None = None
     requeue_reason: str | None = None
+    key: str = field(init=False, repr=False, compare=False)
+    """namespace/name: formed once, as a cycle asks for it hundreds of thousands of times."""
 
     def __post_init__(self) -> None:
         if self.pod is WHOLE_JOB:
             object.__setattr__(self, "pod", PodSpecView(self.request))
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
+        object.__setattr__(self, "key", f"{self.namespace}/{self.name}")
 
     @property
     def queued_at(self) -> datetime:
