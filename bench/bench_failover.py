@@ -19,15 +19,15 @@ import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from bench.living import living_cluster
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "hack"))
 
-import controlplane  # noqa: E402
 import devenv  # noqa: E402
 from controlplane import kwok  # noqa: E402
 
@@ -148,19 +148,8 @@ def main() -> int:
     parser.add_argument("--kills", type=int, default=5)
     parser.add_argument("--lease-seconds", type=int, default=6)
     args = parser.parse_args()
-    from sluice.kube import api_client
-
-    with tempfile.TemporaryDirectory() as tmp:
-        state = Path(tmp)
-        plane = controlplane.ControlPlane(state, tie_to_parent=True, data_root=state)
-        _progress("starting the living cluster")
-        cluster = plane.up()
-        try:
-            controlplane.install_crds(cluster, REPO / "crds")
-            api = api_client(str(cluster.kubeconfig))
-            return Failover(args, cluster, api, state).run()
-        finally:
-            plane.down()
+    with living_cluster() as (cluster, api, state):
+        return Failover(args, cluster, api, state).run()
 
 
 if __name__ == "__main__":

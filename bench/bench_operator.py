@@ -30,7 +30,6 @@ import json
 import re
 import ssl
 import sys
-import tempfile
 import threading
 import time
 import urllib.request
@@ -39,10 +38,11 @@ from typing import Any
 
 import urllib3
 
+from bench.living import living_cluster
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "hack"))
 
-import controlplane  # noqa: E402
 import devenv  # noqa: E402
 from controlplane import kwok  # noqa: E402
 
@@ -142,20 +142,8 @@ def main() -> int:
     args = parser.parse_args()
     from kubernetes import client
 
-    from sluice.kube import api_client
-
-    with tempfile.TemporaryDirectory() as tmp:
-        state = Path(tmp)
-        plane = controlplane.ControlPlane(state, tie_to_parent=True, data_root=state)
-        _progress("starting the living cluster")
-        cluster = plane.up()
-        try:
-            controlplane.install_crds(cluster, REPO / "crds")
-            api = api_client(str(cluster.kubeconfig))
-            bench = Bench(args, cluster, client, api)
-            return bench.run(state)
-        finally:
-            plane.down()
+    with living_cluster() as (cluster, api, state):
+        return Bench(args, cluster, client, api).run(state)
 
 
 class Bench:

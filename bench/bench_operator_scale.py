@@ -24,16 +24,16 @@ import json
 import re
 import statistics
 import sys
-import tempfile
 import time
 import urllib.request
 from pathlib import Path
 from typing import Any
 
+from bench.living import living_cluster
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "hack"))
 
-import controlplane  # noqa: E402
 import devenv  # noqa: E402
 from controlplane import kwok  # noqa: E402
 
@@ -249,18 +249,8 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=40_000)
     parser.add_argument("--singles", type=int, default=20)
     args = parser.parse_args()
-    from sluice.kube import api_client
-
-    with tempfile.TemporaryDirectory() as tmp:
-        state = Path(tmp)
-        plane = controlplane.ControlPlane(state, tie_to_parent=True, data_root=state)
-        _progress("starting the living cluster")
-        cluster = plane.up()
-        try:
-            controlplane.install_crds(cluster, REPO / "crds")
-            return Scale(args, cluster, api_client(str(cluster.kubeconfig))).run(state)
-        finally:
-            plane.down()
+    with living_cluster() as (cluster, api, state):
+        return Scale(args, cluster, api).run(state)
 
 
 if __name__ == "__main__":
