@@ -227,10 +227,6 @@ class Executor:
         before the pending reasons (what the queues' statuses show is known by then). Returns
         whether every phase ran."""
         with ThreadPoolExecutor(WRITERS, thread_name_prefix="sluice-write") as pool:
-
-            def announce(done: list[tuple[Write, Obj]]) -> None:
-                list(pool.map(lambda pair: self._announce(*pair), done))
-
             if not may_write():
                 return False
             done = self._phase(pool, plan.victims)
@@ -241,18 +237,18 @@ class Executor:
                     len(done),
                     len(plan.admissions),
                 )
-                announce(done)
+                self._announce(done)
                 self.state.notify()
                 return False
             if not may_write():
-                announce(done)
+                self._announce(done)
                 return False
             done += self._phase(pool, plan.admissions)
-            announce(done)
+            self._announce(done)
             decided()
             if not may_write():
                 return False
-            announce(self._phase(pool, plan.reasons))
+            self._announce(self._phase(pool, plan.reasons))
             with self.stats.lock:
                 for key in set(self.positions_written) - plan.pending:
                     del self.positions_written[key]
@@ -264,9 +260,11 @@ class Executor:
         answers = list(pool.map(self.write, writes))
         return [(w, obj) for w, obj in zip(writes, answers, strict=True) if obj is not None]
 
-    def _announce(self, write: Write, obj: Obj) -> None:
-        if write.event is not None:
-            self.post_event(obj, write.event)
+    def _announce(self, done: list[tuple[Write, Obj]]) -> None:
+        """Hand the Events of the writes that landed to the sink (it posts them in order)."""
+        for write, obj in done:
+            if write.event is not None:
+                self.post_event(obj, write.event)
 
 
 async def execute(

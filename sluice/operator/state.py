@@ -173,11 +173,6 @@ class ClusterState:
                 if isinstance(one.view, Queue) and name in self.queues
             }
 
-    def queue_objects(self) -> list[tuple[str, Obj]]:
-        """A copy that stays valid while watch events keep arriving."""
-        with self.lock:
-            return list(self.queues.items())
-
     def on_queue(self, event: str, obj: Obj) -> None:
         self._store("Queue", self.queues, _name(obj), event, obj, unseen=_status_only)
 
