@@ -1,6 +1,6 @@
 """The scheduling loop: the writer of Jobs (admit, reclaim, preempt, requeue, pending reasons).
 
-Woken by watch events (debounced) or by the periodic resync; only the Lease holder runs
+Woken by watch events (see ``_woken``) or by the periodic resync; only the Lease holder runs
 cycles. The pure cycle runs in a thread so that watches keep flowing meanwhile; its result
 becomes a plan of writes (``plan.py``) that the executor carries out, and is then published
 for the Queue handlers, which write the Queues' statuses.
@@ -9,6 +9,7 @@ for the Queue handlers, which write the Queues' statuses.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -39,6 +40,7 @@ class LoopSettings:
     namespace: str
     config_map_name: str = CONFIGMAP_NAME
     debounce_seconds: float = 0.1
+    batch_seconds: float = 1.0
     resync_seconds: float = 10.0
     max_queue_depth: int = 5
 
@@ -118,12 +120,9 @@ class SchedulingLoop:
         await self.synced.wait()
         last_config = 0.0
         while True:
-            try:
-                await asyncio.wait_for(self.state.wake.wait(), self.settings.resync_seconds)
-                await asyncio.sleep(self.settings.debounce_seconds)
-            except TimeoutError:
-                pass
+            await self._woken()
             self.state.wake.clear()
+            self.state.urgent.clear()
             self.heartbeat = time.monotonic()
             self.memory.tick()
             leading = self.elector.holds()
@@ -160,6 +159,18 @@ class SchedulingLoop:
                 # One bad cycle must not stop scheduling: log it and try again next wake.
                 log.exception("event=cycle-failed")
                 await asyncio.sleep(1)
+
+    async def _woken(self) -> None:
+        """Until a change calls for a cycle, or the resync is due: a change that may let a
+        job in at once (after a short pause that folds a burst into one cycle), the others
+        after at most ``batch_seconds``, so that a cycle is free for the next job that comes."""
+        state, settings = self.state, self.settings
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(state.wake.wait(), settings.resync_seconds)
+            if not state.urgent.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(state.urgent.wait(), settings.batch_seconds)
+            await asyncio.sleep(settings.debounce_seconds)
 
     async def cycle(self) -> CycleResult | None:
         executor = self.executor

@@ -12,6 +12,7 @@ arrive on the event loop, hence the lock and the thread-safe wake-up.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -22,6 +23,7 @@ from typing import Any
 from sluice.api.config import DEFAULT_CONFIG, SchedulerConfig
 from sluice.api.constants import CLOSED_BY_PARENT_ANNOTATION
 from sluice.api.queue import Queue
+from sluice.api.views import JobView, PodView
 from sluice.operator.published import Published
 from sluice.scheduler.model import Snapshot
 from sluice.scheduler.snapshot import KINDS, Read, build_snapshot, read
@@ -69,6 +71,42 @@ def _status_only(before: Obj, after: Obj) -> bool:
     )
 
 
+def _job_only_runs(before: Read | None, after: Read) -> bool:
+    """An admitted job whose pods started (or stopped) running, and nothing else changed:
+    what a Queue's status shows, never a reason to admit or evict anything."""
+    was, now = before and before.view, after.view
+    return (
+        isinstance(was, JobView)
+        and isinstance(now, JobView)
+        and was.phase.admitted
+        and now.phase.admitted
+        and dataclasses.replace(was, phase=now.phase) == now
+    )
+
+
+def _pod_only_takes(before: Read | None, after: Read) -> bool:
+    """A pod that takes room (created, bound to a node) and frees none: no waiting job can
+    fit because of it, whoever owns it."""
+    now = after.view
+    if not isinstance(now, PodView) or now.finished or now.terminating:
+        return False
+    if before is None:
+        return True
+    was = before.view
+    return (
+        isinstance(was, PodView)
+        and not was.finished
+        and not was.terminating
+        and was.request == now.request
+        and was.node in (None, now.node)
+    )
+
+
+def _own_write(before: Read | None, after: Read) -> bool:
+    """The answer to the operator's own write: the cycle that made it has counted it."""
+    return True
+
+
 TOMBSTONES = 10_000
 """Deleted objects remembered, so a late answer to our own write cannot bring one back."""
 
@@ -93,6 +131,11 @@ class ClusterState:
     config: SchedulerConfig = DEFAULT_CONFIG
     config_error: str = ""
     wake: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set by any change a cycle looks at."""
+    urgent: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set by a change that may let a job be admitted or must be acted on (a new job, room
+    given back, a queue or node changed); the others (a job's pods starting, a pod taking
+    room) only update what the next cycle shows, so the loop waits a little to batch them."""
     bad_objects: dict[str, str] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
     deleted: dict[str, int] = field(default_factory=dict)  # table/key -> resourceVersion
@@ -101,19 +144,24 @@ class ClusterState:
     published: Published = field(default_factory=Published)
     """The latest cycle's results, from the scheduling loop to the Queue handlers."""
 
-    def notify(self) -> None:
+    def notify(self, urgent: bool = True) -> None:
         """Wake the scheduling loop, from its own thread or from a writer thread."""
         if self.loop is None:
-            self.wake.set()
+            self._wake(urgent)
             return
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:
             running = None
         if running is self.loop:
-            self.wake.set()
+            self._wake(urgent)
         elif not self.loop.is_closed():
-            self.loop.call_soon_threadsafe(self.wake.set)
+            self.loop.call_soon_threadsafe(self._wake, urgent)
+
+    def _wake(self, urgent: bool) -> None:
+        self.wake.set()
+        if urgent:
+            self.urgent.set()
 
     def _store(
         self,
@@ -123,13 +171,14 @@ class ClusterState:
         event: str,
         obj: Obj,
         kept: Obj | None = None,
-        quiet_if_same: bool = False,
         unseen: Callable[[Obj, Obj], bool] | None = None,
+        minor: Callable[[Read | None, Read], bool] | None = None,
     ) -> None:
         """Keep ``kept`` (the object itself unless told) and how ``obj`` reads, or forget
-        them, unless an event already told something newer; wake the loop unless
-        ``quiet_if_same`` and the object reads as it did, or ``unseen(before, after)`` says
-        the change is nothing a cycle looks at."""
+        them, unless an event already told something newer; wake the loop unless the object
+        reads as it did, or ``unseen(before, after)`` says the change is nothing a cycle
+        looks at. The wake is urgent unless ``minor(read before, read now)`` says the change
+        cannot let a job in."""
         tomb = f"{id(table)}/{key}"  # tables are per kind, so are their tombstones
         version = _version(obj)
         reads = self.reads[kind]
@@ -156,9 +205,12 @@ class ClusterState:
                 table[key] = obj if kept is None else kept
                 before = reads.get(key)
                 reads[key] = seen
-                if quiet_if_same and before == seen:
+                if before == seen:
                     return
                 if unseen is not None and current is not None and unseen(current, obj):
+                    return
+                if minor is not None and minor(before, seen):
+                    self.notify(urgent=False)
                     return
         self.notify()
 
@@ -177,7 +229,7 @@ class ClusterState:
         self._store("Queue", self.queues, _name(obj), event, obj, unseen=_status_only)
 
     def on_job(self, event: str, obj: Obj) -> None:
-        self._store("Job", self.jobs, job_key(obj), event, obj)
+        self._store("Job", self.jobs, job_key(obj), event, obj, minor=_job_only_runs)
 
     def on_node(self, event: str, obj: Obj) -> None:
         self._store("Node", self.nodes, _name(obj), event, obj)
@@ -193,11 +245,13 @@ class ClusterState:
         not see (a pod starting to run) does not wake the loop."""
         meta = obj.get("metadata") or {}
         order = {k: meta.get(k) for k in ("resourceVersion", "deletionTimestamp", "finalizers")}
-        self._store("Pod", self.pods, job_key(obj), event, obj, {"metadata": order}, True)
+        self._store(
+            "Pod", self.pods, job_key(obj), event, obj, {"metadata": order}, minor=_pod_only_takes
+        )
 
     def remember_job(self, obj: Obj) -> None:
         """The object the API server returned for our own write."""
-        self._store("Job", self.jobs, job_key(obj), "MODIFIED", obj)
+        self._store("Job", self.jobs, job_key(obj), "MODIFIED", obj, minor=_own_write)
 
     def remember_queue(self, obj: Obj) -> None:
         self._store("Queue", self.queues, _name(obj), "MODIFIED", obj, unseen=_status_only)

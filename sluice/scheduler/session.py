@@ -100,6 +100,12 @@ class Session:
         self.namespace_labels = {ns.name: ns.labels for ns in snapshot.namespaces}
         self._chains: dict[str, list[str]] = {}
         self.elastic = self.config.elastic  # false: no queue may exceed its deserved
+        self.changes = 0
+        """Admissions and evictions so far this cycle: all that a job's fit depends on
+        besides the job itself."""
+        self.failed: dict[tuple[object, ...], tuple[int, str | None]] = {}
+        """What a job alike (queue, request, pod, pod count) was last found not to fit on:
+        ``changes`` then, and its reason (None: its pods could not be placed)."""
         self._build_queues()
         self.placement = Placement(snapshot.nodes)
         self.admitted_at_start: list[JobInfo] = []
@@ -388,6 +394,7 @@ class Session:
 
     # Mutations by actions ------------------------------------------------------------------
     def admit(self, job: JobInfo, assignment: Assignment) -> None:
+        self.changes += 1
         job.admitted = True
         job.fresh = True
         job.admitted_at = self.now
@@ -401,6 +408,7 @@ class Session:
         info.admitted_jobs.append(job)
 
     def evict(self, job: JobInfo) -> None:
+        self.changes += 1
         job.admitted = False
         job.evicted = True
         job.admitted_at = None

@@ -48,16 +48,26 @@ def admissible_leaves(session: Session, outcome: Outcome) -> list[str]:
 
 
 def try_admit(session: Session, outcome: Outcome, job: JobInfo, action: str) -> bool:
-    failure = queue_failure(session, job) or cluster_failure(session, job)
-    if failure is not None:
-        outcome.reasons[job.key] = failure
-        return False
-    assignment = place(session, job)
-    if assignment is None:
+    # A job alike to one that did not fit in the same queue, with nothing admitted or
+    # evicted since, does not fit for the same reason: thousands waiting alike cost one look.
+    view = job.view
+    alike = (job.queue, view.request, view.pod, view.pod_count)
+    known = session.failed.get(alike)
+    if known is not None and known[0] == session.changes:
+        failure = known[1]
+    else:
+        failure = queue_failure(session, job) or cluster_failure(session, job)
+        if failure is None:
+            assignment = place(session, job)
+            if assignment is not None:
+                outcome.admit(session, job, f"{action}: fits in queue {job.queue}", assignment)
+                return True
+        session.failed[alike] = (session.changes, failure)
+    if failure is None:
         outcome.unplaceable(job)
-        return False
-    outcome.admit(session, job, f"{action}: fits in queue {job.queue}", assignment)
-    return True
+    else:
+        outcome.reasons[job.key] = failure
+    return False
 
 
 def admit(session: Session, outcome: Outcome, action: str) -> None:

@@ -49,10 +49,14 @@ class Recorder:
             self.loop.config_text = ""
 
 
-def start(elector: Elector, debounce: float = 1.0) -> tuple[SchedulingLoop, Recorder]:
+def start(
+    elector: Elector, debounce: float = 1.0, batch: float = 1.0
+) -> tuple[SchedulingLoop, Recorder]:
     state = ClusterState()
     recorder = Recorder()
-    settings = LoopSettings(namespace="ns", debounce_seconds=debounce, resync_seconds=60)
+    settings = LoopSettings(
+        namespace="ns", debounce_seconds=debounce, batch_seconds=batch, resync_seconds=60
+    )
     loop = SchedulingLoop(client.ApiClient(), state, elector, settings, relist=recorder.relist)  # type: ignore[arg-type]
     recorder.loop = loop
     loop.cycle = recorder.cycle  # type: ignore[method-assign]
@@ -94,6 +98,32 @@ async def test_a_follower_keeps_listening_but_never_cycles() -> None:
         elector.leading = True
         loop.state.notify()
         await recorder.ran.wait()
+        assert recorder.calls == ["relist", "config", "cycle"]
+    finally:
+        task.cancel()
+
+
+async def test_a_change_that_only_updates_statuses_waits_for_one_that_may_admit() -> None:
+    loop, recorder = start(Elector(leading=True), debounce=0, batch=60)
+    task = asyncio.create_task(loop.run())
+    try:
+        loop.state.notify(urgent=False)  # say, a job's pods started running
+        await settle()
+        assert recorder.calls == []  # batched: the loop stays free for what comes next
+        loop.state.notify()  # a job is created
+        await recorder.ran.wait()
+        assert recorder.calls == ["relist", "config", "cycle"]
+        assert not loop.state.wake.is_set()  # both folded into that one cycle
+    finally:
+        task.cancel()
+
+
+async def test_a_change_that_only_updates_statuses_still_gets_its_cycle() -> None:
+    loop, recorder = start(Elector(leading=True), debounce=0, batch=0.05)
+    task = asyncio.create_task(loop.run())
+    try:
+        loop.state.notify(urgent=False)
+        await asyncio.wait_for(recorder.ran.wait(), 10)
         assert recorder.calls == ["relist", "config", "cycle"]
     finally:
         task.cancel()

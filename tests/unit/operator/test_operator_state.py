@@ -32,15 +32,52 @@ def test_an_older_event_never_undoes_the_loops_own_write() -> None:
     assert state.wake.is_set()
 
 
+def queued_job(version: int, **extra: object) -> dict[str, object]:
+    job = obj("j", version, **extra)
+    job["metadata"]["labels"] = {"sluice.dev/queue-name": "team"}  # type: ignore[index]
+    return job
+
+
 def test_the_watch_echoing_our_own_write_does_not_wake_the_loop_again() -> None:
     state = ClusterState()
-    written = obj("j", 7, spec={"suspend": False})
+    written = queued_job(7, spec={"suspend": False})
     state.remember_job(written)
+    assert state.wake.is_set() and not state.urgent.is_set()  # that cycle counted it
     state.wake.clear()
     state.on_job("MODIFIED", dict(written))  # the same resourceVersion: the same object
     assert not state.wake.is_set()
-    state.on_job("MODIFIED", obj("j", 8, spec={"suspend": False}, status={"active": 1}))
-    assert state.wake.is_set()
+    state.on_job("MODIFIED", queued_job(8, spec={"suspend": False, "parallelism": 3}))
+    assert state.wake.is_set() and state.urgent.is_set()
+
+
+def test_only_what_may_let_a_job_in_wakes_the_loop_at_once() -> None:
+    state = ClusterState()
+    state.on_job("ADDED", queued_job(1, spec={"suspend": True}))
+    assert state.urgent.is_set()  # a new job
+    state.on_job("MODIFIED", queued_job(2, spec={"suspend": False}))
+    state.wake.clear()
+    state.urgent.clear()
+    state.on_job("MODIFIED", queued_job(3, spec={"suspend": False}, status={"ready": 0}))
+    assert not state.wake.is_set()  # reads as it did: no cycle looks at it
+    state.on_job("MODIFIED", queued_job(4, spec={"suspend": False}, status={"active": 1}))
+    assert state.wake.is_set() and not state.urgent.is_set()  # its pods run: statuses only
+    done = {"active": 0, "conditions": [{"type": "Complete", "status": "True"}]}
+    state.on_job("MODIFIED", queued_job(5, spec={"suspend": False}, status=done))
+    assert state.urgent.is_set()  # its quota is free
+
+    pod = {"metadata": {"name": "p", "namespace": "ns", "resourceVersion": "6"},
+           "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+           "status": {"phase": "Pending"}}  # fmt: skip
+    state.urgent.clear()
+    state.on_pod("ADDED", pod)
+    bound = {**pod, "metadata": {**pod["metadata"], "resourceVersion": "7"},
+             "spec": {**pod["spec"], "nodeName": "n1"}}  # fmt: skip
+    state.on_pod("MODIFIED", bound)
+    assert state.wake.is_set() and not state.urgent.is_set()  # it only takes room
+    finished = {**bound, "metadata": {**pod["metadata"], "resourceVersion": "8"},
+                "status": {"phase": "Succeeded"}}  # fmt: skip
+    state.on_pod("MODIFIED", finished)
+    assert state.urgent.is_set()  # its room is free
 
 
 def test_a_queue_change_no_cycle_looks_at_does_not_wake_the_loop() -> None:

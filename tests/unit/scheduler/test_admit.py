@@ -6,7 +6,10 @@ import gc
 
 from builders import job, node, queue, running, snapshot
 
+from sluice.scheduler.actions.admit import try_admit
+from sluice.scheduler.actions.outcome import Outcome
 from sluice.scheduler.cycle import apply_decisions, run_cycle
+from sluice.scheduler.session import Session
 
 ONLY_ADMIT = {"actions": "enqueue, allocate, backfill"}
 
@@ -190,3 +193,19 @@ def test_the_garbage_collector_is_left_as_the_caller_had_it() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_a_job_alike_to_one_that_did_not_fit_is_looked_at_again_once_room_came_back() -> None:
+    """Jobs alike share the answer of the first that did not fit only while nothing was
+    admitted or evicted since."""
+    queues = [queue("a", capability={"cpu": 4})]
+    jobs = [running("r", "a", cpu=4), job("p1", "a", cpu=2, created=1), job("p2", "a", cpu=2)]
+    session = Session(snapshot(queues, jobs, [node(cpu=100)], config=ONLY_ADMIT))
+    outcome = Outcome()
+    p2, p1 = session.queues["a"].pending_jobs
+    assert not try_admit(session, outcome, p1, "allocate")
+    assert not try_admit(session, outcome, p2, "allocate")
+    assert outcome.reasons[p2.key] == outcome.reasons[p1.key] == "a would use cpu 6 > capability 4"
+    [r] = session.queues["a"].admitted_jobs
+    session.evict(r)
+    assert try_admit(session, outcome, p2, "allocate")
