@@ -18,11 +18,12 @@ _T = TypeVar("_T")
 class Resources(Mapping[str, int]):
     """An immutable mapping of resource name to milli-units, without zero entries."""
 
-    __slots__ = ("_m",)
+    __slots__ = ("_hash", "_m")
 
     def __init__(self, values: Mapping[str, int] | Iterable[tuple[str, int]] = ()) -> None:
         items = values.items() if isinstance(values, Mapping) else values
         self._m: dict[str, int] = {name: amount for name, amount in items if amount != 0}
+        self._hash: int | None = None
 
     @classmethod
     def parse(cls, raw: Any, field: str = "resources") -> Resources:
@@ -51,6 +52,12 @@ class Resources(Mapping[str, int]):
 
     def get_amount(self, name: str) -> int:
         return self._m.get(name, 0)
+
+    @property
+    def amounts(self) -> Mapping[str, int]:
+        """The mapping itself, read-only, for loops that look up many names (its ``get`` is
+        the dict's own)."""
+        return self._m
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._m)
@@ -90,7 +97,9 @@ class Resources(Mapping[str, int]):
         return NotImplemented
 
     def __hash__(self) -> int:
-        return hash(frozenset(self._m.items()))
+        if self._hash is None:  # immutable: hashed once
+            self._hash = hash(frozenset(self._m.items()))
+        return self._hash
 
     def __repr__(self) -> str:
         return f"Resources({self.to_kube()!r})"

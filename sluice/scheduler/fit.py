@@ -36,21 +36,21 @@ def limits(session: Session, job: JobInfo) -> Iterator[LimitBreach]:
     Root's limit is the cluster, and a limit equal to the whole cluster is the cluster's:
     cluster_failure says those.
     """
-    total = session.total
+    total, elastic = session.total.amounts, session.elastic
+    request = [(r, a) for r, a in job.request.items() if a > 0]
     for name in reversed(session.chain(job.queue)):
         info = session.queues[name]
         if info.parent is None:
             continue
-        for r, amount in job.request.items():
-            if amount <= 0:
-                continue
-            would = info.allocated.get(r, 0) + amount
-            limit = info.real_capability.get_amount(r)
-            if would > limit and limit < total.get_amount(r):
+        allocated, caps = info.allocated, info.real_capability.amounts
+        for r, amount in request:
+            would = allocated.get(r, 0) + amount
+            limit = caps.get(r, 0)
+            if would > limit and limit < total.get(r, 0):
                 capped = r in info.capability and info.capability[r] == limit
                 label = "capability" if capped else "realCapability"
                 yield LimitBreach(name, r, would, limit, label)
-            if not session.elastic and would > (deserved := info.deserved.get_amount(r)):
+            if not elastic and would > (deserved := info.deserved.get_amount(r)):
                 yield LimitBreach(name, r, would, deserved, "deserved")
 
 
@@ -73,10 +73,11 @@ def queue_failure(session: Session, job: JobInfo) -> str | None:
 
 def cluster_failure(session: Session, job: JobInfo) -> str | None:
     """Why the cluster has no room for the job, or None."""
+    total, used = session.total.amounts, session.used
     for r, amount in job.request.items():
         if amount <= 0:
             continue
-        free = session.total.get_amount(r) - session.used.get(r, 0)
+        free = total.get(r, 0) - used.get(r, 0)
         if amount > free:
             return (
                 f"cluster has {describe_amount(r, max(free, 0))} free,"

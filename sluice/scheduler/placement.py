@@ -108,10 +108,12 @@ class _Shape:
 
     __slots__ = ("cursor", "early", "eligible", "every", "failed", "items", "position", "read")
 
-    def __init__(self, items: list[tuple[str, int]], eligible: list[int], read: int) -> None:
+    def __init__(
+        self, items: list[tuple[str, int]], eligible: list[int], position: dict[int, int], read: int
+    ) -> None:
         self.items = items
         self.eligible = eligible
-        self.position = {i: pos for pos, i in enumerate(eligible)}
+        self.position = position  # node index -> its position in eligible
         self.cursor = 0
         self.early: list[int] = []
         self.read = read
@@ -127,21 +129,13 @@ class Placement:
         self.index = {node.name: i for i, node in enumerate(self.nodes)}
         self.free: list[Room] = [dict(node.allocatable.items()) for node in self.nodes]
         self.grown: list[int] = []  # every node room was given back on, in order
-        self._eligible: dict[tuple[object, ...], list[int]] = {}
+        self._eligible: dict[tuple[object, ...], tuple[list[int], dict[int, int]]] = {}
+        """Constraints -> the nodes that may take such pods, in order, and their positions."""
         self._shapes: dict[PodSpecView, _Shape] = {}
         self._most: dict[tuple[object, ...], dict[str, tuple[int, int]]] = {}
         self._explained: dict[tuple[PodSpecView, int], str] = {}
 
     # Room --------------------------------------------------------------------------------
-    def usable(self, name: str) -> int | None:
-        """The index of a node that holds room, None for one that does not (or is unknown)."""
-        i = self.index.get(name)
-        return i if i is not None and self.nodes[i].usable else None
-
-    def take(self, i: int, request: Mapping[str, int]) -> None:
-        """A pod bound to node ``i`` (while the snapshot is read, before any placing)."""
-        _add(self.free[i], request, -1)
-
     def hold(self, footprint: Footprint) -> None:
         for i, room in footprint.items():
             _add(self.free[i], room, -1)
@@ -166,12 +160,15 @@ class Placement:
     def _shape(self, pod: PodSpecView) -> _Shape:
         shape = self._shapes.get(pod)
         if shape is None:
-            eligible = self._eligible.get(pod.constraints)
-            if eligible is None:
-                eligible = [i for i, node in enumerate(self.nodes) if refusal(pod, node) is None]
-                self._eligible[pod.constraints] = eligible
+            known = self._eligible.get(pod.constraints)
+            if known is None:
+                order = [i for i, node in enumerate(self.nodes) if refusal(pod, node) is None]
+                known = self._eligible[pod.constraints] = (
+                    order,
+                    {i: p for p, i in enumerate(order)},
+                )
             items = [(r, a) for r, a in pod.request.items() if a > 0]
-            shape = self._shapes[pod] = _Shape(items, eligible, len(self.grown))
+            shape = self._shapes[pod] = _Shape(items, *known, len(self.grown))
         return shape
 
     def eligible(self, pod: PodSpecView) -> list[int]:
@@ -251,9 +248,11 @@ class Placement:
                 left -= n
                 if not left:
                     break
-            elif _fit(self.nodes[i].allocatable, items, 1):
+            elif ((every := shape.every) is None or every) and _fit(
+                self.nodes[i].allocatable, items, 1
+            ):  # once nothing is lacked by all, that stays so: no need to look again
                 lacking = {r for r, a in items if free.get(r, 0) < a}
-                shape.every = lacking if shape.every is None else shape.every & lacking
+                shape.every = lacking if every is None else every & lacking
         # What was looked at and took no pod never will until room is given back there (with
         # ``extra`` it had more room than it has, so that holds all the more).
         shape.early = [p for p in early if p > last or p in fitted] if early else early

@@ -234,21 +234,26 @@ class Session:
         by_uid = {job.view.uid: job for job in self.admitted_at_start if job.view.uid}
         bound: dict[str, int] = {}
         used = self.used
-        for pod in pods:
+        free = placement.free
+        usable = {n.name: i for i, n in enumerate(placement.nodes) if n.usable}
+        for pod in pods:  # tens of thousands: the loop does its own adding
             owner = by_uid.get(pod.job_uid) if pod.job_uid else None
             if owner is not None and owner.view.namespace != pod.namespace:
                 owner = None
             if owner is not None:
                 owner.pods.append(pod)  # finished ones too: they tell when it last got pods
-            if pod.finished:
+            if pod.finished or not pod.node:
                 continue
-            if owner is not None and pod.node:
+            if owner is not None:
                 bound[owner.key] = bound.get(owner.key, 0) + 1
-            i = placement.usable(pod.node) if pod.node else None
+            i = usable.get(pod.node)
             if i is None:
                 continue
-            placement.take(i, pod.request)
-            _add(owner.footprint.setdefault(i, {}) if owner is not None else used, pod.request)
+            room = free[i]
+            holder = owner.footprint.setdefault(i, {}) if owner is not None else used
+            for r, a in pod.request.items():
+                room[r] = room.get(r, 0) - a
+                holder[r] = holder.get(r, 0) + a
         waiting: list[tuple[JobInfo, int]] = []
         for job in self.admitted_at_start:
             view = job.view
