@@ -37,11 +37,12 @@ def queue_key_function(session: Session) -> Callable[[str], QueueKey]:
     if args.queue_score_order:
         return _score_key(session, args, plugins)
 
+    orders = [PLUGINS[plugin].queue_order for plugin in plugins]
+
     def key(name: str) -> QueueKey:
         info = session.queues[name]
         parts: list[Any] = []
-        for plugin in plugins:
-            by = PLUGINS[plugin].queue_order
+        for by in orders:
             if by == "priority":
                 parts.append(-info.priority)
             elif by == "drf":

@@ -98,6 +98,17 @@ def _add(target: Room, amounts: Mapping[str, int], sign: int = 1) -> None:
         target[r] = target.get(r, 0) + sign * a
 
 
+def _first(assignment: Assignment, count: int) -> Assignment:
+    """The first ``count`` pods of a first-fit assignment: where first fit puts that many."""
+    out: Assignment = []
+    for i, n in assignment:
+        out.append((i, min(n, count)))
+        count -= n
+        if count <= 0:
+            break
+    return out
+
+
 class _Shape:
     """What placement remembers of one pod shape (request and constraints) during a cycle.
 
@@ -106,7 +117,9 @@ class _Shape:
     shrinks otherwise, so a node looked at that took no pod never will until then.
     """
 
-    __slots__ = ("cursor", "early", "eligible", "every", "failed", "items", "position", "read")
+    __slots__ = (
+        "cursor", "early", "eligible", "every", "failed", "fitted", "items", "position", "read",
+    )  # fmt: skip
 
     def __init__(
         self, items: list[tuple[str, int]], eligible: list[int], position: dict[int, int], read: int
@@ -118,6 +131,8 @@ class _Shape:
         self.early: list[int] = []
         self.read = read
         self.failed = 0  # the smallest count found not to fit since room last grew; 0: none
+        self.fitted: tuple[int, int, Assignment] | None = None
+        """The last placement of all its pods: room's version then, how many, where."""
         self.every: set[str] | None = None  # what every node that could hold one lacked
 
 
@@ -129,6 +144,7 @@ class Placement:
         self.index = {node.name: i for i, node in enumerate(self.nodes)}
         self.free: list[Room] = [dict(node.allocatable.items()) for node in self.nodes]
         self.grown: list[int] = []  # every node room was given back on, in order
+        self.version = 0  # changed whenever room is held or given back
         self._eligible: dict[tuple[object, ...], tuple[list[int], dict[int, int]]] = {}
         """Constraints -> the nodes that may take such pods, in order, and their positions."""
         self._shapes: dict[PodSpecView, _Shape] = {}
@@ -137,12 +153,14 @@ class Placement:
 
     # Room --------------------------------------------------------------------------------
     def hold(self, footprint: Footprint) -> None:
+        self.version += 1
         for i, room in footprint.items():
             _add(self.free[i], room, -1)
         self._most.clear()
         self._explained.clear()
 
     def release(self, footprint: Footprint) -> None:
+        self.version += 1
         for i, room in footprint.items():
             _add(self.free[i], room)
             self.grown.append(i)
@@ -212,6 +230,10 @@ class Placement:
         memo = extra is None and not partial
         if memo and shape.failed and count >= shape.failed:
             return None
+        known = shape.fitted
+        if extra is None and known is not None and known[0] == self.version and count <= known[1]:
+            # Room is as it was when as many or more fitted: first fit takes the same nodes.
+            return _first(known[2], count)
         eligible, position, cursor, early = (
             shape.eligible,
             shape.position,
@@ -263,6 +285,8 @@ class Placement:
             if memo:
                 shape.failed = min(count, shape.failed or count)
             return None
+        if not left and extra is None:
+            shape.fitted = (self.version, count, out)
         return out
 
     # Words ---------------------------------------------------------------------------------

@@ -54,16 +54,18 @@ def unready(job: JobView, pods: Sequence[PodView], now: datetime, timeout: timed
     if timeout <= timedelta(0) or job.admitted_at is None or job.pod_count <= 0:
         return None
     admitted = job.admitted_at
+    if now - admitted < timeout:
+        return None  # whatever its pods do, it had less than the timeout since admission
     waiting = [p for p in pods if not p.finished and p.node is None and not p.terminating]
-    limit = format_duration(timeout)
     if waiting:
         since = max(admitted, min(p.creation_timestamp for p in waiting))
         if now - since < timeout:
             return None
+        limit = format_duration(timeout)
         return f"{len(waiting)} of its pods not scheduled within {limit}: {_grouped(waiting)}"
-    if any(p.creation_timestamp >= admitted for p in pods) or now - admitted < timeout:
+    if any(p.creation_timestamp >= admitted for p in pods):
         return None
-    return f"no pod of it was created within {limit} of its admission"
+    return f"no pod of it was created within {format_duration(timeout)} of its admission"
 
 
 def _grouped(pods: Sequence[PodView]) -> str:

@@ -388,12 +388,12 @@ class Session:
 
     def drf_share(self, name: str) -> float:
         """Dominant share of the cluster: max over resources of allocated/cluster total."""
-        info = self.queues[name]
+        info, total = self.queues[name], self.total.amounts
         best = 0.0
         for r, used in info.allocated.items():
             if used <= 0:
                 continue
-            cap = self.total.get_amount(r)
+            cap = total.get(r, 0)
             best = max(best, 1.0 if cap <= 0 else used / cap)
         return best
 
