@@ -90,6 +90,8 @@ class Resources(Mapping[str, int]):
         return len(self._m)
 
     def __eq__(self, other: object) -> bool:
+        if other is self:
+            return True
         if isinstance(other, Resources):
             return self._m == other._m
         if isinstance(other, Mapping):

@@ -188,7 +188,7 @@ class Session:
             job = JobInfo(
                 view=view,
                 priority=self.job_priority(view),
-                request=dict(view.request.items()),
+                request=view.request.amounts,  # read-only: shared with the view
                 admitted=admitted,
                 admitted_at=view.admitted_at,
                 finished=phase is JobPhase.COMPLETED,
