@@ -23,10 +23,19 @@ QUEUE_LABEL: Final = f"{PREFIX}/queue-name"
 """On a batch/v1 Job: the leaf queue the job is submitted to."""
 DEFAULT_QUEUE_LABEL: Final = f"{PREFIX}/default-queue"
 """On a Namespace: the queue that unlabelled Jobs of that namespace go to."""
+POD_GROUP_LABEL: Final = f"{PREFIX}/pod-group"
+"""On plain pods: the pods that carry the same value (in one namespace) are one workload."""
+
+# The hold of plain pods (docs/workloads.md, "Plain pods and pod groups")
+ADMISSION_GATE: Final = f"{PREFIX}/admission"
+"""The scheduling gate a managed plain pod is created with; sluice removes it to admit it."""
 
 # Annotations written by users
 PREEMPTABLE_ANNOTATION: Final = f"{PREFIX}/preemptable"
-"""A Job annotated "false" is never a reclaim or preempt victim."""
+"""A Job annotated "false" is never a reclaim or preempt victim; a plain pod no controller
+owns is one only when annotated "true"."""
+POD_GROUP_TOTAL_ANNOTATION: Final = f"{PREFIX}/pod-group-total-count"
+"""On the pods of a pod group: how many pods the group has; it is admitted only whole."""
 
 # Annotations written by the operator
 ADMITTED_AT_ANNOTATION: Final = f"{PREFIX}/admitted-at"

@@ -16,9 +16,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sluice.api.constants import (
+    ADMISSION_GATE,
     ADMITTED_AT_ANNOTATION,
     DEFAULT_QUEUE_LABEL,
     PENDING_REASON_ANNOTATION,
+    POD_GROUP_LABEL,
     PREEMPTABLE_ANNOTATION,
     QUEUE_LABEL,
     RECLAIMED_BY_ANNOTATION,
@@ -418,16 +420,52 @@ def _count(value: Any, job: str) -> int:
     return int(text)
 
 
+def job_controller_uid(meta: Mapping[str, Any]) -> str:
+    """The uid of the Job that controls a pod (its ownerReferences); "" when none does."""
+    for owner in meta.get("ownerReferences") or ():
+        if isinstance(owner, Mapping) and owner.get("controller") and owner.get("kind") == "Job":
+            return str(owner.get("uid") or "")
+    return ""
+
+
+def gated(spec: Mapping[str, Any]) -> bool:
+    """Whether a pod still carries sluice's scheduling gate."""
+    gates = spec.get("schedulingGates")
+    return isinstance(gates, list) and any(
+        isinstance(g, Mapping) and g.get("name") == ADMISSION_GATE for g in gates
+    )
+
+
+def plain_pod_workload_uid(obj: Mapping[str, Any]) -> str:
+    """The workload a managed plain pod belongs to (docs/workloads.md, "Plain pods and pod
+    groups"), as the uid its PodView names: its group's ``pod-group/<namespace>/<group>``,
+    else the pod's own uid. "" for any other pod: one a Job controls (its Job is the
+    workload), one no queue manages, one neither gated nor admitted by sluice."""
+    meta = obj.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    if not labels.get(QUEUE_LABEL) or job_controller_uid(meta):
+        return ""
+    annotations = meta.get("annotations") or {}
+    if not gated(obj.get("spec") or {}) and not annotations.get(ADMITTED_AT_ANNOTATION):
+        return ""
+    group = labels.get(POD_GROUP_LABEL)
+    if group:
+        return pod_group_uid(str(meta.get("namespace") or "default"), str(group))
+    return str(meta.get("uid") or "")
+
+
+def pod_group_uid(namespace: str, group: str) -> str:
+    """What stands for a pod group's uid: its pods have no common owner to take it from."""
+    return f"pod-group/{namespace}/{group}"
+
+
 def pod_from_object(obj: Mapping[str, Any]) -> PodView:
     meta, name = _meta(obj, "Pod")
     namespace = str(meta.get("namespace") or "default")
     full = f"{namespace}/{name}"
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
-    job_uid = ""
-    for owner in meta.get("ownerReferences") or ():
-        if isinstance(owner, Mapping) and owner.get("controller") and owner.get("kind") == "Job":
-            job_uid = str(owner.get("uid") or "")
+    job_uid = job_controller_uid(meta) or plain_pod_workload_uid(obj)
     unschedulable = ""
     for cond in status.get("conditions") or ():
         if (

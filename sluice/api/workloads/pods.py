@@ -1,0 +1,262 @@
+"""Plain pods and pod groups: pods held by a scheduling gate rather than by a suspend field.
+
+A managed plain pod (docs/workloads.md, "Plain pods and pod groups") is read into a PodMember
+as its watch event arrives; ``pod_workloads`` groups the members of a cycle into workloads,
+each seen by the scheduler as a JobView whose pods are those members. Pods whose group is
+not complete, or whose pods are not alike, are not a workload yet and say why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sluice.api.constants import (
+    ADMISSION_GATE,
+    ADMITTED_AT_ANNOTATION,
+    PENDING_REASON_ANNOTATION,
+    POD_GROUP_LABEL,
+    POD_GROUP_TOTAL_ANNOTATION,
+    PREEMPTABLE_ANNOTATION,
+    QUEUE_LABEL,
+)
+from sluice.api.constraints import PodSpecView, pod_spec_view
+from sluice.api.errors import InvalidObject
+from sluice.api.views import (
+    EPOCH,
+    NEVER,
+    JobPhase,
+    JobView,
+    parse_time,
+    plain_pod_workload_uid,
+    pod_group_uid,
+    pod_request,
+)
+
+KIND = "Pod"
+POD_PREFIX = "pod/"
+GROUP_PREFIX = "pod-group/"
+"""A plain pod's workload is named ``pod/<pod>``, a group's ``pod-group/<group>``: never a
+Job's name (no Kubernetes name holds a slash), so the two never meet in a queue."""
+
+
+@dataclass(frozen=True, slots=True)
+class PodMember:
+    """One managed plain pod, as its workload needs it."""
+
+    namespace: str
+    name: str
+    uid: str
+    queue: str
+    pod: PodSpecView
+    group: str = ""
+    total: int = 1
+    """The group's sluice.dev/pod-group-total-count; 1 for a pod of no group."""
+    gate_index: int = -1
+    """Where sluice's gate is in spec.schedulingGates; -1: released (admitted)."""
+    admitted_at: datetime | None = None
+    pending_reason: str | None = None
+    has_annotations: bool = False
+    running: bool = False
+    finished: bool = False
+    controlled: bool = False
+    """Some controller (a ReplicaSet, a StatefulSet) owns it and recreates it when deleted."""
+    preemptable: bool = False
+    """sluice may delete it to reclaim or preempt: a controlled pod unless annotated
+    sluice.dev/preemptable "false", a pod no controller owns only when annotated "true"."""
+    priority_class_name: str | None = None
+    never_preempts: bool = False
+    creation_timestamp: datetime = EPOCH
+    resource_version: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def gated(self) -> bool:
+        return self.gate_index >= 0
+
+
+def group_total(value: Any, full: str) -> int:
+    """A sluice.dev/pod-group-total-count: a whole number of at least 1."""
+    where = f"metadata.annotations[{POD_GROUP_TOTAL_ANNOTATION}]"
+    if value is None:
+        raise InvalidObject(KIND, full, where, "missing: a pod of a group says how many it has")
+    text = str(value)
+    if not text.isdigit() or int(text) < 1:
+        raise InvalidObject(KIND, full, where, f"{value!r} is not a count of at least 1")
+    return int(text)
+
+
+def pod_member(obj: Mapping[str, Any]) -> PodMember | None:
+    """The pod as a member of its workload; None when it is no managed plain pod, or is being
+    deleted (it leaves its workload then). Raises InvalidObject naming a field."""
+    if not plain_pod_workload_uid(obj):
+        return None
+    meta = obj.get("metadata") or {}
+    if meta.get("deletionTimestamp") is not None:
+        return None
+    namespace = str(meta.get("namespace") or "default")
+    full = f"{namespace}/{meta.get('name')}"
+    labels = meta.get("labels") or {}
+    annotations = meta.get("annotations") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    group = str(labels.get(POD_GROUP_LABEL) or "")
+    total = group_total(annotations.get(POD_GROUP_TOTAL_ANNOTATION), full) if group else 1
+    gates = spec.get("schedulingGates") or []
+    gate_index = next(
+        (
+            i
+            for i, g in enumerate(gates)
+            if isinstance(g, Mapping) and g.get("name") == ADMISSION_GATE
+        ),
+        -1,
+    )
+    controlled = any(
+        isinstance(o, Mapping) and o.get("controller") for o in meta.get("ownerReferences") or ()
+    )
+    opt = str(annotations.get(PREEMPTABLE_ANNOTATION, "")).lower()
+    phase = status.get("phase")
+    return PodMember(
+        namespace=namespace,
+        name=str(meta.get("name")),
+        uid=str(meta.get("uid") or ""),
+        queue=str(labels[QUEUE_LABEL]),
+        pod=pod_spec_view(spec, pod_request(spec, KIND, full, "spec"), KIND, full, "spec"),
+        group=group,
+        total=total,
+        gate_index=gate_index,
+        admitted_at=parse_time(
+            annotations.get(ADMITTED_AT_ANNOTATION),
+            KIND,
+            full,
+            f"metadata.annotations[{ADMITTED_AT_ANNOTATION}]",
+        ),
+        pending_reason=annotations.get(PENDING_REASON_ANNOTATION),
+        has_annotations=bool(annotations),
+        running=phase == "Running",
+        finished=phase in ("Succeeded", "Failed"),
+        controlled=controlled,
+        preemptable=opt != "false" if controlled else opt == "true",
+        priority_class_name=spec.get("priorityClassName") or None,
+        never_preempts=spec.get("preemptionPolicy") == NEVER,
+        creation_timestamp=parse_time(
+            meta.get("creationTimestamp"), KIND, full, "metadata.creationTimestamp"
+        )
+        or EPOCH,
+        resource_version=str(meta.get("resourceVersion") or ""),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class PodWorkload:
+    """The members of one workload, and the JobView the scheduler sees (None while it is not
+    a workload yet: ``waiting`` says why)."""
+
+    key: str
+    """namespace/pod/<name> or namespace/pod-group/<group>: the JobView's key."""
+    members: tuple[PodMember, ...]
+    view: JobView | None = None
+    waiting: str = ""
+
+    @property
+    def stragglers(self) -> tuple[PodMember, ...]:
+        """Gated pods of an admitted workload (a controller's replacement for one that was
+        lost): released without a new decision while the workload has room for them."""
+        if self.view is None or not self.view.phase.admitted:
+            return ()
+        live = sum(1 for m in self.members if not m.gated and not m.finished)
+        room = self.view.parallelism - live
+        return tuple(sorted((m for m in self.members if m.gated), key=lambda m: m.name))[:room]
+
+
+def pod_workloads(members: Iterable[PodMember]) -> dict[str, PodWorkload]:
+    """The workloads these members form, by key."""
+    by_key: dict[str, list[PodMember]] = {}
+    for member in members:
+        short = GROUP_PREFIX + member.group if member.group else POD_PREFIX + member.name
+        by_key.setdefault(f"{member.namespace}/{short}", []).append(member)
+    out: dict[str, PodWorkload] = {}
+    for key, found in by_key.items():
+        found.sort(key=lambda m: m.name)
+        out[key] = _workload(key, tuple(found))
+    return out
+
+
+def _waiting(key: str, members: tuple[PodMember, ...]) -> str:
+    """Why pods of a group that nothing admitted yet are not a workload; "" when they are."""
+    first = members[0]
+    if not first.group:
+        return ""
+    group = f"group {first.group}"
+    for what, values in (
+        ("queue", {m.queue for m in members}),
+        (POD_GROUP_TOTAL_ANNOTATION, {str(m.total) for m in members}),
+    ):
+        if len(values) > 1:
+            return f"the pods of {group} disagree on their {what}: {', '.join(sorted(values))}"
+    odd = next((m for m in members if _shape(m) != _shape(first)), None)
+    if odd is not None:
+        return (
+            f"the pods of {group} are not alike: {odd.name} differs from {first.name} in its"
+            " requests, node selection, tolerations or priority class (a group's pods must be"
+            " alike)"
+        )
+    if len(members) < first.total:
+        return f"{len(members)} of {first.total} pods of {group} exist"
+    if len(members) > first.total:
+        return (
+            f"{len(members)} pods of {group} exist, more than its"
+            f" {POD_GROUP_TOTAL_ANNOTATION} {first.total}"
+        )
+    return ""
+
+
+def _shape(member: PodMember) -> tuple[PodSpecView, str | None, bool]:
+    return member.pod, member.priority_class_name, member.never_preempts
+
+
+def _workload(key: str, members: tuple[PodMember, ...]) -> PodWorkload:
+    admitted = [m for m in members if not m.gated]
+    if not admitted:
+        waiting = _waiting(key, members)
+        if waiting:
+            return PodWorkload(key, members, waiting=waiting)
+    first = members[0]
+    total = first.total
+    finished = sum(1 for m in admitted if m.finished)
+    if not admitted:
+        phase = JobPhase.PENDING
+    elif finished >= total or all(m.finished for m in members):
+        phase = JobPhase.COMPLETED
+    elif any(m.running for m in admitted):
+        phase = JobPhase.RUNNING
+    else:
+        phase = JobPhase.INQUEUE
+    preemptable = all(m.preemptable for m in members)
+    times = [m.admitted_at for m in admitted if m.admitted_at is not None]
+    namespace, _, name = key.partition("/")
+    view = JobView(
+        namespace=namespace,
+        name=name,
+        queue=first.queue,
+        request=first.pod.request.scale(total),
+        phase=phase,
+        creation_timestamp=min(m.creation_timestamp for m in members),
+        uid=pod_group_uid(namespace, first.group) if first.group else first.uid,
+        priority_class_name=first.priority_class_name,
+        parallelism=total,
+        # A workload sluice may not delete is never given back for pods not scheduled in
+        # time: it could not be held again.
+        admitted_at=min(times) if times and preemptable else None,
+        preemptable=preemptable,
+        pending_reason=next((m.pending_reason for m in members if m.gated), None),
+        never_preempts=first.never_preempts,
+        pod=first.pod,
+        pod_count=max(total - finished, 0),
+    )
+    return PodWorkload(key, members, view)
