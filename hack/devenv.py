@@ -42,6 +42,7 @@ def webhook_configurations(
     def hook(
         hook_name: str, path: str, resource: str, group: str, ops: list[str], **extra: Any
     ) -> dict[str, Any]:
+        namespaces = [*extra.pop("namespace_expressions", [])]
         return {
             "name": hook_name,
             "clientConfig": {"url": base + path, "caBundle": bundle},
@@ -65,12 +66,14 @@ def webhook_configurations(
                         "key": "kubernetes.io/metadata.name",
                         "operator": "NotIn",
                         "values": ["kube-system", "sluice-system"],
-                    }
+                    },
+                    *namespaces,
                 ]
             },
         }
 
     queues, jobs = "scheduling.sluice.dev", "batch"
+    queue_label, default_label = "sluice.dev/queue-name", "sluice.dev/default-queue"
     return [
         {
             "apiVersion": "admissionregistration.k8s.io/v1",
@@ -85,6 +88,27 @@ def webhook_configurations(
                     ["CREATE", "UPDATE"],
                 ),
                 hook("mutate-jobs.sluice.dev", "/mutate/jobs", "jobs", jobs, ["CREATE"]),
+                # Plain pods: those labelled with a queue, and those of a namespace with a
+                # default queue (each pod reaches the webhook once).
+                hook(
+                    "mutate-pods.sluice.dev",
+                    "/mutate/pods",
+                    "pods",
+                    "",
+                    ["CREATE"],
+                    objectSelector={"matchExpressions": [{"key": queue_label, "operator": "Exists"}]},
+                ),
+                hook(
+                    "mutate-namespace-pods.sluice.dev",
+                    "/mutate/pods",
+                    "pods",
+                    "",
+                    ["CREATE"],
+                    objectSelector={
+                        "matchExpressions": [{"key": queue_label, "operator": "DoesNotExist"}]
+                    },
+                    namespace_expressions=[{"key": default_label, "operator": "Exists"}],
+                ),
             ],
         },
         {
@@ -111,11 +135,9 @@ def webhook_configurations(
                     "/validate/pods",
                     "pods",
                     "",
-                    ["UPDATE"],
+                    ["CREATE", "UPDATE"],
                     subresources=["pods/resize"],
-                    objectSelector={
-                        "matchExpressions": [{"key": "sluice.dev/queue-name", "operator": "Exists"}]
-                    },
+                    objectSelector={"matchExpressions": [{"key": queue_label, "operator": "Exists"}]},
                 ),
             ],
         },

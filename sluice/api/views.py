@@ -428,6 +428,17 @@ def job_controller_uid(meta: Mapping[str, Any]) -> str:
     return ""
 
 
+JOB_POD_UID_LABELS = ("batch.kubernetes.io/controller-uid", "controller-uid")
+"""Labels the Job controller puts on its pods, naming their Job's uid."""
+
+
+def job_pod(meta: Mapping[str, Any]) -> bool:
+    """A pod of a Job: one a Job controls, or one carrying the labels the Job controller
+    gives its pods. Its Job is the workload, never the pod."""
+    labels = meta.get("labels") or {}
+    return bool(job_controller_uid(meta)) or any(labels.get(k) for k in JOB_POD_UID_LABELS)
+
+
 def gated(spec: Mapping[str, Any]) -> bool:
     """Whether a pod still carries sluice's scheduling gate."""
     gates = spec.get("schedulingGates")
@@ -443,7 +454,7 @@ def plain_pod_workload_uid(obj: Mapping[str, Any]) -> str:
     workload), one no queue manages, one neither gated nor admitted by sluice."""
     meta = obj.get("metadata") or {}
     labels = meta.get("labels") or {}
-    if not labels.get(QUEUE_LABEL) or job_controller_uid(meta):
+    if not labels.get(QUEUE_LABEL) or job_pod(meta):
         return ""
     annotations = meta.get("annotations") or {}
     if not gated(obj.get("spec") or {}) and not annotations.get(ADMITTED_AT_ANNOTATION):

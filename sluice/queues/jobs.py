@@ -17,18 +17,12 @@ from sluice.api.errors import InvalidObject
 from sluice.api.queue import Queue
 from sluice.api.resources import EMPTY, Resources, describe_amount
 from sluice.api.selector import namespace_labels
-from sluice.api.views import job_finished, pod_request
+from sluice.api.views import JOB_POD_UID_LABELS, job_finished, pod_request
 from sluice.queues.admission import closed_ancestor
 from sluice.queues.tree import children_of
 from sluice.queues.verdict import ALLOW, Verdict, deny
 
-JOB_POD_LABELS = (
-    QUEUE_LABEL,
-    "batch.kubernetes.io/controller-uid",
-    "controller-uid",
-    "batch.kubernetes.io/job-name",
-    "job-name",
-)
+JOB_POD_LABELS = (QUEUE_LABEL, *JOB_POD_UID_LABELS, "batch.kubernetes.io/job-name", "job-name")
 """Labels that tie a pod to its Job (the Job controller selects its pods by controller-uid):
 changed, the pod would leave its Job and run on outside any quota while the Job replaces it."""
 
@@ -85,8 +79,10 @@ def job_admitted(job: Mapping[str, Any]) -> bool:
 
 
 def _who(job: Mapping[str, Any], namespace: str) -> str:
+    """How a denial names the object: ``job ns/name``, or ``pod ns/name`` for a Pod."""
     meta = _meta(job)
-    return f"job {meta.get('namespace') or namespace}/{meta.get('name') or '?'}"
+    noun = "pod" if job.get("kind") == "Pod" else "job"
+    return f"{noun} {meta.get('namespace') or namespace}/{meta.get('name') or '?'}"
 
 
 def _parallelism(job: Mapping[str, Any]) -> int:
@@ -156,7 +152,7 @@ def needs_namespace_labels(queue_name: str | None, existing: Mapping[str, Queue]
     return queue is not None and queue.spec.namespace_selector is not None
 
 
-def _check_queue_for(
+def check_queue_for(
     job: Mapping[str, Any],
     namespace: str,
     existing: Mapping[str, Queue],
@@ -183,12 +179,17 @@ def _sluice_annotations(job: Mapping[str, Any] | None) -> dict[str, str]:
 
 
 def check_annotations(
-    old: Mapping[str, Any] | None, new: Mapping[str, Any], namespace: str, writer: Writer
+    old: Mapping[str, Any] | None,
+    new: Mapping[str, Any],
+    namespace: str,
+    writer: Writer,
+    opting_in: bool = False,
 ) -> Verdict:
     """sluice.dev/ annotations change decisions: sluice.dev/preemptable is for the operator and
     webhooks.protectedJobUsers, every other one (admitted-at, reclaimed-by, pending-reason, the
     requeue ones and any future one) for the operator alone. ``old`` is None on create, and
-    for a job that sluice did not manage until this request."""
+    for a job that sluice did not manage until this request. ``opting_in``: anyone may set
+    sluice.dev/preemptable to "true" (a plain pod's opt-in: it gives protection up)."""
     if writer.operator:
         return ALLOW
     before = _sluice_annotations(old)
@@ -197,7 +198,7 @@ def check_annotations(
         if before.get(key) == after.get(key):
             continue
         if key == PREEMPTABLE_ANNOTATION:
-            if writer.may_protect:
+            if writer.may_protect or (opting_in and after.get(key, "").lower() == "true"):
                 continue
             who = ", ".join(writer.protectors) or "no one else: the list is empty"
             return deny(
@@ -287,7 +288,7 @@ def check_job_create(
 ) -> Verdict:
     """A new managed job: its queue takes it, and it carries no sluice.dev/ annotation its
     writer may not set. ``labels``: the namespace's, when needs_namespace_labels says so."""
-    verdict = _check_queue_for(job, namespace, existing, labels)
+    verdict = check_queue_for(job, namespace, existing, labels)
     if not verdict.allowed:
         return verdict
     return check_annotations(None, job, namespace, writer)
@@ -337,7 +338,7 @@ def check_job_update(
                 f"{who}: the label {QUEUE_LABEL} ({old_queue}) cannot be removed from an"
                 " unfinished job; move it to another queue or delete it",
             )
-        verdict = _check_queue_for(new, namespace, existing, labels)
+        verdict = check_queue_for(new, namespace, existing, labels)
         if not verdict.allowed:
             return verdict
     if new_queue is None:
@@ -404,10 +405,23 @@ def check_pod_update(
                 f" its label {key} cannot change (it would leave its job and run outside the"
                 " queue's quota)",
             )
-    old_spec, new_spec = _spec(old), _spec(new)
+    return check_pod_growth(
+        old,
+        new,
+        who,
+        f"{who} belongs to a job of queue {queue}; its request cannot grow past what the job"
+        " was admitted with",
+    )
+
+
+def check_pod_growth(
+    old: Mapping[str, Any], new: Mapping[str, Any], who: str, refusal: str
+) -> Verdict:
+    """A managed pod never requests more than it did, through its spec or an in-place resize;
+    ``refusal`` opens the denial, the amounts follow it."""
     try:
-        was = pod_request(old_spec, "Pod", who)
-        now = pod_request(new_spec, "Pod", who)
+        was = pod_request(_spec(old), "Pod", who)
+        now = pod_request(_spec(new), "Pod", who)
     except InvalidObject as err:
         return deny("pod-invalid", f"{who}: {err}")
     grown = now.exceeding(was, absent_is_unlimited=False)
@@ -415,8 +429,6 @@ def check_pod_update(
         name, amount, limit = grown[0]
         return deny(
             "pod-grows-past-admission",
-            f"{who} belongs to a job of queue {queue}; its request cannot"
-            f" grow past what the job was admitted with: {describe_amount(name, limit)} ->"
-            f" {format_amount(name, amount)}",
+            f"{refusal}: {describe_amount(name, limit)} -> {format_amount(name, amount)}",
         )
     return ALLOW

@@ -31,6 +31,12 @@ from sluice.queues.jobs import (
     job_settings,
     needs_namespace_labels,
 )
+from sluice.queues.pods import (
+    check_plain_pod_update,
+    check_pod_create,
+    is_plain_pod,
+    pod_settings,
+)
 from sluice.queues.verdict import ALLOW, Verdict, deny
 from sluice.webhooks.cache import ClusterFactsSource, QueueCache
 from sluice.webhooks.review import Request, ReviewError, respond
@@ -241,15 +247,50 @@ async def validate_job(request: Request, ctx: Context) -> Answer:
     return _answer(request, ALLOW)
 
 
-async def validate_pod(request: Request, ctx: Context) -> Answer:
-    """Pods of managed jobs (the webhook's objectSelector sends only those): updates and
-    in-place resizes."""
+async def mutate_pod(request: Request, ctx: Context) -> Answer:
+    """A new plain pod of a queue (its label, or its namespace's default queue) gets the
+    queue label and sluice's scheduling gate (queues.pods.pod_settings); a Job's pods and
+    pods of no queue pass untouched. The webhook's selectors send only pods that carry the
+    queue label or live in a namespace with a default queue."""
     _expect(request, "Pod")
-    if request.operation != "UPDATE" or request.obj is None or request.old is None:
+    if request.operation != "CREATE" or request.obj is None or not is_plain_pod(request.obj):
         return _answer(request, ALLOW)
+    pod = request.obj
+    queue_name = _labels(pod).get(QUEUE_LABEL)
+    if not queue_name:
+        queue_name = await ctx.facts.namespace_default_queue(request.namespace)
+        if not queue_name:
+            return _answer(request, ALLOW)
+    ops: list[dict[str, Any]] = []
+    for keys, value in pod_settings(pod, str(queue_name)):
+        _set(ops, pod, keys, value)
+    return respond(request.uid, patch=ops), ALLOW
+
+
+async def validate_pod(request: Request, ctx: Context) -> Answer:
+    """Pods of a queue (the webhook's objectSelector sends only those): a plain pod's create
+    and updates (queues.pods), a managed Job's pods' updates and in-place resizes."""
+    _expect(request, "Pod")
     if request.sub_resource not in ("", "resize"):
         return _answer(request, ALLOW)  # status, binding, ephemeralcontainers: not requests
+    if request.operation == "CREATE" and request.obj is not None:
+        queue_name = _labels(request.obj).get(QUEUE_LABEL)
+        if not queue_name or not is_plain_pod(request.obj):
+            return _answer(request, ALLOW)
+        labels = None
+        if needs_namespace_labels(str(queue_name), ctx.cache.queues):
+            labels = await ctx.facts.namespace_labels(request.namespace)
+        verdict = check_pod_create(
+            request.obj, request.namespace, ctx.cache.queues, labels, _writer(request, ctx)
+        )
+        return _answer(request, verdict)
+    if request.operation != "UPDATE" or request.obj is None or request.old is None:
+        return _answer(request, ALLOW)
     if QUEUE_LABEL not in _labels(request.old) and QUEUE_LABEL not in _labels(request.obj):
         return _answer(request, ALLOW)
-    verdict = check_pod_update(request.old, request.obj, request.namespace, _writer(request, ctx))
+    writer = _writer(request, ctx)
+    if is_plain_pod(request.old):
+        verdict = check_plain_pod_update(request.old, request.obj, request.namespace, writer)
+    else:
+        verdict = check_pod_update(request.old, request.obj, request.namespace, writer)
     return _answer(request, verdict)

@@ -41,6 +41,7 @@ ROUTES: dict[str, Handler] = {
     "/validate/jobs": handlers.validate_job,
     "/mutate/jobs": handlers.mutate_job,
     "/validate/pods": handlers.validate_pod,
+    "/mutate/pods": handlers.mutate_pod,
 }
 
 CTX_KEY: web.AppKey[Context] = web.AppKey("ctx", Context)

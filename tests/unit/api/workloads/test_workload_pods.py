@@ -74,9 +74,9 @@ def test_a_bare_pod_is_a_victim_only_when_it_opts_in() -> None:
 
 
 def test_a_group_pod_must_say_how_many_the_group_has() -> None:
-    with pytest.raises(InvalidObject, match="pod-group-total-count.*missing"):
+    with pytest.raises(InvalidObject, match=r"pod-group-total-count.*missing"):
         pod_member(pod("a", group="g"))
-    with pytest.raises(InvalidObject, match="'0' is not a count of at least 1"):
+    with pytest.raises(InvalidObject, match=r"'0' is not a count of at least 1"):
         pod_member(pod("a", group="g", total="0"))
 
 
