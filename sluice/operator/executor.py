@@ -24,7 +24,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import Enum
@@ -35,12 +35,13 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from sluice.operator.events import EventSink
-from sluice.operator.plan import EventSpec, Obj, Plan, Write, basis
+from sluice.operator.plan import EventSpec, Obj, Plan, PodChange, Write, basis
 from sluice.operator.state import ClusterState
 
 log = logging.getLogger("sluice.operator.executor")
 
 MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
 
 WRITERS = 8
 """Parallel writes within one phase; phases stay ordered (victims before admissions)."""
@@ -122,6 +123,8 @@ class Executor:
     def write(self, write: Write) -> Obj | None:
         """One Job write, while its precondition holds. The resourceVersion sent is the newest
         seen, so the write never undoes a change the operator has not seen yet."""
+        if write.pods is not None:
+            return self.write_pods(write, write.pods)
         current = self.state.jobs.get(write.job)
         if current is None:
             return None
@@ -150,7 +153,51 @@ class Executor:
                 self.positions_written[write.job] = self.clock()
         return obj
 
-    def _failed(self, write: Write, err: BaseException) -> None:
+    # Plain pods ---------------------------------------------------------------------------
+    def write_pods(self, write: Write, changes: tuple[PodChange, ...]) -> Obj | None:
+        """A decision about a workload of plain pods: each of its pods' writes in turn. Done
+        (the first pod's answer, which its Event goes on) only when every one landed; a pod
+        already gone counts as deleted. An outcome unknown is left to the pod watch."""
+        first: Obj | None = None
+        for change in changes:
+            namespace, name = change.pod.split("/", 1)
+            stub: Obj = {
+                "apiVersion": "v1",
+                "metadata": {"name": name, "namespace": namespace, "uid": change.uid},
+            }
+            try:
+                if change.patch is None:
+                    options = client.V1DeleteOptions(
+                        preconditions=client.V1Preconditions(uid=change.uid)
+                    )
+                    answer = self.core.delete_namespaced_pod(
+                        name, namespace, body=options, _preload_content=False
+                    )
+                else:
+                    kind = MERGE_PATCH if isinstance(change.patch, Mapping) else JSON_PATCH
+                    body: Any = change.patch
+                    answer = self.core.patch_namespaced_pod(
+                        name, namespace, body, _content_type=kind, _preload_content=False
+                    )
+                obj: Obj = json.loads(drain(answer))
+            except API_ERRORS as err:
+                if change.patch is None and classify(err) is Failure.GONE:
+                    obj = stub
+                else:
+                    self._failed(write, err, change.pod)
+                    return None
+            if change.patch is not None:
+                self.state.on_pod("MODIFIED", obj)
+            if obj.get("kind") != "Pod":  # a deletion answered with a Status
+                obj = stub
+            first = first or obj
+        self.stats.count(write.kind)
+        if write.kind == "reason":
+            with self.stats.lock:
+                self.positions_written[write.job] = self.clock()
+        return first or {}
+
+    def _failed(self, write: Write, err: BaseException, pod: str = "") -> None:
         failure = classify(err)
         if failure in (Failure.CONFLICT, Failure.GONE):
             self.stats.conflict()
@@ -160,6 +207,14 @@ class Executor:
         elif failure is Failure.RETRY:
             log.info("event=write-throttled job=%s kind=%s", write.job, write.kind)
             self.state.notify()
+        elif failure is Failure.UNSURE and pod:
+            log.warning(
+                "event=pod-write-unsure workload=%s pod=%s kind=%s error=%s",
+                write.job,
+                pod,
+                write.kind,
+                message(err),
+            )
         elif failure is Failure.UNSURE:
             log.warning(
                 "event=job-write-unsure job=%s kind=%s error=%s",
@@ -263,8 +318,8 @@ class Executor:
     def _announce(self, done: list[tuple[Write, Obj]]) -> None:
         """Hand the Events of the writes that landed to the sink (it posts them in order)."""
         for write, obj in done:
-            if write.event is not None:
-                self.post_event(obj, write.event)
+            if write.event is not None and obj:
+                self.post_event(obj, write.event, "Job" if write.pods is None else "Pod")
 
 
 async def execute(

@@ -196,7 +196,8 @@ class SchedulingLoop:
         def planned() -> Plan:
             # Each decision rests on the spec generation and queue the cycle saw.
             decided_on = {job.key: (job.generation, job.queue) for job in snapshot.jobs}
-            return plan(result, self.state.jobs, decided_on, now, clock, positions)
+            pods = self.state.pod_workloads
+            return plan(result, self.state.jobs, decided_on, now, clock, positions, pods)
 
         writes = await asyncio.to_thread(planned)
         running = asyncio.get_running_loop()

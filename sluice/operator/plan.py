@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from sluice.api.constants import (
+    ADMISSION_GATE,
     ADMITTED_AT_ANNOTATION,
     PENDING_REASON_ANNOTATION,
     QUEUE_LABEL,
@@ -25,6 +26,7 @@ from sluice.api.constants import (
     REQUEUES_ANNOTATION,
 )
 from sluice.api.views import split_pending_reason
+from sluice.api.workloads.pods import PodMember, PodWorkload
 from sluice.scheduler.model import CycleResult, Decision, PendingJob
 from sluice.scheduler.readiness import backoff_reason
 
@@ -58,14 +60,30 @@ class EventSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class PodChange:
+    """One write of one pod of a plain-pod workload: a JSON patch (a list of operations), a
+    merge patch (a mapping), or, with neither, its deletion. ``version`` and ``uid`` are the
+    pod's as the cycle saw it: a patch that carries the version is refused if the pod has
+    changed since, a deletion if it is another pod of that name."""
+
+    pod: str  # namespace/name
+    uid: str
+    version: str = ""
+    patch: Sequence[Mapping[str, Any]] | Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Write:
-    """One merge patch of one Job, and the Event that announces it once it landed."""
+    """One merge patch of one Job, and the Event that announces it once it landed; or, for a
+    workload of plain pods, the writes to its pods (``pods``), the Event going on the first."""
 
     kind: WriteKind
     job: str  # namespace/name
     patch: Mapping[str, Any]
     basis: Basis | None = None  # None: valid whatever the Job has become (a pending reason)
     event: EventSpec | None = None
+    pods: tuple[PodChange, ...] | None = None
+    """None: a Job write."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,24 +166,141 @@ def plan(
     now: datetime,
     clock: float,
     positions_written: Mapping[str, float],
+    pod_workloads: Mapping[str, PodWorkload] | None = None,
 ) -> Plan:
-    """The writes of one cycle's result against the Jobs as stored (``jobs``, by key).
+    """The writes of one cycle's result against the Jobs as stored (``jobs``, by key) and the
+    workloads of plain pods the cycle saw (``pod_workloads``, by key).
 
     ``decided_on`` maps each job to the generation and queue the cycle saw; ``clock`` and
     ``positions_written`` (job -> clock of its last reason write) pace position updates.
     """
-    victims = [
-        _eviction(d, now, decided_on.get(d.job)) for d in result.decisions if d.action != "admit"
-    ]
-    admissions = [
-        _admission(d, now, decided_on.get(d.job)) for d in result.decisions if d.action == "admit"
-    ]
-    reasons: Sequence[Write | None] = [
-        _reason(p, jobs.get(p.job), clock, positions_written) for p in result.pending
-    ]
+    pods = pod_workloads or {}
+    victims: list[Write] = []
+    admissions: list[Write] = []
+    for d in result.decisions:
+        workload = pods.get(d.job)
+        if workload is not None:
+            (admissions if d.action == "admit" else victims).append(_pod_decision(d, workload, now))
+        elif d.action == "admit":
+            admissions.append(_admission(d, now, decided_on.get(d.job)))
+        else:
+            victims.append(_eviction(d, now, decided_on.get(d.job)))
+    reasons: list[Write | None] = []
+    for p in result.pending:
+        workload = pods.get(p.job)
+        if workload is None:
+            reasons.append(_reason(p, jobs.get(p.job), clock, positions_written))
+        else:
+            previous = workload.view.pending_reason if workload.view is not None else None
+            reasons.append(_pod_reason(p, previous, workload, clock, positions_written))
+    admitted = {d.job for d in result.decisions if d.action == "admit"}
+    for key, workload in pods.items():
+        if workload.view is None:
+            reasons.append(_group_waiting(workload))
+        elif workload.stragglers and key not in admitted:
+            admissions.append(_release(key, workload.stragglers, now, None))
     return Plan(
         victims=tuple(victims),
         admissions=tuple(admissions),
         reasons=tuple(w for w in reasons if w is not None),
         pending=frozenset(p.job for p in result.pending),
     )
+
+
+# Plain pods (docs/workloads.md, "Plain pods and pod groups") ---------------------------------
+
+
+def _annotation_path(key: str) -> str:
+    return "/metadata/annotations/" + key.replace("~", "~0").replace("/", "~1")
+
+
+def _release_patch(member: PodMember, now: datetime) -> list[dict[str, Any]]:
+    """Remove sluice's gate from a pod that has not changed since the cycle saw it, and stamp
+    its admission."""
+    gate = f"/spec/schedulingGates/{member.gate_index}"
+    ops: list[dict[str, Any]] = [
+        {"op": "replace", "path": "/metadata/resourceVersion", "value": member.resource_version},
+        {"op": "test", "path": f"{gate}/name", "value": ADMISSION_GATE},
+        {"op": "remove", "path": gate},
+    ]
+    if not member.has_annotations:
+        ops.append(
+            {
+                "op": "add",
+                "path": "/metadata/annotations",
+                "value": {ADMITTED_AT_ANNOTATION: rfc3339(now)},
+            }
+        )
+        return ops
+    ops.append(
+        {"op": "add", "path": _annotation_path(ADMITTED_AT_ANNOTATION), "value": rfc3339(now)}
+    )
+    if member.pending_reason is not None:
+        ops.append({"op": "remove", "path": _annotation_path(PENDING_REASON_ANNOTATION)})
+    return ops
+
+
+def _release(
+    key: str, members: Sequence[PodMember], now: datetime, event: EventSpec | None
+) -> Write:
+    changes = tuple(
+        PodChange(m.key, m.uid, m.resource_version, _release_patch(m, now)) for m in members
+    )
+    return Write("admit", key, {}, None, event, changes)
+
+
+def _pod_decision(decision: Decision, workload: PodWorkload, now: datetime) -> Write:
+    """Admitted: every gated pod of it released. A victim: every pod of it that runs deleted
+    (their controller creates them again, gated, and they queue anew)."""
+    if decision.action == "admit":
+        gated = [m for m in workload.members if m.gated]
+        event = EventSpec("Admitted", f"admitted by queue {decision.queue}: {decision.reason}")
+        return _release(workload.key, gated, now, event)
+    doomed = tuple(
+        PodChange(m.key, m.uid) for m in workload.members if not m.gated and not m.finished
+    )
+    if decision.action == "requeue":
+        event = EventSpec("Requeued", f"pods deleted by sluice: {decision.reason}", warning=True)
+    else:
+        title = "Reclaimed" if decision.action == "reclaim" else "Preempted"
+        event = EventSpec(title, f"{decision.reason}; pods deleted by sluice")
+    return Write(decision.action, workload.key, {}, None, event, doomed)
+
+
+def _reason_changes(members: Sequence[PodMember], text: str) -> tuple[PodChange, ...]:
+    patch = {"metadata": {"annotations": {PENDING_REASON_ANNOTATION: text}}}
+    return tuple(
+        PodChange(m.key, m.uid, patch=patch)
+        for m in members
+        if m.gated and m.pending_reason != text
+    )
+
+
+def _pod_reason(
+    pending: PendingJob,
+    previous: str | None,
+    workload: PodWorkload,
+    clock: float,
+    written: Mapping[str, float],
+) -> Write | None:
+    """Why a workload of plain pods waits, on each of its gated pods, paced as a Job's."""
+    text = pending.reason
+    changes = _reason_changes(workload.members, text)
+    if not changes:
+        return None
+    same_cause = split_pending_reason(previous)[1] == pending.cause
+    last = written.get(pending.job)
+    if previous is not None and same_cause and last is not None and clock - last < POSITION_REFRESH:
+        return None
+    event = None if same_cause else EventSpec("Pending", text, warning=True)
+    return Write("reason", pending.job, {}, None, event, changes)
+
+
+def _group_waiting(workload: PodWorkload) -> Write | None:
+    """A group that is not a workload yet says what it waits for, on each of its pods."""
+    changes = _reason_changes(workload.members, workload.waiting)
+    if not changes:
+        return None
+    first = workload.members[0].pending_reason
+    event = None if first == workload.waiting else EventSpec("Pending", workload.waiting, True)
+    return Write("reason", workload.key, {}, None, event, changes)

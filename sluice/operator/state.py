@@ -22,8 +22,10 @@ from typing import Any
 
 from sluice.api.config import DEFAULT_CONFIG, SchedulerConfig
 from sluice.api.constants import CLOSED_BY_PARENT_ANNOTATION
+from sluice.api.errors import InvalidObject
 from sluice.api.queue import Queue
-from sluice.api.views import JobView, PodView
+from sluice.api.views import JobView, PodView, gated
+from sluice.api.workloads.pods import PodMember, PodWorkload, pod_member, pod_workloads
 from sluice.operator.published import Published
 from sluice.scheduler.model import Snapshot
 from sluice.scheduler.snapshot import KINDS, Read, build_snapshot, read
@@ -143,6 +145,11 @@ class ClusterState:
     """The event loop that waits on ``wake``; set by the operator, None in tests."""
     published: Published = field(default_factory=Published)
     """The latest cycle's results, from the scheduling loop to the Queue handlers."""
+    pod_members: dict[str, PodMember] = field(default_factory=dict)
+    """Managed plain pods (docs/workloads.md), by pod key, read as their events arrive."""
+    pod_workloads: dict[str, PodWorkload] = field(default_factory=dict)
+    """The plain-pod workloads of the latest snapshot, by workload key: what its decisions
+    about them are written to."""
 
     def notify(self, urgent: bool = True) -> None:
         """Wake the scheduling loop, from its own thread or from a writer thread."""
@@ -173,12 +180,14 @@ class ClusterState:
         kept: Obj | None = None,
         unseen: Callable[[Obj, Obj], bool] | None = None,
         minor: Callable[[Read | None, Read], bool] | None = None,
+        also: Callable[[str, Obj | None], None] | None = None,
     ) -> None:
         """Keep ``kept`` (the object itself unless told) and how ``obj`` reads, or forget
         them, unless an event already told something newer; wake the loop unless the object
         reads as it did, or ``unseen(before, after)`` says the change is nothing a cycle
         looks at. The wake is urgent unless ``minor(read before, read now)`` says the change
-        cannot let a job in."""
+        cannot let a job in. ``also(key, obj or None)``, under the lock, keeps what else is
+        read of an object stored (None: forgotten)."""
         tomb = f"{id(table)}/{key}"  # tables are per kind, so are their tombstones
         version = _version(obj)
         reads = self.reads[kind]
@@ -190,6 +199,8 @@ class ClusterState:
             if seen is None:
                 table.pop(key, None)
                 reads.pop(key, None)
+                if also is not None:
+                    also(key, None)
                 if version is not None:
                     self.deleted[tomb] = version
                     while len(self.deleted) > TOMBSTONES:
@@ -205,6 +216,8 @@ class ClusterState:
                 table[key] = obj if kept is None else kept
                 before = reads.get(key)
                 reads[key] = seen
+                if also is not None:
+                    also(key, obj)
                 if before == seen:
                     return
                 if unseen is not None and current is not None and unseen(current, obj):
@@ -246,8 +259,28 @@ class ClusterState:
         meta = obj.get("metadata") or {}
         order = {k: meta.get(k) for k in ("resourceVersion", "deletionTimestamp", "finalizers")}
         self._store(
-            "Pod", self.pods, job_key(obj), event, obj, {"metadata": order}, minor=_pod_only_takes
+            "Pod",
+            self.pods,
+            job_key(obj),
+            event,
+            obj,
+            {"metadata": order},
+            # A pod sluice holds may be admitted at once: none of its changes is minor.
+            minor=None if gated(obj.get("spec") or {}) else _pod_only_takes,
+            also=self._member,
         )
+
+    def _member(self, key: str, obj: Obj | None) -> None:
+        """A managed plain pod as a member of its workload (the lock is held)."""
+        try:
+            member = pod_member(obj) if obj is not None else None
+        except InvalidObject as err:
+            member = None
+            log.warning("event=unreadable-pod pod=%s error=%r", key, str(err))
+        if member is None:
+            self.pod_members.pop(key, None)
+        else:
+            self.pod_members[key] = member
 
     def remember_job(self, obj: Obj) -> None:
         """The object the API server returned for our own write."""
@@ -261,6 +294,14 @@ class ClusterState:
         views shared: they are immutable); unreadable objects are left out and reported."""
         with self.lock:
             reads = [one for kind in KINDS for one in self.reads[kind].values()]
+            members = list(self.pod_members.values())
+        # Plain pods join the cycle as the workloads they form (docs/workloads.md).
+        self.pod_workloads = pod_workloads(members)
+        reads += [
+            Read("Job", f"pods/{key}", found.view)
+            for key, found in self.pod_workloads.items()
+            if found.view is not None
+        ]
         built = build_snapshot(
             reads, now, strict=False, config=self.config, max_queue_depth=max_queue_depth
         )

@@ -12,7 +12,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sluice.api.constants import PREEMPTABLE_ANNOTATION, PREFIX, QUEUE_LABEL, ROOT_QUEUE
+from sluice.api.constants import (
+    POD_GROUP_TOTAL_ANNOTATION,
+    PREEMPTABLE_ANNOTATION,
+    PREFIX,
+    QUEUE_LABEL,
+    ROOT_QUEUE,
+)
 from sluice.api.errors import InvalidObject
 from sluice.api.queue import Queue
 from sluice.api.resources import EMPTY, Resources, describe_amount
@@ -195,8 +201,8 @@ def check_annotations(
     before = _sluice_annotations(old)
     after = _sluice_annotations(new)
     for key in sorted(set(before) | set(after)):
-        if before.get(key) == after.get(key):
-            continue
+        if before.get(key) == after.get(key) or key == POD_GROUP_TOTAL_ANNOTATION:
+            continue  # the group's size is its owner's to say (queues.pods keeps it)
         if key == PREEMPTABLE_ANNOTATION:
             if writer.may_protect or (opting_in and after.get(key, "").lower() == "true"):
                 continue

@@ -38,7 +38,11 @@ def plain_pod(
 
 async def test_a_pod_of_a_queue_is_created_gated(webhook: Webhook) -> None:
     seed(webhook, queue_obj("team-a", parent="root"))
-    obj = plain_pod(schedulingGates=[{"name": "theirs"}])
+    obj = plain_pod(
+        schedulingGates=[{"name": "theirs"}],
+        labels={"sluice.dev/pod-group": "g"},
+        annotations={"sluice.dev/pod-group-total-count": "4"},
+    )
     response = await answer(webhook, "/mutate/pods", make_review("Pod", obj, namespace="team"))
     assert patched(obj, response)["spec"]["schedulingGates"] == [{"name": "theirs"}, GATE]
     verdict = await answer(webhook, "/validate/pods", make_review("Pod", obj, namespace="team"))
