@@ -146,6 +146,24 @@ def test_unreadable_objects_are_left_out_and_reported() -> None:
     assert set(state.bad_objects) == {"queue/bad", "job/ns/j"}
 
 
+def test_plain_pods_join_the_snapshot_as_the_workloads_they_form() -> None:
+    state = ClusterState()
+
+    def pod(name: str, version: int) -> dict[str, object]:
+        gated = {"containers": [], "schedulingGates": [{"name": "sluice.dev/admission"}]}
+        found = obj(name, version, spec=gated)
+        found["metadata"] |= {"uid": f"u-{name}", "labels": {"sluice.dev/queue-name": "team"}}  # type: ignore[operator]
+        return found
+
+    state.on_pod("ADDED", pod("a", 3))
+    state.on_pod("ADDED", pod("b", 4))
+    state.on_pod("ADDED", obj("outside", 5, spec={"containers": []}))
+    assert [j.key for j in state.snapshot(NOW, 5).jobs] == ["ns/pod/a", "ns/pod/b"]
+    assert sorted(state.pod_workloads) == ["ns/pod/a", "ns/pod/b"]
+    state.on_pod("DELETED", pod("a", 6))
+    assert [j.key for j in state.snapshot(NOW, 5).jobs] == ["ns/pod/b"]
+
+
 def test_status_is_written_only_when_something_a_reader_sees_changes() -> None:
     result = QueueResult(
         state="Open",
