@@ -63,6 +63,7 @@ bench: install
 	$(PY) -m bench.bench_dashboard
 	$(PY) -m bench.bench_operator_scale
 	$(PY) -m bench.bench_failover
+	$(PY) -m bench.bench_pods
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -50,8 +50,9 @@ def _bare_server(port: int, cert: str, key: str, ready: Any) -> None:
 
     async def main() -> None:
         app = web.Application()
-        app.router.add_post("/mutate/jobs", allow)
-        app.router.add_post("/validate/jobs", allow)
+        for kind in REVIEWS:
+            app.router.add_post(f"/mutate/{kind}", allow)
+            app.router.add_post(f"/validate/{kind}", allow)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
@@ -160,10 +161,67 @@ def review(i: int) -> dict[str, Any]:
     }
 
 
-def _load(port: int, ca: str, requests: int, connections: int, out: Any) -> None:
+def pod_review(i: int) -> dict[str, Any]:
+    """A Deployment's pod of a queue, as the API server sends it for its creation."""
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"serve-7d9f-{i:05d}",
+            "namespace": "ml",
+            "labels": {"sluice.dev/queue-name": f"team-{i % 10}-{i % 7}", "app": "serve"},
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "name": "serve-7d9f",
+                    "uid": "rs-uid",
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": {
+            "restartPolicy": "Always",
+            "containers": [
+                {
+                    "name": "server",
+                    "image": "registry.example/server:2.1",
+                    "ports": [{"containerPort": 8080}],
+                    "resources": {
+                        "requests": {"cpu": "2", "memory": "8Gi", "nvidia.com/gpu": "1"},
+                        "limits": {"memory": "8Gi", "nvidia.com/gpu": "1"},
+                    },
+                }
+            ],
+        },
+    }
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": f"uid-{i}",
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "operation": "CREATE",
+            "name": pod["metadata"]["name"],
+            "namespace": "ml",
+            "userInfo": {"username": "system:serviceaccount:kube-system:replicaset-controller"},
+            "object": pod,
+        },
+    }
+
+
+REVIEWS = {"jobs": review, "pods": pod_review}
+"""What a load sends, by the resource the endpoints review: /mutate/<it>, /validate/<it>."""
+
+
+def _load(
+    port: int, ca: str, requests: int, connections: int, out: Any, kind: str = "jobs"
+) -> None:
     import aiohttp
 
-    bodies = [json.dumps(review(i)).encode() for i in range(200)]
+    bodies = [json.dumps(REVIEWS[kind](i)).encode() for i in range(200)]
 
     async def main() -> dict[str, Any]:
         context = ssl.create_default_context(cafile=ca)
@@ -176,7 +234,7 @@ def _load(port: int, ca: str, requests: int, connections: int, out: Any) -> None
             async def worker() -> None:
                 nonlocal errors
                 for i in counter:
-                    path = "/mutate/jobs" if i % 2 == 0 else "/validate/jobs"
+                    path = f"/mutate/{kind}" if i % 2 == 0 else f"/validate/{kind}"
                     started = time.perf_counter()
                     try:
                         async with session.post(
@@ -200,7 +258,9 @@ def _load(port: int, ca: str, requests: int, connections: int, out: Any) -> None
     out.put(asyncio.run(main()))
 
 
-def run(requests: int, connections: int, target: Any = _server) -> dict[str, float]:
+def run(
+    requests: int, connections: int, target: Any = _server, kind: str = "jobs"
+) -> dict[str, float]:
     sys.path.insert(0, str(REPO / "hack"))
     from controlplane.pki import CertificateAuthority
 
@@ -224,13 +284,13 @@ def run(requests: int, connections: int, target: Any = _server) -> dict[str, flo
             raise SystemExit("webhook server did not start")
         results: Any = multiprocessing.Queue()
         warm = multiprocessing.Process(
-            target=_load, args=(port, str(ca_file), 500, connections, results)
+            target=_load, args=(port, str(ca_file), 500, connections, results, kind)
         )
         warm.start()
         results.get(timeout=120)
         warm.join()
         load = multiprocessing.Process(
-            target=_load, args=(port, str(ca_file), requests, connections, results)
+            target=_load, args=(port, str(ca_file), requests, connections, results, kind)
         )
         load.start()
         outcome = results.get(timeout=600)

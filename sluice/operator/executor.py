@@ -191,7 +191,7 @@ class Executor:
             if obj.get("kind") != "Pod":  # a deletion answered with a Status
                 obj = stub
             first = first or obj
-        self.stats.count(write.kind)
+            self.stats.count(write.kind)
         if write.kind == "reason":
             with self.stats.lock:
                 self.positions_written[write.job] = self.clock()
