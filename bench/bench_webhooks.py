@@ -145,18 +145,26 @@ def review(i: int) -> dict[str, Any]:
             },
         },
     }
+    return _create_review(
+        i, "batch", job, {"username": "alice", "groups": ["system:authenticated"]}
+    )
+
+
+def _create_review(i: int, group: str, obj: dict[str, Any], user: dict[str, Any]) -> dict[str, Any]:
+    """The AdmissionReview the API server sends for the creation of ``obj`` in ml."""
+    kind = obj["kind"]
     return {
         "apiVersion": "admission.k8s.io/v1",
         "kind": "AdmissionReview",
         "request": {
             "uid": f"uid-{i}",
-            "kind": {"group": "batch", "version": "v1", "kind": "Job"},
-            "resource": {"group": "batch", "version": "v1", "resource": "jobs"},
+            "kind": {"group": group, "version": "v1", "kind": kind},
+            "resource": {"group": group, "version": "v1", "resource": f"{kind.lower()}s"},
             "operation": "CREATE",
-            "name": f"train-{i}",
+            "name": obj["metadata"]["name"],
             "namespace": "ml",
-            "userInfo": {"username": "alice", "groups": ["system:authenticated"]},
-            "object": job,
+            "userInfo": user,
+            "object": obj,
         },
     }
 
@@ -196,20 +204,8 @@ def pod_review(i: int) -> dict[str, Any]:
             ],
         },
     }
-    return {
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": f"uid-{i}",
-            "kind": {"group": "", "version": "v1", "kind": "Pod"},
-            "resource": {"group": "", "version": "v1", "resource": "pods"},
-            "operation": "CREATE",
-            "name": pod["metadata"]["name"],
-            "namespace": "ml",
-            "userInfo": {"username": "system:serviceaccount:kube-system:replicaset-controller"},
-            "object": pod,
-        },
-    }
+    user = {"username": "system:serviceaccount:kube-system:replicaset-controller"}
+    return _create_review(i, "", pod, user)
 
 
 REVIEWS = {"jobs": review, "pods": pod_review}

@@ -158,7 +158,7 @@ def needs_namespace_labels(queue_name: str | None, existing: Mapping[str, Queue]
     return queue is not None and queue.spec.namespace_selector is not None
 
 
-def check_queue_for(
+def _check_queue_for(
     job: Mapping[str, Any],
     namespace: str,
     existing: Mapping[str, Queue],
@@ -291,13 +291,15 @@ def check_job_create(
     existing: Mapping[str, Queue],
     labels: Mapping[str, str] | None,
     writer: Writer,
+    opting_in: bool = False,
 ) -> Verdict:
     """A new managed job: its queue takes it, and it carries no sluice.dev/ annotation its
-    writer may not set. ``labels``: the namespace's, when needs_namespace_labels says so."""
-    verdict = check_queue_for(job, namespace, existing, labels)
+    writer may not set. ``labels``: the namespace's, when needs_namespace_labels says so;
+    ``opting_in`` as for check_annotations."""
+    verdict = _check_queue_for(job, namespace, existing, labels)
     if not verdict.allowed:
         return verdict
-    return check_annotations(None, job, namespace, writer)
+    return check_annotations(None, job, namespace, writer, opting_in)
 
 
 def check_job_update(
@@ -344,7 +346,7 @@ def check_job_update(
                 f"{who}: the label {QUEUE_LABEL} ({old_queue}) cannot be removed from an"
                 " unfinished job; move it to another queue or delete it",
             )
-        verdict = check_queue_for(new, namespace, existing, labels)
+        verdict = _check_queue_for(new, namespace, existing, labels)
         if not verdict.allowed:
             return verdict
     if new_queue is None:

@@ -24,26 +24,14 @@ from sluice.api.workloads.pods import group_total
 from sluice.queues.jobs import (
     Setting,
     Writer,
+    _map,
+    _meta,
+    _spec,
     check_annotations,
+    check_job_create,
     check_pod_growth,
-    check_queue_for,
 )
 from sluice.queues.verdict import ALLOW, Verdict, deny
-
-
-def _meta(pod: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = pod.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
-def _map(pod: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    value = _meta(pod).get(key)
-    return value if isinstance(value, Mapping) else {}
-
-
-def _spec(pod: Mapping[str, Any]) -> Mapping[str, Any]:
-    spec = pod.get("spec")
-    return spec if isinstance(spec, Mapping) else {}
 
 
 def _who(pod: Mapping[str, Any], namespace: str) -> str:
@@ -96,13 +84,10 @@ def check_pod_create(
     a victim). ``labels``: the namespace's, when the queue selects namespaces."""
     if not is_plain_pod(pod):
         return ALLOW
-    verdict = check_queue_for(pod, namespace, existing, labels)
+    verdict = check_job_create(pod, namespace, existing, labels, writer, opting_in=True)
     if not verdict.allowed:
         return verdict
-    verdict = _group_refusal(pod, namespace)
-    if not verdict.allowed:
-        return verdict
-    return check_annotations(None, pod, namespace, writer, opting_in=True)
+    return _group_refusal(pod, namespace)
 
 
 HOLDING = (
