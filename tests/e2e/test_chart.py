@@ -538,7 +538,11 @@ def test_install_then_each_account_can_do_exactly_what_it_needs(
     )
     assert operator.can_i("get", "configmaps/sluice-scheduler", NAMESPACE)
     assert not operator.can_i("get", "configmaps/team-b-sluice-scheduler", NAMESPACE)
-    assert not operator.can_i("delete", "pods", "default")  # forbidden: not its business
+    # Plain pods: admitted by removing their gate, reclaimed by deleting them.
+    assert operator.can_i("patch", "pods", "default")
+    assert operator.can_i("delete", "pods", "default")
+    assert not operator.can_i("create", "pods", "default")  # forbidden: not its business
+    assert not operator.can_i("delete", "jobs.batch", "default")
     assert not operator.can_i("get", "secrets", NAMESPACE)
     assert webhooks.can_i("list", "queues.scheduling.sluice.dev")
     assert not webhooks.can_i("patch", "jobs.batch", "default")  # forbidden: only the operator
