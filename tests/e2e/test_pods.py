@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from .components import sluice_system
-from .helpers import Kubectl, controlplane, wait_for
+from .helpers import Kubectl, KubectlError, controlplane, wait_for
 from .scenario import Scenario, kwok
 
 GATE = "sluice.dev/admission"
@@ -166,3 +166,27 @@ def test_reclaim_deletes_a_lower_queues_pods_and_their_replacements_wait_gated(
         name = pod["metadata"]["name"]
         assert wait_for(lambda n=name: reason(s.kubectl.get("pod", n, s.namespace)), what="why")
         assert not s.kubectl.get("pod", name, s.namespace)["spec"].get("nodeName")
+
+
+def test_a_namespaces_default_queue_takes_its_pods_and_only_sluice_ungates_them(
+    s: Scenario,
+) -> None:
+    s.node(4)
+    team = s.queue("team", capability={s.resource: "1"})
+    s.kubectl.run("label", "namespace", s.namespace, f"sluice.dev/default-queue={team}")
+    for name in ("first", "second"):
+        pod = kwok.pod_template({s.resource: 1}, restart_policy="Always")
+        pod["metadata"] = {"name": name, "namespace": s.namespace}
+        s.kubectl.create({"apiVersion": "v1", "kind": "Pod", **pod})
+    found = wait_pods(s, f"sluice.dev/queue-name={team}", 1, 1)
+    held = next(p["metadata"]["name"] for p in found if gated(p))
+    ungate = '[{"op": "remove", "path": "/spec/schedulingGates/0"}]'
+    with pytest.raises(KubectlError) as refused:
+        s.kubectl.run("patch", "pod", held, "-n", s.namespace, "--type=json", "-p", ungate)
+    assert (
+        f"pod {s.namespace}/{held}: only sluice may remove the scheduling gate"
+        f" sluice.dev/admission of a pod of queue {team}"
+    ) in str(refused.value)
+    with pytest.raises(KubectlError) as refused:
+        create_pod(s, "lost", "nowhere")
+    assert f"pod {s.namespace}/lost: queue {s.name('nowhere')} does not exist" in str(refused.value)
