@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from sluice.api.constants import (
@@ -196,7 +196,7 @@ def plan(
     admitted = {d.job for d in result.decisions if d.action == "admit"}
     for key, workload in pods.items():
         if workload.view is None:
-            reasons.append(_group_waiting(workload))
+            reasons.append(_group_waiting(workload, now))
         elif workload.stragglers and key not in admitted:
             admissions.append(_release(key, workload.stragglers, now, None))
     return Plan(
@@ -296,8 +296,16 @@ def _pod_reason(
     return Write("reason", pending.job, {}, None, event, changes)
 
 
-def _group_waiting(workload: PodWorkload) -> Write | None:
-    """A group that is not a workload yet says what it waits for, on each of its pods."""
+GROUP_SETTLE = timedelta(seconds=5)
+"""How long after its latest pod was created a group that is not a workload yet says what it
+waits for: a group still being created would otherwise be told so once per pod."""
+
+
+def _group_waiting(workload: PodWorkload, now: datetime) -> Write | None:
+    """A group that is not a workload yet says what it waits for, on each of its pods, once
+    it has stopped growing for GROUP_SETTLE (a later cycle, at the latest the resync)."""
+    if now - max(m.creation_timestamp for m in workload.members) < GROUP_SETTLE:
+        return None
     changes = _reason_changes(workload.members, workload.waiting)
     if not changes:
         return None

@@ -110,3 +110,11 @@ def test_an_incomplete_group_says_what_it_waits_for_and_a_replacement_is_release
         None,
         ["ns/c"],
     )
+
+
+def test_a_group_still_being_created_is_not_told_what_it_waits_for_yet() -> None:
+    fresh = pod("a", **{"sluice.dev/pod-group": "g"})
+    fresh["metadata"]["creationTimestamp"] = "2026-01-01T11:59:57Z"  # 3 s before NOW
+    assert plan(cycle(), {}, {}, NOW, 0.0, {}, workloads(fresh)).reasons == ()
+    fresh["metadata"]["creationTimestamp"] = "2026-01-01T11:59:55Z"
+    assert len(plan(cycle(), {}, {}, NOW, 0.0, {}, workloads(fresh)).reasons) == 1
