@@ -431,12 +431,24 @@ def job_controller_uid(meta: Mapping[str, Any]) -> str:
 JOB_POD_UID_LABELS = ("batch.kubernetes.io/controller-uid", "controller-uid")
 """Labels the Job controller puts on its pods, naming their Job's uid."""
 
+WORKLOAD_POD_OWNERS = frozenset({"Job", "PyTorchJob", "MPIJob", "RayCluster"})
+"""Controllers of the pods of workloads held by their own suspend field (docs/workloads.md):
+a Job (also a JobSet's or a TrainJob's), a PyTorchJob's or MPIJob's own pods, a RayJob's
+RayCluster."""
+
 
 def job_pod(meta: Mapping[str, Any]) -> bool:
-    """A pod of a Job: one a Job controls, or one carrying the labels the Job controller
-    gives its pods. Its Job is the workload, never the pod."""
+    """A pod of a workload of its own: one such a controller controls, or one carrying the
+    labels the Job controller gives its pods. That workload is sluice's, never the pod."""
     labels = meta.get("labels") or {}
-    return bool(job_controller_uid(meta)) or any(labels.get(k) for k in JOB_POD_UID_LABELS)
+    if any(labels.get(k) for k in JOB_POD_UID_LABELS):
+        return True
+    return any(
+        isinstance(owner, Mapping)
+        and owner.get("controller")
+        and owner.get("kind") in WORKLOAD_POD_OWNERS
+        for owner in meta.get("ownerReferences") or ()
+    )
 
 
 def gated(spec: Mapping[str, Any]) -> bool:

@@ -58,7 +58,8 @@ def member(obj: dict[str, Any]) -> PodMember:
 
 def test_only_gated_or_admitted_pods_of_a_queue_that_no_job_controls_are_members() -> None:
     assert pod_member(pod("a", queue=None)) is None
-    assert pod_member(pod("a", owner="Job")) is None  # its Job is the workload
+    for owner in ("Job", "PyTorchJob", "MPIJob", "RayCluster"):
+        assert pod_member(pod("a", owner=owner)) is None  # held by its own workload
     assert pod_member(pod("a", gated=False)) is None  # never held by sluice
     gated = member(pod("a", owner="ReplicaSet"))
     assert (gated.gate_index, gated.controlled, gated.preemptable) == (1, True, True)
