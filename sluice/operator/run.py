@@ -10,6 +10,7 @@ import logging
 import os
 import signal
 import socket
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, cast
@@ -107,41 +108,70 @@ def _with_room_for_writers(api: client.ApiClient) -> client.ApiClient:
     return client.ApiClient(cfg)
 
 
-async def lead_queues(
-    api: client.ApiClient,
-    state: ClusterState,
-    elector: LeaseElector,
-    take_signals_back: Callable[[], None],
-) -> None:
+class _QueueHandlers:
+    """Kopf's Queue handlers on a thread and event loop of their own.
+
+    Kopf, when one of its operators ends, cancels every task created on its event loop since
+    it started, whoever created them ("hung" tasks): run beside the watches on one loop,
+    handlers stopped on a lost Lease would take the watches' workers with them, and a replica
+    that took the Lease back would go on deciding on what it stopped seeing. On their own
+    loop, stopping them touches nothing else; Kopf off the main thread also leaves the
+    process's signals alone."""
+
+    def __init__(self, state: ClusterState, api: client.ApiClient) -> None:
+        self.stop = threading.Event()
+        self.failure: Exception | None = None
+        self.thread = threading.Thread(
+            target=self._run, args=(state, api), name="sluice-queue-handlers", daemon=True
+        )
+        self.thread.start()
+
+    def _run(self, state: ClusterState, api: client.ApiClient) -> None:
+        operator = kopf.operator(
+            registry=build_queue_registry(state, api),
+            standalone=True,
+            clusterwide=True,
+            stop_flag=self.stop,
+        )
+        try:
+            asyncio.run(operator)
+        except Exception as err:
+            log.exception("event=queue-handlers-failed")
+            self.failure = err  # and the task that waits on the thread fails with it
+
+    def running(self) -> bool:
+        return self.thread.is_alive()
+
+    async def halt(self, seconds: float = 15.0) -> None:
+        self.stop.set()
+        await asyncio.to_thread(self.thread.join, seconds)
+
+
+class _NotOffMainThread(logging.Filter):
+    """Kopf warns that it takes no OS signals when run off the main thread: that is the
+    point of running the Queue handlers there (the process's own handlers stop it)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "running not in the main thread" not in record.getMessage()
+
+
+async def lead_queues(api: client.ApiClient, state: ClusterState, elector: LeaseElector) -> None:
     """Kopf's Queue handlers, run while this replica holds the Lease: started when it takes
-    the Lease, stopped as soon as it no longer holds it. Returns when they stop by themselves
-    (Kopf stops on SIGTERM/SIGINT, which it takes over while it runs)."""
+    the Lease, stopped as soon as it no longer holds it. Returns if they stop by themselves."""
+    logging.getLogger("kopf").addFilter(_NotOffMainThread())
     while True:
         while not elector.holds():
             await _lease_changed(elector)
-        stop: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        handlers = asyncio.create_task(
-            kopf.operator(
-                registry=build_queue_registry(state, api),
-                standalone=True,
-                clusterwide=True,
-                stop_flag=stop,
-            ),
-            name="queue-handlers",
-        )
+        handlers = _QueueHandlers(state, api)
         log.info("event=queue-handlers-started")
         try:
-            while elector.holds() and not handlers.done():
+            while elector.holds() and handlers.running():
                 await _lease_changed(elector)
         finally:
-            if not stop.done():
-                stop.set_result(None)
-            await asyncio.wait([handlers], timeout=10)
-            if not handlers.done():
-                handlers.cancel()
-                await asyncio.gather(handlers, return_exceptions=True)
-            take_signals_back()  # Kopf leaves its own handlers behind, bound to a spent flag
-        if not handlers.cancelled() and handlers.exception() is None and not elector.holds():
+            await handlers.halt()
+        if handlers.failure is not None:
+            raise handlers.failure
+        if not elector.holds():
             log.info("event=queue-handlers-stopped reason=lease-lost")
             continue
         return
@@ -186,12 +216,8 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> None:
         start_http_server(options.metrics_port, registry=metrics.REGISTRY)
     stop = asyncio.Event()
     running = asyncio.get_running_loop()
-
-    def take_signals() -> None:
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            running.add_signal_handler(sig, stop.set)
-
-    take_signals()
+    for sig in (signal.SIGTERM, signal.SIGINT):  # until Kopf's watches take them over
+        running.add_signal_handler(sig, stop.set)
     await asyncio.to_thread(prime, api, state)
     loop.memory.settle()
     loop.synced.set()
@@ -212,7 +238,7 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> None:
         ),
         asyncio.create_task(elector.run(), name="lease"),
         asyncio.create_task(loop.run(), name="loop"),
-        asyncio.create_task(lead_queues(api, state, elector, take_signals), name="queues"),
+        asyncio.create_task(lead_queues(api, state, elector), name="queues"),
     ]
     if options.dashboard_port:
         dashboard = serve_dashboard(view, "0.0.0.0", options.dashboard_port, asyncio.Event())

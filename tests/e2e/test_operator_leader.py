@@ -3,6 +3,8 @@ dies; a crash in the middle of a burst admits nothing twice and nothing over quo
 
 from __future__ import annotations
 
+import signal
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -219,3 +221,37 @@ def test_a_kill_while_a_cycle_is_writing_admits_nothing_twice_or_over_quota(
             name = event["involvedObject"]["name"]
             counts[name] = counts.get(name, 0) + 1
     assert all(count == 1 for count in counts.values()), counts
+
+
+def test_a_leader_that_loses_the_lease_for_a_moment_still_sees_every_change(
+    control_plane: controlplane.Cluster, kubectl: Kubectl, namespace: str, workdir: Path
+) -> None:
+    """A replica paused past its renewal margin stops its Queue handlers, then holds the Lease
+    again and starts them anew; its watches must go on through that, or it would keep
+    deciding on what it no longer sees (here: the job that finished, so the next waits)."""
+    kubectl.run("create", "namespace", "sluice-system", check=False)
+    lease = unique_name("lease")
+    op = Operator(control_plane, workdir, "paused", lease_name=lease, lease_seconds=LEASE_SECONDS)
+    try:
+        wait_for(lambda: holder(kubectl, lease) == "paused", timeout=30, what="the leader")
+        s = Scenario(kubectl, namespace)
+        s.node(1)
+        s.queue("team")
+        s.job("first", "team", 1, complete_after="15s")
+        s.wait_admitted("first")
+        s.job("second", "team", 1)
+        op.process.send_signal(signal.SIGSTOP)  # a stall: no renewal for longer than the margin
+        time.sleep(LEASE_SECONDS)
+        op.process.send_signal(signal.SIGCONT)
+        wait_for(
+            lambda: (
+                "queue-handlers-stopped" in op.logs()
+                and op.logs().count("queue-handlers-started") >= 2
+            ),
+            timeout=30,
+            what="the Queue handlers stopped and started again",
+        )
+        s.wait_complete("first", timeout=60)
+        s.wait_admitted("second", timeout=30)  # the operator saw the first one finish
+    finally:
+        op.stop()
