@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -56,6 +57,8 @@ class LeaseElector:
         self.listeners: list[Callable[[], None]] = []
         """Called when leadership changes: a new holder acts at once, not at the next event."""
         self._renewer = ThreadPoolExecutor(1, thread_name_prefix="sluice-lease")
+        self._stop = threading.Event()
+        self._round = threading.Lock()  # a round, or the release: never both at once
         self.expires_in: float | None = None
         """Seconds until another holder's Lease expires, as last read (None: not known)."""
 
@@ -132,7 +135,13 @@ class LeaseElector:
         return True
 
     def release(self) -> None:
-        """Give the Lease up at shutdown so a follower need not wait for it to expire."""
+        """Give the Lease up at shutdown so a follower need not wait for it to expire (no
+        round runs after this one)."""
+        self._stop.set()
+        with self._round:
+            self._release()
+
+    def _release(self) -> None:
         if not self.is_leader:
             return
         try:
@@ -146,17 +155,26 @@ class LeaseElector:
         self.is_leader = False
 
     async def run(self) -> None:
-        while True:
+        """Take or renew the Lease every round, forever, on a thread of its own: a renewal
+        must not wait for the event loop, which can be busy for many seconds (tens of
+        thousands of watch events as the watches start) while the replica is able to act."""
+        loop = asyncio.get_running_loop()
+        try:
+            await loop.run_in_executor(self._renewer, self._rounds, loop)
+        finally:
+            self._stop.set()
+
+    def _rounds(self, loop: asyncio.AbstractEventLoop) -> None:
+        while not self._stop.is_set():
             started = time.monotonic()
-            try:
-                # Its own thread: behind other work in the shared pool, a renewal could come
-                # too late and the holder would stop writing for nothing.
-                leading = await asyncio.get_running_loop().run_in_executor(
-                    self._renewer, self.try_acquire_or_renew
-                )
-            except Exception as err:  # noqa: BLE001 - an unreachable API server means not leading
-                log.warning("event=lease-error error=%r", err)
-                leading = False
+            with self._round:
+                if self._stop.is_set():
+                    return  # stopped, perhaps released, while this round waited
+                try:
+                    leading = self.try_acquire_or_renew()
+                except Exception as err:  # noqa: BLE001 - an unreachable API server: not leading
+                    log.warning("event=lease-error error=%r", err)
+                    leading = False
             if leading:
                 self.renewed_at = started
             if leading != self.is_leader:
@@ -168,10 +186,15 @@ class LeaseElector:
                     self.namespace,
                     self.name,
                 )
-                self.changed.set()
-                for listener in self.listeners:
-                    listener()
-            await asyncio.sleep(self.next_round(leading))
+                if not loop.is_closed():
+                    loop.call_soon_threadsafe(self._tell)
+            self._stop.wait(self.next_round(leading))
+
+    def _tell(self) -> None:
+        """On the event loop: leadership changed."""
+        self.changed.set()
+        for listener in self.listeners:
+            listener()
 
     def next_round(self, leading: bool) -> float:
         """Seconds to the next round: the renewal interval, or for a follower the moment the

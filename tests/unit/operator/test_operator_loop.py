@@ -244,3 +244,19 @@ async def test_taking_the_lease_wakes_the_new_holder_at_once() -> None:
         await asyncio.sleep(0.02)
     task.cancel()
     assert woken == [True]
+
+
+async def test_the_lease_is_renewed_while_the_event_loop_is_busy() -> None:
+    """Tens of thousands of watch events can hold the event loop for seconds; the holder is
+    able to act all along, so its renewals must not wait for the loop."""
+    fake = Coordination(None)
+    found = elector(fake)
+    found.renew_seconds = 0.05
+    task = asyncio.create_task(found.run())
+    await asyncio.sleep(0.1)  # the first round: created, held
+    rounds = len(fake.written)
+    time.sleep(0.5)  # the event loop held by other work
+    assert len(fake.written) >= rounds + 3
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    found.release()
