@@ -9,6 +9,7 @@ Like Kubernetes, a value finer than a milli-unit is rounded up.
 
 from __future__ import annotations
 
+import math
 import re
 from fractions import Fraction
 from functools import lru_cache
@@ -52,6 +53,8 @@ def parse_quantity(value: str | int | float) -> int:
     if isinstance(value, int):
         return value * 1000
     if isinstance(value, float):
+        if not math.isfinite(value):  # JSON readers accept Infinity and NaN
+            raise QuantityError(f"{value!r} is not a quantity")
         return _ceil(Fraction(value) * 1000)
     if not isinstance(value, str):
         raise QuantityError(f"{value!r} is not a quantity")

@@ -121,3 +121,9 @@ def test_format_parse_round_trip(milli: int, resource: str) -> None:
 )
 def test_parse_is_monotonic_in_the_number(number: int, suffix: str) -> None:
     assert parse_quantity(f"{number}{suffix}") <= parse_quantity(f"{number + 1}{suffix}")
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan")])
+def test_a_number_json_may_carry_but_no_quantity_is_refused(value: float) -> None:
+    with pytest.raises(QuantityError, match="is not a quantity"):
+        parse_quantity(value)
