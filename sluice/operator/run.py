@@ -164,17 +164,18 @@ async def lead_queues(api: client.ApiClient, state: ClusterState, elector: Lease
             await _lease_changed(elector)
         handlers = _QueueHandlers(state, api)
         log.info("event=queue-handlers-started")
+        lost = False
         try:
-            while elector.holds() and handlers.running():
+            while handlers.running() and not (lost := not elector.holds()):
                 await _lease_changed(elector)
         finally:
             await handlers.halt()
         if handlers.failure is not None:
             raise handlers.failure
-        if not elector.holds():
-            log.info("event=queue-handlers-stopped reason=lease-lost")
-            continue
-        return
+        if not lost:
+            return  # they stopped by themselves: so does the operator
+        # Held again by the time they stopped, perhaps: they start anew all the same.
+        log.info("event=queue-handlers-stopped reason=lease-lost")
 
 
 async def _lease_changed(elector: LeaseElector, seconds: float = 1.0) -> None:

@@ -86,3 +86,33 @@ def test_a_cycle_published_wakes_a_waiter_on_another_event_loop() -> None:
     published.publish(CycleResult(queue_order=(), queues={}), datetime.now(UTC))
     thread.join(10)
     assert seen == [1]
+
+
+async def test_handlers_stopped_for_a_lease_held_again_meanwhile_start_anew(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The Lease held again before the handlers finished stopping: they start again, and the
+    operator goes on (it stops only when they stop by themselves)."""
+    stopping = threading.Event()
+
+    async def slow_to_stop(*, stop_flag: threading.Event, **_: Any) -> None:
+        while not stop_flag.is_set():
+            await asyncio.sleep(0.01)
+        stopping.set()
+        await asyncio.sleep(0.3)  # Kopf stopping its daemons
+
+    monkeypatch.setattr(run.kopf, "operator", slow_to_stop)
+    monkeypatch.setattr(run, "build_queue_registry", lambda state, api: None)
+    elector = Elector()
+    leading = asyncio.create_task(run.lead_queues(None, ClusterState(), elector))  # type: ignore[arg-type]
+    await handlers_running(True)
+    [first] = [t for t in threading.enumerate() if t.name == "sluice-queue-handlers"]
+    elector.holding = False
+    elector.changed.set()
+    assert await asyncio.to_thread(stopping.wait, 10)
+    elector.holding = True  # renewed while they were still stopping
+    await asyncio.to_thread(first.join, 10)
+    await handlers_running(True)  # a new thread: they started anew
+    assert not leading.done()
+    leading.cancel()
+    await asyncio.gather(leading, return_exceptions=True)
