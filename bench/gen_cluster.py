@@ -21,7 +21,15 @@ from sluice.api.config import SchedulerConfig
 from sluice.api.constraints import PodSpecView, Taint, Toleration
 from sluice.api.queue import Queue
 from sluice.api.resources import Resources
-from sluice.api.views import JobPhase, JobView, NodeView, PodView, PriorityClassView
+from sluice.api.views import (
+    MAIN_POD_SET,
+    JobPhase,
+    JobView,
+    NodeView,
+    PodSet,
+    PodView,
+    PriorityClassView,
+)
 from sluice.scheduler.model import Snapshot
 from sluice.scheduler.placement import Placement
 
@@ -126,9 +134,7 @@ def generate(size: Size, seed: int = 1) -> Snapshot:
                 phase=JobPhase.RUNNING if admitted else JobPhase.PENDING,
                 creation_timestamp=created,
                 priority_class_name=rng.choice((None, None, "batch-high", "batch-low")),
-                parallelism=pods,
-                pod=pod,
-                pod_count=pods,
+                pod_sets=(PodSet(MAIN_POD_SET, pods, pod),),
                 admitted_at=created if admitted else None,
             )
         )
@@ -168,10 +174,11 @@ def _pods(jobs: list[JobView], nodes: list[NodeView], now: datetime) -> list[Pod
     pods = [PodView("kube-system", f"daemon-{node.name}", DAEMON, node=node.name) for node in nodes]
     placement.hold({i: dict(DAEMON) for i in range(len(nodes))})
     admitted = [j for j in jobs if j.phase.admitted]
-    admitted.sort(key=lambda j: (-sum(j.pod.request.values()), j.name))
+    admitted.sort(key=lambda j: (-sum(j.pod_sets[0].pod.request.values()), j.name))
     for job in admitted:
-        assignment = placement.place(job.pod, job.pod_count, partial=True) or []
-        placement.hold(placement.footprint(job.pod, assignment))
+        (main,) = job.pod_sets
+        assignment = placement.place(main.pod, main.pod_count, partial=True) or []
+        placement.hold(placement.footprint(main.pod, assignment))
         names = iter(range(job.pod_count))
         for i, count in assignment:
             for _ in range(count):
@@ -184,7 +191,7 @@ def _pod(job: JobView, n: int, node: str | None, created: datetime) -> PodView:
     return PodView(
         job.namespace,
         f"{job.name}-{n}",
-        job.pod.request,
+        job.pod_sets[0].pod.request,
         node=node,
         job_uid=job.uid,
         creation_timestamp=created,
@@ -232,14 +239,15 @@ def to_objects(snapshot: Snapshot) -> dict[str, Any]:
 
 
 def _job(job: JobView) -> dict[str, Any]:
+    (main,) = job.pod_sets
     pod: dict[str, Any] = {
-        "containers": [{"name": "main", "resources": {"requests": job.pod.request.to_kube()}}]
+        "containers": [{"name": "main", "resources": {"requests": main.pod.request.to_kube()}}]
     }
-    if job.pod.node_selector:
-        pod["nodeSelector"] = dict(job.pod.node_selector)
-    if job.pod.tolerations:
+    if main.pod.node_selector:
+        pod["nodeSelector"] = dict(main.pod.node_selector)
+    if main.pod.tolerations:
         pod["tolerations"] = [
-            {"key": t.key, "operator": t.operator, "effect": t.effect} for t in job.pod.tolerations
+            {"key": t.key, "operator": t.operator, "effect": t.effect} for t in main.pod.tolerations
         ]
     if job.priority_class_name:
         pod["priorityClassName"] = job.priority_class_name
@@ -258,8 +266,8 @@ def _job(job: JobView) -> dict[str, Any]:
         "metadata": meta,
         "spec": {
             "suspend": not job.phase.admitted,
-            "parallelism": job.parallelism,
-            "completions": job.parallelism,
+            "parallelism": main.count,
+            "completions": main.count,
             "template": {"spec": pod},
         },
         "status": {"active": 1} if job.phase is JobPhase.RUNNING else {},

@@ -36,9 +36,10 @@ from sluice.api.resources import EMPTY, Resources
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 NEVER = "Never"
 """The ``preemptionPolicy`` of pods that wait for room rather than take it (Kubernetes')."""
-WHOLE_JOB = PodSpecView(EMPTY)
-"""JobView's default pod: one pod of the job's whole request, placeable on any node (views
-built by hand, in tests and benchmarks; job_from_object always reads the template)."""
+JOB_KIND = "Job"
+"""The kind of a batch/v1 Job: the workload kind a JobView is unless it says otherwise."""
+MAIN_POD_SET = "main"
+"""The name of a Job's one pod set (docs/workloads.md)."""
 
 
 class JobPhase(enum.Enum):
@@ -59,7 +60,42 @@ class JobPhase(enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
+class PodSet:
+    """Pods of one template that a workload runs together (docs/workloads.md)."""
+
+    name: str
+    count: int
+    """How many pods of this template run at once: what the workload holds quota for."""
+    pod: PodSpecView
+    """One pod: its request and the nodes it may go on."""
+    pod_count: int = -1
+    """How many of them it still starts: ``count`` less the pods that are done for good (a
+    Job's completions reached); ``count`` when not given."""
+    priority_class_name: str | None = None
+    never_preempts: bool = False
+    """The template says ``preemptionPolicy: Never``."""
+    _hash: int = field(init=False, repr=False, compare=False, default=0)
+
+    def __post_init__(self) -> None:
+        if self.pod_count < 0:
+            object.__setattr__(self, "pod_count", self.count)
+        # A cycle looks alike jobs up by their pod sets thousands of times.
+        fields = (self.name, self.count, self.pod, self.pod_count, self.priority_class_name)
+        object.__setattr__(self, "_hash", hash((*fields, self.never_preempts)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    @property
+    def request(self) -> Resources:
+        return self.pod.request.scale(self.count)
+
+
+@dataclass(frozen=True, slots=True)
 class JobView:
+    """A managed workload as the scheduler sees it, of any kind (docs/workloads.md): its
+    pod sets, its queue, its phase, and what sluice wrote on it."""
+
     namespace: str
     name: str
     queue: str
@@ -68,7 +104,6 @@ class JobView:
     creation_timestamp: datetime = EPOCH
     uid: str = ""
     priority_class_name: str | None = None
-    parallelism: int = 1
     admitted_at: datetime | None = None
     preemptable: bool = True
     pending_reason: str | None = None
@@ -78,10 +113,10 @@ class JobView:
     generation: int = 0
     """metadata.generation when read (it changes with the spec, not the status): a decision
     about the job is written only if its spec and queue are still what the cycle saw."""
-    pod: PodSpecView = WHOLE_JOB
-    """One pod of the job (the template): its request and the nodes it may go on."""
-    pod_count: int = 1
-    """How many pods it runs at once: parallelism, less the completions already reached."""
+    kind: str = JOB_KIND
+    pod_sets: tuple[PodSet, ...] = ()
+    """Its pods, one set per template; a Job has one. Left empty (views built by hand, in
+    tests and benchmarks), one pod of its whole request, placeable on any node."""
     requeues: int = 0
     """How many times it was suspended again because its pods were not scheduled in time."""
     requeued_at: datetime | None = None
@@ -90,9 +125,15 @@ class JobView:
     """namespace/name: formed once, as a cycle asks for it hundreds of thousands of times."""
 
     def __post_init__(self) -> None:
-        if self.pod is WHOLE_JOB:
-            object.__setattr__(self, "pod", PodSpecView(self.request))
+        if not self.pod_sets:
+            whole = (PodSet(MAIN_POD_SET, 1, PodSpecView(self.request)),)
+            object.__setattr__(self, "pod_sets", whole)
         object.__setattr__(self, "key", f"{self.namespace}/{self.name}")
+
+    @property
+    def pod_count(self) -> int:
+        """How many pods it still starts, over its pod sets."""
+        return sum(s.pod_count for s in self.pod_sets)
 
     @property
     def queued_at(self) -> datetime:
@@ -130,6 +171,9 @@ class PodView:
     creation_timestamp: datetime = EPOCH
     unschedulable: str = ""
     """kube-scheduler's word on a pod it could not place (its PodScheduled condition)."""
+    named_by: tuple[tuple[str, str], ...] = ()
+    """(label, value) of the labels it carries that name a workload of another kind than Job
+    (its JobSet, its Kubeflow job, its RayJob): how such a workload finds its pods."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,56 +397,89 @@ def job_from_object(
     obj: Mapping[str, Any], namespace_default_queue: Mapping[str, str] | None = None
 ) -> JobView | None:
     """A batch/v1 Job as sluice sees it, or None when no queue manages it."""
-    meta, name = _meta(obj, "Job")
-    namespace = str(meta.get("namespace") or "default")
-    full = f"{namespace}/{name}"
+    meta, name = _meta(obj, JOB_KIND)
+    full = f"{meta.get('namespace') or 'default'}/{name}"
     queue, from_ns = job_queue_name(obj, namespace_default_queue)
     if queue is None:
         return None
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
     template = (spec.get("template") or {}).get("spec") or {}
-    parallelism, pod_count = job_pod_counts(spec, status, "Job", full, "spec")
-    pod = pod_request(template, "Job", full)
-    if job_finished(obj):
-        phase = JobPhase.COMPLETED
-    elif spec.get("suspend"):
-        phase = JobPhase.PENDING
-    elif (status.get("active") or 0) > 0:
-        phase = JobPhase.RUNNING
-    else:
-        phase = JobPhase.INQUEUE
+    parallelism, pod_count = job_pod_counts(spec, status, JOB_KIND, full, "spec")
+    pod = pod_request(template, JOB_KIND, full)
+    pods = PodSet(
+        MAIN_POD_SET,
+        parallelism,
+        pod_spec_view(template, pod, JOB_KIND, full, "spec.template.spec"),
+        pod_count,
+        template.get("priorityClassName") or None,
+        template.get("preemptionPolicy") == NEVER,
+    )
+    phase = job_phase(
+        finished=job_finished(obj),
+        suspended=bool(spec.get("suspend")),
+        active=(status.get("active") or 0) > 0,
+    )
+    return workload_view(obj, JOB_KIND, queue, from_ns, (pods,), phase)
+
+
+def job_phase(*, finished: bool, suspended: bool, active: bool) -> JobPhase:
+    """A workload's phase from what its object says, the same for every kind."""
+    if finished:
+        return JobPhase.COMPLETED
+    if suspended:
+        return JobPhase.PENDING
+    return JobPhase.RUNNING if active else JobPhase.INQUEUE
+
+
+def workload_view(
+    obj: Mapping[str, Any],
+    kind: str,
+    queue: str,
+    queue_from_namespace: bool,
+    pod_sets: tuple[PodSet, ...],
+    phase: JobPhase,
+) -> JobView:
+    """The view of a managed workload of any kind, given what its kind's reading found: its
+    metadata and what sluice wrote on it (its annotations) are read the same for all."""
+    meta, name = _meta(obj, kind)
+    namespace = str(meta.get("namespace") or "default")
+    full = f"{namespace}/{name}"
     annotations = meta.get("annotations") or {}
+    request = EMPTY
+    for pod_set in pod_sets:
+        request = request + pod_set.request
     return JobView(
         namespace=namespace,
         name=name,
+        kind=kind,
         uid=str(meta.get("uid") or ""),
         queue=queue,
-        request=pod.scale(parallelism),
-        pod=pod_spec_view(template, pod, "Job", full, "spec.template.spec"),
-        pod_count=pod_count,
+        request=request,
+        pod_sets=pod_sets,
         phase=phase,
         creation_timestamp=parse_time(
-            meta.get("creationTimestamp"), "Job", full, "metadata.creationTimestamp"
+            meta.get("creationTimestamp"), kind, full, "metadata.creationTimestamp"
         )
         or EPOCH,
-        priority_class_name=template.get("priorityClassName") or None,
-        parallelism=parallelism,
+        priority_class_name=next(
+            (s.priority_class_name for s in pod_sets if s.priority_class_name), None
+        ),
         admitted_at=parse_time(
             annotations.get(ADMITTED_AT_ANNOTATION),
-            "Job",
+            kind,
             full,
             f"metadata.annotations[{ADMITTED_AT_ANNOTATION}]",
         ),
         preemptable=str(annotations.get(PREEMPTABLE_ANNOTATION, "true")).lower() != "false",
         pending_reason=annotations.get(PENDING_REASON_ANNOTATION),
-        queue_from_namespace=from_ns,
-        never_preempts=template.get("preemptionPolicy") == NEVER,
+        queue_from_namespace=queue_from_namespace,
+        never_preempts=any(s.never_preempts for s in pod_sets),
         generation=int(meta.get("generation") or 0),
-        requeues=_count(annotations.get(REQUEUES_ANNOTATION), full),
+        requeues=_count(annotations.get(REQUEUES_ANNOTATION), kind, full),
         requeued_at=parse_time(
             annotations.get(REQUEUED_AT_ANNOTATION),
-            "Job",
+            kind,
             full,
             f"metadata.annotations[{REQUEUED_AT_ANNOTATION}]",
         ),
@@ -410,13 +487,13 @@ def job_from_object(
     )
 
 
-def _count(value: Any, job: str) -> int:
+def _count(value: Any, kind: str, job: str) -> int:
     if value is None:
         return 0
     text = str(value)
     if not text.isdigit():
         where = f"metadata.annotations[{REQUEUES_ANNOTATION}]"
-        raise InvalidObject("Job", job, where, f"{value!r} is not a count")
+        raise InvalidObject(kind, job, where, f"{value!r} is not a count")
     return int(text)
 
 
@@ -482,7 +559,9 @@ def pod_group_uid(namespace: str, group: str) -> str:
     return f"pod-group/{namespace}/{group}"
 
 
-def pod_from_object(obj: Mapping[str, Any]) -> PodView:
+def pod_from_object(obj: Mapping[str, Any], workload_labels: tuple[str, ...] = ()) -> PodView:
+    """A pod as placement sees it; ``workload_labels``: the labels by which workloads other
+    than Jobs name their pods (sluice.api.workloads.POD_LABELS)."""
     meta, name = _meta(obj, "Pod")
     namespace = str(meta.get("namespace") or "default")
     full = f"{namespace}/{name}"
@@ -498,6 +577,7 @@ def pod_from_object(obj: Mapping[str, Any]) -> PodView:
         ):
             reason, message = cond.get("reason") or "", cond.get("message") or ""
             unschedulable = f"{reason}: {message}" if reason and message else reason or message
+    labels = meta.get("labels") or {}
     return PodView(
         namespace=namespace,
         name=name,
@@ -511,6 +591,7 @@ def pod_from_object(obj: Mapping[str, Any]) -> PodView:
         )
         or EPOCH,
         unschedulable=unschedulable,
+        named_by=tuple((k, str(labels[k])) for k in workload_labels if k in labels),
     )
 
 

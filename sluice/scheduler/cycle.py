@@ -9,6 +9,7 @@ from datetime import datetime
 from sluice.api.constants import ROOT_QUEUE
 from sluice.api.resources import Resources
 from sluice.api.views import JobPhase, JobView
+from sluice.api.workloads import BY_KIND
 from sluice.queues.lifecycle import derive_states
 from sluice.scheduler.actions.admit import admit
 from sluice.scheduler.actions.backfill import backfill
@@ -135,13 +136,18 @@ def apply_decisions(snapshot: Snapshot, result: CycleResult, now: datetime) -> S
     admitted = {d.job for d in result.decisions if d.action == "admit"}
     suspended = {d.job: d for d in result.decisions if d.action != "admit"}
     gone: set[str] = set()
+    named: set[tuple[str, str, str]] = set()  # (namespace, label, name) of the others' pods
     jobs: list[JobView] = []
     for job in snapshot.jobs:
         decision = suspended.get(job.key)
         if job.key in admitted:
             jobs.append(replace(job, phase=JobPhase.INQUEUE, admitted_at=now))
         elif decision is not None:
-            gone.add(job.uid)
+            label = BY_KIND[job.kind].pod_label if job.kind in BY_KIND else ""
+            if label:
+                named.add((job.namespace, label, job.name))
+            else:
+                gone.add(job.uid)
             jobs.append(replace(job, phase=JobPhase.PENDING, admitted_at=None))
             if decision.action == "requeue":
                 jobs[-1] = replace(
@@ -153,6 +159,14 @@ def apply_decisions(snapshot: Snapshot, result: CycleResult, now: datetime) -> S
         else:
             jobs.append(job)
     pods = snapshot.pods
-    if pods is not None and gone:
-        pods = [p for p in pods if p.finished or not p.job_uid or p.job_uid not in gone]
+    if pods is not None and (gone or named):
+        pods = [
+            p
+            for p in pods
+            if p.finished
+            or (
+                (not p.job_uid or p.job_uid not in gone)
+                and not any((p.namespace, k, v) in named for k, v in p.named_by)
+            )
+        ]
     return replace(snapshot, jobs=tuple(jobs), now=now, pods=pods)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from sluice.api.quantity import format_quantity
 from sluice.api.resources import describe_amount
-from sluice.scheduler.placement import Assignment, Footprint
+from sluice.scheduler.placement import Footprint
 from sluice.scheduler.session import JobInfo, Session
 
 
@@ -116,18 +116,55 @@ def queue_overage(session: Session, job: JobInfo) -> dict[str, dict[str, int]]:
 # Placement ---------------------------------------------------------------------------------
 
 
-def place(session: Session, job: JobInfo, freed: Footprint | None = None) -> Assignment | None:
-    """Where every pod of the job would go now (or with ``freed`` given back), or None."""
-    return session.placement.place(job.view.pod, job.view.pod_count, freed)
+def place(session: Session, job: JobInfo, freed: Footprint | None = None) -> Footprint | None:
+    """Where every pod of every pod set of the job would go now (or with ``freed`` given
+    back), as what it would hold on each node; None when they do not all fit."""
+    placement = session.placement
+    sets = job.view.pod_sets
+    if len(sets) == 1:
+        pods = sets[0]
+        assignment = placement.place(pods.pod, pods.pod_count, freed)
+        return None if assignment is None else placement.footprint(pods.pod, assignment)
+    return placement.place_all([(p.pod, p.pod_count) for p in sets], freed)
+
+
+def unplaced(session: Session, job: JobInfo) -> str:
+    """Why the job's pods do not fit on the nodes at once, in the words of a pending reason:
+    for a workload of several pod sets, the first set that does not fit alone, else all."""
+    placement = session.placement
+    sets = job.view.pod_sets
+    if len(sets) == 1:
+        return placement.explain(sets[0].pod, sets[0].pod_count)
+    for pods in sets:
+        if placement.place(pods.pod, pods.pod_count, {}) is None:
+            return f"pod set {pods.name}: {placement.explain(pods.pod, pods.pod_count)}"
+    each = ", ".join(
+        f"{p.pod_count} x {p.pod.request.describe()} ({p.name})" for p in sets if p.pod_count
+    )
+    return f"its pod sets fit on the nodes one by one, not all at once: {each}"
+
+
+def lacking(session: Session, job: JobInfo) -> set[str]:
+    """What the nodes that may take the job's pods were found short of when they were placed
+    this cycle (placement.lacking), over its pod sets."""
+    out: set[str] = set()
+    for pods in job.view.pod_sets:
+        out |= session.placement.lacking(pods.pod)
+    return out
 
 
 def as_hard(job: JobInfo, other: JobInfo) -> bool:
     """Whether the job is at least as hard to admit as ``other``: it asks at least as much in
-    total and per pod, for as many pods, of the same nodes. What stops ``other`` stops it."""
-    mine, theirs = job.view.pod, other.view.pod
-    return (
-        mine.constraints == theirs.constraints
-        and job.view.pod_count >= other.view.pod_count
-        and all(job.request.get(r, 0) >= a for r, a in other.request.items())
-        and all(mine.request.get_amount(r) >= a for r, a in theirs.request.items())
+    total, and pod set by pod set as much per pod, for as many pods, of the same nodes. What
+    stops ``other`` stops it."""
+    mine, theirs = job.view.pod_sets, other.view.pod_sets
+    if len(mine) != len(theirs) or any(
+        m.pod.constraints != t.pod.constraints or m.pod_count < t.pod_count
+        for m, t in zip(mine, theirs, strict=True)
+    ):
+        return False
+    return all(job.request.get(r, 0) >= a for r, a in other.request.items()) and all(
+        m.pod.request.get_amount(r) >= a
+        for m, t in zip(mine, theirs, strict=True)
+        for r, a in t.pod.request.items()
     )

@@ -150,6 +150,7 @@ class Placement:
         self._shapes: dict[PodSpecView, _Shape] = {}
         self._most: dict[tuple[object, ...], dict[str, tuple[int, int]]] = {}
         self._explained: dict[tuple[PodSpecView, int], str] = {}
+        self._total: Room | None = None
 
     # Room --------------------------------------------------------------------------------
     def hold(self, footprint: Footprint) -> None:
@@ -288,6 +289,49 @@ class Placement:
         if not left and extra is None:
             shape.fitted = (self.version, count, out)
         return out
+
+    def place_all(
+        self,
+        pods: Sequence[tuple[PodSpecView, int]],
+        extra: Mapping[int, Mapping[str, int]] | None = None,
+    ) -> Footprint | None:
+        """Where pods of several shapes go at once (a workload's pod sets), or None when they
+        do not all fit: first fit, the largest pods first, each shape on the room the ones
+        before it left. ``extra`` as for ``place``. Workloads of one pod set use ``place``,
+        which remembers what it learnt; this looks at every node each time."""
+        out: Footprint = {}
+        for pod, count in sorted(pods, key=lambda entry: -self.size(entry[0])):
+            left = count
+            items = self._shape(pod).items
+            for i in self._shape(pod).eligible if left > 0 else ():
+                free = dict(self.free[i])
+                if extra is not None and i in extra:
+                    _add(free, extra[i])
+                if i in out:
+                    _add(free, out[i], -1)
+                n = _fit(free, items, left)
+                if n:
+                    _add(out.setdefault(i, {}), {r: a * n for r, a in pod.request.items()})
+                    left -= n
+                    if not left:
+                        break
+            if left > 0:
+                return None
+        return out
+
+    def size(self, pod: PodSpecView) -> float:
+        """A pod's dominant share of the usable nodes' room: what "largest first" compares."""
+        if self._total is None:
+            total: Room = {}
+            for node in self.nodes:
+                if node.usable:
+                    _add(total, node.allocatable)
+            self._total = total
+        total = self._total
+        return max(
+            (a / total[r] if total.get(r) else float("inf") for r, a in pod.request.items()),
+            default=0.0,
+        )
 
     # Words ---------------------------------------------------------------------------------
     def explain(self, pod: PodSpecView, count: int) -> str:

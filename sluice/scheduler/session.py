@@ -14,15 +14,17 @@ from datetime import datetime
 
 from sluice.api.config import SchedulerConfig
 from sluice.api.constants import ROOT_QUEUE
+from sluice.api.constraints import PodSpecView
 from sluice.api.queue import Queue
 from sluice.api.resources import EMPTY, Resources
 from sluice.api.views import JobPhase, JobView, PodView
+from sluice.api.workloads import BY_KIND
 from sluice.queues.jobs import namespace_refusal
 from sluice.queues.limits import child_real_capability
 from sluice.queues.rules import tree_violations
 from sluice.queues.tree import QueueTree
 from sluice.scheduler.model import Snapshot
-from sluice.scheduler.placement import Assignment, Footprint, Placement
+from sluice.scheduler.placement import Footprint, Placement
 from sluice.scheduler.plugins import deserved as deserved_plugins
 from sluice.scheduler.readiness import backing_off
 
@@ -104,7 +106,7 @@ class Session:
         """Admissions and evictions so far this cycle: all that a job's fit depends on
         besides the job itself."""
         self.failed: dict[tuple[object, ...], tuple[int, str | None]] = {}
-        """What a job alike (queue, request, pod, pod count) was last found not to fit on:
+        """What a job alike (queue, request, pod sets) was last found not to fit on:
         ``changes`` then, and its reason (None: its pods could not be placed)."""
         self._build_queues()
         self.placement = Placement(snapshot.nodes)
@@ -231,7 +233,14 @@ class Session:
         on (first fit, largest pods first). Other pods (unmanaged workloads, a suspended
         job's pods still terminating) also count against the cluster's free room."""
         placement = self.placement
-        by_uid = {job.view.uid: job for job in self.admitted_at_start if job.view.uid}
+        by_uid: dict[str, JobInfo] = {}
+        by_label: dict[tuple[str, str, str], JobInfo] = {}
+        for job in self.admitted_at_start:
+            label = BY_KIND[job.view.kind].pod_label if job.view.kind in BY_KIND else ""
+            if label:
+                by_label[(job.view.namespace, label, job.view.name)] = job
+            elif job.view.uid:
+                by_uid[job.view.uid] = job
         bound: dict[str, int] = {}
         used = self.used
         free = placement.free
@@ -240,6 +249,15 @@ class Session:
             owner = by_uid.get(pod.job_uid) if pod.job_uid else None
             if owner is not None and owner.view.namespace != pod.namespace:
                 owner = None
+            if owner is None and pod.named_by and by_label:
+                owner = next(
+                    (
+                        found
+                        for label, name in pod.named_by
+                        if (found := by_label.get((pod.namespace, label, name))) is not None
+                    ),
+                    None,
+                )
             if owner is not None:
                 owner.pods.append(pod)  # finished ones too: they tell when it last got pods
             if pod.finished or not pod.node:
@@ -254,12 +272,15 @@ class Session:
             for r, a in pod.request.items():
                 room[r] = room.get(r, 0) - a
                 holder[r] = holder.get(r, 0) + a
-        waiting: list[tuple[JobInfo, int]] = []
+        waiting: list[tuple[JobInfo, PodSpecView, int]] = []
         for job in self.admitted_at_start:
             view = job.view
             running = [p for p in job.pods if not p.finished]
-            if len(running) > view.parallelism or any(
-                p.request != view.pod.request for p in running
+            sets = view.pod_sets
+            if (
+                len(sets) > 1
+                or len(running) > sets[0].count
+                or any(p.request != sets[0].pod.request for p in running)
             ):
                 mine: dict[str, int] = {}
                 for own in running:
@@ -268,24 +289,19 @@ class Session:
                     r: max(job.request.get(r, 0), mine.get(r, 0)) for r in {*job.request, *mine}
                 }
             _add(used, job.held)
-            missing = view.pod_count - bound.get(job.key, 0)
-            if missing > 0:
-                waiting.append((job, missing))
-        waiting.sort(key=lambda entry: (-self._pod_size(entry[0]), entry[0].key))
-        for job, missing in waiting:
-            assignment = placement.place(job.view.pod, missing, partial=True) or []
-            kept = placement.footprint(job.view.pod, assignment)
+            if len(sets) == 1:
+                missing = sets[0].pod_count - bound.get(job.key, 0)
+                if missing > 0:
+                    waiting.append((job, sets[0].pod, missing))
+            else:
+                waiting += _missing_by_set(job)
+        waiting.sort(key=lambda entry: (-placement.size(entry[1]), entry[0].key))
+        for job, shape, missing in waiting:
+            assignment = placement.place(shape, missing, partial=True) or []
+            kept = placement.footprint(shape, assignment)
             placement.hold(kept)
             for i, room in kept.items():
                 _add(job.footprint.setdefault(i, {}), room)
-
-    def _pod_size(self, job: JobInfo) -> float:
-        """A pod's dominant share of the cluster: what "largest first" compares."""
-        total = self.total
-        return max(
-            (a / total[r] if r in total else float("inf") for r, a in job.view.pod.request.items()),
-            default=0.0,
-        )
 
     def chain(self, name: str) -> list[str]:
         """The queue and its ancestors, nearest first (root last). Do not modify."""
@@ -398,13 +414,13 @@ class Session:
         return best
 
     # Mutations by actions ------------------------------------------------------------------
-    def admit(self, job: JobInfo, assignment: Assignment) -> None:
+    def admit(self, job: JobInfo, footprint: Footprint) -> None:
         self.changes += 1
         job.admitted = True
         job.fresh = True
         job.admitted_at = self.now
         job.held = job.request
-        job.footprint = self.placement.footprint(job.view.pod, assignment)
+        job.footprint = footprint
         self.placement.hold(job.footprint)
         _add(self.used, job.request)
         for name in self.chain(job.queue):
@@ -423,6 +439,23 @@ class Session:
         for name in self.chain(job.queue):
             _sub(self.queues[name].allocated, job.request)
         self.queues[job.queue].admitted_jobs.remove(job)
+
+
+def _missing_by_set(job: JobInfo) -> list[tuple[JobInfo, PodSpecView, int]]:
+    """The pods of each pod set of an admitted workload not bound yet: its bound pods count
+    towards the first set whose pod they request exactly as, then none."""
+    bound: dict[Resources, int] = {}
+    for pod in job.pods:
+        if not pod.finished and pod.node:
+            bound[pod.request] = bound.get(pod.request, 0) + 1
+    out: list[tuple[JobInfo, PodSpecView, int]] = []
+    for pods in job.view.pod_sets:
+        have = bound.get(pods.pod.request, 0)
+        taken = min(have, pods.pod_count)
+        bound[pods.pod.request] = have - taken
+        if pods.pod_count > taken:
+            out.append((job, pods.pod, pods.pod_count - taken))
+    return out
 
 
 def job_order_key(job: JobInfo) -> tuple[int, datetime, str]:

@@ -5,15 +5,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from sluice.api.views import JobView, PodSet
 from sluice.api.workloads.job import JOB
 from sluice.api.workloads.jobset import JOBSET
 from sluice.api.workloads.kubeflow import MPI_JOB, PYTORCH_JOB
-from sluice.api.workloads.model import Adapter, PodSet, SuspendField, Workload
+from sluice.api.workloads.model import Adapter, SuspendField
 from sluice.api.workloads.rayjob import RAY_JOB
 from sluice.api.workloads.trainjob import TRAIN_JOB
 
 ADAPTERS: tuple[Adapter, ...] = (JOB, JOBSET, TRAIN_JOB, PYTORCH_JOB, MPI_JOB, RAY_JOB)
 _BY_TYPE = {(a.api_version, a.kind): a for a in ADAPTERS}
+BY_KIND = {a.kind: a for a in ADAPTERS}
+"""Each kind's adapter by its kind alone: no two kinds sluice gates share a name."""
+POD_LABELS = tuple(a.pod_label for a in ADAPTERS if a.pod_label)
+"""The labels that name a workload on its pods, for the kinds whose pods carry one."""
 
 
 def adapter_for(api_version: str, kind: str) -> Adapter | None:
@@ -23,19 +28,20 @@ def adapter_for(api_version: str, kind: str) -> Adapter | None:
 
 def workload_from_object(
     obj: Mapping[str, Any], namespace_default_queue: Mapping[str, str] | None = None
-) -> Workload | None:
+) -> JobView | None:
     """The workload an object of any gated kind is; None when no queue manages it or sluice
     gates no such kind."""
     adapter = adapter_for(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""))
-    return None if adapter is None else adapter.read(obj, namespace_default_queue)
+    return None if adapter is None else adapter.view(obj, namespace_default_queue)
 
 
 __all__ = [
     "ADAPTERS",
+    "BY_KIND",
+    "POD_LABELS",
     "Adapter",
     "PodSet",
     "SuspendField",
-    "Workload",
     "adapter_for",
     "workload_from_object",
 ]

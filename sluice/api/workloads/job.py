@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sluice.api.views import JOB_FINISHED, condition_true, job_pod_counts
+from sluice.api.views import JOB_FINISHED, PodSet, condition_true, job_pod_counts
 from sluice.api.workloads.model import (
     SPEC_SUSPEND,
     Adapter,
-    PodSet,
     read_map,
     template_pod_set,
 )

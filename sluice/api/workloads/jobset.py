@@ -6,11 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sluice.api.views import condition_true, job_pod_counts
+from sluice.api.views import PodSet, condition_true, job_pod_counts
 from sluice.api.workloads.model import (
     SPEC_SUSPEND,
     Adapter,
-    PodSet,
     any_active,
     read_count,
     read_map,
@@ -55,4 +54,5 @@ JOBSET = Adapter(
     read_pod_sets=_pod_sets,
     read_finished=lambda status: condition_true(status, FINISHED),
     read_active=lambda status: any_active(status.get("replicatedJobsStatus")),
+    pod_label="jobset.sigs.k8s.io/jobset-name",
 )

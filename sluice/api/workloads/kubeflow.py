@@ -7,10 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sluice.api.views import condition_true
+from sluice.api.views import PodSet, condition_true
 from sluice.api.workloads.model import (
     Adapter,
-    PodSet,
     PodSetReader,
     SuspendField,
     any_active,
@@ -61,6 +60,7 @@ def _replica_job(version: str, kind: str, field: str, defaults: Mapping[str, int
         read_pod_sets=_replica_sets(kind, field, defaults),
         read_finished=_finished,
         read_active=_active,
+        pod_label="training.kubeflow.org/job-name",
     )
 
 

@@ -9,39 +9,20 @@ is its own.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 from typing import Any
 
-from sluice.api.constraints import PodSpecView, pod_spec_view
+from sluice.api.constraints import pod_spec_view
 from sluice.api.errors import InvalidObject
-from sluice.api.resources import EMPTY, Resources
-from sluice.api.views import EPOCH, NEVER, job_queue_name, parse_time, pod_request
-
-
-@dataclass(frozen=True, slots=True)
-class PodSet:
-    """Pods of one template that a workload runs together."""
-
-    name: str
-    count: int
-    """How many pods of this template run at once: what the workload holds quota for."""
-    pod: PodSpecView
-    """One pod: its request and the nodes it may go on."""
-    pod_count: int = -1
-    """How many of them it still starts: ``count`` less the pods that are done for good (a
-    Job's completions reached); ``count`` when not given."""
-    priority_class_name: str | None = None
-    never_preempts: bool = False
-    """The template says ``preemptionPolicy: Never``."""
-
-    def __post_init__(self) -> None:
-        if self.pod_count < 0:
-            object.__setattr__(self, "pod_count", self.count)
-
-    @property
-    def request(self) -> Resources:
-        return self.pod.request.scale(self.count)
+from sluice.api.views import (
+    NEVER,
+    JobView,
+    PodSet,
+    job_phase,
+    job_queue_name,
+    pod_request,
+    workload_view,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +70,9 @@ class Adapter:
     """Its status says it succeeded or failed: it holds no quota any more."""
     read_active: StatusReader
     """Its status says at least one of its pods (or child Jobs) is running."""
+    pod_label: str = ""
+    """The label its controller puts on its pods, valued with its name: how its own pods are
+    found (a Job's are found by their controller's uid instead)."""
 
     @property
     def api_version(self) -> str:
@@ -116,77 +100,18 @@ class Adapter:
         whether it came from the namespace; the same rule for every kind."""
         return job_queue_name(obj, namespace_default_queue)
 
-    def read(
+    def view(
         self, obj: Mapping[str, Any], namespace_default_queue: Mapping[str, str] | None = None
-    ) -> Workload | None:
-        """The workload, or None when no queue manages it."""
+    ) -> JobView | None:
+        """The workload as the scheduler sees it, or None when no queue manages it."""
         queue, from_namespace = self.queue(obj, namespace_default_queue)
         if queue is None:
             return None
-        full = full_name(obj, self.kind)
-        meta = obj.get("metadata") or {}
-        namespace, _, name = full.partition("/")
-        created = parse_time(
-            meta.get("creationTimestamp"), self.kind, full, "metadata.creationTimestamp"
+        pod_sets = self.read_pod_sets(obj, full_name(obj, self.kind))
+        phase = job_phase(
+            finished=self.finished(obj), suspended=self.suspended(obj), active=self.active(obj)
         )
-        return Workload(
-            kind=self.kind,
-            namespace=namespace,
-            name=name,
-            uid=str(meta.get("uid") or ""),
-            generation=int(meta.get("generation") or 0),
-            creation_timestamp=created or EPOCH,
-            queue=queue,
-            queue_from_namespace=from_namespace,
-            pod_sets=self.read_pod_sets(obj, full),
-            suspended=self.suspended(obj),
-            finished=self.finished(obj),
-            active=self.active(obj),
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class Workload:
-    """One managed workload of any kind, read from its object by its Adapter."""
-
-    kind: str
-    namespace: str
-    name: str
-    queue: str
-    pod_sets: tuple[PodSet, ...]
-    suspended: bool = False
-    finished: bool = False
-    active: bool = False
-    uid: str = ""
-    generation: int = 0
-    creation_timestamp: datetime = EPOCH
-    queue_from_namespace: bool = False
-    request: Resources = field(init=False, default=EMPTY)
-    """Every pod set's request: what it holds while admitted."""
-
-    def __post_init__(self) -> None:
-        total = EMPTY
-        for pod_set in self.pod_sets:
-            total = total + pod_set.request
-        object.__setattr__(self, "request", total)
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
-
-    @property
-    def pod_count(self) -> int:
-        return sum(pod_set.pod_count for pod_set in self.pod_sets)
-
-    @property
-    def priority_class_name(self) -> str | None:
-        """The first priority class its pod templates name, in pod-set order; None when none
-        does (its queue's priority then applies)."""
-        return next((p.priority_class_name for p in self.pod_sets if p.priority_class_name), None)
-
-    @property
-    def never_preempts(self) -> bool:
-        return any(pod_set.never_preempts for pod_set in self.pod_sets)
+        return workload_view(obj, self.kind, queue, from_namespace, pod_sets, phase)
 
 
 # --------------------------------------------------------------------------------------------

@@ -26,9 +26,11 @@ from sluice.api.constraints import PodSpecView, pod_spec_view
 from sluice.api.errors import InvalidObject
 from sluice.api.views import (
     EPOCH,
+    MAIN_POD_SET,
     NEVER,
     JobPhase,
     JobView,
+    PodSet,
     parse_time,
     plain_pod_workload_uid,
     pod_group_uid,
@@ -170,7 +172,7 @@ class PodWorkload:
         if self.view is None or not self.view.phase.admitted:
             return ()
         live = sum(1 for m in self.members if not m.gated and not m.finished)
-        room = self.view.parallelism - live
+        room = sum(pods.count for pods in self.view.pod_sets) - live
         return tuple(sorted((m for m in self.members if m.gated), key=lambda m: m.name))[:room]
 
 
@@ -249,14 +251,21 @@ def _workload(key: str, members: tuple[PodMember, ...]) -> PodWorkload:
         creation_timestamp=min(m.creation_timestamp for m in members),
         uid=pod_group_uid(namespace, first.group) if first.group else first.uid,
         priority_class_name=first.priority_class_name,
-        parallelism=total,
         # A workload sluice may not delete is never given back for pods not scheduled in
         # time: it could not be held again.
         admitted_at=min(times) if times and preemptable else None,
         preemptable=preemptable,
         pending_reason=next((m.pending_reason for m in members if m.gated), None),
         never_preempts=first.never_preempts,
-        pod=first.pod,
-        pod_count=max(total - finished, 0),
+        pod_sets=(
+            PodSet(
+                MAIN_POD_SET,
+                total,
+                first.pod,
+                max(total - finished, 0),
+                first.priority_class_name,
+                first.never_preempts,
+            ),
+        ),
     )
     return PodWorkload(key, members, view)

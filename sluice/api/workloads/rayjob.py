@@ -10,11 +10,10 @@ from typing import Any, Final
 from sluice.api.constraints import PodSpecView
 from sluice.api.errors import InvalidObject
 from sluice.api.resources import EMPTY, Resources
-from sluice.api.views import requirements_request
+from sluice.api.views import PodSet, requirements_request
 from sluice.api.workloads.model import (
     SPEC_SUSPEND,
     Adapter,
-    PodSet,
     read_count,
     read_map,
     template_pod_set,
@@ -104,4 +103,5 @@ RAY_JOB = Adapter(
     read_pod_sets=_pod_sets,
     read_finished=lambda status: status.get("jobDeploymentStatus") in FINISHED,
     read_active=lambda status: status.get("jobDeploymentStatus") == "Running",
+    pod_label="ray.io/originated-from-cr-name",
 )

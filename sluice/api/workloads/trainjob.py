@@ -9,11 +9,10 @@ from typing import Any
 
 from sluice.api.constraints import PodSpecView
 from sluice.api.errors import InvalidObject
-from sluice.api.views import condition_true, requirements_request
+from sluice.api.views import PodSet, condition_true, requirements_request
 from sluice.api.workloads.model import (
     SPEC_SUSPEND,
     Adapter,
-    PodSet,
     any_active,
     read_count,
     read_map,
@@ -49,4 +48,5 @@ TRAIN_JOB = Adapter(
     read_pod_sets=_pod_sets,
     read_finished=lambda status: condition_true(status, FINISHED),
     read_active=lambda status: any_active(status.get("jobsStatus")),
+    pod_label="trainer.kubeflow.org/trainjob-name",
 )

@@ -51,7 +51,7 @@ def try_admit(session: Session, outcome: Outcome, job: JobInfo, action: str) -> 
     # A job alike to one that did not fit in the same queue, with nothing admitted or
     # evicted since, does not fit for the same reason: thousands waiting alike cost one look.
     view = job.view
-    alike = (job.queue, view.request, view.pod, view.pod_count)
+    alike = (job.queue, view.request, view.pod_sets)
     known = session.failed.get(alike)
     if known is not None and known[0] == session.changes:
         failure = known[1]

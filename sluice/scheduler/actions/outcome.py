@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from sluice.scheduler.fit import cluster_failure
+from sluice.scheduler.fit import cluster_failure, unplaced
 from sluice.scheduler.model import Decision
-from sluice.scheduler.placement import Assignment
+from sluice.scheduler.placement import Footprint
 from sluice.scheduler.readiness import backoff_reason
 from sluice.scheduler.session import JobInfo, Session
 
@@ -43,15 +43,13 @@ class Outcome:
         what stops it now: the cluster's free room, or the room on the nodes."""
         said = self.reasons.get(job.key, "")
         if not said and job.key in self.unplaced:
-            said = cluster_failure(session, job) or session.placement.explain(
-                job.view.pod, job.view.pod_count
-            )
+            said = cluster_failure(session, job) or unplaced(session, job)
         if said and job.key in self.passive and WAITS_FOR_ROOM not in said:
             said = f"{said}; {WAITS_FOR_ROOM}"
         return said
 
-    def admit(self, session: Session, job: JobInfo, reason: str, assignment: Assignment) -> None:
-        session.admit(job, assignment)
+    def admit(self, session: Session, job: JobInfo, reason: str, footprint: Footprint) -> None:
+        session.admit(job, footprint)
         self.reasons.pop(job.key, None)
         self.decisions.append(Decision("admit", job.key, job.queue, reason))
 

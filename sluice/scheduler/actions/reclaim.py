@@ -20,9 +20,9 @@ from sluice.api.views import EPOCH
 from sluice.scheduler.actions.admit import admissible_leaves
 from sluice.scheduler.actions.outcome import Outcome
 from sluice.scheduler.actions.victims import Victims
-from sluice.scheduler.fit import as_hard, place, queue_overage, short_resources
+from sluice.scheduler.fit import as_hard, lacking, place, queue_overage, short_resources
 from sluice.scheduler.order import leaf_order
-from sluice.scheduler.placement import Assignment
+from sluice.scheduler.placement import Footprint
 from sluice.scheduler.session import JobInfo, Session
 
 Taken = dict[str, dict[str, int]]
@@ -294,7 +294,7 @@ class _Reclaim:
 
     def reclaim_for(
         self, job: JobInfo, short: dict[str, int], over: Taken | None = None
-    ) -> Assignment | None:
+    ) -> Footprint | None:
         """Take victims until the job fits: the cluster, each ancestor in ``over`` (what
         admitting it would take that queue past its limit, freed only by victims below it),
         and the nodes its pods would go on. Returns where they go, or None (nothing taken)."""
@@ -389,7 +389,7 @@ class _Reclaim:
                     if place(session, job) is not None:
                         continue  # it fits; what keeps it waiting is not room
                     # It fits in total, not on the nodes: it lacks what they were short of.
-                    short = dict.fromkeys(session.placement.lacking(job.view.pod), 1)
+                    short = dict.fromkeys(lacking(session, job), 1)
                     if not short:
                         continue  # no node may take its pods at all: no victim helps
                 if any(

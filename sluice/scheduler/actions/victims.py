@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from sluice.scheduler.fit import place
-from sluice.scheduler.placement import Assignment, Footprint
+from sluice.scheduler.placement import Footprint
 from sluice.scheduler.session import JobInfo, Session
 
 Taken = dict[str, dict[str, int]]
@@ -34,7 +34,10 @@ class Victims:
         # Pods alike fit first fit exactly when what fits on each node adds up to their count:
         # ``base`` is how many fit with no victim gone (counted when first asked), ``gain``
         # how many more fit on the victims' nodes, ``fits_on`` how many fit on each of those.
-        self.pod = job.view.pod
+        # A workload of several pod sets is placed whole instead (``alike`` None).
+        sets = job.view.pod_sets
+        self.alike = sets[0] if len(sets) == 1 else None
+        self.pods = [p.pod for p in sets]
         self.base: int | None = None
         self.gain = 0
         self.fits_on: dict[int, int] = {}
@@ -51,13 +54,16 @@ class Victims:
     def helps_pods(self, victim: JobInfo) -> bool:
         """Whether the victim holds something the job's pods ask for on a node that may take
         them and could hold one."""
-        wanted = [r for r, a in self.pod.request.items() if a > 0]
         placement = self.session.placement
-        return any(
-            (not wanted or any(room.get(r, 0) > 0 for r in wanted))
-            and placement.could_hold(self.pod, i)
-            for i, room in victim.footprint.items()
-        )
+        for pod in self.pods:
+            wanted = [r for r, a in pod.request.items() if a > 0]
+            if any(
+                (not wanted or any(room.get(r, 0) > 0 for r in wanted))
+                and placement.could_hold(pod, i)
+                for i, room in victim.footprint.items()
+            ):
+                return True
+        return False
 
     def add(self, victim: JobInfo) -> None:
         if self.counted():
@@ -70,35 +76,39 @@ class Victims:
         for q in self.session.chain(victim.queue):
             if q in self.below:
                 _add(self.below[q], victim.request, sign)
-        placement, count = self.session.placement, self.job.view.pod_count
+        placement, alike = self.session.placement, self.alike
         for i, room in victim.footprint.items():
             slot = self.room.setdefault(i, {})
             _add(slot, room, sign)
-            if placement.could_hold(self.pod, i):
+            if alike is not None and placement.could_hold(alike.pod, i):
+                pod, count = alike.pod, alike.pod_count
                 before = self.fits_on.get(i)
                 if before is None:
-                    before = placement.fit(self.pod, i, None, count)
-                self.fits_on[i] = placement.fit(self.pod, i, slot, count)
+                    before = placement.fit(pod, i, None, count)
+                self.fits_on[i] = placement.fit(pod, i, slot, count)
                 self.gain += self.fits_on[i] - before
 
     def placeable(self) -> bool:
         """Whether every pod of the job fits once the chosen victims are gone."""
         if not self.counted():
             return False
-        count = self.job.view.pod_count
+        alike = self.alike
+        if alike is None:
+            return place(self.session, self.job, self.room) is not None
+        count = alike.pod_count
         if self.base is None:
-            placed = self.session.placement.place(self.pod, count, partial=True) or []
+            placed = self.session.placement.place(alike.pod, count, partial=True) or []
             self.base = sum(n for _, n in placed)
         return self.base + self.gain >= count
 
-    def prune(self) -> Assignment:
+    def prune(self) -> Footprint:
         """Let go the victims the job does not need after all, the last chosen first, and
         return where its pods go. Only two kinds may go: one chosen for the nodes alone (the
         total was enough already), and one whose room the pods do not use; the others
         free what the cluster or a limit lacks, and go in the order they were chosen."""
         assignment = place(self.session, self.job, self.room)
         assert assignment is not None  # placeable() said so
-        used = {i for i, _ in assignment}
+        used = set(assignment)
         for victim in reversed(list(self.chosen)):
             if victim.key not in self.for_pods and used.intersection(victim.footprint):
                 continue

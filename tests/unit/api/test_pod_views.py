@@ -163,19 +163,21 @@ def test_a_jobs_pod_says_where_it_may_go() -> None:
         )
     )
     assert view is not None
-    assert view.pod.request == Resources({"cpu": 1000}) and view.request == Resources({"cpu": 3000})
+    (pods,) = view.pod_sets
+    assert pods.pod.request == Resources({"cpu": 1000}) and view.request == Resources({"cpu": 3000})
     assert view.pod_count == 3
-    assert view.pod.node_selector == (("pool", "train"), ("zone", "b"))
-    assert view.pod.affinity == (
+    assert pods.pod.node_selector == (("pool", "train"), ("zone", "b"))
+    assert pods.pod.affinity == (
         (NodeRequirement("gpu", "In", ("a100", "h100")), NodeRequirement("gen", "Gt", ("3",))),
         (NodeRequirement("metadata.name", "In", ("n9",), on_field=True),),
     )
-    assert view.pod.tolerations == (Toleration("gpu", "Exists", "", "NoSchedule"),)
+    assert pods.pod.tolerations == (Toleration("gpu", "Exists", "", "NoSchedule"),)
 
 
 def test_a_job_without_constraints_may_go_anywhere() -> None:
     view = job_from_object(job({}))
-    assert view is not None and view.pod.affinity is None and view.pod.constraints == ((), None, ())
+    assert view is not None and view.pod_sets[0].pod.affinity is None
+    assert view.pod_sets[0].pod.constraints == ((), None, ())
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,15 @@ from sluice.api.config import SchedulerConfig, parse_scheduler_config
 from sluice.api.constraints import NodeRequirement, PodSpecView, Taint, Toleration
 from sluice.api.queue import Queue
 from sluice.api.resources import Resources
-from sluice.api.views import JobPhase, JobView, NodeView, PodView, PriorityClassView
+from sluice.api.views import (
+    MAIN_POD_SET,
+    JobPhase,
+    JobView,
+    NodeView,
+    PodSet,
+    PodView,
+    PriorityClassView,
+)
 from sluice.scheduler.model import Snapshot
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -125,9 +133,7 @@ def gang(
         base,
         uid=f"uid-{name}",
         request=pod.request.scale(pods),
-        parallelism=pods,
-        pod=pod,
-        pod_count=pods,
+        pod_sets=(PodSet(MAIN_POD_SET, pods, pod),),
     )
 
 
@@ -154,7 +160,7 @@ def pod(
     return PodView(
         namespace="ns",
         name=name,
-        request=res(**request) if request else (owner.pod.request if owner else res()),
+        request=res(**request) if request else (owner.pod_sets[0].pod.request if owner else res()),
         node=node_name,
         finished=finished,
         terminating=terminating,

@@ -10,7 +10,8 @@ from workload_fixtures import objects
 from sluice.api.constraints import Toleration
 from sluice.api.errors import InvalidObject
 from sluice.api.resources import Resources
-from sluice.api.workloads import Workload, workload_from_object
+from sluice.api.views import JobPhase, JobView
+from sluice.api.workloads import workload_from_object
 from sluice.api.workloads.jobset import JOBSET
 from sluice.api.workloads.kubeflow import MPI_JOB, PYTORCH_JOB
 from sluice.api.workloads.rayjob import RAY_JOB
@@ -28,13 +29,13 @@ def R(**amounts: str) -> Resources:
     return Resources.parse({k.replace("__", "/").replace("_", "."): v for k, v in amounts.items()})
 
 
-def read(obj: dict[str, object]) -> Workload:
+def read(obj: dict[str, object]) -> JobView:
     workload = workload_from_object(obj)
     assert workload is not None
     return workload
 
 
-def counts(workload: Workload) -> dict[str, tuple[int, Resources]]:
+def counts(workload: JobView) -> dict[str, tuple[int, Resources]]:
     return {p.name: (p.count, p.pod.request) for p in workload.pod_sets}
 
 
@@ -50,7 +51,7 @@ def test_jobset_replicated_jobs_are_replicas_times_parallelism() -> None:
     (slice_set,) = slices.pod_sets
     assert slice_set.count == 8 and slices.request == Resources({"google.com/tpu": 32000})
     assert dict(slice_set.pod.node_selector)["accelerator.example/type"] == "tpu-slice"
-    assert slices.suspended and slices.priority_class_name is None
+    assert slices.phase is JobPhase.PENDING and slices.priority_class_name is None
 
 
 def test_jobset_counts_the_pods_a_job_runs_at_once_and_replicas_default_to_one() -> None:
@@ -69,7 +70,7 @@ def test_trainjob_is_num_nodes_of_resources_per_node() -> None:
     train = read(TRAINJOBS["three-node-ddp"])
     assert counts(train) == {"node": (3, R(cpu="8", memory="32Gi", nvidia_com__gpu="2"))}
     assert train.request == R(cpu="24", memory="96Gi", nvidia_com__gpu="6")
-    assert train.suspended and train.priority_class_name is None
+    assert train.phase is JobPhase.PENDING and train.priority_class_name is None
 
 
 @pytest.mark.parametrize("unstated", ["numNodes", "resourcesPerNode"])
@@ -84,12 +85,12 @@ def test_pytorchjob_replica_types_are_replicas_times_their_template() -> None:
     nccl = read(PYTORCHJOBS["mnist-nccl"])
     gpu = R(nvidia_com__gpu="1")
     assert counts(nccl) == {"Master": (1, gpu), "Worker": (3, gpu)}
-    assert nccl.request == R(nvidia_com__gpu="4") and nccl.suspended
+    assert nccl.request == R(nvidia_com__gpu="4") and nccl.phase is JobPhase.PENDING
     worker = nccl.pod_sets[1].pod
     assert worker.tolerations == (Toleration("gpu", "Exists", "", "NoSchedule"),)
     elastic = read(PYTORCHJOBS["elastic-resnet"])
     # An elastic job is counted at its replicas, not at elasticPolicy.maxReplicas.
-    assert counts(elastic) == {"Worker": (2, R(cpu="4"))} and not elastic.suspended
+    assert counts(elastic) == {"Worker": (2, R(cpu="4"))} and elastic.phase is not JobPhase.PENDING
 
 
 def test_pytorchjob_replicas_default_to_one() -> None:
@@ -102,7 +103,7 @@ def test_mpijob_is_its_launcher_and_its_workers() -> None:
     pi = read(MPIJOBS["estimate-pi"])
     one = R(cpu="1", memory="1Gi")
     assert counts(pi) == {"Launcher": (1, one), "Worker": (2, one)}
-    assert pi.request == R(cpu="3", memory="3Gi") and pi.suspended
+    assert pi.request == R(cpu="3", memory="3Gi") and pi.phase is JobPhase.PENDING
     bench = read(MPIJOBS["tf-bench"])
     # The launcher names no replicas (one) and no resources.
     assert counts(bench) == {"Launcher": (1, Resources()), "Worker": (4, R(nvidia_com__gpu="1"))}
@@ -121,7 +122,7 @@ def test_rayjob_is_head_workers_and_kuberays_submitter() -> None:
         "small": (1, R(cpu="1", memory="1Gi")),
         "submitter": (1, R(cpu="500m", memory="200Mi")),
     }
-    assert ray.suspended
+    assert ray.phase is JobPhase.PENDING
 
 
 def test_rayjob_workers_are_replicas_times_hosts_and_its_own_submitter() -> None:

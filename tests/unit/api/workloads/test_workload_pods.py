@@ -101,7 +101,7 @@ def test_a_group_is_a_workload_only_once_all_its_pods_exist() -> None:
     assert (waiting.view, waiting.waiting) == (None, "3 of 4 pods of group g exist")
     four = pod_workloads([*three, member(pod("d", group="g", total="4"))])["ns/pod-group/g"]
     assert four.view is not None
-    assert (four.view.parallelism, four.view.pod_count) == (4, 4)
+    assert (four.view.pod_sets[0].count, four.view.pod_count) == (4, 4)
     assert four.view.request == Resources.parse({"cpu": "4"})
     assert four.view.uid == "pod-group/ns/g"
 
