@@ -22,9 +22,11 @@ from sluice.api.constants import CONFIGMAP_KEY, CONFIGMAP_NAME, ROOT_QUEUE
 from sluice.api.errors import ConfigError
 from sluice.api.queue import Queue
 from sluice.api.views import JobView, NamespaceView
+from sluice.api.workloads import ADAPTERS
 from sluice.scheduler.model import Snapshot
 from sluice.scheduler.snapshot import (
     KINDS,
+    WORKLOAD_KINDS,
     Read,
     UnreadableObject,
     read,
@@ -32,7 +34,15 @@ from sluice.scheduler.snapshot import (
 )
 from sluice.scheduler.snapshot import build_snapshot as build
 
-SUPPORTED_KINDS = ("Queue", "Job", "Pod", "Node", "PriorityClass", "Namespace", "ConfigMap")
+SUPPORTED_KINDS = (
+    "Queue",
+    *WORKLOAD_KINDS,
+    "Pod",
+    "Node",
+    "PriorityClass",
+    "Namespace",
+    "ConfigMap",
+)
 
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -146,13 +156,14 @@ def build_snapshot(
                 f" (expected {', '.join(SUPPORTED_KINDS)})"
             )
         by_kind[item.kind].append(item)
-    for item in by_kind["Job"]:
-        api_version = item.obj.get("apiVersion")
-        if api_version not in (None, "batch/v1"):
-            raise SnapshotError(
-                f"{item.where}: {item.label}: field apiVersion: expected batch/v1, "
-                f"got {api_version}"
-            )
+    for adapter in ADAPTERS:
+        for item in by_kind[adapter.kind]:
+            api_version = item.obj.get("apiVersion")
+            if api_version not in (None, adapter.api_version):
+                raise SnapshotError(
+                    f"{item.where}: {item.label}: field apiVersion: expected "
+                    f"{adapter.api_version}, got {api_version}"
+                )
 
     namespaces = [read("Namespace", item.where, item.obj) for item in by_kind["Namespace"]]
     default_queues = {
@@ -170,7 +181,7 @@ def build_snapshot(
     except UnreadableObject as err:
         raise SnapshotError(str(err)) from None
     _check_queues([one for one in reads if isinstance(one.view, Queue)])
-    labels = {item.where: item.label for item in by_kind["Job"]}
+    labels = {item.where: item.label for kind in WORKLOAD_KINDS for item in by_kind[kind]}
     seen: set[str] = set()
     for one in reads:
         if isinstance(one.view, JobView):

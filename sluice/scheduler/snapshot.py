@@ -21,6 +21,7 @@ from sluice.api.constants import DEFAULT_MAX_QUEUE_DEPTH
 from sluice.api.errors import InvalidObject
 from sluice.api.queue import Queue
 from sluice.api.views import (
+    JOB_KIND,
     JobView,
     NamespaceView,
     NodeView,
@@ -32,30 +33,62 @@ from sluice.api.views import (
     pod_from_object,
     priority_class_from_object,
 )
+from sluice.api.workloads import ADAPTERS, POD_LABELS
 from sluice.scheduler.model import Snapshot
 
 View = Queue | JobView | NodeView | PodView | PriorityClassView | NamespaceView
 Reader = Callable[[Mapping[str, Any]], View | None]
 
-KINDS = ("Namespace", "Queue", "Job", "Node", "Pod", "PriorityClass")
+WORKLOAD_KINDS = tuple(adapter.kind for adapter in ADAPTERS)
+"""The kinds of workload a Snapshot's jobs are read from (docs/workloads.md), Job first."""
+KINDS = ("Namespace", "Queue", *WORKLOAD_KINDS, "Node", "Pod", "PriorityClass")
 """The kinds a Snapshot is built from, in the order a strict build reports the first error."""
 
 
-def readers(namespace_default_queue: Mapping[str, str] | None = None) -> Mapping[str, Reader]:
-    """How each kind becomes a view (a Job no queue manages becomes None).
+def readers(
+    namespace_default_queue: Mapping[str, str] | None = None,
+    workload_kinds: Iterable[str] = WORKLOAD_KINDS,
+) -> Mapping[str, Reader]:
+    """How each kind becomes a view (a workload no queue manages becomes None).
 
-    With ``namespace_default_queue``, a Job without a queue label takes its namespace's
+    With ``namespace_default_queue``, a workload without a queue label takes its namespace's
     default queue, as the admission webhook would have labelled it (a dump's Jobs); the
-    operator watches only labelled Jobs and reads them as labelled.
+    operator watches only labelled workloads and reads them as labelled. ``workload_kinds``:
+    the kinds of workload gated (the operator's enabled kinds); an object another of them
+    controls (a JobSet's Jobs) is part of that workload, not one of its own.
     """
-    return {
+    kinds = frozenset(workload_kinds)
+    out: dict[str, Reader] = {
         "Namespace": namespace_from_object,
         "Queue": Queue.from_object,
-        "Job": partial(job_from_object, namespace_default_queue=namespace_default_queue),
         "Node": node_from_object,
-        "Pod": pod_from_object,
+        "Pod": partial(pod_from_object, workload_labels=POD_LABELS),
         "PriorityClass": priority_class_from_object,
     }
+    for adapter in ADAPTERS:
+        if adapter.kind in kinds:
+            view = job_from_object if adapter.kind == JOB_KIND else adapter.view
+            out[adapter.kind] = _own_workload(
+                partial(view, namespace_default_queue=namespace_default_queue), kinds
+            )
+    return out
+
+
+def _own_workload(reader: Reader, kinds: frozenset[str]) -> Reader:
+    def read_unless_controlled(obj: Mapping[str, Any]) -> View | None:
+        return None if controlled_by(obj, kinds) else reader(obj)
+
+    return read_unless_controlled
+
+
+def controlled_by(obj: Mapping[str, Any], kinds: frozenset[str]) -> bool:
+    """Whether a workload of one of these kinds controls the object (its controller
+    ownerReference): it is then part of that workload, not one of its own."""
+    owners = (obj.get("metadata") or {}).get("ownerReferences") or ()
+    return any(
+        isinstance(owner, Mapping) and owner.get("controller") and owner.get("kind") in kinds
+        for owner in owners
+    )
 
 
 READERS = readers()
@@ -125,7 +158,7 @@ def build_snapshot(
             views[one.kind].append(one.view)
     snapshot = Snapshot(
         queues=views["Queue"],
-        jobs=views["Job"],
+        jobs=[view for kind in WORKLOAD_KINDS for view in views[kind]],
         nodes=views["Node"],
         now=now,
         priority_classes=views["PriorityClass"],

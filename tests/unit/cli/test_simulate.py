@@ -306,3 +306,34 @@ def test_a_yaml_list_dump_reads_like_separate_documents(tmp_path: Path) -> None:
     ]
     assert outputs[0] == outputs[1]
     assert [d["action"] for d in outputs[0]["decisions"]] == ["reclaim", "admit"]
+
+
+def test_the_workloads_example_reads_every_kind_through_its_adapter() -> None:
+    result = run(str(EXAMPLES / "workloads.yaml"), "--now", NOW, "-o", "json")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    admitted = sorted(d["job"] for d in out["decisions"] if d["action"] == "admit")
+    assert admitted == [
+        "analytics/count-to-ten",  # RayJob
+        "hpc/estimate-pi",  # MPIJob
+        "research/fanout",  # JobSet
+        "vision/mnist-nccl",  # PyTorchJob
+    ]
+    (waiting,) = out["pending"]
+    assert waiting["job"] == "vision/three-node-ddp"  # TrainJob
+    assert waiting["reason"] == (
+        "position 1 in vision; cluster has nvidia.com/gpu 4 free, job requests nvidia.com/gpu 6"
+    )
+
+
+def test_a_workload_of_another_api_version_is_named(tmp_path: Path) -> None:
+    jobset = yaml.safe_load_all((EXAMPLES / "workloads.yaml").read_text())
+    objects = [d for d in jobset if d and d["kind"] in ("Queue", "Node", "JobSet")]
+    objects[-1]["apiVersion"] = "jobset.x-k8s.io/v1alpha1"
+    path = tmp_path / "dump.yaml"
+    path.write_text(yaml.safe_dump_all(objects))
+    result = run(str(path), "--now", NOW)
+    assert result.exit_code != 0
+    assert "field apiVersion: expected jobset.x-k8s.io/v1alpha2, got jobset.x-k8s.io/v1alpha1" in (
+        result.output
+    )
