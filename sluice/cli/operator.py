@@ -8,7 +8,11 @@ from typing import Annotated
 import typer
 
 from sluice.api.constants import CONFIGMAP_NAME, DEFAULT_MAX_QUEUE_DEPTH
+from sluice.api.views import JOB_KIND
+from sluice.api.workloads import BY_KIND
 from sluice.cli.common import Kubeconfig, LogLevel, fail, group, setup_logging
+
+WORKLOAD_KINDS = tuple(BY_KIND)
 
 
 def register(app: typer.Typer) -> None:
@@ -49,12 +53,24 @@ def run(
     max_queue_depth: Annotated[
         int, typer.Option(help="Deepest allowed queue level under root.")
     ] = DEFAULT_MAX_QUEUE_DEPTH,
+    workload_kind: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="A kind of workload to gate, once per kind (docs/workloads.md): "
+            + ", ".join(WORKLOAD_KINDS)
+            + ". Default: Job.",
+        ),
+    ] = None,
     log_level: LogLevel = "info",
 ) -> None:
     """Run the operator (every replica watches; only the Lease holder writes)."""
     from sluice.kube import KubeConfigError, api_client
     from sluice.operator.run import OperatorOptions, run_operator
 
+    kinds = tuple(workload_kind or (JOB_KIND,))
+    unknown = [k for k in kinds if k not in WORKLOAD_KINDS]
+    if unknown:
+        fail(f"--workload-kind {unknown[0]}: not a kind sluice gates ({', '.join(WORKLOAD_KINDS)})")
     setup_logging(log_level)
     try:
         api = api_client(kubeconfig)
@@ -72,5 +88,6 @@ def run(
         renew_seconds=max(1.0, min(5.0, lease_seconds / 3)),
         resync_seconds=resync_seconds,
         max_queue_depth=max_queue_depth,
+        workload_kinds=kinds,
     )
     asyncio.run(run_operator(api, options))

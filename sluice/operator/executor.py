@@ -1,4 +1,4 @@
-"""Carrying out a plan (``plan.py``): the Job writes, in their phases, and their Events.
+"""Carrying out a plan (``plan.py``): the workload writes, in their phases, and their Events.
 
 Every failed API call is put in one of five classes (``classify``), each with one policy:
 
@@ -34,8 +34,10 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
+from sluice.api.workloads import Adapter
+from sluice.api.workloads.job import JOB
 from sluice.operator.events import EventSink
-from sluice.operator.plan import EventSpec, Obj, Plan, PodChange, Write, basis
+from sluice.operator.plan import EventSpec, Obj, Plan, PodChange, Write, adapter_of, basis
 from sluice.operator.state import ClusterState
 
 log = logging.getLogger("sluice.operator.executor")
@@ -112,6 +114,7 @@ class Executor:
     def __init__(self, api: client.ApiClient, state: ClusterState) -> None:
         self.batch = client.BatchV1Api(api)
         self.core = client.CoreV1Api(api)
+        self.custom = client.CustomObjectsApi(api)
         self.state = state
         self.stats = WriteStats()
         self.unsure: set[str] = set()  # Jobs whose last write has an unknown outcome
@@ -137,12 +140,7 @@ class Executor:
         body["metadata"]["resourceVersion"] = version
         namespace, name = write.job.split("/", 1)
         try:
-            # The raw answer: building and flattening client models costs more CPU than the
-            # request itself, and the loop writes hundreds of Jobs per cycle in a burst.
-            answer = self.batch.patch_namespaced_job(
-                name, namespace, body, _content_type=MERGE_PATCH, _preload_content=False
-            )
-            obj: Obj = json.loads(drain(answer))
+            obj = self._patch(adapter_of(current), namespace, name, body)
         except API_ERRORS as err:
             self._failed(write, err)
             return None
@@ -197,6 +195,46 @@ class Executor:
                 self.positions_written[write.job] = self.clock()
         return first or {}
 
+    def _patch(self, adapter: Adapter, namespace: str, name: str, body: dict[str, Any]) -> Obj:
+        """A merge patch of one workload through its kind's API: a Job's, or the custom
+        objects API for the kinds that are CRDs."""
+        # The raw answer: building and flattening client models costs more CPU than the
+        # request itself, and the loop writes hundreds of Jobs per cycle in a burst.
+        answer: Any
+        if adapter is JOB:
+            answer = self.batch.patch_namespaced_job(
+                name, namespace, body, _content_type=MERGE_PATCH, _preload_content=False
+            )
+        else:
+            answer = self.custom.patch_namespaced_custom_object(
+                adapter.group,
+                adapter.version,
+                namespace,
+                adapter.plural,
+                name,
+                body,
+                _content_type=MERGE_PATCH,
+                _preload_content=False,
+            )
+        obj: Obj = json.loads(drain(answer))
+        return obj
+
+    def _read(self, adapter: Adapter, namespace: str, name: str) -> Obj:
+        raw: Any
+        if adapter is JOB:
+            raw = self.batch.read_namespaced_job(name, namespace, _preload_content=False)
+        else:
+            raw = self.custom.get_namespaced_custom_object(
+                adapter.group,
+                adapter.version,
+                namespace,
+                adapter.plural,
+                name,
+                _preload_content=False,
+            )
+        obj: Obj = json.loads(drain(raw))
+        return obj
+
     def _failed(self, write: Write, err: BaseException, pod: str = "") -> None:
         failure = classify(err)
         if failure in (Failure.CONFLICT, Failure.GONE):
@@ -240,8 +278,8 @@ class Executor:
         for key in keys:
             namespace, name = key.split("/", 1)
             try:
-                raw = self.batch.read_namespaced_job(name, namespace, _preload_content=False)
-                self.state.on_job("MODIFIED", json.loads(drain(raw)))
+                adapter = adapter_of(self.state.jobs.get(key))
+                self.state.on_job("MODIFIED", self._read(adapter, namespace, name))
             except API_ERRORS as err:
                 if classify(err) is not Failure.GONE:
                     return False
@@ -319,7 +357,8 @@ class Executor:
         """Hand the Events of the writes that landed to the sink (it posts them in order)."""
         for write, obj in done:
             if write.event is not None and obj:
-                self.post_event(obj, write.event, "Job" if write.pods is None else "Pod")
+                kind = "Pod" if write.pods is not None else str(obj.get("kind") or JOB.kind)
+                self.post_event(obj, write.event, kind)
 
 
 async def execute(

@@ -10,13 +10,15 @@ annotation; Kopf's own storage is still prefixed with sluice.dev for anything it
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import kopf
 from kubernetes import client
 
 from sluice.api.constants import GROUP, PLURAL, PREFIX, QUEUE_LABEL, VERSION
+from sluice.api.workloads import Adapter
+from sluice.api.workloads.job import JOB
 from sluice.dashboard.view import DashboardView
 from sluice.operator import metrics
 from sluice.operator.state import ClusterState
@@ -48,7 +50,9 @@ def connection_info(api: client.ApiClient) -> kopf.ConnectionInfo:
     )
 
 
-def configure_settings(settings: kopf.OperatorSettings) -> None:
+def configure_settings(
+    settings: kopf.OperatorSettings, workloads: Sequence[Adapter] = (JOB,)
+) -> None:
     settings.persistence.finalizer = f"{PREFIX}/kopf-finalizer"
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=PREFIX)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
@@ -60,21 +64,28 @@ def configure_settings(settings: kopf.OperatorSettings) -> None:
     # Only managed Jobs travel: the API server filters them (the handler's own ``labels``
     # filter alone would still stream every Job of the cluster to the operator). A Job that
     # loses its queue label arrives as a deletion.
-    settings.watching.label_selectors["batch", "v1", "jobs"] = QUEUE_LABEL
+    for adapter in workloads:  # the same for every kind of workload sluice gates
+        settings.watching.label_selectors[adapter.group, adapter.version, adapter.plural] = (
+            QUEUE_LABEL
+        )
     # No CRD watch: the resources are known at start-up (listing Queues fails without the
     # CRD), and the operator's role need not read CustomResourceDefinitions.
     settings.scanning.disabled = True
 
 
 def build_registry(
-    state: ClusterState, api: client.ApiClient, view: DashboardView | None = None
+    state: ClusterState,
+    api: client.ApiClient,
+    view: DashboardView | None = None,
+    workloads: Sequence[Adapter] = (JOB,),
 ) -> kopf.OperatorRegistry:
-    """The watches: they fill the state (and the dashboard's view, on every replica)."""
+    """The watches: they fill the state (and the dashboard's view, on every replica).
+    ``workloads``: the kinds of workload sluice gates (docs/workloads.md)."""
     registry = kopf.OperatorRegistry()
 
     @kopf.on.startup(registry=registry)
     def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
-        configure_settings(settings)
+        configure_settings(settings, workloads)
 
     probes: list[asyncio.Task[None]] = []  # held here: the loop keeps only weak references
 
@@ -94,15 +105,24 @@ def build_registry(
         if view is not None:
             view.on_queue(_event(type), body)
 
-    @kopf.on.event("batch", "v1", "jobs", registry=registry)
     async def job_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:
-        # The server-side selector sends only managed Jobs; one whose label went away comes
-        # as a deletion carrying its new, unlabelled self, which must still leave the cache.
+        # The server-side selector sends only managed workloads; one whose label went away
+        # comes as a deletion carrying its new, unlabelled self, which must still leave the
+        # cache.
         labels = (body.get("metadata") or {}).get("labels") or {}
         event = _event(type) if QUEUE_LABEL in labels else "DELETED"
         state.on_job(event, dict(body))
-        if view is not None:
-            view.on_job(event, body)
+        if view is not None and body.get("kind", JOB.kind) == JOB.kind:
+            view.on_job(event, body)  # the dashboard shows Jobs
+
+    for adapter in workloads:
+        kopf.on.event(
+            adapter.group,
+            adapter.version,
+            adapter.plural,
+            id=f"{adapter.plural}.{adapter.group}",
+            registry=registry,
+        )(job_seen)
 
     @kopf.on.event("", "v1", "nodes", registry=registry)
     async def node_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:

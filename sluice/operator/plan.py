@@ -1,4 +1,5 @@
-"""What a cycle's result means as writes to Jobs: pure, no client, tested on its own.
+"""What a cycle's result means as writes to workloads (Jobs and the other kinds sluice gates,
+each held and released through its adapter): pure, no client, tested on its own.
 
 A plan is three ordered phases. Victims first (reclaimed, preempted and requeued jobs give
 their room back before anyone takes it), then admissions, then the pending reasons of the jobs
@@ -26,6 +27,8 @@ from sluice.api.constants import (
     REQUEUES_ANNOTATION,
 )
 from sluice.api.views import split_pending_reason
+from sluice.api.workloads import Adapter, adapter_for
+from sluice.api.workloads.job import JOB
 from sluice.api.workloads.pods import PodMember, PodWorkload
 from sluice.scheduler.model import CycleResult, Decision, PendingJob
 from sluice.scheduler.readiness import backoff_reason
@@ -96,7 +99,15 @@ class Plan:
     position of any other)."""
 
 
-def _eviction(decision: Decision, now: datetime, decided: Basis | None) -> Write:
+def adapter_of(obj: Obj | None) -> Adapter:
+    """The adapter of a stored workload (docs/workloads.md); a Job's when it names none."""
+    if obj is None:
+        return JOB
+    found = adapter_for(str(obj.get("apiVersion") or JOB.api_version), str(obj.get("kind") or ""))
+    return found or JOB
+
+
+def _eviction(decision: Decision, now: datetime, decided: Basis | None, adapter: Adapter) -> Write:
     annotations: dict[str, str | None] = {ADMITTED_AT_ANNOTATION: None}
     if decision.action == "requeue":
         # The time is written to the second, and the Event must say what the Job says.
@@ -117,11 +128,11 @@ def _eviction(decision: Decision, now: datetime, decided: Basis | None) -> Write
         }
         title = "Reclaimed" if decision.action == "reclaim" else "Preempted"
         event = EventSpec(title, f"{decision.reason}; suspended by sluice")
-    patch = {"metadata": {"annotations": annotations}, "spec": {"suspend": True}}
+    patch = {"metadata": {"annotations": annotations}, **adapter.suspend_patch(True)}
     return Write(decision.action, decision.job, patch, decided, event)
 
 
-def _admission(decision: Decision, now: datetime, decided: Basis | None) -> Write:
+def _admission(decision: Decision, now: datetime, decided: Basis | None, adapter: Adapter) -> Write:
     patch = {
         "metadata": {
             "annotations": {
@@ -130,7 +141,7 @@ def _admission(decision: Decision, now: datetime, decided: Basis | None) -> Writ
                 RECLAIMED_BY_ANNOTATION: None,
             }
         },
-        "spec": {"suspend": False},
+        **adapter.suspend_patch(False),
     }
     event = EventSpec("Admitted", f"admitted by queue {decision.queue}: {decision.reason}")
     return Write("admit", decision.job, patch, decided, event)
@@ -182,9 +193,11 @@ def plan(
         if workload is not None:
             (admissions if d.action == "admit" else victims).append(_pod_decision(d, workload, now))
         elif d.action == "admit":
-            admissions.append(_admission(d, now, decided_on.get(d.job)))
+            admissions.append(
+                _admission(d, now, decided_on.get(d.job), adapter_of(jobs.get(d.job)))
+            )
         else:
-            victims.append(_eviction(d, now, decided_on.get(d.job)))
+            victims.append(_eviction(d, now, decided_on.get(d.job), adapter_of(jobs.get(d.job))))
     reasons: list[Write | None] = []
     for p in result.pending:
         workload = pods.get(p.job)

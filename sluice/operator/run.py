@@ -13,6 +13,7 @@ import socket
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, cast
 
 import kopf
@@ -20,6 +21,8 @@ from kubernetes import client
 from prometheus_client import start_http_server
 
 from sluice.api.constants import CONFIGMAP_NAME, GROUP, PLURAL, QUEUE_LABEL, VERSION
+from sluice.api.workloads import ADAPTERS, Adapter
+from sluice.api.workloads.job import JOB
 from sluice.dashboard.server import serve as serve_dashboard
 from sluice.dashboard.view import DashboardView
 from sluice.operator import metrics
@@ -30,6 +33,7 @@ from sluice.operator.leader import LeaseElector
 from sluice.operator.loop import LoopSettings, SchedulingLoop
 from sluice.operator.queue_handlers import build_queue_registry
 from sluice.operator.state import ClusterState
+from sluice.scheduler.snapshot import readers
 
 log = logging.getLogger("sluice.operator")
 
@@ -47,6 +51,13 @@ class OperatorOptions:
     resync_seconds: float = 10.0
     max_queue_depth: int = 5
     dashboard_port: int = 8081
+    workload_kinds: tuple[str, ...] = (JOB.kind,)
+    """The kinds of workload sluice gates (docs/workloads.md): each is watched, read and
+    held through its adapter."""
+
+    @property
+    def workloads(self) -> tuple[Adapter, ...]:
+        return tuple(a for a in ADAPTERS if a.kind in self.workload_kinds)
 
 
 def _pages(call: Callable[..., Any], **kwargs: Any) -> Iterator[dict[str, Any]]:
@@ -63,7 +74,9 @@ def _pages(call: Callable[..., Any], **kwargs: Any) -> Iterator[dict[str, Any]]:
             return
 
 
-def prime(api: client.ApiClient, state: ClusterState) -> None:
+def prime(
+    api: client.ApiClient, state: ClusterState, workloads: tuple[Adapter, ...] = (JOB,)
+) -> None:
     """An authoritative listing: before the first cycle, so it never sees half a cluster, and
     again whenever this replica becomes the leader."""
     objects = client.CustomObjectsApi(api)
@@ -72,12 +85,19 @@ def prime(api: client.ApiClient, state: ClusterState) -> None:
         state.on_queue("ADDED", item)
     listings: list[tuple[Callable[..., Any], str, str, Callable[[str, Any], None], str]] = [
         (
-            client.BatchV1Api(api).list_job_for_all_namespaces,
-            "batch/v1",
-            "Job",
+            client.BatchV1Api(api).list_job_for_all_namespaces
+            if adapter is JOB
+            else partial(
+                objects.list_cluster_custom_object, adapter.group, adapter.version, adapter.plural
+            ),
+            adapter.api_version,
+            adapter.kind,
             state.on_job,
             QUEUE_LABEL,
-        ),
+        )
+        for adapter in workloads
+    ]
+    listings += [
         (client.CoreV1Api(api).list_node, "v1", "Node", state.on_node, ""),
         (client.CoreV1Api(api).list_namespace, "v1", "Namespace", state.on_namespace, ""),
         (client.CoreV1Api(api).list_pod_for_all_namespaces, "v1", "Pod", state.on_pod, ""),
@@ -188,7 +208,11 @@ async def _lease_changed(elector: LeaseElector, seconds: float = 1.0) -> None:
 
 async def run_operator(api: client.ApiClient, options: OperatorOptions) -> None:
     api = _with_room_for_writers(api)
-    state = ClusterState(loop=asyncio.get_running_loop())
+    workloads = options.workloads
+    state = ClusterState(
+        loop=asyncio.get_running_loop(),
+        readers=readers(workload_kinds=[a.kind for a in workloads]),
+    )
     identity = options.identity or f"{socket.gethostname()}-{os.getpid()}"
     elector = LeaseElector(
         api,
@@ -209,7 +233,7 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> None:
             resync_seconds=options.resync_seconds,
             max_queue_depth=options.max_queue_depth,
         ),
-        relist=lambda: prime(api, state),
+        relist=lambda: prime(api, state, workloads),
     )
     tasks: list[asyncio.Task[Any]] = []
     health = await serve_health(loop, tasks, options.health_port) if options.health_port else None
@@ -219,16 +243,17 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> None:
     running = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):  # until Kopf's watches take them over
         running.add_signal_handler(sig, stop.set)
-    await asyncio.to_thread(prime, api, state)
+    await asyncio.to_thread(prime, api, state, workloads)
     loop.memory.settle()
     loop.synced.set()
     view = DashboardView()
     if options.dashboard_port:
-        view.load(list(state.queues.values()), list(state.jobs.values()))
+        jobs = [o for o in state.jobs.values() if o.get("kind") == JOB.kind]  # the dashboard's
+        view.load(list(state.queues.values()), jobs)
     log.info(
         "event=started identity=%s queues=%d jobs=%d", identity, len(state.queues), len(state.jobs)
     )
-    registry = build_registry(state, api, view if options.dashboard_port else None)
+    registry = build_registry(state, api, view if options.dashboard_port else None, workloads)
     kopf_stop: asyncio.Future[None] = running.create_future()
     tasks += [
         asyncio.create_task(

@@ -24,11 +24,11 @@ from sluice.api.config import DEFAULT_CONFIG, SchedulerConfig
 from sluice.api.constants import CLOSED_BY_PARENT_ANNOTATION
 from sluice.api.errors import InvalidObject
 from sluice.api.queue import Queue
-from sluice.api.views import JobView, PodView, gated
+from sluice.api.views import JOB_KIND, JobView, PodView, gated
 from sluice.api.workloads.pods import PodMember, PodWorkload, pod_member, pod_workloads
 from sluice.operator.published import Published
 from sluice.scheduler.model import Snapshot
-from sluice.scheduler.snapshot import KINDS, Read, build_snapshot, read
+from sluice.scheduler.snapshot import KINDS, READERS, Read, Reader, build_snapshot, read
 
 log = logging.getLogger("sluice.operator")
 
@@ -38,6 +38,10 @@ Obj = Mapping[str, Any]
 def job_key(obj: Obj) -> str:
     meta = obj.get("metadata") or {}
     return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+def _kind(obj: Obj) -> str:
+    return str(obj.get("kind") or JOB_KIND)
 
 
 def _name(obj: Obj) -> str:
@@ -123,6 +127,7 @@ def _gone(obj: Obj) -> bool:
 class ClusterState:
     queues: dict[str, Obj] = field(default_factory=dict)
     jobs: dict[str, Obj] = field(default_factory=dict)
+    """Every managed workload, of whatever kind (docs/workloads.md), by namespace/name."""
     nodes: dict[str, Obj] = field(default_factory=dict)
     priority_classes: dict[str, Obj] = field(default_factory=dict)
     namespaces: dict[str, Obj] = field(default_factory=dict)
@@ -150,6 +155,8 @@ class ClusterState:
     pod_workloads: dict[str, PodWorkload] = field(default_factory=dict)
     """The plain-pod workloads of the latest snapshot, by workload key: what its decisions
     about them are written to."""
+    readers: Mapping[str, Reader] = field(default_factory=lambda: READERS)
+    """How each kind is read: the operator's, with the workload kinds it gates."""
 
     def notify(self, urgent: bool = True) -> None:
         """Wake the scheduling loop, from its own thread or from a writer thread."""
@@ -194,7 +201,7 @@ class ClusterState:
         deleting = event == "DELETED" or _gone(obj)
         if not deleting and version is not None and _version(table.get(key)) == version:
             return  # the same object again (a watch echoing the operator's own write)
-        seen = None if deleting else read(kind, f"{kind.lower()}/{key}", obj)
+        seen = None if deleting else read(kind, f"{kind.lower()}/{key}", obj, self.readers)
         with self.lock:
             if seen is None:
                 table.pop(key, None)
@@ -242,7 +249,8 @@ class ClusterState:
         self._store("Queue", self.queues, _name(obj), event, obj, unseen=_status_only)
 
     def on_job(self, event: str, obj: Obj) -> None:
-        self._store("Job", self.jobs, job_key(obj), event, obj, minor=_job_only_runs)
+        """A workload of any kind (a batch/v1 Job when the object names none)."""
+        self._store(_kind(obj), self.jobs, job_key(obj), event, obj, minor=_job_only_runs)
 
     def on_node(self, event: str, obj: Obj) -> None:
         self._store("Node", self.nodes, _name(obj), event, obj)
@@ -284,7 +292,7 @@ class ClusterState:
 
     def remember_job(self, obj: Obj) -> None:
         """The object the API server returned for our own write."""
-        self._store("Job", self.jobs, job_key(obj), "MODIFIED", obj, minor=_own_write)
+        self._store(_kind(obj), self.jobs, job_key(obj), "MODIFIED", obj, minor=_own_write)
 
     def remember_queue(self, obj: Obj) -> None:
         self._store("Queue", self.queues, _name(obj), "MODIFIED", obj, unseen=_status_only)

@@ -1,4 +1,4 @@
-"""In-memory stand-ins for the three Kubernetes APIs the operator's writers use.
+"""In-memory stand-ins for the Kubernetes APIs the operator's writers use.
 
 They keep objects as plain dicts, apply JSON merge patches, honour resourceVersion
 preconditions with a 409 like the API server, and record every call in order.
@@ -132,6 +132,30 @@ class FakeObjects:
             raise ApiException(status=409, reason="AlreadyExists")
         return self.cluster.add(key, copy.deepcopy(body))
 
+    def patch_namespaced_custom_object(
+        self,
+        group: str,
+        version: str,
+        namespace: str,
+        plural: str,
+        name: str,
+        body: dict[str, Any],
+        **_: Any,
+    ) -> RawResponse:
+        key = f"{plural}/{namespace}/{name}"
+        answer = RawResponse(self.cluster.patch(key, body))
+        if key in self.cluster.lose_answer:
+            raise ProtocolError("Connection aborted.", ConnectionResetError(104, "reset"))
+        return answer
+
+    def get_namespaced_custom_object(
+        self, group: str, version: str, namespace: str, plural: str, name: str, **_: Any
+    ) -> RawResponse:
+        stored = self.cluster.objects.get(f"{plural}/{namespace}/{name}")
+        if stored is None:
+            raise ApiException(status=404, reason="NotFound")
+        return RawResponse(stored)
+
     def delete_cluster_custom_object(
         self, group: str, version: str, plural: str, name: str
     ) -> None:
@@ -148,6 +172,7 @@ def fake_executor() -> tuple[Executor, FakeCluster, ClusterState]:
     executor = Executor(client.ApiClient(), state)
     executor.batch = FakeBatch(cluster)  # type: ignore[assignment]
     executor.core = FakeCore(cluster)  # type: ignore[assignment]
+    executor.custom = FakeObjects(cluster)  # type: ignore[assignment]
     return executor, cluster, state
 
 
