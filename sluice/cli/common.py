@@ -9,6 +9,9 @@ from typing import Annotated, NoReturn
 import typer
 from rich.console import Console
 
+from sluice.api.views import JOB_KIND
+from sluice.api.workloads import BY_KIND
+
 PIPED_WIDTH = 200
 
 Kubeconfig = Annotated[
@@ -19,6 +22,24 @@ KubeContext = Annotated[
     typer.Option("--context", help="Kubeconfig context to use; default its current context."),
 ]
 LogLevel = Annotated[str, typer.Option(help="debug, info, warning or error.")]
+WorkloadKinds = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--workload-kind",
+        help="A kind of workload to gate, once per kind (docs/workloads.md): "
+        + ", ".join(BY_KIND)
+        + ". Default: Job.",
+    ),
+]
+
+
+def workload_kinds(given: list[str] | None) -> frozenset[str]:
+    """The kinds of workload to gate (--workload-kind): Job when none is given."""
+    kinds = frozenset(given or (JOB_KIND,))
+    unknown = sorted(kinds - set(BY_KIND))
+    if unknown:
+        fail(f"--workload-kind {unknown[0]}: not a kind sluice gates ({', '.join(BY_KIND)})")
+    return kinds
 
 
 def setup_logging(level: str) -> None:

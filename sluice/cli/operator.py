@@ -8,11 +8,15 @@ from typing import Annotated
 import typer
 
 from sluice.api.constants import CONFIGMAP_NAME, DEFAULT_MAX_QUEUE_DEPTH
-from sluice.api.views import JOB_KIND
-from sluice.api.workloads import BY_KIND
-from sluice.cli.common import Kubeconfig, LogLevel, fail, group, setup_logging
-
-WORKLOAD_KINDS = tuple(BY_KIND)
+from sluice.cli.common import (
+    Kubeconfig,
+    LogLevel,
+    WorkloadKinds,
+    fail,
+    group,
+    setup_logging,
+    workload_kinds,
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -53,24 +57,14 @@ def run(
     max_queue_depth: Annotated[
         int, typer.Option(help="Deepest allowed queue level under root.")
     ] = DEFAULT_MAX_QUEUE_DEPTH,
-    workload_kind: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="A kind of workload to gate, once per kind (docs/workloads.md): "
-            + ", ".join(WORKLOAD_KINDS)
-            + ". Default: Job.",
-        ),
-    ] = None,
+    workload_kind: WorkloadKinds = None,
     log_level: LogLevel = "info",
 ) -> None:
     """Run the operator (every replica watches; only the Lease holder writes)."""
     from sluice.kube import KubeConfigError, api_client
     from sluice.operator.run import OperatorOptions, run_operator
 
-    kinds = tuple(workload_kind or (JOB_KIND,))
-    unknown = [k for k in kinds if k not in WORKLOAD_KINDS]
-    if unknown:
-        fail(f"--workload-kind {unknown[0]}: not a kind sluice gates ({', '.join(WORKLOAD_KINDS)})")
+    kinds = tuple(sorted(workload_kinds(workload_kind)))
     setup_logging(log_level)
     try:
         api = api_client(kubeconfig)

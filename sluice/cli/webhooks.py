@@ -11,7 +11,15 @@ from typing import Annotated
 import typer
 
 from sluice.api.constants import DEFAULT_MAX_QUEUE_DEPTH
-from sluice.cli.common import Kubeconfig, LogLevel, fail, group, setup_logging
+from sluice.cli.common import (
+    Kubeconfig,
+    LogLevel,
+    WorkloadKinds,
+    fail,
+    group,
+    setup_logging,
+    workload_kinds,
+)
 
 DEFAULT_OPERATOR_USER = "system:serviceaccount:sluice-system:sluice-operator"
 
@@ -51,16 +59,18 @@ def serve(
             " routing to this replica; then in-flight requests drain."
         ),
     ] = 5.0,
+    workload_kind: WorkloadKinds = None,
     log_level: LogLevel = "info",
 ) -> None:
-    """Serve /validate/queues, /mutate/queues, /validate/jobs, /mutate/jobs and
-    /validate/pods over HTTPS."""
+    """Serve /validate/queues, /mutate/queues, /validate/jobs, /mutate/jobs, /validate/pods,
+    /validate/workloads and /mutate/workloads over HTTPS."""
     from sluice.kube import KubeConfigError, api_client
     from sluice.webhooks.cache import KubeFacts, QueueCache, QueueWatcher
     from sluice.webhooks.handlers import Context
     from sluice.webhooks.server import serve as run_server
     from sluice.webhooks.tls import ReloadingTLS
 
+    kinds = workload_kinds(workload_kind)
     setup_logging(log_level)
     try:
         tls = ReloadingTLS(tls_cert_file, tls_key_file)
@@ -78,6 +88,7 @@ def serve(
         operator_users=frozenset(operator_user or [DEFAULT_OPERATOR_USER]),
         max_queue_depth=max_queue_depth,
         protected_job_users=tuple(protected_job_user or ()),
+        workloads=kinds,
     )
     watcher = QueueWatcher(api, cache)
     watcher.start()

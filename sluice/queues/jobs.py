@@ -1,4 +1,6 @@
-"""The rules a Job (and the pods of a managed Job) must pass at the door, as pure functions.
+"""The rules a Job, or a workload of any kind sluice gates (docs/workloads.md), and the pods
+of a managed Job must pass at the door, as pure functions. Each rule reads the workload
+through its kind's adapter: one rule for every kind.
 
 What a tenant can write is a way around quota until a rule here says no: the queue a job goes
 to (docs/operations.md, "Tenancy"), its size once admitted, the sluice.dev/ annotations that
@@ -23,7 +25,9 @@ from sluice.api.errors import InvalidObject
 from sluice.api.queue import Queue
 from sluice.api.resources import EMPTY, Resources, describe_amount
 from sluice.api.selector import namespace_labels
-from sluice.api.views import JOB_POD_UID_LABELS, job_finished, pod_request
+from sluice.api.views import JOB_POD_UID_LABELS, pod_request
+from sluice.api.workloads import Adapter
+from sluice.api.workloads.job import JOB
 from sluice.queues.admission import closed_ancestor
 from sluice.queues.tree import children_of
 from sluice.queues.verdict import ALLOW, Verdict, deny
@@ -75,19 +79,16 @@ def job_queue(job: Mapping[str, Any]) -> str | None:
     return str(queue) if queue else None
 
 
-def _suspended(job: Mapping[str, Any]) -> bool:
-    return bool(_spec(job).get("suspend"))
+def job_admitted(job: Mapping[str, Any], adapter: Adapter = JOB) -> bool:
+    """Admitted (docs/scheduler.md): not held and not finished."""
+    return not adapter.suspended(job) and not adapter.finished(job)
 
 
-def job_admitted(job: Mapping[str, Any]) -> bool:
-    """Admitted (docs/scheduler.md): not suspended and not finished."""
-    return not _suspended(job) and not job_finished(job)
-
-
-def _who(job: Mapping[str, Any], namespace: str) -> str:
-    """How a denial names the object: ``job ns/name``, or ``pod ns/name`` for a Pod."""
+def _who(job: Mapping[str, Any], namespace: str, adapter: Adapter = JOB) -> str:
+    """How a denial names the object: ``job ns/name``, ``pod ns/name`` for a Pod, and the
+    kind for the other kinds of workload (``jobset ns/name``)."""
     meta = _meta(job)
-    noun = "pod" if job.get("kind") == "Pod" else "job"
+    noun = "pod" if job.get("kind") == "Pod" else adapter.kind.lower()
     return f"{noun} {meta.get('namespace') or namespace}/{meta.get('name') or '?'}"
 
 
@@ -96,8 +97,21 @@ def _parallelism(job: Mapping[str, Any]) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 1
 
 
-def job_request(job: Mapping[str, Any]) -> Resources:
-    """What the job holds while admitted: its pod's request times its parallelism."""
+def _pods(job: Mapping[str, Any], adapter: Adapter) -> int:
+    """How many pods it runs at once, as its growth is told: a Job's parallelism."""
+    if adapter is JOB:
+        return _parallelism(job)
+    return sum(p.count for p in adapter.pod_sets(job))
+
+
+def job_request(job: Mapping[str, Any], adapter: Adapter = JOB) -> Resources:
+    """What the workload holds while admitted: a Job's pod request times its parallelism,
+    the sum of its pod sets' requests for the other kinds."""
+    if adapter is not JOB:
+        total = EMPTY
+        for pods in adapter.pod_sets(job):
+            total = total + pods.request
+        return total
     template = _spec(job).get("template")
     pod = template.get("spec") if isinstance(template, Mapping) else None
     if not isinstance(pod, Mapping):
@@ -163,6 +177,7 @@ def _check_queue_for(
     namespace: str,
     existing: Mapping[str, Queue],
     labels: Mapping[str, str] | None,
+    adapter: Adapter = JOB,
 ) -> Verdict:
     queue_name = job_queue(job)
     verdict = check_job_queue(queue_name, existing)
@@ -172,7 +187,7 @@ def _check_queue_for(
             verdict = deny("job-namespace-not-allowed", refusal)
     if verdict.allowed:
         return verdict
-    return deny(verdict.rule, f"{_who(job, namespace)}: {verdict.message}")
+    return deny(verdict.rule, f"{_who(job, namespace, adapter)}: {verdict.message}")
 
 
 # Annotations -------------------------------------------------------------------------------
@@ -190,6 +205,7 @@ def check_annotations(
     namespace: str,
     writer: Writer,
     opting_in: bool = False,
+    adapter: Adapter = JOB,
 ) -> Verdict:
     """sluice.dev/ annotations change decisions: sluice.dev/preemptable is for the operator and
     webhooks.protectedJobUsers, every other one (admitted-at, reclaimed-by, pending-reason, the
@@ -209,15 +225,15 @@ def check_annotations(
             who = ", ".join(writer.protectors) or "no one else: the list is empty"
             return deny(
                 "job-protected-annotation",
-                f"{_who(new, namespace)}: annotation {key} can be set or changed only by the"
-                f" sluice operator and the users and groups in webhooks.protectedJobUsers"
+                f"{_who(new, namespace, adapter)}: annotation {key} can be set or changed only"
+                f" by the sluice operator and the users and groups in webhooks.protectedJobUsers"
                 f" ({who}); {writer.name} is not one of them",
             )
         return deny(
             "job-operator-annotation",
-            f"{_who(new, namespace)}: annotation {key} is written by the sluice operator only"
-            f" ({PREFIX}/ annotations record its decisions); {writer.name} cannot set or"
-            " change it",
+            f"{_who(new, namespace, adapter)}: annotation {key} is written by the sluice"
+            f" operator only ({PREFIX}/ annotations record its decisions); {writer.name}"
+            " cannot set or change it",
         )
     return ALLOW
 
@@ -226,28 +242,34 @@ def check_annotations(
 
 
 def check_growth(
-    old: Mapping[str, Any], new: Mapping[str, Any], namespace: str, writer: Writer
+    old: Mapping[str, Any],
+    new: Mapping[str, Any],
+    namespace: str,
+    writer: Writer,
+    adapter: Adapter = JOB,
 ) -> Verdict:
     """An admitted job never holds more than it was admitted with: any write that raises its
     request while it stays admitted is refused (lowering it frees quota). Suspending it and
     raising it then requeues it at its new size."""
-    if writer.operator or not job_admitted(old) or _suspended(new):
+    if writer.operator or not job_admitted(old, adapter) or adapter.suspended(new):
         return ALLOW
+    who = _who(new, namespace, adapter)
     try:
-        before, after = job_request(old), job_request(new)
+        before, after = job_request(old, adapter), job_request(new, adapter)
+        grown = after.exceeding(before, absent_is_unlimited=False)
+        was, now = (_pods(old, adapter), _pods(new, adapter)) if grown else (0, 0)
     except InvalidObject as err:
-        return deny("job-invalid", f"{_who(new, namespace)}: {err}")
-    grown = after.exceeding(before, absent_is_unlimited=False)
+        return deny("job-invalid", f"{who}: {err}")
     if not grown:
         return ALLOW
     name, amount, limit = grown[0]
-    was, now = _parallelism(old), _parallelism(new)
-    how = f" (parallelism {was} -> {now})" if was != now else ""
+    counted = "parallelism" if adapter is JOB else "pods"
+    how = f" ({counted} {was} -> {now})" if was != now else ""
     return deny(
         "job-grows-past-admission",
-        f"{_who(new, namespace)}: an admitted job cannot grow past what it was admitted with:"
+        f"{who}: an admitted job cannot grow past what it was admitted with:"
         f" {describe_amount(name, limit)} -> {format_amount(name, amount)}{how}; lower it,"
-        " or suspend the job (spec.suspend: true) to queue it again at its new size",
+        f" or suspend the job ({adapter.hold.name}: true) to queue it again at its new size",
     )
 
 
@@ -262,23 +284,30 @@ Setting = tuple[tuple[str, ...], Any]
 """A value to set at a path of the object (its missing parents added as objects)."""
 
 
-def job_settings(job: Mapping[str, Any], queue_name: str, queue: Queue | None) -> list[Setting]:
-    """What a new managed job gets at the door: it is held (suspended), its queue is named on
-    it and on its pods (the pod webhook sees them, and only them, by that label), and its pods
-    get its queue's priorityClassName when they name none. ``queue``: the queue, when it
-    exists."""
+def job_settings(
+    job: Mapping[str, Any], queue_name: str, queue: Queue | None, adapter: Adapter = JOB
+) -> list[Setting]:
+    """What a new managed workload gets at the door: it is held (its kind's hold, a Job's
+    spec.suspend), its queue is named on it and, for a kind of one pod template, on its pods
+    (the pod webhook sees them, and only them, by that label), whose priorityClassName is then
+    its queue's when they name none. ``queue``: the queue, when it exists."""
     labelled = _map(job, "labels").get(QUEUE_LABEL)
     out: list[Setting] = []
     if not labelled:
         out.append((("metadata", "labels", QUEUE_LABEL), queue_name))
-    out.append((("spec", "suspend"), True))
-    out.append((("spec", "template", "metadata", "labels", QUEUE_LABEL), queue_name))
-    template = _spec(job).get("template")
+    out.append((adapter.hold.path, True))
+    path = adapter.pod_template
+    if not path:
+        return out
+    out.append(((*path, "metadata", "labels", QUEUE_LABEL), queue_name))
+    template: Any = job
+    for key in path:
+        template = template.get(key) if isinstance(template, Mapping) else None
     pod = template.get("spec") if isinstance(template, Mapping) else None
     named = isinstance(pod, Mapping) and pod.get("priorityClassName")
     if queue is not None and queue.spec.priority_class_name and not named:
         pcn = queue.spec.priority_class_name
-        out.append((("spec", "template", "spec", "priorityClassName"), pcn))
+        out.append(((*path, "spec", "priorityClassName"), pcn))
     return out
 
 
@@ -292,14 +321,19 @@ def check_job_create(
     labels: Mapping[str, str] | None,
     writer: Writer,
     opting_in: bool = False,
+    adapter: Adapter = JOB,
 ) -> Verdict:
-    """A new managed job: its queue takes it, and it carries no sluice.dev/ annotation its
-    writer may not set. ``labels``: the namespace's, when needs_namespace_labels says so;
-    ``opting_in`` as for check_annotations."""
-    verdict = _check_queue_for(job, namespace, existing, labels)
+    """A new managed workload: its queue takes it, it carries no sluice.dev/ annotation its
+    writer may not set, and sluice can read and hold it (a kind other than Job: a Job's
+    fields are the API server's to check). ``labels``: the namespace's, when
+    needs_namespace_labels says so; ``opting_in`` as for check_annotations."""
+    verdict = _check_queue_for(job, namespace, existing, labels, adapter)
     if not verdict.allowed:
         return verdict
-    return check_annotations(None, job, namespace, writer, opting_in)
+    refusal = None if adapter is JOB else adapter.refusal(job)
+    if refusal is not None:
+        return deny("job-not-manageable", f"{_who(job, namespace, adapter)}: {refusal}")
+    return check_annotations(None, job, namespace, writer, opting_in, adapter)
 
 
 def check_job_update(
@@ -309,12 +343,13 @@ def check_job_update(
     existing: Mapping[str, Queue],
     labels: Mapping[str, str] | None,
     writer: Writer,
+    adapter: Adapter = JOB,
 ) -> Verdict:
     old_queue, new_queue = job_queue(old), job_queue(new)
     if old_queue is None and new_queue is None:
         return ALLOW
-    who = _who(new, namespace)
-    admitted = job_admitted(old)
+    who = _who(new, namespace, adapter)
+    admitted = job_admitted(old, adapter)
     if admitted and new_queue != old_queue and old_queue is None:
         # A running job that had no queue: labelling it would count it in a queue no quota
         # let it into.
@@ -329,15 +364,15 @@ def check_job_update(
             f"{who}: the queue label {QUEUE_LABEL} of an admitted job cannot change"
             f" (from {old_queue} to {new_queue or 'nothing'})",
         )
-    if _suspended(old) and not _suspended(new) and not writer.operator:
+    if adapter.suspended(old) and not adapter.suspended(new) and not writer.operator:
         return deny(
             "job-unsuspend",
-            f"{who}: only sluice may clear spec.suspend on a job of queue"
+            f"{who}: only sluice may clear {adapter.hold.name} on a job of queue"
             f" {old_queue or new_queue}; it does so when the queue's quota allows",
         )
     if writer.operator:
         return ALLOW
-    finished = job_finished(old)
+    finished = adapter.finished(old)
     if new_queue != old_queue and not finished:
         if new_queue is None:
             # Taking the label off would let its owner unsuspend it outside any quota.
@@ -346,17 +381,17 @@ def check_job_update(
                 f"{who}: the label {QUEUE_LABEL} ({old_queue}) cannot be removed from an"
                 " unfinished job; move it to another queue or delete it",
             )
-        verdict = _check_queue_for(new, namespace, existing, labels)
+        verdict = _check_queue_for(new, namespace, existing, labels, adapter)
         if not verdict.allowed:
             return verdict
     if new_queue is None:
         return ALLOW
-    verdict = check_annotations(old if old_queue else None, new, namespace, writer)
+    verdict = check_annotations(old if old_queue else None, new, namespace, writer, adapter=adapter)
     if not verdict.allowed:
         return verdict
     if ORPHAN_FINALIZER in _finalizers(new) and ORPHAN_FINALIZER not in _finalizers(old):
-        return _refuse_orphaning(new, namespace, "the finalizer orphan")
-    return check_growth(old, new, namespace, writer)
+        return _refuse_orphaning(new, namespace, "the finalizer orphan", adapter)
+    return check_growth(old, new, namespace, writer, adapter)
 
 
 def _finalizers(job: Mapping[str, Any]) -> Sequence[str]:
@@ -364,21 +399,28 @@ def _finalizers(job: Mapping[str, Any]) -> Sequence[str]:
     return [str(f) for f in value] if isinstance(value, list) else []
 
 
-def _refuse_orphaning(job: Mapping[str, Any], namespace: str, how: str) -> Verdict:
+def _refuse_orphaning(
+    job: Mapping[str, Any], namespace: str, how: str, adapter: Adapter = JOB
+) -> Verdict:
     return deny(
         "job-orphans-pods",
-        f"{_who(job, namespace)} of queue {job_queue(job)} is admitted; deleting it with {how}"
-        " would leave its pods running outside the queue's quota: delete it with"
+        f"{_who(job, namespace, adapter)} of queue {job_queue(job)} is admitted; deleting it"
+        f" with {how} would leave its pods running outside the queue's quota: delete it with"
         " propagationPolicy Background or Foreground (kubectl delete --cascade=background)",
     )
 
 
 def check_job_delete(
-    job: Mapping[str, Any], namespace: str, options: Mapping[str, Any] | None, writer: Writer
+    job: Mapping[str, Any],
+    namespace: str,
+    options: Mapping[str, Any] | None,
+    writer: Writer,
+    adapter: Adapter = JOB,
 ) -> Verdict:
-    """Deleting an admitted job must take its pods with it. ``options`` are the request's
-    DeleteOptions; a batch/v1 Job deleted without a propagation policy orphans its pods."""
-    if job_queue(job) is None or not job_admitted(job) or writer.operator:
+    """Deleting an admitted workload must take its pods with it. ``options`` are the
+    request's DeleteOptions; a batch/v1 Job deleted without a propagation policy orphans its
+    pods (the other kinds' default takes them along)."""
+    if job_queue(job) is None or not job_admitted(job, adapter) or writer.operator:
         return ALLOW
     options = options or {}
     policy = options.get("propagationPolicy")
@@ -386,7 +428,9 @@ def check_job_delete(
     if policy in ("Background", "Foreground") or (policy is None and orphan is False):
         return ALLOW
     if policy == "Orphan" or orphan is True:
-        return _refuse_orphaning(job, namespace, "propagationPolicy Orphan")
+        return _refuse_orphaning(job, namespace, "propagationPolicy Orphan", adapter)
+    if not adapter.orphans_by_default:
+        return ALLOW
     return _refuse_orphaning(job, namespace, "no propagationPolicy (a Job's default orphans)")
 
 

@@ -33,7 +33,7 @@ from sluice.api.views import (
     pod_from_object,
     priority_class_from_object,
 )
-from sluice.api.workloads import ADAPTERS, POD_LABELS
+from sluice.api.workloads import ADAPTERS, POD_LABELS, controlled_by
 from sluice.scheduler.model import Snapshot
 
 View = Queue | JobView | NodeView | PodView | PriorityClassView | NamespaceView
@@ -79,16 +79,6 @@ def _own_workload(reader: Reader, kinds: frozenset[str]) -> Reader:
         return None if controlled_by(obj, kinds) else reader(obj)
 
     return read_unless_controlled
-
-
-def controlled_by(obj: Mapping[str, Any], kinds: frozenset[str]) -> bool:
-    """Whether a workload of one of these kinds controls the object (its controller
-    ownerReference): it is then part of that workload, not one of its own."""
-    owners = (obj.get("metadata") or {}).get("ownerReferences") or ()
-    return any(
-        isinstance(owner, Mapping) and owner.get("controller") and owner.get("kind") in kinds
-        for owner in owners
-    )
 
 
 READERS = readers()

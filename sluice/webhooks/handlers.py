@@ -1,4 +1,4 @@
-"""The four admission endpoints: AdmissionReview in, the queue rules' verdict out.
+"""The admission endpoints: AdmissionReview in, the queue rules' verdict out.
 
 They only adapt: every decision comes from sluice.queues, fed by the Queue cache and, for the
 rare checks that need them, facts asked of the API server.
@@ -7,12 +7,14 @@ rare checks that need them, facts asked of the API server.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sluice.api.constants import DEFAULT_MAX_QUEUE_DEPTH, KIND, QUEUE_LABEL
 from sluice.api.errors import InvalidObject
 from sluice.api.queue import Queue
+from sluice.api.workloads import BY_KIND, Adapter, controlled_by
+from sluice.api.workloads.job import JOB
 from sluice.queues.admission import (
     ClusterFacts,
     check_queue_create,
@@ -50,6 +52,14 @@ class Context:
     max_queue_depth: int = DEFAULT_MAX_QUEUE_DEPTH
     protected_job_users: tuple[str, ...] = ()
     """Users and groups that may protect jobs (sluice.dev/preemptable)."""
+    workloads: frozenset[str] = frozenset({JOB.kind})
+    """The kinds of workload sluice gates (docs/workloads.md)."""
+    controllers: frozenset[str] = field(init=False, default=frozenset())
+    """The gated kinds that make workloads of their own (a JobSet's Jobs): what they control
+    is part of them."""
+
+    def __post_init__(self) -> None:
+        self.controllers = self.workloads - {JOB.kind}
 
 
 Answer = tuple[dict[str, Any], Verdict]
@@ -199,14 +209,25 @@ def _set(
 
 
 async def mutate_job(request: Request, ctx: Context) -> Answer:
-    """What queues.jobs.job_settings gives a new managed job, as JSON patch operations
+    _expect(request, JOB.kind)
+    return await _mutate(request, ctx, JOB)
+
+
+async def mutate_workload(request: Request, ctx: Context) -> Answer:
+    """The other kinds of workload sluice gates (docs/workloads.md), as a Job."""
+    return await _mutate(request, ctx, _adapter(request, ctx))
+
+
+async def _mutate(request: Request, ctx: Context, adapter: Adapter) -> Answer:
+    """What queues.jobs.job_settings gives a new managed workload, as JSON patch operations
     written directly: diffing whole Jobs would cost more than every rule together."""
-    _expect(request, "Job")
     if request.operation != "CREATE" or request.obj is None:
         return _answer(request, ALLOW)
     job = request.obj
     if not isinstance(job.get("spec", {}), Mapping):
         raise ReviewError("object.spec is not an object")
+    if ctx.controllers and controlled_by(job, ctx.controllers):
+        return _answer(request, ALLOW)  # part of a workload sluice manages as a whole
     queue_name = _labels(job).get(QUEUE_LABEL)
     if not queue_name:
         queue_name = await ctx.facts.namespace_default_queue(request.namespace)
@@ -214,22 +235,33 @@ async def mutate_job(request: Request, ctx: Context) -> Answer:
             return _answer(request, ALLOW)  # not managed by sluice
     queue = ctx.cache.queues.get(str(queue_name))
     ops: list[dict[str, Any]] = []
-    for keys, value in job_settings(job, str(queue_name), queue):
+    for keys, value in job_settings(job, str(queue_name), queue, adapter):
         _set(ops, job, keys, value)
     return respond(request.uid, patch=ops), ALLOW
 
 
 async def validate_job(request: Request, ctx: Context) -> Answer:
-    _expect(request, "Job")
+    _expect(request, JOB.kind)
+    return await _validate(request, ctx, JOB)
+
+
+async def validate_workload(request: Request, ctx: Context) -> Answer:
+    """The other kinds of workload sluice gates (docs/workloads.md), as a Job."""
+    return await _validate(request, ctx, _adapter(request, ctx))
+
+
+async def _validate(request: Request, ctx: Context, adapter: Adapter) -> Answer:
     if request.sub_resource:
         return _answer(request, ALLOW)
     writer = _writer(request, ctx)
     queues = ctx.cache.queues
     if request.operation == "DELETE" and request.old is not None:
-        verdict = check_job_delete(request.old, request.namespace, request.options, writer)
+        verdict = check_job_delete(request.old, request.namespace, request.options, writer, adapter)
         return _answer(request, verdict)
     if request.obj is None:
         return _answer(request, ALLOW)
+    if ctx.controllers and controlled_by(request.obj, ctx.controllers):
+        return _answer(request, ALLOW)  # part of a workload sluice manages as a whole
     queue_name = job_queue(request.obj)
     labels = None
     if needs_namespace_labels(queue_name, queues):
@@ -237,14 +269,27 @@ async def validate_job(request: Request, ctx: Context) -> Answer:
     if request.operation == "CREATE":
         if queue_name is None:
             return _answer(request, ALLOW)  # not managed by sluice
-        verdict = check_job_create(request.obj, request.namespace, queues, labels, writer)
+        verdict = check_job_create(
+            request.obj, request.namespace, queues, labels, writer, adapter=adapter
+        )
         return _answer(request, verdict)
     if request.operation == "UPDATE" and request.old is not None:
         verdict = check_job_update(
-            request.old, request.obj, request.namespace, queues, labels, writer
+            request.old, request.obj, request.namespace, queues, labels, writer, adapter
         )
         return _answer(request, verdict)
     return _answer(request, ALLOW)
+
+
+def _adapter(request: Request, ctx: Context) -> Adapter:
+    adapter = BY_KIND.get(request.kind)
+    if adapter is None or adapter.group != request.group or adapter.kind not in ctx.workloads:
+        gated = ", ".join(sorted(k for k in ctx.workloads if k != JOB.kind)) or "none"
+        raise ReviewError(
+            f"this endpoint reviews the kinds of workload sluice gates ({gated}),"
+            f" got {request.group or 'core'} {request.kind}"
+        )
+    return adapter
 
 
 async def mutate_pod(request: Request, ctx: Context) -> Answer:

@@ -42,6 +42,8 @@ ROUTES: dict[str, Handler] = {
     "/mutate/jobs": handlers.mutate_job,
     "/validate/pods": handlers.validate_pod,
     "/mutate/pods": handlers.mutate_pod,
+    "/validate/workloads": handlers.validate_workload,
+    "/mutate/workloads": handlers.mutate_workload,
 }
 
 CTX_KEY: web.AppKey[Context] = web.AppKey("ctx", Context)

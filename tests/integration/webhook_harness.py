@@ -14,6 +14,7 @@ from typing import Any
 import aiohttp
 
 from sluice.api.resources import Resources
+from sluice.api.workloads import BY_KIND
 from sluice.webhooks.cache import QueueCache
 from sluice.webhooks.handlers import Context
 from sluice.webhooks.server import ReloadingTLS, serve
@@ -101,6 +102,7 @@ async def _webhook(
         facts=facts,
         operator_users=frozenset({OPERATOR}),
         protected_job_users=PROTECTORS,
+        workloads=frozenset(BY_KIND),  # every kind sluice gates (docs/workloads.md)
     )
     port = free_port()
     stop = asyncio.Event()

@@ -9,7 +9,7 @@ from sluice.api.views import JobView, PodSet
 from sluice.api.workloads.job import JOB
 from sluice.api.workloads.jobset import JOBSET
 from sluice.api.workloads.kubeflow import MPI_JOB, PYTORCH_JOB
-from sluice.api.workloads.model import Adapter, SuspendField
+from sluice.api.workloads.model import Adapter, SuspendField, controlled_by
 from sluice.api.workloads.rayjob import RAY_JOB
 from sluice.api.workloads.trainjob import TRAIN_JOB
 
@@ -43,5 +43,6 @@ __all__ = [
     "PodSet",
     "SuspendField",
     "adapter_for",
+    "controlled_by",
     "workload_from_object",
 ]

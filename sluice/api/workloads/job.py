@@ -39,4 +39,6 @@ JOB = Adapter(
     read_pod_sets=_pod_sets,
     read_finished=lambda status: condition_true(status, JOB_FINISHED),
     read_active=_active,
+    pod_template=("spec", "template"),
+    orphans_by_default=True,
 )

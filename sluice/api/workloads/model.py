@@ -73,6 +73,15 @@ class Adapter:
     pod_label: str = ""
     """The label its controller puts on its pods, valued with its name: how its own pods are
     found (a Job's are found by their controller's uid instead)."""
+    pod_template: tuple[str, ...] = ()
+    """The path of its one pod template, for a kind that has exactly one (a Job's
+    spec.template): the admission webhook names the queue on its pods and gives them the
+    queue's priority class there. Empty for the kinds whose pods come from several."""
+    orphans_by_default: bool = False
+    """Deleting it with no propagationPolicy leaves its pods behind (a batch/v1 Job's
+    default)."""
+    read_refusal: Callable[[Mapping[str, Any]], str | None] = lambda obj: None
+    """Why sluice cannot hold this object although it can read it, None when it can."""
 
     @property
     def api_version(self) -> str:
@@ -80,6 +89,15 @@ class Adapter:
 
     def pod_sets(self, obj: Mapping[str, Any]) -> tuple[PodSet, ...]:
         return self.read_pod_sets(obj, full_name(obj, self.kind))
+
+    def refusal(self, obj: Mapping[str, Any]) -> str | None:
+        """Why sluice cannot manage this object: its pod sets do not read, or its kind says
+        it cannot be held as it is; None when it can."""
+        try:
+            self.pod_sets(obj)
+        except InvalidObject as err:
+            return str(err)
+        return self.read_refusal(obj)
 
     def suspended(self, obj: Mapping[str, Any]) -> bool:
         return self.hold.held(obj)
@@ -112,6 +130,17 @@ class Adapter:
             finished=self.finished(obj), suspended=self.suspended(obj), active=self.active(obj)
         )
         return workload_view(obj, self.kind, queue, from_namespace, pod_sets, phase)
+
+
+def controlled_by(obj: Mapping[str, Any], kinds: frozenset[str]) -> bool:
+    """Whether a workload of one of these kinds controls the object (its controller
+    ownerReference): it is then part of that workload, not one of its own (a JobSet's Jobs)."""
+    meta = obj.get("metadata")
+    owners = meta.get("ownerReferences") if isinstance(meta, Mapping) else None
+    return isinstance(owners, list) and any(
+        isinstance(owner, Mapping) and owner.get("controller") and owner.get("kind") in kinds
+        for owner in owners
+    )
 
 
 # --------------------------------------------------------------------------------------------

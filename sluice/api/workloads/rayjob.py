@@ -94,6 +94,16 @@ def _autoscaler(cluster: Mapping[str, Any], full: str) -> Resources:
     return requirements_request(resources, KIND, full, f"{where}.resources")
 
 
+def _refusal(obj: Mapping[str, Any]) -> str | None:
+    spec = obj.get("spec")
+    if isinstance(spec, Mapping) and spec.get("shutdownAfterJobFinishes") is True:
+        return None
+    return (
+        "sluice manages a RayJob only with spec.shutdownAfterJobFinishes: true (KubeRay holds"
+        " one with spec.suspend only then: its Ray cluster must go when its job ends)"
+    )
+
+
 RAY_JOB = Adapter(
     group="ray.io",
     version="v1",
@@ -104,4 +114,5 @@ RAY_JOB = Adapter(
     read_finished=lambda status: status.get("jobDeploymentStatus") in FINISHED,
     read_active=lambda status: status.get("jobDeploymentStatus") == "Running",
     pod_label="ray.io/originated-from-cr-name",
+    read_refusal=_refusal,
 )

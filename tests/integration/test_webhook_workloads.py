@@ -1,0 +1,197 @@
+"""The kinds of workload other than Jobs at the door (docs/workloads.md): held on create
+through their own field, and the tenancy rules of Jobs, read through each kind's adapter."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+from test_webhook_rules import patched, queue_obj, seed
+from webhook_harness import OPERATOR, Webhook, make_review
+
+from sluice.api.workloads import BY_KIND
+from sluice.webhooks.cache import QueueCache
+from sluice.webhooks.handlers import Context, validate_workload
+from sluice.webhooks.review import ReviewError, parse_review
+
+POD = {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}
+
+
+def review(obj: dict[str, Any] | None, **kw: Any) -> dict[str, Any]:
+    """An AdmissionReview of a workload of the object's kind (or the old object's)."""
+    kind = str((obj or kw["old"])["kind"])
+    out = make_review(kind, obj, namespace="team", **kw)
+    group = BY_KIND[kind].group
+    out["request"]["kind"]["group"] = out["request"]["resource"]["group"] = group
+    return out
+
+
+def jobset(name: str, queue: str | None = "team-a", **spec: Any) -> dict[str, Any]:
+    labels = {"sluice.dev/queue-name": queue} if queue else {}
+    job = {"parallelism": 2, "template": {"spec": POD}}
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": name, "namespace": "team", "labels": labels},
+        "spec": {
+            "replicatedJobs": [{"name": "workers", "replicas": 2, "template": {"spec": job}}],
+            **spec,
+        },
+    }
+
+
+def pytorch_job(name: str, **run_policy: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "pytorchReplicaSpecs": {"Master": {"replicas": 1, "template": {"spec": POD}}}
+    }
+    if run_policy:
+        spec["runPolicy"] = run_policy
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {
+            "name": name,
+            "namespace": "team",
+            "labels": {"sluice.dev/queue-name": "team-a"},
+        },
+        "spec": spec,
+    }
+
+
+def ray_job(name: str, **spec: Any) -> dict[str, Any]:
+    head = {"template": {"spec": POD}}
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "metadata": {
+            "name": name,
+            "namespace": "team",
+            "labels": {"sluice.dev/queue-name": "team-a"},
+        },
+        "spec": {"rayClusterSpec": {"headGroupSpec": head}, **spec},
+    }
+
+
+async def answer(webhook: Webhook, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    status, out = await webhook.review(path, body)
+    assert status == 200, out
+    return dict(out["response"])
+
+
+async def test_each_kind_is_held_on_create_through_its_own_field(webhook: Webhook) -> None:
+    seed(webhook, queue_obj("team-a", parent="root"))
+    js = jobset("sweep")
+    held = patched(js, await answer(webhook, "/mutate/workloads", review(js)))
+    assert held["spec"]["suspend"] is True
+    pt = pytorch_job("train")
+    held = patched(pt, await answer(webhook, "/mutate/workloads", review(pt)))
+    assert held["spec"]["runPolicy"] == {"suspend": True}
+
+
+async def test_a_namespaces_default_queue_labels_and_holds_a_workload(webhook: Webhook) -> None:
+    seed(webhook, queue_obj("team-a", parent="root"))
+    webhook.facts.namespaces["team"] = "team-a"
+    js = jobset("sweep", queue=None)
+    held = patched(js, await answer(webhook, "/mutate/workloads", review(js)))
+    assert held["metadata"]["labels"] == {"sluice.dev/queue-name": "team-a"}
+    assert held["spec"]["suspend"] is True
+
+
+async def test_a_job_a_gated_kind_controls_is_left_to_it(webhook: Webhook) -> None:
+    seed(webhook, queue_obj("team-a", parent="root"))
+    webhook.facts.namespaces["team"] = "team-a"
+    child = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": "sweep-workers-0",
+            "namespace": "team",
+            "ownerReferences": [
+                {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "controller": True}
+            ],
+        },
+        "spec": {"template": {"spec": POD}},
+    }
+    mutated = await answer(webhook, "/mutate/jobs", make_review("Job", child, namespace="team"))
+    assert mutated["allowed"] is True and "patch" not in mutated
+
+
+async def test_queue_access_is_judged_as_for_a_job(webhook: Webhook) -> None:
+    seed(webhook, queue_obj("team-a", parent="root"))
+    response = await answer(webhook, "/validate/workloads", review(jobset("x", queue="nope")))
+    assert response["allowed"] is False
+    assert response["status"]["message"] == "jobset team/x: queue nope does not exist"
+    assert response["status"]["reason"] == "job-queue-missing"
+
+
+async def test_a_rayjob_that_keeps_its_cluster_is_refused(webhook: Webhook) -> None:
+    seed(webhook, queue_obj("team-a", parent="root"))
+    response = await answer(webhook, "/validate/workloads", review(ray_job("keep")))
+    assert response["allowed"] is False
+    assert response["status"]["reason"] == "job-not-manageable"
+    assert response["status"]["message"].startswith(
+        "rayjob team/keep: sluice manages a RayJob only with spec.shutdownAfterJobFinishes: true"
+    )
+    ok = ray_job("done", shutdownAfterJobFinishes=True)
+    assert (await answer(webhook, "/validate/workloads", review(ok)))["allowed"] is True
+
+
+async def test_only_sluice_releases_a_held_workload(webhook: Webhook) -> None:
+    seed(webhook, queue_obj("team-a", parent="root"))
+    old = pytorch_job("train", suspend=True)
+    new = pytorch_job("train", suspend=False)
+    body = review(new, operation="UPDATE", old=old)
+    response = await answer(webhook, "/validate/workloads", body)
+    assert response["allowed"] is False
+    assert response["status"]["message"] == (
+        "pytorchjob team/train: only sluice may clear spec.runPolicy.suspend on a job of queue"
+        " team-a; it does so when the queue's quota allows"
+    )
+    body = review(new, operation="UPDATE", old=old, user=OPERATOR)
+    assert (await answer(webhook, "/validate/workloads", body))["allowed"] is True
+
+
+async def test_an_admitted_workload_does_not_grow(webhook: Webhook) -> None:
+    seed(webhook, queue_obj("team-a", parent="root"))
+    old = jobset("sweep", suspend=False)
+    new = copy.deepcopy(old)
+    new["spec"]["replicatedJobs"][0]["replicas"] = 4
+    response = await answer(
+        webhook, "/validate/workloads", review(new, operation="UPDATE", old=old)
+    )
+    assert response["allowed"] is False
+    assert response["status"]["message"] == (
+        "jobset team/sweep: an admitted job cannot grow past what it was admitted with:"
+        " cpu 4 -> 8 (pods 4 -> 8); lower it, or suspend the job (spec.suspend: true) to queue"
+        " it again at its new size"
+    )
+    new["spec"]["suspend"] = True
+    body = review(new, operation="UPDATE", old=old)
+    assert (await answer(webhook, "/validate/workloads", body))["allowed"] is True
+
+
+async def test_the_operators_annotations_are_its_own_on_every_kind(webhook: Webhook) -> None:
+    seed(webhook, queue_obj("team-a", parent="root"))
+    obj = jobset("sweep")
+    obj["metadata"]["annotations"] = {"sluice.dev/admitted-at": "2026-01-01T00:00:00Z"}
+    response = await answer(webhook, "/validate/workloads", review(obj))
+    assert response["allowed"] is False
+    assert response["status"]["reason"] == "job-operator-annotation"
+
+
+async def test_a_kind_that_is_not_gated_is_not_reviewed() -> None:
+    ctx = Context(
+        cache=QueueCache(),
+        facts=None,  # type: ignore[arg-type]
+        operator_users=frozenset(),
+        workloads=frozenset({"Job", "JobSet"}),
+    )
+    request = parse_review(_bytes(review(pytorch_job("train"))))
+    with pytest.raises(ReviewError, match="reviews the kinds of workload sluice gates"):
+        await validate_workload(request, ctx)
+
+
+def _bytes(body: dict[str, Any]) -> bytes:
+    return json.dumps(body).encode()
