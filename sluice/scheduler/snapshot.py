@@ -41,6 +41,7 @@ Reader = Callable[[Mapping[str, Any]], View | None]
 
 WORKLOAD_KINDS = tuple(adapter.kind for adapter in ADAPTERS)
 """The kinds of workload a Snapshot's jobs are read from (docs/workloads.md), Job first."""
+OTHER_WORKLOAD_KINDS = frozenset(WORKLOAD_KINDS) - {JOB_KIND}
 KINDS = ("Namespace", "Queue", *WORKLOAD_KINDS, "Node", "Pod", "PriorityClass")
 """The kinds a Snapshot is built from, in the order a strict build reports the first error."""
 
@@ -139,6 +140,7 @@ def build_snapshot(
     """
     views: dict[str, list[Any]] = {kind: [] for kind in KINDS}
     unreadable: dict[str, str] = {}
+    others: list[Read] = []  # workloads of the kinds other than Job
     for one in reads:
         if one.error:
             if strict:
@@ -146,9 +148,14 @@ def build_snapshot(
             unreadable[one.ref] = one.error
         elif one.view is not None:
             views[one.kind].append(one.view)
+            if one.kind in OTHER_WORKLOAD_KINDS:
+                others.append(one)
+    jobs: list[JobView] = views[JOB_KIND]
+    if others:
+        jobs = _one_per_name(jobs, others, strict, unreadable)
     snapshot = Snapshot(
         queues=views["Queue"],
-        jobs=[view for kind in WORKLOAD_KINDS for view in views[kind]],
+        jobs=jobs,
         nodes=views["Node"],
         now=now,
         priority_classes=views["PriorityClass"],
@@ -158,3 +165,32 @@ def build_snapshot(
         pods=views["Pod"] if pods_known else None,
     )
     return Built(snapshot, unreadable)
+
+
+def _one_per_name(
+    jobs: list[JobView], others: list[Read], strict: bool, unreadable: dict[str, str]
+) -> list[JobView]:
+    """Every workload, but those of one namespace and name across kinds (docs/workloads.md,
+    *Names*): sluice does not tell them apart, so it leaves them all out and says why."""
+    kinds: dict[str, list[str]] = {}
+    for view in jobs:
+        kinds.setdefault(view.key, []).append(view.kind)
+    for one in others:
+        assert isinstance(one.view, JobView)
+        kinds.setdefault(one.view.key, []).append(one.view.kind)
+    shared = {key for key, named in kinds.items() if len(named) > 1}
+    out = [view for view in jobs if view.key not in shared]
+    for one in others:
+        assert isinstance(one.view, JobView)
+        key = one.view.key
+        if key not in shared:
+            out.append(one.view)
+            continue
+        error = (
+            f"workloads of kinds {', '.join(sorted(kinds[key]))} are all named {key}: sluice"
+            " does not tell them apart and leaves them out; give them different names"
+        )
+        if strict:
+            raise UnreadableObject(one.ref, error)
+        unreadable[one.ref] = error
+    return out

@@ -176,6 +176,40 @@ def test_default_render_is_secure_and_complete(helm: Path) -> None:
     assert_references_resolve(docs)
 
 
+def test_each_kind_of_workload_turned_on_gets_its_rules_watch_and_rbac(helm: Path) -> None:
+    def hooks(docs: list[dict[str, Any]], kind: str) -> dict[str, Any]:
+        return {h["name"]: h for h in by_kind(docs, kind)[0]["webhooks"]}
+
+    default = render(helm)
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        assert not [n for n in hooks(default, kind) if "workloads" in n]
+    for name in ("sluice-operator", "sluice-webhooks"):
+        kinds = [a for a in args_of(named(default, "Deployment", name)) if "workload-kind" in a]
+        assert kinds == ["--workload-kind=Job"]
+    docs = render(helm, "workloads.jobset.enabled=true", "workloads.pytorchjob.enabled=true")
+    for name in ("sluice-operator", "sluice-webhooks"):
+        kinds = [a for a in args_of(named(docs, "Deployment", name)) if "workload-kind" in a]
+        assert kinds == [
+            "--workload-kind=Job",
+            "--workload-kind=JobSet",
+            "--workload-kind=PyTorchJob",
+        ]
+    validating = hooks(docs, "ValidatingWebhookConfiguration")["validate-workloads.sluice.dev"]
+    assert validating["clientConfig"]["service"]["path"] == "/validate/workloads"
+    assert [(r["apiGroups"], r["apiVersions"], r["resources"]) for r in validating["rules"]] == [
+        (["jobset.x-k8s.io"], ["v1alpha2"], ["jobsets"]),
+        (["kubeflow.org"], ["v1"], ["pytorchjobs"]),
+    ]
+    mutating = hooks(docs, "MutatingWebhookConfiguration")["mutate-workloads.sluice.dev"]
+    assert [r["operations"] for r in mutating["rules"]] == [["CREATE"], ["CREATE"]]
+    role = named(docs, "ClusterRole", "sluice-operator")
+    granted = {(r["apiGroups"][0], r["resources"][0]): r["verbs"] for r in role["rules"]}
+    assert granted[("jobset.x-k8s.io", "jobsets")] == ["get", "list", "watch", "patch"]
+    assert granted[("kubeflow.org", "pytorchjobs")] == ["get", "list", "watch", "patch"]
+    assert ("ray.io", "rayjobs") not in granted
+    assert_references_resolve(docs)
+
+
 def test_non_default_values_render_cert_manager_resources_and_tolerations(helm: Path) -> None:
     docs = render(
         helm,

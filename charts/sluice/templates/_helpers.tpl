@@ -135,3 +135,33 @@ spec:
       {{- include "sluice.selector" . | nindent 6 }}
 {{- end }}
 {{- end }}
+
+{{/*
+The kinds of workload besides batch/v1 Job that sluice gates when their value
+workloads.<key>.enabled is true (docs/workloads.md): each is one entry of the list, with the
+API the webhooks' rules, the operator's watch and its RBAC name.
+*/}}
+{{- define "sluice.workloadKinds" -}}
+{{- $known := list
+  (dict "key" "jobset" "kind" "JobSet" "group" "jobset.x-k8s.io" "version" "v1alpha2" "plural" "jobsets")
+  (dict "key" "trainjob" "kind" "TrainJob" "group" "trainer.kubeflow.org" "version" "v1alpha1" "plural" "trainjobs")
+  (dict "key" "pytorchjob" "kind" "PyTorchJob" "group" "kubeflow.org" "version" "v1" "plural" "pytorchjobs")
+  (dict "key" "mpijob" "kind" "MPIJob" "group" "kubeflow.org" "version" "v2beta1" "plural" "mpijobs")
+  (dict "key" "rayjob" "kind" "RayJob" "group" "ray.io" "version" "v1" "plural" "rayjobs")
+}}
+{{- $enabled := list }}
+{{- range $known }}
+{{- if (index $.Values.workloads .key).enabled }}
+{{- $enabled = append $enabled . }}
+{{- end }}
+{{- end }}
+{{- toYaml $enabled }}
+{{- end }}
+
+{{/* The --workload-kind arguments of both components: Job, and every enabled kind. */}}
+{{- define "sluice.workloadKindArgs" -}}
+- --workload-kind=Job
+{{- range (include "sluice.workloadKinds" . | fromYamlArray) }}
+- --workload-kind={{ .kind }}
+{{- end }}
+{{- end }}

@@ -155,3 +155,17 @@ def test_the_snapshot_holds_every_kind_the_state_stores() -> None:
         ("JobSet", "ns/sweep", "cpu 2"),
         ("PyTorchJob", "ns/train", "cpu 1"),
     ]
+
+
+def test_workloads_of_one_name_across_kinds_are_left_out_and_said_why() -> None:
+    state = ClusterState()
+    state.on_job("ADDED", jobset("train", True))
+    state.on_job("ADDED", pytorch_job("train", True))
+    state.on_job("ADDED", jobset("other", True))
+    assert [j.key for j in state.snapshot(NOW, 5).jobs] == ["ns/other"]
+    assert state.bad_objects == {
+        "jobset/ns/train": "workloads of kinds JobSet, PyTorchJob are all named ns/train: sluice"
+        " does not tell them apart and leaves them out; give them different names",
+        "pytorchjob/ns/train": "workloads of kinds JobSet, PyTorchJob are all named ns/train:"
+        " sluice does not tell them apart and leaves them out; give them different names",
+    }
