@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +34,14 @@ def free_port() -> int:
 
 
 def webhook_configurations(
-    port: int, ca_bundle: bytes, name: str = CONFIG_NAME
+    port: int,
+    ca_bundle: bytes,
+    name: str = CONFIG_NAME,
+    workloads: Sequence[tuple[str, str]] = (),
 ) -> list[dict[str, Any]]:
-    """Mutating and validating webhook configurations pointing at https://127.0.0.1:port."""
+    """Mutating and validating webhook configurations pointing at https://127.0.0.1:port;
+    ``workloads``: (group, plural) of the kinds of workload besides Job to send too, as the
+    chart's workloads values do."""
     bundle = base64.b64encode(ca_bundle).decode()
     base = f"https://127.0.0.1:{port}"
 
@@ -74,7 +80,7 @@ def webhook_configurations(
 
     queues, jobs = "scheduling.sluice.dev", "batch"
     queue_label, default_label = "sluice.dev/queue-name", "sluice.dev/default-queue"
-    return [
+    configs = [
         {
             "apiVersion": "admissionregistration.k8s.io/v1",
             "kind": "MutatingWebhookConfiguration",
@@ -142,10 +148,19 @@ def webhook_configurations(
             ],
         },
     ]
+    for config, path, ops in (
+        (configs[0], "/mutate/workloads", ["CREATE"]),
+        (configs[1], "/validate/workloads", ["CREATE", "UPDATE", "DELETE"]),
+    ):
+        for group, plural in workloads:
+            config["webhooks"].append(
+                hook(f"{path[1:].replace('/', '-')}-{plural}.sluice.dev", path, plural, group, ops)
+            )
+    return configs
 
 
 def start_webhooks(
-    kubeconfig: Path, cert: Path, key: Path, port: int, log: Path
+    kubeconfig: Path, cert: Path, key: Path, port: int, log: Path, *extra: str
 ) -> subprocess.Popen[bytes]:
     return _start(
         [
@@ -161,6 +176,7 @@ def start_webhooks(
             # Nothing routes through a Service here, so there is no endpoint removal to wait
             # for before draining: stop at once.
             "--shutdown-delay=0",
+            *extra,
         ],
         log,
     )

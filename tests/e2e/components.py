@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import signal
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 import devenv
+
+from sluice.api.workloads import Adapter
 
 from .helpers import Kubectl, KubectlError, controlplane, queue, unique_name, wait_for
 
@@ -18,18 +20,30 @@ free_port = devenv.free_port
 OPERATOR_USER = devenv.OPERATOR_USER
 
 
-def webhook_configurations(port: int, ca_bundle: bytes) -> list[dict[str, object]]:
-    """The same configurations `make dev-up` registers (hack/devenv.py), named for the tests."""
-    return devenv.webhook_configurations(port, ca_bundle, name="sluice-e2e")
+def webhook_configurations(
+    port: int, ca_bundle: bytes, workloads: Sequence[Adapter] = ()
+) -> list[dict[str, object]]:
+    """The same configurations `make dev-up` registers (hack/devenv.py), named for the tests;
+    with ``workloads``, those kinds' rules too."""
+    kinds = [(a.group, a.plural) for a in workloads]
+    return devenv.webhook_configurations(port, ca_bundle, name="sluice-e2e", workloads=kinds)
+
+
+def workload_kind_args(workloads: Sequence[Adapter]) -> list[str]:
+    """--workload-kind for Job and each of these kinds, as the chart passes them."""
+    return [f"--workload-kind={k}" for k in ("Job", *(a.kind for a in workloads))]
 
 
 @contextmanager
-def webhook_server(cluster: controlplane.Cluster, workdir: Path) -> Iterator[int]:
+def webhook_server(
+    cluster: controlplane.Cluster, workdir: Path, workloads: Sequence[Adapter] = ()
+) -> Iterator[int]:
     """`sluice webhooks serve` as a process, ready (Queue cache synced) when this yields."""
     cert, key = controlplane.issue_serving_cert(cluster, workdir)
     port = free_port()
     log = workdir / "webhooks.log"
-    process = devenv.start_webhooks(cluster.kubeconfig, cert, key, port, log)
+    extra = workload_kind_args(workloads) if workloads else []
+    process = devenv.start_webhooks(cluster.kubeconfig, cert, key, port, log, *extra)
     try:
         devenv.wait_ready(port, cluster.ca_cert, process, log)
         yield port
@@ -42,8 +56,10 @@ def webhook_server(cluster: controlplane.Cluster, workdir: Path) -> Iterator[int
 
 
 @contextmanager
-def registered_webhooks(kubectl: Kubectl, port: int, ca_bundle: bytes) -> Iterator[None]:
-    configs = webhook_configurations(port, ca_bundle)
+def registered_webhooks(
+    kubectl: Kubectl, port: int, ca_bundle: bytes, workloads: Sequence[Adapter] = ()
+) -> Iterator[None]:
+    configs = webhook_configurations(port, ca_bundle, workloads)
     for config in configs:
         kubectl.apply(config)
     try:
@@ -65,6 +81,7 @@ class Operator:
         lease_seconds: int = 15,
         kubeconfig: Path | None = None,
         dashboard_port: int = 0,
+        extra: Sequence[str] = (),
     ) -> None:
         self.identity = identity
         self.log_path = workdir / f"operator-{identity}.log"
@@ -78,6 +95,7 @@ class Operator:
             "--metrics-port=0",
             f"--dashboard-port={dashboard_port}",
             "--resync-seconds=2",
+            *extra,
         )
 
     @classmethod
@@ -89,6 +107,7 @@ class Operator:
         identity: str,
         dashboard_port: int = 0,
         lease_name: str = "",
+        extra: Sequence[str] = (),
     ) -> Operator:
         """An operator acting as whoever the kubeconfig names (e.g. the chart's account), on
         its own Lease unless told which."""
@@ -99,6 +118,7 @@ class Operator:
             lease_name=lease_name or f"lease-{identity}",
             kubeconfig=kubeconfig,
             dashboard_port=dashboard_port,
+            extra=extra,
         )
 
     def logs(self) -> str:
@@ -137,9 +157,11 @@ def sluice_system(
     workdir: Path,
     identity: str,
     dashboard_port: int = 0,
+    workloads: Sequence[Adapter] = (),
 ) -> Iterator[Operator]:
     """The operator (acting as its service account, the identity the webhooks let un-suspend
-    and annotate jobs) and the registered webhooks: sluice as a tenant meets it."""
+    and annotate jobs) and the registered webhooks: sluice as a tenant meets it. With
+    ``workloads``, both gate those kinds besides Job."""
     kubectl.run("create", "namespace", "sluice-system", check=False)
     kubectl.run(
         "create",
@@ -150,7 +172,8 @@ def sluice_system(
         check=False,
     )
     account = controlplane.service_account_kubeconfig(cluster, "sluice-system", "sluice-operator")
-    op = Operator.with_kubeconfig(cluster, account, workdir, identity, dashboard_port)
+    extra = workload_kind_args(workloads) if workloads else []
+    op = Operator.with_kubeconfig(cluster, account, workdir, identity, dashboard_port, extra=extra)
     try:
         wait_for(
             lambda: kubectl.run("get", "queue", "default", "--ignore-not-found", "-o", "name"),
@@ -158,8 +181,8 @@ def sluice_system(
             what="the operator to create root and default",
         )
         with (
-            webhook_server(cluster, workdir) as port,
-            registered_webhooks(kubectl, port, cluster.ca_cert.read_bytes()),
+            webhook_server(cluster, workdir, workloads) as port,
+            registered_webhooks(kubectl, port, cluster.ca_cert.read_bytes(), workloads),
         ):
             wait_for(lambda: _refused_by_sluice(kubectl), timeout=20, what="the webhooks active")
             yield op
