@@ -10,7 +10,7 @@ naming the object and the field.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -235,10 +235,13 @@ class PublishedJob:
         return (STATE_ORDER.get(self.state, 9), self.position or 0, self.namespace, self.name)
 
 
-def published_job(obj: Mapping[str, Any]) -> PublishedJob | None:
-    """What the operator published about a Job; None when no queue manages it. Raises
-    InvalidObject for a Job sluice cannot read."""
-    view = job_from_object(obj)
+def published_job(
+    obj: Mapping[str, Any],
+    read: Callable[[Mapping[str, Any]], JobView | None] | None = None,
+) -> PublishedJob | None:
+    """What the operator published about a Job (or, read by ``read``, a workload of another
+    kind); None when no queue manages it. Raises InvalidObject for one sluice cannot read."""
+    view = (read or job_from_object)(obj)
     if view is None:
         return None
     annotations = (obj.get("metadata") or {}).get("annotations") or {}

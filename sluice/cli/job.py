@@ -12,6 +12,8 @@ from typing import Annotated, Any, cast
 import typer
 
 from sluice.api.constants import GROUP, PLURAL, QUEUE_LABEL, VERSION
+from sluice.api.workloads import BY_KIND, Adapter
+from sluice.api.workloads.job import JOB
 from sluice.cli.common import Kubeconfig, KubeContext, fail, group, table_console
 from sluice.cli.job_report import explain, job_line, job_table
 
@@ -21,6 +23,20 @@ Namespace = Annotated[
         "--namespace", "-n", help="Namespace of the jobs; default the context's namespace."
     ),
 ]
+Kind = Annotated[
+    str,
+    typer.Option(
+        "--kind",
+        help="Kind of workload (docs/workloads.md): " + ", ".join(BY_KIND) + ".",
+    ),
+]
+
+
+def _adapter(kind: str) -> Adapter:
+    adapter = BY_KIND.get(kind)
+    if adapter is None:
+        fail(f"--kind {kind}: not a kind sluice gates ({', '.join(BY_KIND)})")
+    return adapter
 
 
 def register(app: typer.Typer) -> None:
@@ -50,33 +66,52 @@ def list_jobs(
         bool, typer.Option("--all-namespaces", "-A", help="Jobs of every namespace.")
     ] = False,
     queue: Annotated[str | None, typer.Option(help="Only the jobs of this queue.")] = None,
+    kind: Kind = JOB.kind,
     kubeconfig: Kubeconfig = None,
     context: KubeContext = None,
 ) -> None:
-    """The managed jobs of a namespace: queue, state, position in the queue, the reason they
-    wait and when they were admitted."""
+    """The managed jobs (or workloads of another kind) of a namespace: queue, state, position
+    in the queue, the reason they wait and when they were admitted."""
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
     from sluice.kube import context_namespace
 
+    adapter = _adapter(kind)
     api = _api(kubeconfig, context)
     batch = client.BatchV1Api(api)
+    custom = client.CustomObjectsApi(api)
     selector = f"{QUEUE_LABEL}={queue}" if queue else QUEUE_LABEL
     ns = namespace or context_namespace(kubeconfig, context)
     try:
-        if all_namespaces:
-            raw = batch.list_job_for_all_namespaces(label_selector=selector)
+        if adapter is not JOB:
+            api_group = (adapter.group, adapter.version)
+            found = cast(
+                dict[str, Any],
+                custom.list_cluster_custom_object(
+                    *api_group, adapter.plural, label_selector=selector
+                )
+                if all_namespaces
+                else custom.list_namespaced_custom_object(
+                    *api_group, ns, adapter.plural, label_selector=selector
+                ),
+            )
+            items = list(found.get("items") or ())
+        elif all_namespaces:
+            items = batch.list_job_for_all_namespaces(label_selector=selector).items
         else:
-            raw = batch.list_namespaced_job(ns, label_selector=selector)
+            items = batch.list_namespaced_job(ns, label_selector=selector).items
     except ApiException as err:
-        fail(_denied(err, "list jobs" + ("" if all_namespaces else f" in namespace {ns}")))
+        what = f"list {adapter.plural}" + ("" if all_namespaces else f" in namespace {ns}")
+        fail(_denied(err, what))
     except OSError as err:
         fail(f"cannot reach the API server: {err}")
-    lines = [line for item in raw.items if (line := job_line(api.sanitize_for_serialization(item)))]
+    lines = [line for item in items if (line := job_line(_with_kind(api, item, adapter)))]
     if not lines:
         where = "any namespace" if all_namespaces else f"namespace {ns}"
-        typer.echo(f"no jobs of {'queue ' + queue if queue else 'any queue'} in {where}")
+        typer.echo(
+            f"no {adapter.plural} of {'queue ' + queue if queue else 'any queue'} in {where}"
+        )
         return
     table_console().print(job_table(lines, all_namespaces))
 
@@ -84,11 +119,13 @@ def list_jobs(
 def why(
     job: Annotated[str, typer.Argument(help="NAMESPACE/NAME of the job, or NAME with -n.")],
     namespace: Namespace = None,
+    kind: Kind = JOB.kind,
     kubeconfig: Kubeconfig = None,
     context: KubeContext = None,
 ) -> None:
-    """Why a job waits (the operator's reason and its position), or when it was admitted,
-    with its queue's numbers and the Events sluice posted on it."""
+    """Why a job (or a workload of another kind) waits (the operator's reason and its
+    position), or when it was admitted, with its queue's numbers and the Events sluice posted
+    on it."""
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
@@ -99,11 +136,23 @@ def why(
         ns, name = namespace or context_namespace(kubeconfig, context), job
     if not ns or not name:
         fail(f"{job!r}: give the job as NAMESPACE/NAME, or NAME with -n NAMESPACE")
+    adapter = _adapter(kind)
     api = _api(kubeconfig, context)
     try:
-        obj = api.sanitize_for_serialization(client.BatchV1Api(api).read_namespaced_job(name, ns))
+        if adapter is JOB:
+            found: Any = client.BatchV1Api(api).read_namespaced_job(name, ns)
+        else:
+            found = client.CustomObjectsApi(api).get_namespaced_custom_object(
+                adapter.group, adapter.version, ns, adapter.plural, name
+            )
+        obj = _with_kind(api, found, adapter)
     except ApiException as err:
-        fail(f"job {ns}/{name} not found" if err.status == 404 else _denied(err, "read the job"))
+        what = adapter.kind.lower()
+        fail(
+            f"{what} {ns}/{name} not found"
+            if err.status == 404
+            else _denied(err, f"read the {what}")
+        )
     except OSError as err:
         fail(f"cannot reach the API server: {err}")
     queue_name = ((obj.get("metadata") or {}).get("labels") or {}).get(QUEUE_LABEL)
@@ -122,10 +171,18 @@ def why(
     events: list[dict[str, Any]] = []
     try:
         listing = client.CoreV1Api(api).list_namespaced_event(
-            ns, field_selector=f"involvedObject.kind=Job,involvedObject.name={name}"
+            ns, field_selector=f"involvedObject.kind={adapter.kind},involvedObject.name={name}"
         )
         events = [api.sanitize_for_serialization(e) for e in listing.items]
     except ApiException:
         pass  # Events are a courtesy: the job's own annotations carry the decision
     for line in explain(obj, queue, events, queue_error):
         typer.echo(line)
+
+
+def _with_kind(api: Any, item: Any, adapter: Adapter) -> dict[str, Any]:
+    """An object as JSON, with its kind and apiVersion (a listing's items have none)."""
+    obj = cast(dict[str, Any], api.sanitize_for_serialization(item))
+    obj.setdefault("kind", adapter.kind)
+    obj.setdefault("apiVersion", adapter.api_version)
+    return obj

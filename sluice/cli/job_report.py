@@ -17,14 +17,20 @@ from rich.table import Table
 from sluice.api.constants import RECLAIMED_BY_ANNOTATION
 from sluice.api.errors import InvalidObject
 from sluice.api.queue import Queue
-from sluice.api.views import JobPhase, PublishedJob, published_job
+from sluice.api.views import JOB_KIND, JobPhase, PublishedJob, published_job
+from sluice.api.workloads import workload_from_object
+
+
+def _kind(obj: Mapping[str, Any]) -> str:
+    return str(obj.get("kind") or JOB_KIND)
 
 
 def job_line(obj: Mapping[str, Any]) -> PublishedJob | None:
-    """One managed job as `job list` shows it; None when sluice does not manage it, and a
-    line saying so for a Job sluice cannot read."""
+    """One managed job (or workload of another kind, docs/workloads.md) as `job list` shows
+    it; None when sluice does not manage it, and a line saying so for one sluice cannot
+    read."""
     try:
-        line = published_job(obj)
+        line = published_job(obj, None if _kind(obj) == JOB_KIND else workload_from_object)
     except InvalidObject as err:
         meta = obj.get("metadata") or {}
         namespace, name = str(meta.get("namespace") or ""), str(meta.get("name"))
@@ -76,21 +82,21 @@ def explain(
     numbers and the sluice Events on it, newest last."""
     line = job_line(job)
     meta = job.get("metadata") or {}
-    key = f"{meta.get('namespace')}/{meta.get('name')}"
+    key = f"{_kind(job).lower()} {meta.get('namespace')}/{meta.get('name')}"
     if line is None:
-        return [f"job {key} is not managed by sluice (no sluice.dev/queue-name label)"]
+        return [f"{key} is not managed by sluice (no sluice.dev/queue-name label)"]
     if line.state == "unreadable":
-        return [f"job {key} cannot be read: {line.reason}"]
+        return [f"{key} cannot be read: {line.reason}"]
     annotations = meta.get("annotations") or {}
     out: list[str] = []
     if line.state == JobPhase.COMPLETED.value:
-        out.append(f"job {key} has finished (queue {line.queue})")
+        out.append(f"{key} has finished (queue {line.queue})")
     elif line.state in (JobPhase.INQUEUE.value, JobPhase.RUNNING.value):
         admitted = line.admitted_at or "at an unknown time"
-        out.append(f"job {key} is admitted in queue {line.queue} ({admitted}); {line.state}")
+        out.append(f"{key} is admitted in queue {line.queue} ({admitted}); {line.state}")
     else:
         where = f"position {line.position} in" if line.position is not None else "in"
-        out.append(f"job {key} is pending, {where} queue {line.queue}")
+        out.append(f"{key} is pending, {where} queue {line.queue}")
         out.append(f"  reason: {line.reason}")
         if annotations.get(RECLAIMED_BY_ANNOTATION):
             out.append(

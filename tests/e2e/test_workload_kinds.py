@@ -11,16 +11,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 from sluice.api.workloads import ADAPTERS, Adapter
 from sluice.api.workloads.job import JOB
 from sluice.api.workloads.model import dig
+from sluice.cli.main import _register, app
 
 from .components import Operator, sluice_system
 from .helpers import Kubectl, controlplane, wait_for
 from .scenario import Scenario, kwok
 
 CRDS = Path(__file__).parent / "crds"
+_register()
 KINDS = tuple(a for a in ADAPTERS if a is not JOB)
 
 
@@ -44,9 +47,10 @@ class Workloads:
     """Workloads of one kind in a Scenario: each asks `amount` of the scenario's resource, one
     unit per pod, over the pod sets its kind has."""
 
-    def __init__(self, s: Scenario, adapter: Adapter) -> None:
+    def __init__(self, s: Scenario, adapter: Adapter, kubeconfig: Path) -> None:
         self.s = s
         self.adapter = adapter
+        self.kubeconfig = kubeconfig
         self.resource = f"{adapter.plural}.{adapter.group}"
 
     def create(self, name: str, queue: str, amount: int) -> dict[str, Any]:
@@ -119,9 +123,13 @@ class Workloads:
 
 @pytest.fixture(params=KINDS, ids=lambda a: a.kind)
 def w(
-    request: pytest.FixtureRequest, sluice: Operator, kubectl: Kubectl, namespace: str
+    request: pytest.FixtureRequest,
+    sluice: Operator,
+    control_plane: controlplane.Cluster,
+    kubectl: Kubectl,
+    namespace: str,
 ) -> Workloads:
-    return Workloads(Scenario(kubectl, namespace), request.param)
+    return Workloads(Scenario(kubectl, namespace), request.param, control_plane.kubeconfig)
 
 
 def test_held_admitted_left_waiting_and_reclaimed(w: Workloads) -> None:
@@ -140,6 +148,14 @@ def test_held_admitted_left_waiting_and_reclaimed(w: Workloads) -> None:
         f"position 1 in {low}; cluster has {s.resource} 0 free, job requests {s.resource} 2"
     )
     assert w.held("third")
+    args = ["job", "why", "third", "-n", s.namespace, "--kind", w.adapter.kind]
+    why = CliRunner().invoke(app, [*args, f"--kubeconfig={w.kubeconfig}"])
+    assert why.exit_code == 0, why.output
+    kind = w.adapter.kind.lower()
+    assert why.output.splitlines()[:2] == [
+        f"{kind} {s.namespace}/third is pending, position 1 in queue {low}",
+        f"  reason: cluster has {s.resource} 0 free, job requests {s.resource} 2",
+    ]
     # high is owed half of the room low took all of: one of low's gives it back.
     w.create("urgent", "high", 2)
     wait_for(lambda: not w.held("urgent"), what="urgent admitted")

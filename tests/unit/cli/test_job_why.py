@@ -123,3 +123,38 @@ def test_why_without_the_right_to_read_the_queue_still_answers() -> None:
         "job ml/train is admitted in queue team-a (2026-11-23T08:00:00Z); running",
         "  queue team-a: forbidden",
     ]
+
+
+def test_a_workload_of_another_kind_is_read_through_its_adapter() -> None:
+    pod = {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}
+    obj = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {
+            "name": "train",
+            "namespace": "ml",
+            "uid": "uid-train",
+            "labels": {"sluice.dev/queue-name": "team-a"},
+            "annotations": {
+                "sluice.dev/pending-reason": "position 1 in team-a; cluster has cpu 0 free,"
+                " job requests cpu 2"
+            },
+        },
+        "spec": {
+            "runPolicy": {"suspend": True},
+            "pytorchReplicaSpecs": {
+                "Master": {"replicas": 1, "template": pod},
+                "Worker": {"replicas": 1, "template": pod},
+            },
+        },
+    }
+    lines = explain(obj, QUEUE, [])
+    assert lines[:2] == [
+        "pytorchjob ml/train is pending, position 1 in queue team-a",
+        "  reason: cluster has cpu 0 free, job requests cpu 2",
+    ]
+    obj["spec"]["runPolicy"] = {"suspend": False}
+    obj["metadata"]["annotations"] = {"sluice.dev/admitted-at": "2026-03-02T09:00:00Z"}
+    assert explain(obj, QUEUE, [])[0] == (
+        "pytorchjob ml/train is admitted in queue team-a (2026-03-02T09:00:00Z); inqueue"
+    )
