@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from test_webhook_rules import patched, queue_obj, seed
+from test_webhook_tenancy import answer
 from webhook_harness import OPERATOR, Webhook, make_review
 
 from sluice.api.workloads import BY_KIND
@@ -72,12 +73,6 @@ def ray_job(name: str, **spec: Any) -> dict[str, Any]:
         },
         "spec": {"rayClusterSpec": {"headGroupSpec": head}, **spec},
     }
-
-
-async def answer(webhook: Webhook, path: str, body: dict[str, Any]) -> dict[str, Any]:
-    status, out = await webhook.review(path, body)
-    assert status == 200, out
-    return dict(out["response"])
 
 
 async def test_each_kind_is_held_on_create_through_its_own_field(webhook: Webhook) -> None:

@@ -65,6 +65,13 @@ class FakeCluster:
         stored["metadata"]["resourceVersion"] = str(self.version)
         return copy.deepcopy(stored)
 
+    def answer(self, key: str, body: dict[str, Any]) -> RawResponse:
+        """A patch as a writer's raw answer, lost on the way back for keys in lose_answer."""
+        answer = RawResponse(self.patch(key, body))
+        if key in self.lose_answer:
+            raise ProtocolError("Connection aborted.", ConnectionResetError(104, "reset"))
+        return answer
+
 
 class RawResponse:
     """What the client hands back with ``_preload_content=False``."""
@@ -84,11 +91,7 @@ class FakeBatch:
     def patch_namespaced_job(
         self, name: str, namespace: str, body: dict[str, Any], **_: Any
     ) -> RawResponse:
-        key = f"job/{namespace}/{name}"
-        answer = RawResponse(self.cluster.patch(key, body))
-        if key in self.cluster.lose_answer:
-            raise ProtocolError("Connection aborted.", ConnectionResetError(104, "reset"))
-        return answer
+        return self.cluster.answer(f"job/{namespace}/{name}", body)
 
     def read_namespaced_job(self, name: str, namespace: str, **_: Any) -> RawResponse:
         stored = self.cluster.objects.get(f"job/{namespace}/{name}")
@@ -142,11 +145,7 @@ class FakeObjects:
         body: dict[str, Any],
         **_: Any,
     ) -> RawResponse:
-        key = f"{plural}/{namespace}/{name}"
-        answer = RawResponse(self.cluster.patch(key, body))
-        if key in self.cluster.lose_answer:
-            raise ProtocolError("Connection aborted.", ConnectionResetError(104, "reset"))
-        return answer
+        return self.cluster.answer(f"{plural}/{namespace}/{name}", body)
 
     def get_namespaced_custom_object(
         self, group: str, version: str, namespace: str, plural: str, name: str, **_: Any
