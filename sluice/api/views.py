@@ -123,17 +123,15 @@ class JobView:
     requeue_reason: str | None = None
     key: str = field(init=False, repr=False, compare=False)
     """namespace/name: formed once, as a cycle asks for it hundreds of thousands of times."""
+    pod_count: int = field(init=False, repr=False, compare=False)
+    """How many pods it still starts, over its pod sets."""
 
     def __post_init__(self) -> None:
         if not self.pod_sets:
             whole = (PodSet(MAIN_POD_SET, 1, PodSpecView(self.request)),)
             object.__setattr__(self, "pod_sets", whole)
         object.__setattr__(self, "key", f"{self.namespace}/{self.name}")
-
-    @property
-    def pod_count(self) -> int:
-        """How many pods it still starts, over its pod sets."""
-        return sum(s.pod_count for s in self.pod_sets)
+        object.__setattr__(self, "pod_count", sum(s.pod_count for s in self.pod_sets))
 
     @property
     def queued_at(self) -> datetime:

@@ -128,9 +128,18 @@ def place(session: Session, job: JobInfo, freed: Footprint | None = None) -> Foo
     return placement.place_all([(p.pod, p.pod_count) for p in sets], freed)
 
 
+def placeable(session: Session, job: JobInfo) -> bool:
+    """Whether every pod of the job fits on the nodes now (``place`` without the where)."""
+    sets = job.view.pod_sets
+    if len(sets) == 1:
+        return session.placement.place(sets[0].pod, sets[0].pod_count) is not None
+    return session.placement.place_all([(p.pod, p.pod_count) for p in sets]) is not None
+
+
 def unplaced(session: Session, job: JobInfo) -> str:
     """Why the job's pods do not fit on the nodes at once, in the words of a pending reason:
-    for a workload of several pod sets, the first set that does not fit alone, else all."""
+    placement's for a job of one pod set; for several, the first set that does not fit
+    alone, else all of them."""
     placement = session.placement
     sets = job.view.pod_sets
     if len(sets) == 1:
@@ -158,12 +167,22 @@ def as_hard(job: JobInfo, other: JobInfo) -> bool:
     total, and pod set by pod set as much per pod, for as many pods, of the same nodes. What
     stops ``other`` stops it."""
     mine, theirs = job.view.pod_sets, other.view.pod_sets
-    if len(mine) != len(theirs) or any(
-        m.pod.constraints != t.pod.constraints or m.pod_count < t.pod_count
-        for m, t in zip(mine, theirs, strict=True)
-    ):
+    if len(mine) == 1 == len(theirs):  # reclaim asks this thousands of times a cycle
+        m, t = mine[0], theirs[0]
+        return (
+            m.pod.constraints == t.pod.constraints
+            and m.pod_count >= t.pod_count
+            and all(job.request.get(r, 0) >= a for r, a in other.request.items())
+            and all(m.pod.request.get_amount(r) >= a for r, a in t.pod.request.items())
+        )
+    if len(mine) != len(theirs):
         return False
-    return all(job.request.get(r, 0) >= a for r, a in other.request.items()) and all(
+    for m, t in zip(mine, theirs, strict=True):
+        if m.pod.constraints != t.pod.constraints or m.pod_count < t.pod_count:
+            return False
+    if not all(job.request.get(r, 0) >= a for r, a in other.request.items()):
+        return False
+    return all(
         m.pod.request.get_amount(r) >= a
         for m, t in zip(mine, theirs, strict=True)
         for r, a in t.pod.request.items()

@@ -13,7 +13,7 @@ from sluice.scheduler.actions.admit import admissible_leaves
 from sluice.scheduler.actions.outcome import Outcome
 from sluice.scheduler.actions.reclaim import victim_order
 from sluice.scheduler.actions.victims import Victims
-from sluice.scheduler.fit import as_hard, fits, place, queue_overage
+from sluice.scheduler.fit import as_hard, fits, placeable, queue_overage
 from sluice.scheduler.order import leaf_order
 from sluice.scheduler.session import JobInfo, Session
 
@@ -55,7 +55,7 @@ def _preempt_in(session: Session, outcome: Outcome, leaf: str, victims: list[Job
             continue
         if any(other.priority >= job.priority and as_hard(job, other) for other in failed):
             continue
-        if fits(session, job) and place(session, job) is not None:
+        if fits(session, job) and placeable(session, job):
             continue
         chosen = Victims(session, job, queue_overage(session, job))
         for victim in victims:

@@ -20,7 +20,13 @@ from sluice.api.views import EPOCH
 from sluice.scheduler.actions.admit import admissible_leaves
 from sluice.scheduler.actions.outcome import Outcome
 from sluice.scheduler.actions.victims import Victims
-from sluice.scheduler.fit import as_hard, lacking, place, queue_overage, short_resources
+from sluice.scheduler.fit import (
+    as_hard,
+    lacking,
+    placeable,
+    queue_overage,
+    short_resources,
+)
 from sluice.scheduler.order import leaf_order
 from sluice.scheduler.placement import Footprint
 from sluice.scheduler.session import JobInfo, Session
@@ -386,7 +392,7 @@ class _Reclaim:
                     for r, amount in limits.items():
                         short[r] = max(short.get(r, 0), amount)
                 if not short:
-                    if place(session, job) is not None:
+                    if placeable(session, job):
                         continue  # it fits; what keeps it waiting is not room
                     # It fits in total, not on the nodes: it lacks what they were short of.
                     short = dict.fromkeys(lacking(session, job), 1)

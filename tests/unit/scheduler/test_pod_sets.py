@@ -11,7 +11,9 @@ from builders import T0, gang, job, node, pod, queue, res, snapshot
 from sluice.api.constraints import PodSpecView
 from sluice.api.views import JobPhase, JobView, PodSet
 from sluice.scheduler.cycle import apply_decisions, run_cycle
+from sluice.scheduler.fit import as_hard
 from sluice.scheduler.model import CycleResult
+from sluice.scheduler.session import Session
 
 ONLY_ADMIT = {"actions": "enqueue"}
 JUST_NOW = 3590  # seconds after T0: NOW is an hour after it
@@ -101,3 +103,16 @@ def test_a_reclaimed_workloads_pods_go_with_it() -> None:
     ]
     after = apply_decisions(state, result, T0)
     assert after.pods == []
+
+
+def test_one_workload_is_as_hard_as_another_set_by_set() -> None:
+    small = workload("small", "q", {"head": (1, 2), "workers": (2, 1)})
+    big = workload("big", "q", {"head": (1, 2), "workers": (3, 1)})
+    other = workload("other", "q", {"head": (1, 1), "workers": (4, 1)})
+    session = Session(snapshot([queue("q")], [small, big, other], [node(cpu=8)]))
+    info = {j.key: j for j in session.queues["q"].pending_jobs}
+    assert as_hard(info["ns/big"], info["ns/small"])
+    assert not as_hard(info["ns/small"], info["ns/big"])  # fewer workers
+    assert not as_hard(info["ns/other"], info["ns/small"])  # a smaller head
+    alone = info["ns/small"]
+    assert not as_hard(info["ns/big"], replace(alone, view=gang("g", "q", 1, cpu=4)))
