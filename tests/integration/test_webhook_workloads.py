@@ -126,8 +126,10 @@ async def test_a_rayjob_that_keeps_its_cluster_is_refused(webhook: Webhook) -> N
     response = await answer(webhook, "/validate/workloads", review(ray_job("keep")))
     assert response["allowed"] is False
     assert response["status"]["reason"] == "job-not-manageable"
-    assert response["status"]["message"].startswith(
-        "rayjob team/keep: sluice manages a RayJob only with spec.shutdownAfterJobFinishes: true"
+    assert response["status"]["message"] == (
+        "rayjob team/keep: field spec.shutdownAfterJobFinishes: must be true: KubeRay holds a"
+        " RayJob by spec.suspend only then (its Ray cluster goes when its job ends), and sluice"
+        " holds RayJobs by spec.suspend"
     )
     ok = ray_job("done", shutdownAfterJobFinishes=True)
     assert (await answer(webhook, "/validate/workloads", review(ok)))["allowed"] is True

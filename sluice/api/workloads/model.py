@@ -80,8 +80,9 @@ class Adapter:
     orphans_by_default: bool = False
     """Deleting it with no propagationPolicy leaves its pods behind (a batch/v1 Job's
     default)."""
-    read_refusal: Callable[[Mapping[str, Any]], str | None] = lambda obj: None
-    """Why sluice cannot hold this object although it can read it, None when it can."""
+    read_refusal: Callable[[Mapping[str, Any]], tuple[str, str] | None] = lambda obj: None
+    """Why sluice cannot hold this object although it can read its pods: (the field, the
+    problem); None when it can."""
 
     @property
     def api_version(self) -> str:
@@ -91,13 +92,13 @@ class Adapter:
         return self.read_pod_sets(obj, full_name(obj, self.kind))
 
     def refusal(self, obj: Mapping[str, Any]) -> str | None:
-        """Why sluice cannot manage this object: its pod sets do not read, or its kind says
-        it cannot be held as it is; None when it can."""
+        """Why sluice cannot manage this object, ``field F: problem``: its pod sets do not
+        read, or its kind says it cannot be held as it is; None when it can."""
         try:
-            self.pod_sets(obj)
+            self.view(obj, {})
         except InvalidObject as err:
-            return str(err)
-        return self.read_refusal(obj)
+            return f"field {err.field}: {err.problem}"
+        return None
 
     def suspended(self, obj: Mapping[str, Any]) -> bool:
         return self.hold.held(obj)
@@ -125,7 +126,11 @@ class Adapter:
         queue, from_namespace = self.queue(obj, namespace_default_queue)
         if queue is None:
             return None
-        pod_sets = self.read_pod_sets(obj, full_name(obj, self.kind))
+        full = full_name(obj, self.kind)
+        pod_sets = self.read_pod_sets(obj, full)
+        refused = self.read_refusal(obj)
+        if refused is not None:
+            raise InvalidObject(self.kind, full, *refused)
         phase = job_phase(
             finished=self.finished(obj), suspended=self.suspended(obj), active=self.active(obj)
         )

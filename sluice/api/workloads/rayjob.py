@@ -94,13 +94,14 @@ def _autoscaler(cluster: Mapping[str, Any], full: str) -> Resources:
     return requirements_request(resources, KIND, full, f"{where}.resources")
 
 
-def _refusal(obj: Mapping[str, Any]) -> str | None:
+def _refusal(obj: Mapping[str, Any]) -> tuple[str, str] | None:
     spec = obj.get("spec")
     if isinstance(spec, Mapping) and spec.get("shutdownAfterJobFinishes") is True:
         return None
     return (
-        "sluice manages a RayJob only with spec.shutdownAfterJobFinishes: true (KubeRay holds"
-        " one with spec.suspend only then: its Ray cluster must go when its job ends)"
+        "spec.shutdownAfterJobFinishes",
+        "must be true: KubeRay holds a RayJob by spec.suspend only then (its Ray cluster goes"
+        " when its job ends), and sluice holds RayJobs by spec.suspend",
     )
 
 

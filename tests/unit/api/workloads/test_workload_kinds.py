@@ -177,6 +177,19 @@ def test_a_rayjob_on_a_selected_cluster_is_refused() -> None:
         RAY_JOB.pod_sets(obj)
 
 
+def test_a_rayjob_that_keeps_its_cluster_is_refused() -> None:
+    obj = copy.deepcopy(RAYJOBS["count-to-ten"])
+    del obj["spec"]["shutdownAfterJobFinishes"]
+    with pytest.raises(InvalidObject, match=r"field spec\.shutdownAfterJobFinishes: must be"):
+        workload_from_object(obj)
+    assert RAY_JOB.refusal(obj) == (
+        "field spec.shutdownAfterJobFinishes: must be true: KubeRay holds a RayJob by"
+        " spec.suspend only then (its Ray cluster goes when its job ends), and sluice holds"
+        " RayJobs by spec.suspend"
+    )
+    assert RAY_JOB.refusal(RAYJOBS["count-to-ten"]) is None
+
+
 def test_bad_counts_and_requests_name_their_field() -> None:
     obj = copy.deepcopy(PYTORCHJOBS["mnist-nccl"])
     obj["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = -1
