@@ -121,6 +121,9 @@ class JobView:
     """How many times it was suspended again because its pods were not scheduled in time."""
     requeued_at: datetime | None = None
     requeue_reason: str | None = None
+    pods_by: tuple[str, str] | None = None
+    """(label, value) its controller puts on its own pods, for a kind whose pods are found by
+    label (docs/workloads.md); None for a Job, whose pods name its uid as their controller."""
     key: str = field(init=False, repr=False, compare=False)
     """namespace/name: formed once, as a cycle asks for it hundreds of thousands of times."""
     pod_count: int = field(init=False, repr=False, compare=False)
@@ -440,6 +443,7 @@ def workload_view(
     queue_from_namespace: bool,
     pod_sets: tuple[PodSet, ...],
     phase: JobPhase,
+    pods_by: tuple[str, str] | None = None,
 ) -> JobView:
     """The view of a managed workload of any kind, given what its kind's reading found: its
     metadata and what sluice wrote on it (its annotations) are read the same for all."""
@@ -485,6 +489,7 @@ def workload_view(
             f"metadata.annotations[{REQUEUED_AT_ANNOTATION}]",
         ),
         requeue_reason=annotations.get(REQUEUE_REASON_ANNOTATION),
+        pods_by=pods_by,
     )
 
 

@@ -9,7 +9,6 @@ from datetime import datetime
 from sluice.api.constants import ROOT_QUEUE
 from sluice.api.resources import Resources
 from sluice.api.views import JobPhase, JobView
-from sluice.api.workloads import BY_KIND
 from sluice.queues.lifecycle import derive_states
 from sluice.scheduler.actions.admit import admit
 from sluice.scheduler.actions.backfill import backfill
@@ -143,9 +142,8 @@ def apply_decisions(snapshot: Snapshot, result: CycleResult, now: datetime) -> S
         if job.key in admitted:
             jobs.append(replace(job, phase=JobPhase.INQUEUE, admitted_at=now))
         elif decision is not None:
-            label = BY_KIND[job.kind].pod_label if job.kind in BY_KIND else ""
-            if label:
-                named.add((job.namespace, label, job.name))
+            if job.pods_by is not None:
+                named.add((job.namespace, *job.pods_by))
             else:
                 gone.add(job.uid)
             jobs.append(replace(job, phase=JobPhase.PENDING, admitted_at=None))

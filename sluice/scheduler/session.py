@@ -18,7 +18,6 @@ from sluice.api.constraints import PodSpecView
 from sluice.api.queue import Queue
 from sluice.api.resources import EMPTY, Resources
 from sluice.api.views import JobPhase, JobView, PodView
-from sluice.api.workloads import BY_KIND
 from sluice.queues.jobs import namespace_refusal
 from sluice.queues.limits import child_real_capability
 from sluice.queues.rules import tree_violations
@@ -236,11 +235,11 @@ class Session:
         by_uid: dict[str, JobInfo] = {}
         by_label: dict[tuple[str, str, str], JobInfo] = {}
         for job in self.admitted_at_start:
-            label = BY_KIND[job.view.kind].pod_label if job.view.kind in BY_KIND else ""
-            if label:
-                by_label[(job.view.namespace, label, job.view.name)] = job
-            elif job.view.uid:
-                by_uid[job.view.uid] = job
+            view = job.view
+            if view.pods_by is not None:
+                by_label[(view.namespace, *view.pods_by)] = job
+            elif view.uid:
+                by_uid[view.uid] = job
         bound: dict[str, int] = {}
         used = self.used
         free = placement.free

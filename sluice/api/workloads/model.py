@@ -48,6 +48,7 @@ class SuspendField:
 
 
 SPEC_SUSPEND = SuspendField(("spec", "suspend"))
+_NAME = ("metadata", "name")
 """The hold of most kinds: ``spec.suspend``."""
 
 PodSetReader = Callable[[Mapping[str, Any], str], tuple[PodSet, ...]]
@@ -71,8 +72,10 @@ class Adapter:
     read_active: StatusReader
     """Its status says at least one of its pods (or child Jobs) is running."""
     pod_label: str = ""
-    """The label its controller puts on its pods, valued with its name: how its own pods are
-    found (a Job's are found by their controller's uid instead)."""
+    """The label its controller puts on its pods: how its own pods are found (a Job's are
+    found by their controller's uid instead)."""
+    pod_label_value: Callable[[Mapping[str, Any]], Any] = lambda obj: dig(obj, _NAME)
+    """What that label says on its pods: its name, unless the kind says otherwise."""
     pod_template: tuple[str, ...] = ()
     """The path of its one pod template, for a kind that has exactly one (a Job's
     spec.template): the admission webhook names the queue on its pods and gives them the
@@ -134,7 +137,9 @@ class Adapter:
         phase = job_phase(
             finished=self.finished(obj), suspended=self.suspended(obj), active=self.active(obj)
         )
-        return workload_view(obj, self.kind, queue, from_namespace, pod_sets, phase)
+        value = self.pod_label_value(obj) if self.pod_label else None
+        pods_by = (self.pod_label, str(value)) if value else None
+        return workload_view(obj, self.kind, queue, from_namespace, pod_sets, phase, pods_by)
 
 
 def controlled_by(obj: Mapping[str, Any], kinds: frozenset[str]) -> bool:

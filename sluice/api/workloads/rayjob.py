@@ -14,6 +14,7 @@ from sluice.api.views import PodSet, requirements_request
 from sluice.api.workloads.model import (
     SPEC_SUSPEND,
     Adapter,
+    dig,
     read_count,
     read_map,
     template_pod_set,
@@ -114,6 +115,9 @@ RAY_JOB = Adapter(
     read_pod_sets=_pod_sets,
     read_finished=lambda status: status.get("jobDeploymentStatus") in FINISHED,
     read_active=lambda status: status.get("jobDeploymentStatus") == "Running",
-    pod_label="ray.io/originated-from-cr-name",
+    # KubeRay labels the pods of the RayCluster it makes with that cluster's name, which the
+    # RayJob's status names once it exists.
+    pod_label="ray.io/cluster",
+    pod_label_value=lambda obj: dig(obj, ("status", "rayClusterName")),
     read_refusal=_refusal,
 )

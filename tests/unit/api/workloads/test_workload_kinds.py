@@ -10,8 +10,8 @@ from workload_fixtures import objects
 from sluice.api.constraints import Toleration
 from sluice.api.errors import InvalidObject
 from sluice.api.resources import Resources
-from sluice.api.views import JobPhase, JobView
-from sluice.api.workloads import workload_from_object
+from sluice.api.views import JobPhase, JobView, pod_from_object
+from sluice.api.workloads import POD_LABELS, workload_from_object
 from sluice.api.workloads.jobset import JOBSET
 from sluice.api.workloads.kubeflow import MPI_JOB, PYTORCH_JOB
 from sluice.api.workloads.rayjob import RAY_JOB
@@ -214,3 +214,21 @@ def test_unmanaged_objects_and_unknown_kinds_are_no_workload() -> None:
     workload = workload_from_object(obj, {"hpc": "hpc-default"})
     assert workload is not None and workload.queue_from_namespace
     assert workload_from_object({**obj, "apiVersion": "kubeflow.org/v1"}) is None
+
+
+def test_each_kind_says_how_its_own_pods_are_found() -> None:
+    assert read(JOBSETS["fanout"]).pods_by == ("jobset.sigs.k8s.io/jobset-name", "fanout")
+    ray = copy.deepcopy(RAYJOBS["count-to-ten"])
+    assert read(ray).pods_by is None  # no cluster yet, no pods
+    ray["status"] = {"rayClusterName": "count-to-ten-x7k2p"}
+    assert read(ray).pods_by == ("ray.io/cluster", "count-to-ten-x7k2p")
+    pod = {
+        "metadata": {
+            "name": "count-to-ten-x7k2p-head",
+            "namespace": "analytics",
+            "labels": {"ray.io/cluster": "count-to-ten-x7k2p", "app": "ray"},
+        },
+        "spec": {"containers": []},
+    }
+    assert pod_from_object(pod, POD_LABELS).named_by == (("ray.io/cluster", "count-to-ten-x7k2p"),)
+    assert pod_from_object(pod).named_by == ()
