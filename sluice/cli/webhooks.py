@@ -11,6 +11,8 @@ from typing import Annotated
 import typer
 
 from sluice.api.constants import DEFAULT_MAX_QUEUE_DEPTH
+from sluice.api.views import JOB_KIND
+from sluice.api.workloads import BY_KIND
 from sluice.cli.common import (
     Kubeconfig,
     LogLevel,
@@ -81,7 +83,7 @@ def serve(
     except KubeConfigError as err:
         fail(str(err))
     cache = QueueCache()
-    facts = KubeFacts(api)
+    facts = KubeFacts(api, workloads=[BY_KIND[k] for k in sorted(kinds) if k != JOB_KIND])
     ctx = Context(
         cache=cache,
         facts=facts,

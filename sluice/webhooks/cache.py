@@ -13,7 +13,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, cast
 
 from kubernetes import client, watch
@@ -25,10 +25,11 @@ from sluice.api.queue import Queue
 from sluice.api.resources import Resources
 from sluice.api.views import (
     NamespaceView,
-    job_finished,
     namespace_from_object,
     node_from_object,
 )
+from sluice.api.workloads import Adapter
+from sluice.api.workloads.job import JOB
 from sluice.queues.tree import QueueSet
 
 log = logging.getLogger("sluice.webhooks.cache")
@@ -160,9 +161,17 @@ class ClusterFactsSource(Protocol):
 class KubeFacts:
     """ClusterFactsSource backed by the API server, with short caches where staleness is fine."""
 
-    def __init__(self, api: client.ApiClient, namespace_ttl: float = 30.0) -> None:
+    def __init__(
+        self,
+        api: client.ApiClient,
+        namespace_ttl: float = 30.0,
+        workloads: Sequence[Adapter] = (),
+    ) -> None:
         self.batch = client.BatchV1Api(api)
         self.core = client.CoreV1Api(api)
+        self.custom = client.CustomObjectsApi(api)
+        self.workloads = tuple(workloads)
+        """The kinds of workload besides Job that sluice gates: a queue holds those too."""
         self.namespace_ttl = namespace_ttl
         self._namespaces: dict[str, tuple[float, NamespaceView]] = {}
         self._capacity: tuple[float, Resources | None] = (0.0, None)
@@ -171,16 +180,30 @@ class KubeFacts:
         return await asyncio.to_thread(self._holds_jobs, queue)
 
     def _holds_jobs(self, queue: str) -> bool:
+        """Whether an unfinished workload of any gated kind names the queue."""
+        return any(self._holds(adapter, queue) for adapter in (JOB, *self.workloads))
+
+    def _holds(self, adapter: Adapter, queue: str) -> bool:
         token: str | None = None
         while True:
-            raw: Any = self.batch.list_job_for_all_namespaces(
-                label_selector=f"{QUEUE_LABEL}={queue}",
-                limit=100,
-                _continue=token,
-                _preload_content=False,
+            selector = f"{QUEUE_LABEL}={queue}"
+            raw: Any = (
+                self.batch.list_job_for_all_namespaces(
+                    label_selector=selector, limit=100, _continue=token, _preload_content=False
+                )
+                if adapter is JOB
+                else self.custom.list_cluster_custom_object(
+                    adapter.group,
+                    adapter.version,
+                    adapter.plural,
+                    label_selector=selector,
+                    limit=100,
+                    _continue=token,
+                    _preload_content=False,
+                )
             )
             page = json.loads(raw.data)
-            if any(not job_finished(job) for job in page.get("items") or ()):
+            if any(not adapter.finished(item) for item in page.get("items") or ()):
                 return True
             token = (page.get("metadata") or {}).get("continue")
             if not token:

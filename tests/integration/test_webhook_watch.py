@@ -13,6 +13,7 @@ from kubernetes import client
 from webhook_harness import free_port
 
 from sluice.api.constants import QUEUE_LABEL
+from sluice.api.workloads.jobset import JOBSET
 from sluice.webhooks.cache import KubeFacts, QueueCache, QueueWatcher
 
 PATH = "/apis/scheduling.sluice.dev/v1beta1/queues"
@@ -170,5 +171,42 @@ async def test_cluster_facts_from_the_api_server() -> None:
         fake.labels["ns"] = "team"
         assert await facts.namespace_default_queue("ns") == "team"
         assert await facts.namespace_default_queue("missing-ns") is None
+    finally:
+        await runner.cleanup()
+
+
+async def test_a_queue_holds_the_workloads_of_every_gated_kind() -> None:
+    fake = FakeJobsAndNamespaces()
+    jobsets: list[dict[str, Any]] = []
+
+    async def list_jobsets(request: web.Request) -> web.Response:
+        queue = request.query.get("labelSelector", "").removeprefix(f"{QUEUE_LABEL}=")
+        items = [j for j in jobsets if j["metadata"]["labels"].get(QUEUE_LABEL) == queue]
+        return web.json_response({"kind": "JobSetList", "metadata": {}, "items": items})
+
+    app = web.Application()
+    app.router.add_get("/apis/batch/v1/jobs", fake.list_jobs)
+    app.router.add_get("/apis/jobset.x-k8s.io/v1alpha2/jobsets", list_jobsets)
+    runner = web.AppRunner(app, shutdown_timeout=0.2)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    config = client.Configuration()
+    config.host = f"http://127.0.0.1:{port}"
+    facts = KubeFacts(client.ApiClient(config), workloads=[JOBSET])
+    try:
+        fake.jobs = [fake_job("done", "team", True)]
+        assert await facts.queue_holds_jobs("team") is False
+        sweep = {
+            "apiVersion": "jobset.x-k8s.io/v1alpha2",
+            "kind": "JobSet",
+            "metadata": {"name": "sweep", "namespace": "ns", "labels": {QUEUE_LABEL: "team"}},
+            "spec": {"replicatedJobs": []},
+            "status": {"conditions": [{"type": "Completed", "status": "True"}]},
+        }
+        jobsets.append(sweep)
+        assert await facts.queue_holds_jobs("team") is False  # finished, as a JobSet says it
+        sweep["status"] = {}
+        assert await facts.queue_holds_jobs("team") is True
     finally:
         await runner.cleanup()
