@@ -61,17 +61,24 @@ def _run_cycle(snapshot: Snapshot) -> CycleResult:
 
 def _pending(session: Session, outcome: Outcome, queue_order: list[str]) -> list[PendingJob]:
     by_queue: dict[str, list[JobInfo]] = {}
+    mixed: set[str] = set()  # queues whose waiting jobs are not all in job order already
     for info in session.queues.values():
-        waiting = [j for j in info.pending_jobs if not j.admitted] + info.refused_jobs
+        waiting = [j for j in info.pending_jobs if not j.admitted]  # kept in job order
+        if info.refused_jobs:
+            waiting += info.refused_jobs
+            mixed.add(info.name)
         if waiting:
             by_queue[info.name] = waiting
     for job in [*outcome.evicted, *session.orphans]:
         if not job.admitted:
             by_queue.setdefault(job.queue, []).append(job)
+            mixed.add(job.queue)
     rank = {name: i for i, name in enumerate(queue_order)}
     out: list[PendingJob] = []
     for queue in sorted(by_queue, key=lambda q: (rank.get(q, len(rank)), q)):
-        jobs = sorted(by_queue[queue], key=job_order_key)
+        jobs = by_queue[queue]
+        if queue in mixed:
+            jobs = sorted(jobs, key=job_order_key)
         for position, job in enumerate(jobs, start=1):
             cause = outcome.reason(session, job) or (
                 "no admission action is configured"

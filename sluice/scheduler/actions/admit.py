@@ -162,18 +162,25 @@ def _admit_by_queue(session: Session, outcome: Outcome, action: str, leaves: lis
     while (leaf := picker.pick()) is not None:
         info = session.queues[leaf]
         jobs = info.pending_jobs
+        fifo = info.queue.spec.dequeue_strategy == "fifo"
         i = cursor[leaf]
-        while i < len(jobs) and jobs[i].admitted:
+        # A job that does not fit changes nothing, so the pick would be this leaf again:
+        # its next job is tried at once, until one is admitted or none is left.
+        while True:
+            while i < len(jobs) and jobs[i].admitted:
+                i += 1
+            if i >= len(jobs):
+                picker.retire(leaf)
+                break
+            job = jobs[i]
             i += 1
-        if i >= len(jobs):
-            picker.retire(leaf)
-            continue
-        job = jobs[i]
-        cursor[leaf] = i + 1
-        if try_admit(session, outcome, job, action):
-            picker.refresh(leaf)
-        elif info.queue.spec.dequeue_strategy == "fifo":
-            for later in jobs[i + 1 :]:
-                if not later.admitted:
-                    outcome.reasons[later.key] = _behind(leaf, job.key)
-            picker.retire(leaf)
+            if try_admit(session, outcome, job, action):
+                picker.refresh(leaf)
+                break
+            if fifo:
+                for later in jobs[i:]:
+                    if not later.admitted:
+                        outcome.reasons[later.key] = _behind(leaf, job.key)
+                picker.retire(leaf)
+                break
+        cursor[leaf] = i
