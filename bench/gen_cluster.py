@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sluice.api.config import SchedulerConfig
-from sluice.api.constraints import PodSpecView, Taint, Toleration
+from sluice.api.constraints import PodSpecView, Taint, Toleration, interned
 from sluice.api.queue import Queue
 from sluice.api.resources import Resources
 from sluice.api.views import (
@@ -118,10 +118,13 @@ def generate(size: Size, seed: int = 1) -> Snapshot:
         if gpu:
             request["nvidia.com/gpu"] = rng.choice((1, 1, 2, 4)) * 1000
         pool = rng.choice((None, None, None, "a", "b"))
-        pod = PodSpecView(
-            request=Resources(request),
-            node_selector=(("pool", pool),) if pool else (),
-            tolerations=(GPU_TOLERATION,) if gpu else (),
+        # As the reader makes them: one object per distinct pod shape.
+        pod = interned(
+            PodSpecView(
+                request=Resources(request),
+                node_selector=(("pool", pool),) if pool else (),
+                tolerations=(GPU_TOLERATION,) if gpu else (),
+            )
         )
         created = START + timedelta(seconds=i)
         jobs.append(

@@ -97,15 +97,31 @@ def pod_spec_view(
     selector = spec.get("nodeSelector") or {}
     if not isinstance(selector, Mapping):
         raise InvalidObject(kind, name, f"{base}.nodeSelector", "expected a map of labels")
-    return PodSpecView(
-        request=request,
-        node_selector=tuple(sorted((str(k), str(v)) for k, v in selector.items())),
-        affinity=_affinity(spec.get("affinity"), kind, name, f"{base}.affinity"),
-        tolerations=tuple(
-            _toleration(t, kind, name, f"{base}.tolerations[{i}]")
-            for i, t in enumerate(spec.get("tolerations") or ())
-        ),
+    return interned(
+        PodSpecView(
+            request=request,
+            node_selector=tuple(sorted((str(k), str(v)) for k, v in selector.items())),
+            affinity=_affinity(spec.get("affinity"), kind, name, f"{base}.affinity"),
+            tolerations=tuple(
+                _toleration(t, kind, name, f"{base}.tolerations[{i}]")
+                for i, t in enumerate(spec.get("tolerations") or ())
+            ),
+        )
     )
+
+
+_INTERNED: dict[PodSpecView, PodSpecView] = {}
+INTERNED_MAX = 100_000
+"""Distinct pod shapes kept; past that the table starts again (a cluster has far fewer)."""
+
+
+def interned(pod: PodSpecView) -> PodSpecView:
+    """The one PodSpecView equal to ``pod``: the jobs of a cluster have a few hundred pod
+    shapes between tens of thousands of them, and a cycle compares and looks shapes up
+    hundreds of thousands of times, which the same object answers at once."""
+    if len(_INTERNED) >= INTERNED_MAX:
+        _INTERNED.clear()
+    return _INTERNED.setdefault(pod, pod)
 
 
 def _affinity(raw: Any, kind: str, name: str, where: str) -> tuple[NodeTerm, ...] | None:

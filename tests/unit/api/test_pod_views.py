@@ -246,3 +246,16 @@ def test_pods_ready_timeout_in_the_configuration() -> None:
 def test_durations_are_written_as_they_are_read(text: str, written: str) -> None:
     assert format_duration(parse_duration(text)) == written
     assert parse_duration(written) == parse_duration(text)
+
+
+def test_jobs_of_one_pod_shape_share_one_pod_view_and_others_do_not() -> None:
+    def one(name: str, selector: dict[str, str]) -> Any:
+        obj = job({"nodeSelector": selector})
+        obj["metadata"]["name"] = name
+        view = job_from_object(obj)
+        assert view is not None
+        return view.pod_sets[0].pod
+
+    first, second = one("a", {"pool": "x"}), one("b", {"pool": "x"})
+    assert first is second  # equal shapes: one object, compared and looked up at once
+    assert one("c", {"pool": "y"}) is not first
