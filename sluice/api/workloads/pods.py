@@ -2,8 +2,8 @@
 
 A managed plain pod (docs/workloads.md, "Plain pods and pod groups") is read into a PodMember
 as its watch event arrives; ``pod_workloads`` groups the members of a cycle into workloads,
-each seen by the scheduler as a JobView whose pods are those members. Pods whose group is
-not complete, or whose pods are not alike, are not a workload yet and say why.
+each seen by the scheduler as a JobView whose pods are those members, one pod set per shape
+of pod among them. Pods whose group is not complete are not a workload yet and say why.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from sluice.api.constants import (
 )
 from sluice.api.constraints import PodSpecView, pod_spec_view
 from sluice.api.errors import InvalidObject
+from sluice.api.resources import EMPTY
 from sluice.api.views import (
     EPOCH,
     MAIN_POD_SET,
@@ -201,13 +202,6 @@ def _waiting(key: str, members: tuple[PodMember, ...]) -> str:
     ):
         if len(values) > 1:
             return f"the pods of {group} disagree on their {what}: {', '.join(sorted(values))}"
-    odd = next((m for m in members if _shape(m) != _shape(first)), None)
-    if odd is not None:
-        return (
-            f"the pods of {group} are not alike: {odd.name} differs from {first.name} in its"
-            " requests, node selection, tolerations or priority class (a group's pods must be"
-            " alike)"
-        )
     if len(members) < first.total:
         return f"{len(members)} of {first.total} pods of {group} exist"
     if len(members) > first.total:
@@ -218,8 +212,41 @@ def _waiting(key: str, members: tuple[PodMember, ...]) -> str:
     return ""
 
 
-def _shape(member: PodMember) -> tuple[PodSpecView, str | None, bool]:
+Shape = tuple[PodSpecView, str | None, bool]
+"""What makes pods of a workload one pod set: the request and the nodes they may go on, their
+priority class, their preemption policy."""
+
+
+def _shape(member: PodMember) -> Shape:
     return member.pod, member.priority_class_name, member.never_preempts
+
+
+def _pod_sets(members: tuple[PodMember, ...], total: int) -> tuple[PodSet, ...]:
+    """One pod set per shape of pod (docs/workloads.md, "Plain pods and pod groups"), in the
+    order of their first pods' names and named after that pod (``main`` when all its pods are
+    alike). Counted: its released pods, then its gated ones by name, up to ``total``; the
+    pods it lacks (lost, their replacements not created yet) count in the set with the most
+    pods, the first of those."""
+    released = [m for m in members if not m.gated]
+    counted = released + [m for m in members if m.gated][: max(total - len(released), 0)]
+    by_shape: dict[Shape, list[PodMember]] = {}
+    for member in sorted(counted, key=lambda m: m.name):
+        by_shape.setdefault(_shape(member), []).append(member)
+    found = list(by_shape.values())
+    counts = [len(pods) for pods in found]
+    largest = counts.index(max(counts))
+    counts[largest] += max(total - len(counted), 0)
+    return tuple(
+        PodSet(
+            MAIN_POD_SET if len(found) == 1 else pods[0].name,
+            count,
+            pods[0].pod,
+            max(count - sum(1 for m in pods if m.finished and not m.gated), 0),
+            pods[0].priority_class_name,
+            pods[0].never_preempts,
+        )
+        for pods, count in zip(found, counts, strict=True)
+    )
 
 
 def _workload(key: str, members: tuple[PodMember, ...]) -> PodWorkload:
@@ -242,30 +269,27 @@ def _workload(key: str, members: tuple[PodMember, ...]) -> PodWorkload:
     preemptable = all(m.preemptable for m in members)
     times = [m.admitted_at for m in admitted if m.admitted_at is not None]
     namespace, _, name = key.partition("/")
+    pod_sets = _pod_sets(members, total)
+    request = EMPTY
+    for pod_set in pod_sets:
+        request = request + pod_set.request
     view = JobView(
         namespace=namespace,
         name=name,
         queue=first.queue,
-        request=first.pod.request.scale(total),
+        request=request,
         phase=phase,
         creation_timestamp=min(m.creation_timestamp for m in members),
         uid=pod_group_uid(namespace, first.group) if first.group else first.uid,
-        priority_class_name=first.priority_class_name,
+        priority_class_name=next(
+            (s.priority_class_name for s in pod_sets if s.priority_class_name), None
+        ),
         # A workload sluice may not delete is never given back for pods not scheduled in
         # time: it could not be held again.
         admitted_at=min(times) if times and preemptable else None,
         preemptable=preemptable,
         pending_reason=next((m.pending_reason for m in members if m.gated), None),
-        never_preempts=first.never_preempts,
-        pod_sets=(
-            PodSet(
-                MAIN_POD_SET,
-                total,
-                first.pod,
-                max(total - finished, 0),
-                first.priority_class_name,
-                first.never_preempts,
-            ),
-        ),
+        never_preempts=any(s.never_preempts for s in pod_sets),
+        pod_sets=pod_sets,
     )
     return PodWorkload(key, members, view)

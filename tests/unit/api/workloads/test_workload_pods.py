@@ -106,16 +106,38 @@ def test_a_group_is_a_workload_only_once_all_its_pods_exist() -> None:
     assert four.view.uid == "pod-group/ns/g"
 
 
-def test_a_group_whose_pods_differ_waits_and_says_which() -> None:
-    pods = [member(pod("a", group="g", total="2")), member(pod("b", group="g", total="2", cpu="2"))]
-    assert pod_workloads(pods)["ns/pod-group/g"].waiting == (
-        "the pods of group g are not alike: b differs from a in its requests, node selection,"
-        " tolerations or priority class (a group's pods must be alike)"
-    )
+def test_a_group_whose_pods_differ_is_one_workload_of_a_pod_set_per_shape() -> None:
+    pods = [
+        member(pod(n, group="g", total="4", cpu="1" if n == "leader" else "2"))
+        for n in ("worker-1", "leader", "worker-0", "worker-2")
+    ]
+    found = pod_workloads(pods)["ns/pod-group/g"]
+    assert found.view is not None and found.waiting == ""
+    sets = [(s.name, s.count, s.pod.request) for s in found.view.pod_sets]
+    assert sets == [
+        ("leader", 1, Resources.parse({"cpu": "1"})),
+        ("worker-0", 3, Resources.parse({"cpu": "2"})),
+    ]
+    assert found.view.request == Resources.parse({"cpu": "7"})
+    assert pod_workloads(reversed(pods))["ns/pod-group/g"].view == found.view
+
+
+def test_a_group_whose_pods_disagree_on_its_count_waits_and_says_so() -> None:
     counts = [member(pod("a", group="g", total="2")), member(pod("b", group="g", total="3"))]
     assert pod_workloads(counts)["ns/pod-group/g"].waiting == (
         "the pods of group g disagree on their sluice.dev/pod-group-total-count: 2, 3"
     )
+
+
+def test_an_admitted_group_that_lost_a_pod_still_holds_it_in_its_largest_set() -> None:
+    admitted = "2026-01-01T00:01:00Z"
+    pods = [
+        member(pod(n, group="g", total="4", gated=False, admitted_at=admitted, cpu=cpu))
+        for n, cpu in (("leader", "1"), ("worker-0", "2"), ("worker-1", "2"))
+    ]
+    view = pod_workloads(pods)["ns/pod-group/g"].view
+    assert view is not None
+    assert [(s.name, s.count) for s in view.pod_sets] == [("leader", 1), ("worker-0", 3)]
 
 
 def test_an_admitted_group_releases_a_replacement_pod_and_its_pods_count_as_its_own() -> None:
