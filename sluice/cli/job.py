@@ -11,11 +11,22 @@ from typing import Annotated, Any, cast
 
 import typer
 
-from sluice.api.constants import GROUP, PLURAL, QUEUE_LABEL, VERSION
+from sluice.api.constants import GROUP, PLURAL, POD_GROUP_LABEL, QUEUE_LABEL, VERSION
+from sluice.api.views import PublishedJob
 from sluice.api.workloads import BY_KIND, Adapter
 from sluice.api.workloads.job import JOB
+from sluice.api.workloads.pods import GROUP_PREFIX, PodMember
+from sluice.api.workloads.pods import KIND as PODS
 from sluice.cli.common import Kubeconfig, KubeContext, fail, group, table_console
-from sluice.cli.job_report import explain, job_line, job_table
+from sluice.cli.job_report import (
+    explain,
+    explain_pods,
+    job_line,
+    job_table,
+    pod_workload_line,
+    pod_workload_name,
+)
+from sluice.scheduler.snapshot import plain_pod_workloads, read_members
 
 Namespace = Annotated[
     str | None,
@@ -27,15 +38,18 @@ Kind = Annotated[
     str,
     typer.Option(
         "--kind",
-        help="Kind of workload (docs/workloads.md): " + ", ".join(BY_KIND) + ".",
+        help="Kind of workload (docs/workloads.md): "
+        + ", ".join(BY_KIND)
+        + f", or {PODS} for plain pods and pod groups (pod/NAME, pod-group/GROUP).",
     ),
 ]
 
 
-def _adapter(kind: str) -> Adapter:
+def _adapter(kind: str) -> Adapter | None:
+    """The kind's adapter; None for plain pods."""
     adapter = BY_KIND.get(kind)
-    if adapter is None:
-        fail(f"--kind {kind}: not a kind sluice gates ({', '.join(BY_KIND)})")
+    if adapter is None and kind != PODS:
+        fail(f"--kind {kind}: not a kind sluice gates ({', '.join([*BY_KIND, PODS])})")
     return adapter
 
 
@@ -84,7 +98,15 @@ def list_jobs(
     selector = f"{QUEUE_LABEL}={queue}" if queue else QUEUE_LABEL
     ns = namespace or context_namespace(kubeconfig, context)
     try:
-        if adapter is not JOB:
+        if adapter is None:
+            core = client.CoreV1Api(api)
+            pods = (
+                core.list_pod_for_all_namespaces(label_selector=selector)
+                if all_namespaces
+                else core.list_namespaced_pod(ns, label_selector=selector)
+            )
+            items = [api.sanitize_for_serialization(p) for p in pods.items]
+        elif adapter is not JOB:
             api_group = (adapter.group, adapter.version)
             found = cast(
                 dict[str, Any],
@@ -102,16 +124,19 @@ def list_jobs(
         else:
             items = batch.list_namespaced_job(ns, label_selector=selector).items
     except ApiException as err:
-        what = f"list {adapter.plural}" + ("" if all_namespaces else f" in namespace {ns}")
+        plural = "pods" if adapter is None else adapter.plural
+        what = f"list {plural}" + ("" if all_namespaces else f" in namespace {ns}")
         fail(_denied(err, what))
     except OSError as err:
         fail(f"cannot reach the API server: {err}")
-    lines = [line for item in items if (line := job_line(_with_kind(api, item, adapter)))]
+    if adapter is None:
+        lines = _pod_lines(items)
+    else:
+        lines = [line for item in items if (line := job_line(_with_kind(api, item, adapter)))]
     if not lines:
         where = "any namespace" if all_namespaces else f"namespace {ns}"
-        typer.echo(
-            f"no {adapter.plural} of {'queue ' + queue if queue else 'any queue'} in {where}"
-        )
+        plural = "pods" if adapter is None else adapter.plural
+        typer.echo(f"no {plural} of {'queue ' + queue if queue else 'any queue'} in {where}")
         return
     table_console().print(job_table(lines, all_namespaces))
 
@@ -131,12 +156,15 @@ def why(
 
     from sluice.kube import context_namespace
 
+    adapter = _adapter(kind)
+    if adapter is None:
+        _why_pods(job, namespace, kubeconfig, context)
+        return
     ns, sep, name = job.rpartition("/")
     if not sep:
         ns, name = namespace or context_namespace(kubeconfig, context), job
     if not ns or not name:
         fail(f"{job!r}: give the job as NAMESPACE/NAME, or NAME with -n NAMESPACE")
-    adapter = _adapter(kind)
     api = _api(kubeconfig, context)
     try:
         if adapter is JOB:
@@ -156,18 +184,7 @@ def why(
     except OSError as err:
         fail(f"cannot reach the API server: {err}")
     queue_name = ((obj.get("metadata") or {}).get("labels") or {}).get(QUEUE_LABEL)
-    queue: dict[str, Any] | None = None
-    queue_error = ""
-    if queue_name:
-        try:
-            queue = cast(
-                dict[str, Any],
-                client.CustomObjectsApi(api).get_cluster_custom_object(
-                    GROUP, VERSION, PLURAL, queue_name
-                ),
-            )
-        except ApiException as err:
-            queue_error = "not found" if err.status == 404 else _denied(err, "read the queue")
+    queue, queue_error = _queue(api, queue_name) if queue_name else (None, "")
     events: list[dict[str, Any]] = []
     try:
         listing = client.CoreV1Api(api).list_namespaced_event(
@@ -177,6 +194,83 @@ def why(
     except ApiException:
         pass  # Events are a courtesy: the job's own annotations carry the decision
     for line in explain(obj, queue, events, queue_error):
+        typer.echo(line)
+
+
+def _queue(api: Any, name: str) -> tuple[dict[str, Any] | None, str]:
+    """The Queue, or why it cannot be read."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        found = client.CustomObjectsApi(api).get_cluster_custom_object(GROUP, VERSION, PLURAL, name)
+    except ApiException as err:
+        return None, "not found" if err.status == 404 else _denied(err, "read the queue")
+    return cast(dict[str, Any], found), ""
+
+
+def _members(items: list[dict[str, Any]]) -> tuple[list[PodMember], list[PublishedJob]]:
+    """The managed plain pods among these, and a line for each one sluice cannot read."""
+    refs = [f"{_meta(i).get('namespace')}/pod/{_meta(i).get('name')}" for i in items]
+    members, unreadable = read_members(zip(refs, items, strict=True))
+    lines = [
+        PublishedJob(ns, name, "-", "unreadable", reason=one.error)
+        for one in unreadable
+        for ns, _, name in [one.ref.partition("/")]
+    ]
+    return members, lines
+
+
+def _meta(obj: dict[str, Any]) -> dict[str, Any]:
+    return cast(dict[str, Any], obj.get("metadata") or {})
+
+
+def _pod_lines(items: list[dict[str, Any]]) -> list[PublishedJob]:
+    """The workloads of plain pods these pods form, as the operator forms them."""
+    members, unreadable = _members(items)
+    found, _ = plain_pod_workloads(members)
+    return [pod_workload_line(w) for w in found.values()] + unreadable
+
+
+def _why_pods(
+    given: str, namespace: str | None, kubeconfig: str | None, context: str | None
+) -> None:
+    """`job why --kind Pod`: the workload of plain pods ``pod/NAME`` or ``pod-group/GROUP``."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    from sluice.kube import context_namespace
+
+    named = pod_workload_name(given, namespace or context_namespace(kubeconfig, context))
+    if named is None:
+        fail(f"{given!r}: give the workload as [NAMESPACE/]pod/NAME or [NAMESPACE/]pod-group/GROUP")
+    ns, name = named
+    api = _api(kubeconfig, context)
+    core = client.CoreV1Api(api)
+    short = name.partition("/")[2]
+    try:
+        if name.startswith(GROUP_PREFIX):
+            listing = core.list_namespaced_pod(ns, label_selector=f"{POD_GROUP_LABEL}={short}")
+        else:
+            listing = core.list_namespaced_pod(ns, field_selector=f"metadata.name={short}")
+    except ApiException as err:
+        fail(_denied(err, f"list pods in namespace {ns}"))
+    except OSError as err:
+        fail(f"cannot reach the API server: {err}")
+    members, unreadable = _members([api.sanitize_for_serialization(p) for p in listing.items])
+    if unreadable:
+        fail(f"{ns}/{name}: {unreadable[0].reason}")
+    workload = plain_pod_workloads(members)[0].get(f"{ns}/{name}")
+    if workload is None:
+        fail(f"{ns}/{name}: no pod of it is held or admitted by sluice")
+    queue, queue_error = _queue(api, workload.members[0].queue)
+    events: list[dict[str, Any]] = []
+    try:
+        found = core.list_namespaced_event(ns, field_selector="involvedObject.kind=Pod")
+        events = [api.sanitize_for_serialization(e) for e in found.items]
+    except ApiException:
+        pass  # Events are a courtesy: the pods' own annotations carry the decision
+    for line in explain_pods(workload, queue, events, queue_error):
         typer.echo(line)
 
 

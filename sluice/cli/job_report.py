@@ -9,16 +9,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from rich.table import Table
 
-from sluice.api.constants import RECLAIMED_BY_ANNOTATION
 from sluice.api.errors import InvalidObject
 from sluice.api.queue import Queue
-from sluice.api.views import JOB_KIND, JobPhase, PublishedJob, published_job
+from sluice.api.views import (
+    JOB_KIND,
+    JobPhase,
+    PublishedJob,
+    published_job,
+    split_pending_reason,
+)
 from sluice.api.workloads import workload_from_object
+from sluice.api.workloads.pods import GROUP_PREFIX, POD_PREFIX, PodWorkload
 
 
 def _kind(obj: Mapping[str, Any]) -> str:
@@ -36,8 +42,41 @@ def job_line(obj: Mapping[str, Any]) -> PublishedJob | None:
         namespace, name = str(meta.get("namespace") or ""), str(meta.get("name"))
         return PublishedJob(namespace, name, "-", "unreadable", reason=str(err))
     if line is not None and line.state == JobPhase.PENDING.value and not line.reason:
-        return replace(line, reason="not yet considered by the operator")
+        return replace(line, reason=UNSEEN)
     return line
+
+
+UNSEEN = "not yet considered by the operator"
+
+
+def pod_workload_line(workload: PodWorkload) -> PublishedJob:
+    """A workload of plain pods (docs/workloads.md, "Plain pods and pod groups") as `job list
+    --kind Pod` shows it, from what the operator wrote on its pods; a group not complete says
+    what it waits for, as the operator writes it on them."""
+    namespace, _, name = workload.key.partition("/")
+    view = workload.view
+    if view is None:
+        queue = workload.members[0].queue
+        return PublishedJob(namespace, name, queue, JobPhase.PENDING.value, reason=workload.waiting)
+    position, cause = None, ""
+    if view.phase is JobPhase.PENDING:
+        position, said = split_pending_reason(view.pending_reason)
+        cause = said or UNSEEN
+    times = [m.admitted_at for m in workload.members if m.admitted_at is not None]
+    admitted = min(times).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if times else ""
+    return PublishedJob(namespace, name, view.queue, view.phase.value, position, cause, admitted)
+
+
+def pod_workload_name(given: str, namespace: str) -> tuple[str, str] | None:
+    """(namespace, name) of a workload of plain pods given as ``[NAMESPACE/]pod/NAME`` or
+    ``[NAMESPACE/]pod-group/GROUP``; None when it is neither."""
+    parts = given.split("/")
+    if len(parts) == 3:
+        namespace, parts = parts[0], parts[1:]
+    prefixes = (POD_PREFIX, GROUP_PREFIX)
+    if len(parts) != 2 or f"{parts[0]}/" not in prefixes or not parts[1] or not namespace:
+        return None
+    return namespace, "/".join(parts)
 
 
 def job_table(lines: Sequence[PublishedJob], all_namespaces: bool) -> Table:
@@ -87,7 +126,33 @@ def explain(
         return [f"{key} is not managed by sluice (no sluice.dev/queue-name label)"]
     if line.state == "unreadable":
         return [f"{key} cannot be read: {line.reason}"]
-    annotations = meta.get("annotations") or {}
+    mine = [
+        e for e in events if (e.get("involvedObject") or {}).get("uid") in (None, meta.get("uid"))
+    ]
+    return _explain(key, line, queue, mine, queue_error)
+
+
+def explain_pods(
+    workload: PodWorkload,
+    queue: Mapping[str, Any] | None,
+    events: Sequence[Mapping[str, Any]],
+    queue_error: str = "",
+) -> list[str]:
+    """What `job why --kind Pod` prints of a workload of plain pods, as ``explain`` does of a
+    Job; its Events are those sluice posted on its pods."""
+    line = pod_workload_line(workload)
+    mine = {m.uid for m in workload.members}
+    ours = [e for e in events if (e.get("involvedObject") or {}).get("uid") in mine]
+    return _explain(workload.key, line, queue, ours, queue_error)
+
+
+def _explain(
+    key: str,
+    line: PublishedJob,
+    queue: Mapping[str, Any] | None,
+    events: Sequence[Mapping[str, Any]],
+    queue_error: str,
+) -> list[str]:
     out: list[str] = []
     if line.state == JobPhase.COMPLETED.value:
         out.append(f"{key} has finished (queue {line.queue})")
@@ -98,17 +163,12 @@ def explain(
         where = f"position {line.position} in" if line.position is not None else "in"
         out.append(f"{key} is pending, {where} queue {line.queue}")
         out.append(f"  reason: {line.reason}")
-        if annotations.get(RECLAIMED_BY_ANNOTATION):
-            out.append(
-                f"  it was suspended to make room for {annotations[RECLAIMED_BY_ANNOTATION]}"
-            )
+        if line.reclaimed_by:
+            out.append(f"  it was suspended to make room for {line.reclaimed_by}")
     out.extend(f"  {text}" for text in _queue_lines(line.queue, queue, queue_error))
-    mine = [
-        e for e in events if (e.get("involvedObject") or {}).get("uid") in (None, meta.get("uid"))
-    ]
-    if mine:
+    if events:
         out.append("  events:")
-        for event in sorted(mine, key=_event_time)[-5:]:
+        for event in sorted(events, key=_event_time)[-5:]:
             out.append(
                 f"    {_event_time(event)}  {event.get('type', 'Normal')}  {event.get('reason')}:"
                 f" {event.get('message')}"

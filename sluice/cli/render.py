@@ -12,6 +12,7 @@ from rich.text import Text
 
 from sluice.api.constants import ROOT_QUEUE
 from sluice.api.resources import Resources
+from sluice.api.workloads.pods import PodWorkload
 from sluice.queues.lifecycle import QueueAction
 from sluice.scheduler.model import CycleResult, Decision, QueueResult
 
@@ -33,6 +34,16 @@ class Simulation:
     config_warnings: Sequence[str] = ()
     """What the configuration names that sluice accepts and ignores; simulate prints them on
     stderr, so the output itself stays the same."""
+    forming: Sequence[PodWorkload] = ()
+    """Groups of plain pods that are not a workload yet: listed among the pending, with what
+    they wait for, as the operator writes it on their pods."""
+
+
+def _pending(sim: Simulation) -> list[tuple[str, str, str]]:
+    """(job, queue, reason) of every job that waits after the last cycle, then of every group
+    of plain pods still being formed."""
+    out = [(p.job, p.queue, p.reason) for p in sim.final.pending]
+    return out + [(w.key, w.members[0].queue, w.waiting) for w in sim.forming]
 
 
 def to_json(sim: Simulation) -> dict[str, Any]:
@@ -41,7 +52,7 @@ def to_json(sim: Simulation) -> dict[str, Any]:
         "queues": {name: _queue_json(q) for name, q in sorted(sim.final.queues.items())},
         "decisions": [_decision_json(cycle, d) for cycle, d in sim.decisions],
         "pending": [
-            {"job": p.job, "queue": p.queue, "reason": p.reason} for p in sim.final.pending
+            {"job": job, "queue": queue, "reason": reason} for job, queue, reason in _pending(sim)
         ],
         "queueActions": [
             {"action": a.action, "queue": a.queue, "reason": a.reason} for a in sim.queue_actions
@@ -92,7 +103,7 @@ def render_table(sim: Simulation, console: Console) -> None:
     console.print(Text(header, style="dim"))
     console.print(_queue_table(sim.final))
     console.print(_decision_table(sim.decisions))
-    console.print(_pending_table(sim.final))
+    console.print(_pending_table(_pending(sim)))
     if sim.queue_actions:
         console.print(_queue_action_table(sim.queue_actions))
 
@@ -161,13 +172,13 @@ def _decision_table(decisions: Sequence[tuple[int, Decision]]) -> Table:
     return table
 
 
-def _pending_table(result: CycleResult) -> Table:
+def _pending_table(pending: Sequence[tuple[str, str, str]]) -> Table:
     table = Table(title="Pending jobs", title_justify="left")
     for column in ("JOB", "QUEUE", "REASON"):
         table.add_column(column, overflow="fold")
-    for p in result.pending:
-        table.add_row(p.job, p.queue, p.reason)
-    if not result.pending:
+    for row in pending:
+        table.add_row(*row)
+    if not pending:
         table.caption = "no job is waiting"
     return table
 

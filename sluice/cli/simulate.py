@@ -76,6 +76,7 @@ def simulate_file(
         initial=run_cycle(untouched),
         capabilities={q.name: q.spec.capability for q in state.queues if q.spec.capability},
         config_warnings=dump.snapshot.config.warnings,
+        forming=dump.forming,
     )
 
 

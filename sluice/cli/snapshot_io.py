@@ -23,13 +23,16 @@ from sluice.api.errors import ConfigError
 from sluice.api.queue import Queue
 from sluice.api.views import JobView, NamespaceView
 from sluice.api.workloads import ADAPTERS
+from sluice.api.workloads.pods import PodWorkload
 from sluice.scheduler.model import Snapshot
 from sluice.scheduler.snapshot import (
     KINDS,
     WORKLOAD_KINDS,
     Read,
     UnreadableObject,
+    plain_pod_workloads,
     read,
+    read_members,
     readers,
 )
 from sluice.scheduler.snapshot import build_snapshot as build
@@ -77,6 +80,8 @@ class Dump:
 
     snapshot: Snapshot
     config_source: str
+    forming: tuple[PodWorkload, ...] = ()
+    """Groups of plain pods that are not a workload yet, each saying what it waits for."""
 
 
 def load_objects(path: Path) -> list[Located]:
@@ -176,8 +181,13 @@ def build_snapshot(
         read(kind, item.where, item.obj, using) for kind in KINDS[1:] for item in by_kind[kind]
     ]
     try:
+        # Plain pods are the workloads they form, as in the operator (docs/workloads.md).
+        members, unreadable = read_members((item.where, item.obj) for item in by_kind["Pod"])
+        pod_workloads, formed = plain_pod_workloads(members)
         # A dump without pods says nothing of them: nodes then hold only what admitted jobs keep.
-        built = build(reads, now, strict=True, pods_known=bool(by_kind["Pod"]))
+        built = build(
+            [*reads, *unreadable, *formed], now, strict=True, pods_known=bool(by_kind["Pod"])
+        )
     except UnreadableObject as err:
         raise SnapshotError(str(err)) from None
     _check_queues([one for one in reads if isinstance(one.view, Queue)])
@@ -192,7 +202,8 @@ def build_snapshot(
         chosen, source = config
     else:
         chosen, source = _config_from_dump(by_kind["ConfigMap"], config_map_name)
-    return Dump(replace(built.snapshot, config=chosen), source)
+    forming = tuple(w for _, w in sorted(pod_workloads.items()) if w.view is None)
+    return Dump(replace(built.snapshot, config=chosen), source, forming)
 
 
 def _check_queues(reads: list[Read]) -> None:

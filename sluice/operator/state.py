@@ -22,13 +22,21 @@ from typing import Any
 
 from sluice.api.config import DEFAULT_CONFIG, SchedulerConfig
 from sluice.api.constants import CLOSED_BY_PARENT_ANNOTATION
-from sluice.api.errors import InvalidObject
 from sluice.api.queue import Queue
 from sluice.api.views import JOB_KIND, JobView, PodView, gated
-from sluice.api.workloads.pods import PodMember, PodWorkload, pod_member, pod_workloads
+from sluice.api.workloads.pods import PodMember, PodWorkload
 from sluice.operator.published import Published
 from sluice.scheduler.model import Snapshot
-from sluice.scheduler.snapshot import KINDS, READERS, Read, Reader, build_snapshot, read
+from sluice.scheduler.snapshot import (
+    KINDS,
+    READERS,
+    Read,
+    Reader,
+    build_snapshot,
+    plain_pod_workloads,
+    read,
+    read_members,
+)
 
 log = logging.getLogger("sluice.operator")
 
@@ -280,15 +288,13 @@ class ClusterState:
 
     def _member(self, key: str, obj: Obj | None) -> None:
         """A managed plain pod as a member of its workload (the lock is held)."""
-        try:
-            member = pod_member(obj) if obj is not None else None
-        except InvalidObject as err:
-            member = None
-            log.warning("event=unreadable-pod pod=%s error=%r", key, str(err))
-        if member is None:
-            self.pod_members.pop(key, None)
+        members, unreadable = read_members([(key, obj)] if obj is not None else [])
+        for one in unreadable:
+            log.warning("event=unreadable-pod pod=%s error=%r", key, one.error)
+        if members:
+            self.pod_members[key] = members[0]
         else:
-            self.pod_members[key] = member
+            self.pod_members.pop(key, None)
 
     def remember_job(self, obj: Obj) -> None:
         """The object the API server returned for our own write."""
@@ -304,12 +310,8 @@ class ClusterState:
             reads = [one for kind in KINDS for one in self.reads[kind].values()]
             members = list(self.pod_members.values())
         # Plain pods join the cycle as the workloads they form (docs/workloads.md).
-        self.pod_workloads = pod_workloads(members)
-        reads += [
-            Read("Job", f"pods/{key}", found.view)
-            for key, found in self.pod_workloads.items()
-            if found.view is not None
-        ]
+        self.pod_workloads, formed = plain_pod_workloads(members)
+        reads += formed
         built = build_snapshot(
             reads, now, strict=False, config=self.config, max_queue_depth=max_queue_depth
         )

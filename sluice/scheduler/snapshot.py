@@ -3,7 +3,8 @@ object that cannot be read.
 
 The operator reads each object once, as its watch event arrives, and builds every cycle's
 Snapshot from the reads it keeps; ``sluice simulate`` reads a dump's objects and builds one.
-Both read through ``readers`` and build through ``build_snapshot``. They differ only in the
+Both read through ``readers``, form the workloads of plain pods through
+``plain_pod_workloads``, and build through ``build_snapshot``. They differ only in the
 policy for an unreadable object: in a file it is an error naming it (strict), on a live
 cluster it is left out and reported (tolerant), so one bad object does not stop every queue.
 """
@@ -34,6 +35,7 @@ from sluice.api.views import (
     priority_class_from_object,
 )
 from sluice.api.workloads import ADAPTERS, POD_LABELS, controlled_by
+from sluice.api.workloads.pods import PodMember, PodWorkload, pod_member, pod_workloads
 from sluice.scheduler.model import Snapshot
 
 View = Queue | JobView | NodeView | PodView | PriorityClassView | NamespaceView
@@ -105,6 +107,39 @@ def read(
         return Read(kind, ref, using[kind](obj))
     except InvalidObject as err:
         return Read(kind, ref, None, str(err))
+
+
+def read_members(
+    pods: Iterable[tuple[str, Mapping[str, Any]]],
+) -> tuple[list[PodMember], list[Read]]:
+    """The managed plain pods among these (ref, pod), and a Read saying why for each one
+    that cannot be read."""
+    members: list[PodMember] = []
+    unreadable: list[Read] = []
+    for ref, obj in pods:
+        try:
+            member = pod_member(obj)
+        except InvalidObject as err:
+            unreadable.append(Read("Pod", ref, None, str(err)))
+            continue
+        if member is not None:
+            members.append(member)
+    return members, unreadable
+
+
+def plain_pod_workloads(
+    members: Iterable[PodMember],
+) -> tuple[dict[str, PodWorkload], list[Read]]:
+    """The workloads managed plain pods form (docs/workloads.md, "Plain pods and pod
+    groups"), by key, and the read of each that is a workload yet, to join a Snapshot's jobs;
+    the others (a group not complete) say what they wait for (``PodWorkload.waiting``)."""
+    found = pod_workloads(members)
+    reads = [
+        Read(JOB_KIND, f"pods/{key}", workload.view)
+        for key, workload in found.items()
+        if workload.view is not None
+    ]
+    return found, reads
 
 
 class UnreadableObject(ValueError):

@@ -3,7 +3,8 @@
 A managed plain pod (docs/workloads.md, "Plain pods and pod groups") is read into a PodMember
 as its watch event arrives; ``pod_workloads`` groups the members of a cycle into workloads,
 each seen by the scheduler as a JobView whose pods are those members, one pod set per shape
-of pod among them. Pods whose group is not complete are not a workload yet and say why.
+of pod among them. Pods whose group is not complete are not a workload yet and say why. The
+operator and ``sluice simulate`` both form workloads here (``sluice.scheduler.snapshot``).
 """
 
 from __future__ import annotations

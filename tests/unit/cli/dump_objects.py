@@ -76,3 +76,28 @@ def write(tmp_path: Path, objects: list[dict[str, Any]], name: str = "dump.yaml"
     else:
         path.write_text(yaml.safe_dump_all(objects))
     return path
+
+
+def gated_pod(
+    name: str, queue_name: str, cpu: str, group: str = "", total: int = 0, created: str = CREATED
+) -> dict[str, Any]:
+    """A plain pod of a queue held by sluice's scheduling gate, in ``group`` of ``total`` pods
+    when given."""
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": "ns",
+        "uid": f"uid-{name}",
+        "labels": {"sluice.dev/queue-name": queue_name},
+        "creationTimestamp": created,
+    }
+    if group:
+        meta["labels"]["sluice.dev/pod-group"] = group
+        meta["annotations"] = {"sluice.dev/pod-group-total-count": str(total)}
+    container = {"name": "c", "resources": {"requests": {"cpu": cpu}}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": {"containers": [container], "schedulingGates": [{"name": "sluice.dev/admission"}]},
+        "status": {"phase": "Pending"},
+    }

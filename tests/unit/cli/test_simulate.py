@@ -315,6 +315,7 @@ def test_the_workloads_example_reads_every_kind_through_its_adapter() -> None:
     admitted = sorted(d["job"] for d in out["decisions"] if d["action"] == "admit")
     assert admitted == [
         "analytics/count-to-ten",  # RayJob
+        "analytics/pod-group/render",  # plain pods: a leader and its workers
         "hpc/estimate-pi",  # MPIJob
         "research/fanout",  # JobSet
         "vision/mnist-nccl",  # PyTorchJob
