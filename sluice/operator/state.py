@@ -22,8 +22,9 @@ from typing import Any
 
 from sluice.api.config import DEFAULT_CONFIG, SchedulerConfig
 from sluice.api.constants import CLOSED_BY_PARENT_ANNOTATION
+from sluice.api.pod_views import gated
 from sluice.api.queue import Queue
-from sluice.api.views import JOB_KIND, JobView, PodView, gated
+from sluice.api.views import JOB_KIND, JobView, PodView
 from sluice.api.workloads.pods import PodMember, PodWorkload
 from sluice.operator.published import Published
 from sluice.scheduler.model import Snapshot

@@ -18,8 +18,8 @@ from sluice.api.constants import (
     QUEUE_LABEL,
 )
 from sluice.api.errors import InvalidObject
+from sluice.api.pod_views import gated, job_pod
 from sluice.api.queue import Queue
-from sluice.api.views import gated, job_pod
 from sluice.api.workloads.pods import group_total
 from sluice.queues.jobs import (
     Setting,

@@ -20,6 +20,7 @@ from typing import Any
 from sluice.api.config import DEFAULT_CONFIG, SchedulerConfig
 from sluice.api.constants import DEFAULT_MAX_QUEUE_DEPTH
 from sluice.api.errors import InvalidObject
+from sluice.api.pod_views import pod_from_object
 from sluice.api.queue import Queue
 from sluice.api.views import (
     JOB_KIND,
@@ -31,7 +32,6 @@ from sluice.api.views import (
     job_from_object,
     namespace_from_object,
     node_from_object,
-    pod_from_object,
     priority_class_from_object,
 )
 from sluice.api.workloads import ADAPTERS, POD_LABELS, controlled_by

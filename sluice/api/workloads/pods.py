@@ -25,6 +25,7 @@ from sluice.api.constants import (
 )
 from sluice.api.constraints import PodSpecView, pod_spec_view
 from sluice.api.errors import InvalidObject
+from sluice.api.pod_views import plain_pod_workload_uid, pod_group_uid
 from sluice.api.resources import EMPTY
 from sluice.api.views import (
     EPOCH,
@@ -34,8 +35,6 @@ from sluice.api.views import (
     JobView,
     PodSet,
     parse_time,
-    plain_pod_workload_uid,
-    pod_group_uid,
     pod_request,
 )
 

@@ -10,8 +10,9 @@ import pytest
 from sluice.api.config import format_duration, load_scheduler_config, parse_duration
 from sluice.api.constraints import NodeRequirement, Taint, Toleration
 from sluice.api.errors import ConfigError, InvalidObject
+from sluice.api.pod_views import pod_from_object
 from sluice.api.resources import Resources
-from sluice.api.views import job_from_object, node_from_object, pod_from_object
+from sluice.api.views import job_from_object, node_from_object
 
 
 def pod(**fields: Any) -> dict[str, Any]:

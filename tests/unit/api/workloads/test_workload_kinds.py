@@ -9,8 +9,9 @@ from workload_fixtures import objects
 
 from sluice.api.constraints import Toleration
 from sluice.api.errors import InvalidObject
+from sluice.api.pod_views import pod_from_object
 from sluice.api.resources import Resources
-from sluice.api.views import JobPhase, JobView, pod_from_object
+from sluice.api.views import JobPhase, JobView
 from sluice.api.workloads import POD_LABELS, workload_from_object
 from sluice.api.workloads.jobset import JOBSET
 from sluice.api.workloads.kubeflow import MPI_JOB, PYTORCH_JOB

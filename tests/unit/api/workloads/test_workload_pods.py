@@ -7,8 +7,9 @@ from typing import Any
 import pytest
 
 from sluice.api.errors import InvalidObject
+from sluice.api.pod_views import pod_from_object
 from sluice.api.resources import Resources
-from sluice.api.views import JobPhase, pod_from_object
+from sluice.api.views import JobPhase
 from sluice.api.workloads.pods import PodMember, pod_member, pod_workloads
 
 
