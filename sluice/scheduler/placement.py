@@ -143,6 +143,11 @@ class Placement:
         self.nodes = sorted(nodes, key=lambda n: n.name)
         self.index = {node.name: i for i, node in enumerate(self.nodes)}
         self.free: list[Room] = [dict(node.allocatable.items()) for node in self.nodes]
+        self.total: Room = {}
+        """The room of the nodes that hold any (Ready, not cordoned): the cluster's total."""
+        for node in self.nodes:
+            if node.usable:
+                _add(self.total, node.allocatable)
         self.grown: list[int] = []  # every node room was given back on, in order
         self.version = 0  # changed whenever room is held or given back
         self._eligible: dict[tuple[object, ...], tuple[list[int], dict[int, int]]] = {}
@@ -150,7 +155,6 @@ class Placement:
         self._shapes: dict[PodSpecView, _Shape] = {}
         self._most: dict[tuple[object, ...], dict[str, tuple[int, int]]] = {}
         self._explained: dict[tuple[PodSpecView, int], str] = {}
-        self._total: Room | None = None
 
     # Room --------------------------------------------------------------------------------
     def hold(self, footprint: Footprint) -> None:
@@ -321,13 +325,7 @@ class Placement:
 
     def size(self, pod: PodSpecView) -> float:
         """A pod's dominant share of the usable nodes' room: what "largest first" compares."""
-        if self._total is None:
-            total: Room = {}
-            for node in self.nodes:
-                if node.usable:
-                    _add(total, node.allocatable)
-            self._total = total
-        total = self._total
+        total = self.total
         return max(
             (a / total[r] if total.get(r) else float("inf") for r, a in pod.request.items()),
             default=0.0,

@@ -90,10 +90,8 @@ class Session:
         self.never_classes = {pc.name for pc in snapshot.priority_classes if pc.never_preempts}
         top = max(defaults, key=lambda pc: (pc.value, pc.name), default=None)
         self.default_never = top is not None and top.never_preempts
-        self.total = Resources({})
-        for node in snapshot.nodes:
-            if node.usable:
-                self.total = self.total + node.allocatable
+        self.placement = Placement(snapshot.nodes)
+        self.total = Resources(self.placement.total)
         self.used: dict[str, int] = {}
         self.queues: dict[str, QueueInfo] = {}
         self.orphans: list[JobInfo] = []  # jobs whose queue is missing
@@ -101,14 +99,12 @@ class Session:
         self.namespace_labels = {ns.name: ns.labels for ns in snapshot.namespaces}
         self._chains: dict[str, list[str]] = {}
         self.elastic = self.config.elastic  # false: no queue may exceed its deserved
-        self.changes = 0
-        """Admissions and evictions so far this cycle: all that a job's fit depends on
-        besides the job itself."""
         self.failed: dict[tuple[object, ...], tuple[int, str | None]] = {}
-        """What a job alike (queue, request, pod sets) was last found not to fit on:
-        ``changes`` then, and its reason (None: its pods could not be placed)."""
+        """What a job alike (queue, request, pod sets) was last found not to fit on: the
+        placement's version then (every admission holds room and every eviction gives it
+        back, so it changes with all a job's fit depends on besides the job), and its reason
+        (None: its pods could not be placed)."""
         self._build_queues()
-        self.placement = Placement(snapshot.nodes)
         self.admitted_at_start: list[JobInfo] = []
         self._place_jobs(snapshot.jobs)
         self._account_pods(snapshot.pods or ())
@@ -414,7 +410,6 @@ class Session:
 
     # Mutations by actions ------------------------------------------------------------------
     def admit(self, job: JobInfo, footprint: Footprint) -> None:
-        self.changes += 1
         job.admitted = True
         job.fresh = True
         job.admitted_at = self.now
@@ -428,7 +423,6 @@ class Session:
         info.admitted_jobs.append(job)
 
     def evict(self, job: JobInfo) -> None:
-        self.changes += 1
         job.admitted = False
         job.evicted = True
         job.admitted_at = None

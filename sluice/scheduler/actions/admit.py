@@ -53,7 +53,7 @@ def try_admit(session: Session, outcome: Outcome, job: JobInfo, action: str) -> 
     view = job.view
     alike = (job.queue, view.request, view.pod_sets)
     known = session.failed.get(alike)
-    if known is not None and known[0] == session.changes:
+    if known is not None and known[0] == session.placement.version:
         failure = known[1]
     else:
         failure = queue_failure(session, job) or cluster_failure(session, job)
@@ -62,7 +62,7 @@ def try_admit(session: Session, outcome: Outcome, job: JobInfo, action: str) -> 
             if assignment is not None:
                 outcome.admit(session, job, f"{action}: fits in queue {job.queue}", assignment)
                 return True
-        session.failed[alike] = (session.changes, failure)
+        session.failed[alike] = (session.placement.version, failure)
     if failure is None:
         outcome.unplaceable(job)
     else:
