@@ -163,8 +163,12 @@ class _QueueHandlers:
         return self.thread.is_alive()
 
     async def halt(self, seconds: float = 15.0) -> None:
+        """Until they have stopped: new ones must never run beside them."""
         self.stop.set()
         await asyncio.to_thread(self.thread.join, seconds)
+        while self.thread.is_alive():
+            log.warning("event=queue-handlers-still-stopping after=%gs", seconds)
+            await asyncio.to_thread(self.thread.join, seconds)
 
 
 class _NotOffMainThread(logging.Filter):
