@@ -79,7 +79,7 @@ def pod_group_uid(namespace: str, group: str) -> str:
 
 def pod_from_object(obj: Mapping[str, Any], workload_labels: tuple[str, ...] = ()) -> PodView:
     """A pod as placement sees it; ``workload_labels``: the labels by which workloads other
-    than Jobs name their pods (sluice.api.workloads.POD_LABELS)."""
+    than Jobs name their pods and their pod sets (sluice.api.workloads.POD_LABELS)."""
     meta, name = _meta(obj, "Pod")
     namespace = str(meta.get("namespace") or "default")
     full = f"{namespace}/{name}"

@@ -28,6 +28,7 @@ from sluice.api.constants import (
 )
 from sluice.api.constraints import PodSpecView, Taint, pod_spec_view, taints_of
 from sluice.api.errors import InvalidObject
+from sluice.api.pod_defaults import NO_DEFAULTS, DefaultsOf, PodDefaults, no_defaults
 from sluice.api.quantity import QuantityError
 from sluice.api.resources import EMPTY, Resources
 
@@ -72,6 +73,11 @@ class PodSet:
     priority_class_name: str | None = None
     never_preempts: bool = False
     """The template says ``preemptionPolicy: Never``."""
+    pods_by: tuple[str, str] | None = field(default=None, compare=False)
+    """(label, value) its controller puts on the pods of this set and no other of the
+    workload (a replica type, a worker group): how its own pods are told apart by set
+    (docs/workloads.md). None: the workload's only set, or a set of plain pods formed from
+    the pods' own shapes. Not part of what makes two workloads alike."""
     _hash: int = field(init=False, repr=False, compare=False, default=0)
 
     def __post_init__(self) -> None:
@@ -119,9 +125,11 @@ class JobView:
     """How many times it was suspended again because its pods were not scheduled in time."""
     requeued_at: datetime | None = None
     requeue_reason: str | None = None
-    pods_by: tuple[str, str] | None = None
-    """(label, value) its controller puts on its own pods, for a kind whose pods are found by
-    label (docs/workloads.md); None for a Job, whose pods name its uid as their controller."""
+    pods_by: tuple[tuple[str, str], ...] = ()
+    """Each (label, value) that marks a pod as its own, for a kind whose pods are found by
+    label (docs/workloads.md): its controller's label, and a label on the pods of what it
+    owns (a RayJob's submitter Job); empty for a Job, whose pods name its uid as their
+    controller."""
     key: str = field(init=False, repr=False, compare=False)
     """namespace/name: formed once, as a cycle asks for it hundreds of thousands of times."""
     pod_count: int = field(init=False, repr=False, compare=False)
@@ -172,7 +180,8 @@ class PodView:
     """kube-scheduler's word on a pod it could not place (its PodScheduled condition)."""
     named_by: tuple[tuple[str, str], ...] = ()
     """(label, value) of the labels it carries that name a workload of another kind than Job
-    (its JobSet, its Kubeflow job, its RayJob): how such a workload finds its pods."""
+    (its JobSet, its Kubeflow job, its RayJob) or its pod set in it (a replica type, a worker
+    group): how such a workload finds its pods, and which of its pod sets each is."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,12 +301,18 @@ def _resources(raw: Any, kind: str, name: str, field_name: str) -> Resources:
         raise InvalidObject(kind, name, field_name, str(err)) from None
 
 
-def container_request(container: Mapping[str, Any], kind: str, name: str, where: str) -> Resources:
-    """A container's requests; a resource with only a limit requests its limit.
-
-    That is how Kubernetes defaults requests.
+def container_request(
+    container: Mapping[str, Any],
+    kind: str,
+    name: str,
+    where: str,
+    defaults: Resources = EMPTY,
+) -> Resources:
+    """A container's requests; a resource with only a limit requests its limit, and one with
+    neither the namespace's default request (``defaults``), as the API server fills them in.
     """
-    return requirements_request(container.get("resources") or {}, kind, name, f"{where}.resources")
+    own = requirements_request(container.get("resources") or {}, kind, name, f"{where}.resources")
+    return Resources({**defaults, **own}) if defaults else own
 
 
 def requirements_request(
@@ -311,21 +326,28 @@ def requirements_request(
 
 
 def pod_request(
-    pod_spec: Mapping[str, Any], kind: str, name: str, base: str = "spec.template.spec"
+    pod_spec: Mapping[str, Any],
+    kind: str,
+    name: str,
+    base: str = "spec.template.spec",
+    defaults: PodDefaults = NO_DEFAULTS,
 ) -> Resources:
     """The request of one pod as Kubernetes computes it for scheduling.
 
     max(sum of app containers + sum of restartable (sidecar) init containers, for each init
     container: its request + the sidecars started before it); replaced, for the resources
-    it names, by the pod-level request (spec.resources); plus the pod overhead.
+    it names, by the pod-level request (spec.resources); plus the pod overhead. ``defaults``:
+    what the API server adds to a pod created from this spec in its namespace (a template's
+    containers get their LimitRange default requests, the pod its RuntimeClass's overhead).
     """
+    fill = defaults.container_requests
     total = EMPTY
     for i, c in enumerate(pod_spec.get("containers") or ()):
-        total = total + container_request(c, kind, name, f"{base}.containers[{i}]")
+        total = total + container_request(c, kind, name, f"{base}.containers[{i}]", fill)
     sidecars = EMPTY
     init_peak = EMPTY
     for i, c in enumerate(pod_spec.get("initContainers") or ()):
-        req = container_request(c, kind, name, f"{base}.initContainers[{i}]")
+        req = container_request(c, kind, name, f"{base}.initContainers[{i}]", fill)
         if c.get("restartPolicy") == "Always":
             sidecars = sidecars + req
             init_peak = init_peak.maximum(sidecars)
@@ -338,6 +360,9 @@ def pod_request(
     if pod_level:
         result = Resources({**result, **pod_level})
     overhead = _resources(pod_spec.get("overhead"), kind, name, f"{base}.overhead")
+    if not overhead and defaults.overheads:
+        # The API server sets a pod's overhead from its RuntimeClass when it names none.
+        overhead = defaults.overheads.get(str(pod_spec.get("runtimeClassName") or ""), EMPTY)
     return result + overhead
 
 
@@ -396,11 +421,15 @@ def job_queue_name(
 
 
 def job_from_object(
-    obj: Mapping[str, Any], namespace_default_queue: Mapping[str, str] | None = None
+    obj: Mapping[str, Any],
+    namespace_default_queue: Mapping[str, str] | None = None,
+    defaults_of: DefaultsOf = no_defaults,
 ) -> JobView | None:
-    """A batch/v1 Job as sluice sees it, or None when no queue manages it."""
+    """A batch/v1 Job as sluice sees it, or None when no queue manages it; ``defaults_of``:
+    what a namespace adds to the requests of the pods created in it."""
     meta, name = _meta(obj, JOB_KIND)
-    full = f"{meta.get('namespace') or 'default'}/{name}"
+    namespace = str(meta.get("namespace") or "default")
+    full = f"{namespace}/{name}"
     queue, from_ns = job_queue_name(obj, namespace_default_queue)
     if queue is None:
         return None
@@ -408,7 +437,7 @@ def job_from_object(
     status = obj.get("status") or {}
     template = (spec.get("template") or {}).get("spec") or {}
     parallelism, pod_count = job_pod_counts(spec, status, JOB_KIND, full, "spec")
-    pod = pod_request(template, JOB_KIND, full)
+    pod = pod_request(template, JOB_KIND, full, defaults=defaults_of(namespace))
     pods = PodSet(
         MAIN_POD_SET,
         parallelism,
@@ -441,7 +470,7 @@ def workload_view(
     queue_from_namespace: bool,
     pod_sets: tuple[PodSet, ...],
     phase: JobPhase,
-    pods_by: tuple[str, str] | None = None,
+    pods_by: tuple[tuple[str, str], ...] = (),
 ) -> JobView:
     """The view of a managed workload of any kind, given what its kind's reading found: its
     metadata and what sluice wrote on it (its annotations) are read the same for all."""

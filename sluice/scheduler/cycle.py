@@ -16,6 +16,7 @@ from sluice.scheduler.actions.outcome import Outcome
 from sluice.scheduler.actions.preempt import preempt
 from sluice.scheduler.actions.reclaim import reclaim
 from sluice.scheduler.actions.requeue import requeue
+from sluice.scheduler.fit import over_capability
 from sluice.scheduler.model import CycleResult, PendingJob, QueueResult, Snapshot
 from sluice.scheduler.order import leaf_order
 from sluice.scheduler.session import JobInfo, Session, job_order_key
@@ -115,6 +116,12 @@ def _queue_results(session: Session, outcome: Outcome) -> dict[str, QueueResult]
         if name == ROOT_QUEUE:
             continue
         pending, inqueue, running, completed = counts[name]
+        # Decisions of this cycle (a reclaim by another queue) may have brought it back.
+        info.over_capability = {
+            r: (used, cap)
+            for r, cap in info.capability.items()
+            if (used := info.allocated.get(r, 0)) > cap
+        }
         out[name] = QueueResult(
             state=states.get(name, "Unknown"),
             parent=session.tree.parent(name),
@@ -132,6 +139,7 @@ def _queue_results(session: Session, outcome: Outcome) -> dict[str, QueueResult]
             valid=not info.invalid_reason,
             invalid_reason=info.invalid_reason,
             children=info.children,
+            over_capability=over_capability(session, name),
         )
     return out
 
@@ -149,8 +157,8 @@ def apply_decisions(snapshot: Snapshot, result: CycleResult, now: datetime) -> S
         if job.key in admitted:
             jobs.append(replace(job, phase=JobPhase.INQUEUE, admitted_at=now))
         elif decision is not None:
-            if job.pods_by is not None:
-                named.add((job.namespace, *job.pods_by))
+            if job.pods_by:
+                named.update((job.namespace, label, value) for label, value in job.pods_by)
             else:
                 gone.add(job.uid)
             jobs.append(replace(job, phase=JobPhase.PENDING, admitted_at=None))

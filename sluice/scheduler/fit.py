@@ -71,6 +71,37 @@ def queue_failure(session: Session, job: JobInfo) -> str | None:
     return text + " (ElasticEnable is false)" if breach.label == "deserved" else text
 
 
+def over_capability(session: Session, name: str) -> str:
+    """What puts a queue over its capability (``QueueInfo.over_capability``), for its
+    condition and the reason of every job waiting below it: ``memory 5Gi > capability 4Gi;
+    pods ask more than admitted: ns/train memory 1Gi``; "" when it is within it."""
+    info = session.queues[name]
+    if not info.over_capability:
+        return ""
+    text = "; ".join(
+        f"{describe_amount(r, used)} > capability {format_quantity(cap, r)}"
+        for r, (used, cap) in sorted(info.over_capability.items())
+    )
+    if info.grown:
+        grown = ", ".join(f"{key} {extra.describe()}" for key, extra in info.grown[:3])
+        more = f" and {len(info.grown) - 3} more" if len(info.grown) > 3 else ""
+        text += f"; pods ask more than admitted: {grown}{more}"
+    return text
+
+
+def over_capability_failure(session: Session, leaf: str) -> str | None:
+    """Why nothing is admitted into a leaf: it or an ancestor holds more than its
+    capability (docs/scheduler.md, *What a workload holds*); None when none does."""
+    for name in session.chain(leaf):
+        if session.queues[name].over_capability:
+            level = name if name == leaf else f"{name} (ancestor of {leaf})"
+            return (
+                f"queue {level} is over its capability, and admits nothing more until it fits"
+                f" again: {over_capability(session, name)}"
+            )
+    return None
+
+
 def cluster_failure(session: Session, job: JobInfo) -> str | None:
     """Why the cluster has no room for the job, or None."""
     total, used = session.total.amounts, session.used

@@ -92,6 +92,9 @@ class QueueResult:
     valid: bool = True
     invalid_reason: str = ""
     children: tuple[str, ...] = ()
+    over_capability: str = ""
+    """What puts it over its capability (its workloads' pods ask more than they were
+    admitted with); "" while it is within it."""
 
 
 @dataclass(frozen=True, slots=True)

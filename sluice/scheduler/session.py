@@ -17,7 +17,7 @@ from sluice.api.constants import ROOT_QUEUE
 from sluice.api.constraints import PodSpecView
 from sluice.api.queue import Queue
 from sluice.api.resources import EMPTY, Resources
-from sluice.api.views import JobPhase, JobView, PodView
+from sluice.api.views import JobPhase, JobView, PodSet, PodView
 from sluice.queues.jobs import namespace_refusal
 from sluice.queues.limits import child_real_capability
 from sluice.queues.rules import tree_violations
@@ -42,8 +42,9 @@ class JobInfo:
     key: str = ""  # namespace/name, copied from the view: read on every hot path
     queue: str = ""
     held: Mapping[str, int] = field(default_factory=dict)
-    """What it takes of the cluster while admitted: its request, or its own pods' requests
-    where they add up to more (they replace the reservation, never add to it)."""
+    """What it takes of the cluster and of its queues while admitted: its request, or its
+    own pods' requests where they add up to more (per pod set; they replace the
+    reservation, never add to it)."""
     footprint: Footprint = field(default_factory=dict)
     """Node -> what it holds there: its bound pods, and room kept for its pods not bound yet."""
     pods: list[PodView] = field(default_factory=list)  # its own pods, when it is admitted
@@ -73,6 +74,13 @@ class QueueInfo:
     admitted_jobs: list[JobInfo] = field(default_factory=list)
     completed: int = 0
     passed_on: int | None = None  # the priority its jobs inherit, when it sets one
+    over_capability: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Resource -> (allocated, capability) where what its workloads hold exceeds its
+    capability (their pods ask more than they were admitted with): nothing more is admitted
+    below it until it fits again."""
+    grown: list[tuple[str, Resources]] = field(default_factory=list)
+    """The workloads below it whose pods hold more than they were admitted with, in a
+    resource it is over in, and how much more: what its condition names."""
 
 
 class Session:
@@ -108,6 +116,7 @@ class Session:
         self.admitted_at_start: list[JobInfo] = []
         self._place_jobs(snapshot.jobs)
         self._account_pods(snapshot.pods or ())
+        self._allocate()
         self._derive()
 
     # Construction ------------------------------------------------------------------------
@@ -205,9 +214,9 @@ class Session:
             if job.finished:
                 info.completed += 1
             elif admitted:
-                # A selector changed after admission leaves what runs alone.
+                # A selector changed after admission leaves what runs alone. What it holds
+                # is known once its pods are (_account_pods).
                 info.admitted_jobs.append(job)
-                _add(info.allocated, job.request)  # ancestors get the sums below, once
             elif refusal := namespace_refusal(
                 info.queue, view.namespace, self.namespace_labels.get(view.namespace, {})
             ) or backing_off(view, self.now):
@@ -215,28 +224,27 @@ class Session:
                 info.refused_jobs.append(job)
             else:
                 info.pending_jobs.append(job)
-        for info in sorted(self.queues.values(), key=lambda q: -q.depth):
-            if info.parent is not None and info.allocated:
-                _add(self.queues[info.parent].allocated, info.allocated)
         for info in self.queues.values():
             info.pending_jobs.sort(key=job_order_key)
 
     def _account_pods(self, pods: Iterable[PodView]) -> None:
         """Every unfinished pod bound to a node that holds room takes its request there; an
-        admitted job holds its whole request from admission on, its own pods counting
-        towards it, and what its pods not bound yet need is kept on the nodes they would go
-        on (first fit, largest pods first). Other pods (unmanaged workloads, a suspended
-        job's pods still terminating) also count against the cluster's free room."""
+        admitted workload holds, per pod set, the larger of what it was admitted with and
+        what its live pods of that set ask (docs/scheduler.md, *What a workload holds*), and
+        what its pods not bound yet need is kept on the nodes they would go on (first fit,
+        largest pods first). Other pods (unmanaged workloads, a suspended job's pods still
+        terminating) also count against the cluster's free room. Queues are allocated what
+        their admitted workloads hold."""
         placement = self.placement
         by_uid: dict[str, JobInfo] = {}
         by_label: dict[tuple[str, str, str], JobInfo] = {}
         for job in self.admitted_at_start:
             view = job.view
-            if view.pods_by is not None:
-                by_label[(view.namespace, *view.pods_by)] = job
+            if view.pods_by:
+                for label, value in view.pods_by:
+                    by_label[(view.namespace, label, value)] = job
             elif view.uid:
                 by_uid[view.uid] = job
-        bound: dict[str, int] = {}
         used = self.used
         free = placement.free
         usable = {n.name: i for i, n in enumerate(placement.nodes) if n.usable}
@@ -257,8 +265,6 @@ class Session:
                 owner.pods.append(pod)  # finished ones too: they tell when it last got pods
             if pod.finished or not pod.node:
                 continue
-            if owner is not None:
-                bound[owner.key] = bound.get(owner.key, 0) + 1
             i = usable.get(pod.node)
             if i is None:
                 continue
@@ -269,34 +275,52 @@ class Session:
                 holder[r] = holder.get(r, 0) + a
         waiting: list[tuple[JobInfo, PodSpecView, int]] = []
         for job in self.admitted_at_start:
-            view = job.view
-            running = [p for p in job.pods if not p.finished]
-            sets = view.pod_sets
-            if (
-                len(sets) > 1
-                or len(running) > sets[0].count
-                or any(p.request != sets[0].pod.request for p in running)
-            ):
-                mine: dict[str, int] = {}
-                for own in running:
-                    _add(mine, own.request)
-                job.held = {
-                    r: max(job.request.get(r, 0), mine.get(r, 0)) for r in {*job.request, *mine}
-                }
+            job.held, leaving, missing = _holding(job)
             _add(used, job.held)
-            if len(sets) == 1:
-                missing = sets[0].pod_count - bound.get(job.key, 0)
-                if missing > 0:
-                    waiting.append((job, sets[0].pod, missing))
-            else:
-                waiting += _missing_by_set(job)
+            _add(used, leaving)
+            waiting += missing
         waiting.sort(key=lambda entry: (-placement.size(entry[1]), entry[0].key))
-        for job, shape, missing in waiting:
-            assignment = placement.place(shape, missing, partial=True) or []
+        for job, shape, count in waiting:
+            assignment = placement.place(shape, count, partial=True) or []
             kept = placement.footprint(shape, assignment)
             placement.hold(kept)
             for i, room in kept.items():
                 _add(job.footprint.setdefault(i, {}), room)
+
+    def _allocate(self) -> None:
+        """Each queue is allocated what the admitted workloads of its subtree hold; a queue
+        that holds more than its capability admits nothing more below it (``over``)."""
+        for info in self.queues.values():
+            for job in info.admitted_jobs:
+                _add(info.allocated, job.held)
+        for info in sorted(self.queues.values(), key=lambda q: -q.depth):
+            if info.parent is not None and info.allocated:
+                _add(self.queues[info.parent].allocated, info.allocated)
+        for info in self.queues.values():
+            over = {
+                r: (used, cap)
+                for r, cap in info.capability.items()
+                if (used := info.allocated.get(r, 0)) > cap
+            }
+            if over:
+                info.over_capability = over
+                info.grown = self._grown_below(info.name, over)
+
+    def _grown_below(self, name: str, over: Mapping[str, object]) -> list[tuple[str, Resources]]:
+        """The admitted workloads under a queue whose pods hold more than they were admitted
+        with, in a resource the queue is over in: (workload, how much more), most first."""
+        out: list[tuple[str, Resources]] = []
+        for leaf in self.leaves_under(name):
+            for job in self.queues[leaf].admitted_jobs:
+                extra = {
+                    r: a - job.request.get(r, 0)
+                    for r, a in job.held.items()
+                    if r in over and a > job.request.get(r, 0)
+                }
+                if extra:
+                    out.append((job.key, Resources(extra)))
+        out.sort(key=lambda one: (-max(one[1].amounts.values()), one[0]))
+        return out
 
     def chain(self, name: str) -> list[str]:
         """The queue and its ancestors, nearest first (root last). Do not modify."""
@@ -430,25 +454,64 @@ class Session:
         self.placement.release(job.footprint)
         job.footprint = {}
         for name in self.chain(job.queue):
-            _sub(self.queues[name].allocated, job.request)
+            _sub(self.queues[name].allocated, job.held)
         self.queues[job.queue].admitted_jobs.remove(job)
 
 
-def _missing_by_set(job: JobInfo) -> list[tuple[JobInfo, PodSpecView, int]]:
-    """The pods of each pod set of an admitted workload not bound yet: its bound pods count
-    towards the first set whose pod they request exactly as, then none."""
-    bound: dict[Resources, int] = {}
+def _pod_set_of(sets: tuple[PodSet, ...], pod: PodView) -> int:
+    """Which of its workload's pod sets an own pod is of, by the label its controller gave
+    it (the set's ``pods_by``); the only set when it names none; -1 for none of them (a pod
+    of what the workload's runtime adds). Sets of plain pods are formed from the pods' own
+    shapes, so a plain pod is of the set of its own request."""
+    if len(sets) == 1 and sets[0].pods_by is None:
+        return 0
+    for i, pod_set in enumerate(sets):
+        if pod_set.pods_by is None:
+            if pod_set.pod.request == pod.request:
+                return i
+        elif pod_set.pods_by in pod.named_by:
+            return i
+    return -1
+
+
+def _holding(
+    job: JobInfo,
+) -> tuple[Mapping[str, int], Mapping[str, int], list[tuple[JobInfo, PodSpecView, int]]]:
+    """What an admitted workload holds: per pod set, the larger (per resource) of what it
+    was admitted with and what its live pods of that set ask, plus what its pods of no set
+    ask; what its terminating pods still take of their nodes, beside that (they no longer
+    count for its queues); and, per pod set, how many of the pods it still starts are not
+    bound yet (room is kept for them)."""
+    sets = job.view.pod_sets
+    if not job.pods:
+        return job.request, {}, [(job, s.pod, s.pod_count) for s in sets if s.pod_count > 0]
+    bound = [0] * len(sets)
+    live: list[dict[str, int]] = [{} for _ in sets]
+    others: dict[str, int] = {}
+    leaving: dict[str, int] = {}
     for pod in job.pods:
-        if not pod.finished and pod.node:
-            bound[pod.request] = bound.get(pod.request, 0) + 1
-    out: list[tuple[JobInfo, PodSpecView, int]] = []
-    for pods in job.view.pod_sets:
-        have = bound.get(pods.pod.request, 0)
-        taken = min(have, pods.pod_count)
-        bound[pods.pod.request] = have - taken
-        if pods.pod_count > taken:
-            out.append((job, pods.pod, pods.pod_count - taken))
-    return out
+        if pod.finished:
+            continue
+        i = _pod_set_of(sets, pod)
+        if i >= 0 and pod.node:
+            bound[i] += 1
+        if pod.terminating:
+            if pod.node:
+                _add(leaving, pod.request)
+        else:
+            _add(live[i] if i >= 0 else others, pod.request)
+    held = others
+    grew = bool(others)
+    for pod_set, asked in zip(sets, live, strict=True):
+        admitted = pod_set.request
+        for r, a in asked.items():
+            if a > admitted.get_amount(r):
+                grew = True
+        _add(held, Resources(asked).maximum(admitted) if asked else admitted)
+    missing = [
+        (job, s.pod, s.pod_count - n) for s, n in zip(sets, bound, strict=True) if s.pod_count > n
+    ]
+    return (held if grew else job.request), leaving, missing
 
 
 def job_order_key(job: JobInfo) -> tuple[int, datetime, str]:

@@ -17,8 +17,15 @@ ADAPTERS: tuple[Adapter, ...] = (JOB, JOBSET, TRAIN_JOB, PYTORCH_JOB, MPI_JOB, R
 _BY_TYPE = {(a.api_version, a.kind): a for a in ADAPTERS}
 BY_KIND = {a.kind: a for a in ADAPTERS}
 """Each kind's adapter by its kind alone: no two kinds sluice gates share a name."""
-POD_LABELS = tuple(a.pod_label for a in ADAPTERS if a.pod_label)
-"""The labels that name a workload on its pods, for the kinds whose pods carry one."""
+POD_LABELS = tuple(
+    dict.fromkeys(
+        label
+        for a in ADAPTERS
+        for label in (a.pod_label, a.owned_pods_label, *a.pod_set_labels)
+        if label
+    )
+)
+"""The labels that name a workload, or its pod set, on its pods (docs/workloads.md)."""
 
 
 def adapter_for(api_version: str, kind: str) -> Adapter | None:

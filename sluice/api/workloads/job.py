@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from sluice.api.pod_defaults import PodDefaults
 from sluice.api.views import JOB_FINISHED, PodSet, condition_true, job_pod_counts
 from sluice.api.workloads.model import (
     SPEC_SUSPEND,
@@ -16,13 +17,15 @@ from sluice.api.workloads.model import (
 KIND = "Job"
 
 
-def _pod_sets(obj: Mapping[str, Any], full: str) -> tuple[PodSet, ...]:
+def _pod_sets(obj: Mapping[str, Any], full: str, defaults: PodDefaults) -> tuple[PodSet, ...]:
     spec = read_map(obj.get("spec"), KIND, full, "spec")
     status = read_map(obj.get("status"), KIND, full, "status")
     parallelism, pod_count = job_pod_counts(spec, status, KIND, full, "spec")
     template = spec.get("template")
     return (
-        template_pod_set("main", parallelism, template, KIND, full, "spec.template", pod_count),
+        template_pod_set(
+            "main", parallelism, template, KIND, full, "spec.template", defaults, pod_count
+        ),
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from sluice.api.pod_defaults import PodDefaults
 from sluice.api.views import PodSet, condition_true, job_pod_counts
 from sluice.api.workloads.model import (
     SPEC_SUSPEND,
@@ -18,9 +19,11 @@ from sluice.api.workloads.model import (
 
 KIND = "JobSet"
 FINISHED = ("Completed", "Failed")
+REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
+"""On the pods of a JobSet's Jobs: the replicated Job they are of (their pod set)."""
 
 
-def _pod_sets(obj: Mapping[str, Any], full: str) -> tuple[PodSet, ...]:
+def _pod_sets(obj: Mapping[str, Any], full: str, defaults: PodDefaults) -> tuple[PodSet, ...]:
     spec = read_map(obj.get("spec"), KIND, full, "spec")
     out: list[PodSet] = []
     for i, raw in enumerate(spec.get("replicatedJobs") or ()):
@@ -31,15 +34,18 @@ def _pod_sets(obj: Mapping[str, Any], full: str) -> tuple[PodSet, ...]:
         job_spec = read_map(job.get("spec"), KIND, full, f"{where}.template.spec")
         # Its Jobs are new while the JobSet is held: no completion counts yet.
         parallelism, at_once = job_pod_counts(job_spec, {}, KIND, full, f"{where}.template.spec")
+        name = str(replicated.get("name") or i)
         out.append(
             template_pod_set(
-                str(replicated.get("name") or i),
+                name,
                 replicas * parallelism,
                 job_spec.get("template"),
                 KIND,
                 full,
                 f"{where}.template.spec.template",
+                defaults,
                 replicas * at_once,
+                pods_by=(REPLICATED_JOB_LABEL, name),
             )
         )
     return tuple(out)
@@ -55,4 +61,5 @@ JOBSET = Adapter(
     read_finished=lambda status: condition_true(status, FINISHED),
     read_active=lambda status: any_active(status.get("replicatedJobsStatus")),
     pod_label="jobset.sigs.k8s.io/jobset-name",
+    pod_set_labels=(REPLICATED_JOB_LABEL,),
 )

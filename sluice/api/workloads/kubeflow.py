@@ -4,38 +4,69 @@ spec.runPolicy.suspend."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Final
 
+from sluice.api.pod_defaults import PodDefaults
 from sluice.api.views import PodSet, condition_true
 from sluice.api.workloads.model import (
     Adapter,
     PodSetReader,
     SuspendField,
     any_active,
+    injected_container,
     read_count,
     read_map,
     template_pod_set,
 )
 
 FINISHED = ("Succeeded", "Failed")
+REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
+"""On the pods of a Kubeflow job: its replica type, in lower case (its pod set)."""
+PYTORCH_INIT: Final = injected_container("init-pytorch", {"cpu": "50m", "memory": "10Mi"})
+"""What the training-operator (v1.8) adds to each Worker pod of a PyTorchJob that has a
+Master: an init container that waits for the Master (its requests; docs/workloads.md)."""
 
 
-def _replica_sets(kind: str, field: str, defaults: Mapping[str, int]) -> PodSetReader:
+def _pytorch_injected(replica_type: str, types: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
+    return (PYTORCH_INIT,) if replica_type == "Worker" and "Master" in types else ()
+
+
+def _none_injected(replica_type: str, types: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
+    return ()
+
+
+Injected = Callable[[str, Mapping[str, Any]], tuple[dict[str, Any], ...]]
+"""(replica type, all replica specs) -> the init containers the controller adds to its pods."""
+
+
+def _replica_sets(
+    kind: str, field: str, counts: Mapping[str, int], injected: Injected
+) -> PodSetReader:
     """Pod sets from spec.<field>: a map of replica type to {replicas, template}; a type
-    without replicas runs ``defaults[type]`` pods (1 when the kind names no default)."""
+    without replicas runs ``counts[type]`` pods (1 when the kind names no default)."""
 
-    def read(obj: Mapping[str, Any], full: str) -> tuple[PodSet, ...]:
+    def read(obj: Mapping[str, Any], full: str, defaults: PodDefaults) -> tuple[PodSet, ...]:
         spec = read_map(obj.get("spec"), kind, full, "spec")
+        types = read_map(spec.get(field), kind, full, f"spec.{field}")
         out: list[PodSet] = []
-        for replica_type, raw in read_map(spec.get(field), kind, full, f"spec.{field}").items():
+        for replica_type, raw in types.items():
             where = f"spec.{field}.{replica_type}"
             replica = read_map(raw, kind, full, where)
-            default = defaults.get(replica_type, 1)
+            default = counts.get(replica_type, 1)
             count = read_count(replica.get("replicas"), default, kind, full, f"{where}.replicas")
-            template = replica.get("template")
             out.append(
-                template_pod_set(replica_type, count, template, kind, full, f"{where}.template")
+                template_pod_set(
+                    replica_type,
+                    count,
+                    replica.get("template"),
+                    kind,
+                    full,
+                    f"{where}.template",
+                    defaults,
+                    pods_by=(REPLICA_TYPE_LABEL, replica_type.lower()),
+                    injected=injected(replica_type, types),
+                )
             )
         return tuple(out)
 
@@ -50,19 +81,24 @@ def _active(status: Mapping[str, Any]) -> bool:
     return any_active(status.get("replicaStatuses"))
 
 
-def _replica_job(version: str, kind: str, field: str, defaults: Mapping[str, int]) -> Adapter:
+def _replica_job(
+    version: str, kind: str, field: str, counts: Mapping[str, int], injected: Injected
+) -> Adapter:
     return Adapter(
         group="kubeflow.org",
         version=version,
         kind=kind,
         plural=f"{kind.lower()}s",
         hold=SuspendField(("spec", "runPolicy", "suspend")),
-        read_pod_sets=_replica_sets(kind, field, defaults),
+        read_pod_sets=_replica_sets(kind, field, counts, injected),
         read_finished=_finished,
         read_active=_active,
         pod_label="training.kubeflow.org/job-name",
+        pod_set_labels=(REPLICA_TYPE_LABEL,),
     )
 
 
-PYTORCH_JOB = _replica_job("v1", "PyTorchJob", "pytorchReplicaSpecs", {})
-MPI_JOB = _replica_job("v2beta1", "MPIJob", "mpiReplicaSpecs", {"Launcher": 1, "Worker": 0})
+PYTORCH_JOB = _replica_job("v1", "PyTorchJob", "pytorchReplicaSpecs", {}, _pytorch_injected)
+MPI_JOB = _replica_job(
+    "v2beta1", "MPIJob", "mpiReplicaSpecs", {"Launcher": 1, "Worker": 0}, _none_injected
+)

@@ -14,6 +14,7 @@ from typing import Any
 
 from sluice.api.constraints import pod_spec_view
 from sluice.api.errors import InvalidObject
+from sluice.api.pod_defaults import NO_DEFAULTS, DefaultsOf, PodDefaults, no_defaults
 from sluice.api.views import (
     NEVER,
     JobView,
@@ -51,8 +52,9 @@ SPEC_SUSPEND = SuspendField(("spec", "suspend"))
 _NAME = ("metadata", "name")
 """The hold of most kinds: ``spec.suspend``."""
 
-PodSetReader = Callable[[Mapping[str, Any], str], tuple[PodSet, ...]]
-"""(object, "namespace/name") -> its pod sets; raises InvalidObject naming a field."""
+PodSetReader = Callable[[Mapping[str, Any], str, PodDefaults], tuple[PodSet, ...]]
+"""(object, "namespace/name", what its namespace adds to a pod) -> its pod sets, each pod's
+request the one its pods will have; raises InvalidObject naming a field."""
 StatusReader = Callable[[Mapping[str, Any]], bool]
 """The object's status -> yes or no."""
 
@@ -76,6 +78,12 @@ class Adapter:
     found by their controller's uid instead)."""
     pod_label_value: Callable[[Mapping[str, Any]], Any] = lambda obj: dig(obj, _NAME)
     """What that label says on its pods: its name, unless the kind says otherwise."""
+    owned_pods_label: str = ""
+    """A label on the pods of a Job it owns and names after itself (a RayJob's submitter),
+    valued with its name: those pods are its own too."""
+    pod_set_labels: tuple[str, ...] = ()
+    """The labels by which its controller tells its pod sets apart on the pods (each pod
+    set's ``pods_by`` names one)."""
     pod_template: tuple[str, ...] = ()
     """The path of its one pod template, for a kind that has exactly one (a Job's
     spec.template): the admission webhook names the queue on its pods and gives them the
@@ -91,8 +99,10 @@ class Adapter:
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
 
-    def pod_sets(self, obj: Mapping[str, Any]) -> tuple[PodSet, ...]:
-        return self.read_pod_sets(obj, full_name(obj, self.kind))
+    def pod_sets(
+        self, obj: Mapping[str, Any], defaults: PodDefaults = NO_DEFAULTS
+    ) -> tuple[PodSet, ...]:
+        return self.read_pod_sets(obj, full_name(obj, self.kind), defaults)
 
     def refusal(self, obj: Mapping[str, Any]) -> str | None:
         """Why sluice cannot manage this object, ``field F: problem``: its pod sets do not
@@ -123,23 +133,37 @@ class Adapter:
         return job_queue_name(obj, namespace_default_queue)
 
     def view(
-        self, obj: Mapping[str, Any], namespace_default_queue: Mapping[str, str] | None = None
+        self,
+        obj: Mapping[str, Any],
+        namespace_default_queue: Mapping[str, str] | None = None,
+        defaults_of: DefaultsOf = no_defaults,
     ) -> JobView | None:
-        """The workload as the scheduler sees it, or None when no queue manages it."""
+        """The workload as the scheduler sees it, or None when no queue manages it;
+        ``defaults_of``: what a namespace adds to the requests of the pods created in it."""
         queue, from_namespace = self.queue(obj, namespace_default_queue)
         if queue is None:
             return None
         full = full_name(obj, self.kind)
-        pod_sets = self.read_pod_sets(obj, full)
+        pod_sets = self.read_pod_sets(obj, full, defaults_of(full.partition("/")[0]))
         refused = self.read_refusal(obj)
         if refused is not None:
             raise InvalidObject(self.kind, full, *refused)
         phase = job_phase(
             finished=self.finished(obj), suspended=self.suspended(obj), active=self.active(obj)
         )
+        return workload_view(
+            obj, self.kind, queue, from_namespace, pod_sets, phase, self.pods_by(obj)
+        )
+
+    def pods_by(self, obj: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+        """Each (label, value) that marks a pod as this object's own (docs/workloads.md)."""
+        out: list[tuple[str, str]] = []
         value = self.pod_label_value(obj) if self.pod_label else None
-        pods_by = (self.pod_label, str(value)) if value else None
-        return workload_view(obj, self.kind, queue, from_namespace, pod_sets, phase, pods_by)
+        if value:
+            out.append((self.pod_label, str(value)))
+        if self.owned_pods_label:
+            out.append((self.owned_pods_label, str(dig(obj, _NAME))))
+        return tuple(out)
 
 
 def controlled_by(obj: Mapping[str, Any], kinds: frozenset[str]) -> bool:
@@ -204,12 +228,28 @@ def template_pod_set(
     kind: str,
     full: str,
     where: str,
+    defaults: PodDefaults,
     pod_count: int = -1,
+    *,
+    pods_by: tuple[str, str] | None = None,
+    injected: tuple[Mapping[str, Any], ...] = (),
+    added: tuple[Mapping[str, Any], ...] = (),
 ) -> PodSet:
-    """The pod set of a PodTemplateSpec at ``where``: its pod's request as Kubernetes counts it,
-    the nodes it may go on, its priority class."""
+    """The pod set of a PodTemplateSpec at ``where``: its pod's request as Kubernetes counts it
+    for a pod created from it (with ``defaults``, and the ``injected`` init containers and
+    ``added`` containers its controller puts in each pod), the nodes it may go on, its
+    priority class."""
     spec = read_map(read_map(template, kind, full, where).get("spec"), kind, full, f"{where}.spec")
-    request = pod_request(spec, kind, full, f"{where}.spec")
+    counted = spec
+    if injected or added:
+        init = spec.get("initContainers") or []
+        containers = spec.get("containers") or []
+        counted = {
+            **spec,
+            "initContainers": [*init, *injected],
+            "containers": [*containers, *added],
+        }
+    request = pod_request(counted, kind, full, f"{where}.spec", defaults)
     return PodSet(
         name=name,
         count=count,
@@ -217,7 +257,13 @@ def template_pod_set(
         pod_count=pod_count,
         priority_class_name=spec.get("priorityClassName") or None,
         never_preempts=spec.get("preemptionPolicy") == NEVER,
+        pods_by=pods_by,
     )
+
+
+def injected_container(name: str, requests: Mapping[str, Any]) -> dict[str, Any]:
+    """A container a controller adds to the pods it creates, as far as its request goes."""
+    return {"name": name, "resources": {"requests": dict(requests), "limits": dict(requests)}}
 
 
 def any_active(entries: Any) -> bool:

@@ -4,17 +4,16 @@ groups, plus the pod that submits its job; held by spec.suspend."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any, Final
 
-from sluice.api.constraints import PodSpecView
 from sluice.api.errors import InvalidObject
-from sluice.api.resources import EMPTY, Resources
-from sluice.api.views import PodSet, requirements_request
+from sluice.api.pod_defaults import PodDefaults
+from sluice.api.views import PodSet
 from sluice.api.workloads.model import (
     SPEC_SUSPEND,
     Adapter,
     dig,
+    injected_container,
     read_count,
     read_map,
     template_pod_set,
@@ -27,15 +26,24 @@ HEAD = "head"
 SUBMITTER = "submitter"
 MAX_REPLICAS: Final = 2**31 - 1
 """A worker group's maxReplicas when it names none."""
-SUBMITTER_REQUEST: Final = Resources.parse({"cpu": "500m", "memory": "200Mi"})
-"""What KubeRay's own submitter container requests (K8sJobMode without a submitterPodTemplate,
-and SidecarMode)."""
-AUTOSCALER_REQUEST: Final = Resources.parse({"cpu": "500m", "memory": "512Mi"})
+SUBMITTER_CONTAINER: Final = injected_container(
+    "ray-job-submitter", {"cpu": "500m", "memory": "200Mi"}
+)
+"""KubeRay's own submitter container (K8sJobMode without a submitterPodTemplate, and
+SidecarMode)."""
+AUTOSCALER_REQUEST: Final = {"cpu": "500m", "memory": "512Mi"}
 """What the autoscaler container KubeRay adds to the head pod requests, unless
 autoscalerOptions.resources says otherwise."""
+WAIT_GCS_READY: Final = injected_container("wait-gcs-ready", {"cpu": "200m", "memory": "256Mi"})
+"""The init container KubeRay (v1.5) adds to every worker pod, which waits for the head's
+GCS (docs/workloads.md)."""
+NODE_TYPE_LABEL = "ray.io/node-type"
+GROUP_LABEL = "ray.io/group"
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+"""On the submitter's pod: the name of the Job KubeRay runs it in, which is the RayJob's."""
 
 
-def _pod_sets(obj: Mapping[str, Any], full: str) -> tuple[PodSet, ...]:
+def _pod_sets(obj: Mapping[str, Any], full: str, defaults: PodDefaults) -> tuple[PodSet, ...]:
     spec = read_map(obj.get("spec"), KIND, full, "spec")
     if not isinstance(spec.get("rayClusterSpec"), Mapping):
         raise InvalidObject(
@@ -48,27 +56,54 @@ def _pod_sets(obj: Mapping[str, Any], full: str) -> tuple[PodSet, ...]:
     cluster: Mapping[str, Any] = spec["rayClusterSpec"]
     base = "spec.rayClusterSpec"
     head_group = read_map(cluster.get("headGroupSpec"), KIND, full, f"{base}.headGroupSpec")
-    head = template_pod_set(
-        HEAD, 1, head_group.get("template"), KIND, full, f"{base}.headGroupSpec.template"
-    )
     mode = spec.get("submissionMode") or "K8sJobMode"
-    added = _autoscaler(cluster, full) + (SUBMITTER_REQUEST if mode == "SidecarMode" else EMPTY)
-    out = [replace(head, pod=replace(head.pod, request=head.pod.request + added))]
+    added = _autoscaler(cluster, full) + ((SUBMITTER_CONTAINER,) if mode == "SidecarMode" else ())
+    out = [
+        template_pod_set(
+            HEAD,
+            1,
+            head_group.get("template"),
+            KIND,
+            full,
+            f"{base}.headGroupSpec.template",
+            defaults,
+            pods_by=(NODE_TYPE_LABEL, HEAD),
+            added=added,
+        )
+    ]
     for i, raw in enumerate(cluster.get("workerGroupSpecs") or ()):
         where = f"{base}.workerGroupSpecs[{i}]"
         group = read_map(raw, KIND, full, where)
         name = str(group.get("groupName") or i)
-        pods = _worker_pods(group, full, where)
         out.append(
-            template_pod_set(name, pods, group.get("template"), KIND, full, f"{where}.template")
+            template_pod_set(
+                name,
+                _worker_pods(group, full, where),
+                group.get("template"),
+                KIND,
+                full,
+                f"{where}.template",
+                defaults,
+                pods_by=(GROUP_LABEL, name),
+                injected=(WAIT_GCS_READY,),
+            )
         )
     if mode == "K8sJobMode":
         template = spec.get("submitterPodTemplate")
         if template is None:
-            out.append(PodSet(SUBMITTER, 1, PodSpecView(SUBMITTER_REQUEST)))
-        else:
-            where = "spec.submitterPodTemplate"
-            out.append(template_pod_set(SUBMITTER, 1, template, KIND, full, where))
+            template = {"spec": {"containers": [SUBMITTER_CONTAINER]}}
+        out.append(
+            template_pod_set(
+                SUBMITTER,
+                1,
+                template,
+                KIND,
+                full,
+                "spec.submitterPodTemplate",
+                defaults,
+                pods_by=(JOB_NAME_LABEL, full.partition("/")[2]),
+            )
+        )
     return tuple(out)
 
 
@@ -84,15 +119,16 @@ def _worker_pods(group: Mapping[str, Any], full: str, where: str) -> int:
     return min(max(replicas, low), high) * hosts
 
 
-def _autoscaler(cluster: Mapping[str, Any], full: str) -> Resources:
+def _autoscaler(cluster: Mapping[str, Any], full: str) -> tuple[dict[str, Any], ...]:
+    """The autoscaler container KubeRay adds to the head pod, as far as its request goes."""
     if cluster.get("enableInTreeAutoscaling") is not True:
-        return EMPTY
+        return ()
     where = "spec.rayClusterSpec.autoscalerOptions"
     options = read_map(cluster.get("autoscalerOptions"), KIND, full, where)
     if options.get("resources") is None:
-        return AUTOSCALER_REQUEST
+        return (injected_container("autoscaler", AUTOSCALER_REQUEST),)
     resources = read_map(options["resources"], KIND, full, f"{where}.resources")
-    return requirements_request(resources, KIND, full, f"{where}.resources")
+    return ({"name": "autoscaler", "resources": resources},)
 
 
 def _refusal(obj: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -119,5 +155,9 @@ RAY_JOB = Adapter(
     # RayJob's status names once it exists.
     pod_label="ray.io/cluster",
     pod_label_value=lambda obj: dig(obj, ("status", "rayClusterName")),
+    # KubeRay runs the submitter (K8sJobMode) as a Job named after the RayJob: its pod
+    # carries no Ray label, only the Job controller's.
+    owned_pods_label=JOB_NAME_LABEL,
+    pod_set_labels=(NODE_TYPE_LABEL, GROUP_LABEL, JOB_NAME_LABEL),
     read_refusal=_refusal,
 )

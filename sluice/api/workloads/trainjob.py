@@ -9,7 +9,10 @@ from typing import Any
 
 from sluice.api.constraints import PodSpecView
 from sluice.api.errors import InvalidObject
+from sluice.api.pod_defaults import PodDefaults
+from sluice.api.resources import Resources
 from sluice.api.views import PodSet, condition_true, requirements_request
+from sluice.api.workloads.jobset import REPLICATED_JOB_LABEL
 from sluice.api.workloads.model import (
     SPEC_SUSPEND,
     Adapter,
@@ -25,7 +28,7 @@ NODE = "node"
 _UNSTATED = "missing: sluice counts what a TrainJob states, not what its runtime would add"
 
 
-def _pod_sets(obj: Mapping[str, Any], full: str) -> tuple[PodSet, ...]:
+def _pod_sets(obj: Mapping[str, Any], full: str, defaults: PodDefaults) -> tuple[PodSet, ...]:
     spec = read_map(obj.get("spec"), KIND, full, "spec")
     trainer = read_map(spec.get("trainer"), KIND, full, "spec.trainer")
     if trainer.get("numNodes") is None:
@@ -36,7 +39,11 @@ def _pod_sets(obj: Mapping[str, Any], full: str) -> tuple[PodSet, ...]:
     request = requirements_request(resources, KIND, full, where)
     if not request:
         raise InvalidObject(KIND, full, where, _UNSTATED)
-    return (PodSet(NODE, nodes, PodSpecView(request)),)
+    request = Resources({**defaults.container_requests, **request})
+    # Its trainer's pods are the pods of the replicated Job "node" of the JobSet it makes;
+    # the pods of the runtime's other replicated Jobs (initializers) are its own too, counted
+    # as they run.
+    return (PodSet(NODE, nodes, PodSpecView(request), pods_by=(REPLICATED_JOB_LABEL, NODE)),)
 
 
 TRAIN_JOB = Adapter(
@@ -49,4 +56,5 @@ TRAIN_JOB = Adapter(
     read_finished=lambda status: condition_true(status, FINISHED),
     read_active=lambda status: any_active(status.get("jobsStatus")),
     pod_label="trainer.kubeflow.org/trainjob-name",
+    pod_set_labels=(REPLICATED_JOB_LABEL,),
 )

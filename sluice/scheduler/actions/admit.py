@@ -13,7 +13,12 @@ from collections.abc import Callable
 
 from sluice.api.constants import ROOT_QUEUE
 from sluice.scheduler.actions.outcome import Outcome
-from sluice.scheduler.fit import cluster_failure, place, queue_failure
+from sluice.scheduler.fit import (
+    cluster_failure,
+    over_capability_failure,
+    place,
+    queue_failure,
+)
 from sluice.scheduler.order import QueueKey, global_job_key, leaf_order, queue_key_function
 from sluice.scheduler.session import JobInfo, Session
 
@@ -29,6 +34,10 @@ def admissible_leaves(session: Session, outcome: Outcome) -> list[str]:
         if info.blocked_by:
             for job in info.pending_jobs:
                 outcome.reasons[job.key] = f"queue {name} is not valid: {info.blocked_by}"
+            continue
+        if over := over_capability_failure(session, name):
+            for job in info.pending_jobs:
+                outcome.reasons[job.key] = over
             continue
         if info.children:
             for job in info.pending_jobs:

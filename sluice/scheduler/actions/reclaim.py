@@ -114,7 +114,7 @@ class _Reclaim:
         info = self.session.queues[name]
         gone = taken.get(name, {})
         for r, g in info.guarantee.items():
-            used = victim.request.get(r, 0)
+            used = victim.held.get(r, 0)
             if g > 0 and used > 0 and info.allocated.get(r, 0) - gone.get(r, 0) - used < g:
                 return False
         return True
@@ -138,7 +138,7 @@ class _Reclaim:
             }
             largest: dict[str, int] = {}
             for victim in self.sorted_victims(name) if excess else ():
-                for r, a in victim.request.items():
+                for r, a in victim.held.items():
                     largest[r] = max(largest.get(r, 0), a)
             floor = {
                 r: max(used - info.guarantee.get_amount(r), 0) for r, used in info.allocated.items()
@@ -173,7 +173,7 @@ class _Reclaim:
         by_short = self.victims_using.setdefault(name, {})
         if short not in by_short:
             by_short[short] = [
-                v for v in self.sorted_victims(name) if any(v.request.get(r, 0) > 0 for r in short)
+                v for v in self.sorted_victims(name) if any(v.held.get(r, 0) > 0 for r in short)
             ]
         return by_short[short]
 
@@ -320,7 +320,7 @@ class _Reclaim:
             chosen.add(victim)
             for q in session.chain(victim.queue):
                 slot = taken.setdefault(q, {})
-                for r, a in victim.request.items():
+                for r, a in victim.held.items():
                     slot[r] = slot.get(r, 0) + a
             if chosen.placeable():
                 assignment = chosen.prune()
@@ -331,11 +331,11 @@ class _Reclaim:
     def _helps(self, victim: JobInfo, need: dict[str, int], over: Taken) -> bool:
         """Whether the victim frees something the cluster lacks, or frees room below an
         ancestor whose limit stops the job (a victim outside it does not)."""
-        if any(victim.request.get(r, 0) > 0 for r in need):
+        if any(victim.held.get(r, 0) > 0 for r in need):
             return True
         chain = self.session.chain(victim.queue)
         return any(
-            victim.request.get(r, 0) > 0 for q, limits in over.items() if q in chain for r in limits
+            victim.held.get(r, 0) > 0 for q, limits in over.items() if q in chain for r in limits
         )
 
     def _take(self, job: JobInfo, chosen: list[JobInfo]) -> None:

@@ -75,7 +75,7 @@ class Victims:
         _add(self.freed, victim.held, sign)
         for q in self.session.chain(victim.queue):
             if q in self.below:
-                _add(self.below[q], victim.request, sign)
+                _add(self.below[q], victim.held, sign)
         placement, alike = self.session.placement, self.alike
         for i, room in victim.footprint.items():
             slot = self.room.setdefault(i, {})

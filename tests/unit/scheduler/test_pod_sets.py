@@ -28,7 +28,7 @@ def workload(name: str, queue_name: str, sets: dict[str, tuple[int, int]], **kw:
     total = sum(count * cpu for count, cpu in sets.values())
     base = job(name, queue_name, cpu=total, **kw)  # type: ignore[arg-type]
     return replace(
-        base, kind="JobSet", uid=f"uid-{name}", pod_sets=pod_sets, pods_by=(JOBSET_LABEL, name)
+        base, kind="JobSet", uid=f"uid-{name}", pod_sets=pod_sets, pods_by=((JOBSET_LABEL, name),)
     )
 
 

@@ -85,8 +85,12 @@ def test_a_trainjob_that_leaves_its_size_to_its_runtime_is_refused(unstated: str
 def test_pytorchjob_replica_types_are_replicas_times_their_template() -> None:
     nccl = read(PYTORCHJOBS["mnist-nccl"])
     gpu = R(nvidia_com__gpu="1")
-    assert counts(nccl) == {"Master": (1, gpu), "Worker": (3, gpu)}
-    assert nccl.request == R(nvidia_com__gpu="4") and nccl.phase is JobPhase.PENDING
+    # Each worker also runs the training-operator's init container, which asks cpu 50m and
+    # memory 10Mi (a pod asks the larger of its containers' sum and each init container).
+    worker = R(cpu="50m", memory="10Mi", nvidia_com__gpu="1")
+    assert counts(nccl) == {"Master": (1, gpu), "Worker": (3, worker)}
+    assert nccl.request == R(cpu="150m", memory="30Mi", nvidia_com__gpu="4")
+    assert nccl.phase is JobPhase.PENDING
     worker = nccl.pod_sets[1].pod
     assert worker.tolerations == (Toleration("gpu", "Exists", "", "NoSchedule"),)
     elastic = read(PYTORCHJOBS["elastic-resnet"])
@@ -218,11 +222,13 @@ def test_unmanaged_objects_and_unknown_kinds_are_no_workload() -> None:
 
 
 def test_each_kind_says_how_its_own_pods_are_found() -> None:
-    assert read(JOBSETS["fanout"]).pods_by == ("jobset.sigs.k8s.io/jobset-name", "fanout")
+    assert read(JOBSETS["fanout"]).pods_by == (("jobset.sigs.k8s.io/jobset-name", "fanout"),)
     ray = copy.deepcopy(RAYJOBS["count-to-ten"])
-    assert read(ray).pods_by is None  # no cluster yet, no pods
+    # No cluster yet: only KubeRay's submitter Job, named after the RayJob, can have pods.
+    submitter = ("batch.kubernetes.io/job-name", "count-to-ten")
+    assert read(ray).pods_by == (submitter,)
     ray["status"] = {"rayClusterName": "count-to-ten-x7k2p"}
-    assert read(ray).pods_by == ("ray.io/cluster", "count-to-ten-x7k2p")
+    assert read(ray).pods_by == (("ray.io/cluster", "count-to-ten-x7k2p"), submitter)
     pod = {
         "metadata": {
             "name": "count-to-ten-x7k2p-head",

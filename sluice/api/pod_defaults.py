@@ -1,0 +1,124 @@
+"""What the API server adds to a pod's request when it creates the pod: its namespace's
+LimitRange default requests and its RuntimeClass's overhead (docs/workloads.md, "The request
+sluice counts").
+
+A workload's pod templates state what their containers ask; the pods created from them ask
+that plus these, and the pods are what take room on the nodes. So sluice decides on the pods'
+request, not the template's: a template is read with its namespace's ``PodDefaults``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sluice.api.errors import InvalidObject
+from sluice.api.quantity import QuantityError
+from sluice.api.resources import EMPTY, Resources
+
+
+@dataclass(frozen=True, slots=True)
+class PodDefaults:
+    """What a pod created in one namespace gets from the API server."""
+
+    container_requests: Resources = EMPTY
+    """Per resource, the request a container that names neither a request nor a limit for
+    it gets (its LimitRanges' ``defaultRequest``, once the API server has defaulted them)."""
+    overheads: Mapping[str, Resources] = field(default_factory=dict)
+    """RuntimeClass name -> its ``overhead.podFixed``: added to a pod that names the class."""
+
+    def __bool__(self) -> bool:
+        return bool(self.container_requests) or bool(self.overheads)
+
+
+NO_DEFAULTS = PodDefaults()
+
+
+@dataclass(frozen=True, slots=True)
+class LimitRangeView:
+    """A LimitRange as the pods of its namespace see it: the requests it gives containers."""
+
+    namespace: str
+    name: str
+    container_requests: Resources
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeClassView:
+    name: str
+    overhead: Resources
+
+
+def _quantities(raw: Any, kind: str, name: str, where: str) -> Resources:
+    if raw is None:
+        return EMPTY
+    if not isinstance(raw, Mapping):
+        raise InvalidObject(kind, name, where, "expected an object")
+    try:
+        return Resources.parse(raw, "")
+    except QuantityError as err:
+        raise InvalidObject(kind, name, where, str(err)) from None
+
+
+def limit_range_from_object(obj: Mapping[str, Any]) -> LimitRangeView:
+    """The container default requests of a LimitRange, as the API server fills them in when
+    it stores one: a ``default`` limit defaults to ``max``, a ``defaultRequest`` to the
+    ``default`` limit, else to ``min``. Only items of type Container give defaults."""
+    meta = obj.get("metadata") or {}
+    name = str(meta.get("name") or "")
+    namespace = str(meta.get("namespace") or "default")
+    full = f"{namespace}/{name}"
+    spec = obj.get("spec") or {}
+    requests: dict[str, int] = {}
+    for i, item in enumerate(spec.get("limits") or ()):
+        if not isinstance(item, Mapping) or item.get("type") != "Container":
+            continue
+        where = f"spec.limits[{i}]"
+
+        def read(key: str, i_where: str = where, one: Mapping[str, Any] = item) -> Resources:
+            return _quantities(one.get(key), "LimitRange", full, f"{i_where}.{key}")
+
+        limit = {**read("max"), **read("default")}
+        # A later item overrides an earlier one, as the API server applies them.
+        requests.update({**read("min"), **limit, **read("defaultRequest")})
+    return LimitRangeView(namespace, name, Resources(requests))
+
+
+def runtime_class_from_object(obj: Mapping[str, Any]) -> RuntimeClassView:
+    meta = obj.get("metadata") or {}
+    name = str(meta.get("name") or "")
+    overhead = obj.get("overhead") or {}
+    fixed = overhead.get("podFixed") if isinstance(overhead, Mapping) else None
+    return RuntimeClassView(name, _quantities(fixed, "RuntimeClass", name, "overhead.podFixed"))
+
+
+def pod_defaults(
+    limit_ranges: Iterable[LimitRangeView], runtime_classes: Iterable[RuntimeClassView]
+) -> dict[str, PodDefaults]:
+    """Namespace -> its PodDefaults, for every namespace that has a LimitRange; the key ""
+    holds what every other namespace gets (the RuntimeClasses alone). Several LimitRanges in
+    one namespace: for each resource, the first by name that gives a request."""
+    overheads = {rc.name: rc.overhead for rc in runtime_classes if rc.overhead}
+    by_namespace: dict[str, dict[str, int]] = {}
+    for lr in sorted(limit_ranges, key=lambda v: (v.namespace, v.name)):
+        mine = by_namespace.setdefault(lr.namespace, {})
+        for r, amount in lr.container_requests.items():
+            mine.setdefault(r, amount)
+    out = {ns: PodDefaults(Resources(req), overheads) for ns, req in by_namespace.items()}
+    out[""] = PodDefaults(EMPTY, overheads)
+    return out
+
+
+def defaults_for(table: Mapping[str, PodDefaults], namespace: str) -> PodDefaults:
+    """The PodDefaults of a namespace from a ``pod_defaults`` table."""
+    return table.get(namespace) or table.get("") or NO_DEFAULTS
+
+
+DefaultsOf = Callable[[str], PodDefaults]
+"""namespace -> what its pods get from the API server."""
+
+
+def no_defaults(namespace: str) -> PodDefaults:
+    """Nothing is added (no LimitRange, no RuntimeClass known)."""
+    return NO_DEFAULTS
