@@ -122,3 +122,42 @@ DefaultsOf = Callable[[str], PodDefaults]
 def no_defaults(namespace: str) -> PodDefaults:
     """Nothing is added (no LimitRange, no RuntimeClass known)."""
     return NO_DEFAULTS
+
+
+class PodDefaultsTable:
+    """The LimitRanges and RuntimeClasses seen so far, and the PodDefaults they give each
+    namespace: what the operator keeps as their watch events arrive."""
+
+    def __init__(self) -> None:
+        self._limit_ranges: dict[str, LimitRangeView] = {}
+        self._runtime_classes: dict[str, RuntimeClassView] = {}
+        self._table: dict[str, PodDefaults] = {"": NO_DEFAULTS}
+
+    def of(self, namespace: str) -> PodDefaults:
+        return defaults_for(self._table, namespace)
+
+    def set_limit_range(self, key: str, view: LimitRangeView | None) -> bool:
+        """Keep (or, None, forget) the LimitRange at namespace/name; whether its namespace's
+        defaults changed."""
+        namespace = key.partition("/")[0]
+        before = self.of(namespace)
+        if view is None:
+            self._limit_ranges.pop(key, None)
+        else:
+            self._limit_ranges[key] = view
+        self._rebuild()
+        return self.of(namespace) != before
+
+    def set_runtime_class(self, name: str, view: RuntimeClassView | None) -> bool:
+        """Keep (or forget) a RuntimeClass; whether any pod's overhead changed."""
+        before = self._runtime_classes.get(name)
+        if view is None:
+            self._runtime_classes.pop(name, None)
+        else:
+            self._runtime_classes[name] = view
+        self._rebuild()
+        return before != view
+
+    def _rebuild(self) -> None:
+        # A new table is swapped in whole: a reader on another thread sees the old or the new.
+        self._table = pod_defaults(self._limit_ranges.values(), self._runtime_classes.values())

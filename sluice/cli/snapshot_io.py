@@ -19,7 +19,13 @@ import yaml
 
 from sluice.api.config import SchedulerConfig, load_scheduler_config
 from sluice.api.constants import CONFIGMAP_KEY, CONFIGMAP_NAME, ROOT_QUEUE
-from sluice.api.errors import ConfigError
+from sluice.api.errors import ConfigError, InvalidObject
+from sluice.api.pod_defaults import (
+    defaults_for,
+    limit_range_from_object,
+    pod_defaults,
+    runtime_class_from_object,
+)
 from sluice.api.queue import Queue
 from sluice.api.views import JobView, NamespaceView
 from sluice.api.workloads import ADAPTERS
@@ -45,6 +51,8 @@ SUPPORTED_KINDS = (
     "PriorityClass",
     "Namespace",
     "ConfigMap",
+    "LimitRange",
+    "RuntimeClass",
 )
 
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -176,7 +184,18 @@ def build_snapshot(
         for ns in namespaces
         if isinstance(ns.view, NamespaceView) and ns.view.default_queue
     }
-    using = readers(default_queues)
+    limit_ranges, runtime_classes = [], []
+    for item in [*by_kind["LimitRange"], *by_kind["RuntimeClass"]]:
+        try:
+            if item.kind == "LimitRange":
+                limit_ranges.append(limit_range_from_object(item.obj))
+            else:
+                runtime_classes.append(runtime_class_from_object(item.obj))
+        except InvalidObject as err:
+            raise SnapshotError(f"{item.where}: {err}") from None
+    # The dump's workloads ask what their pods would: with its LimitRanges and RuntimeClasses.
+    table = pod_defaults(limit_ranges, runtime_classes)
+    using = readers(default_queues, defaults_of=lambda namespace: defaults_for(table, namespace))
     reads = namespaces + [
         read(kind, item.where, item.obj, using) for kind in KINDS[1:] for item in by_kind[kind]
     ]

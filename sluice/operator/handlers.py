@@ -138,6 +138,16 @@ def build_registry(
         # Every pod bound to a node takes room there, whoever owns it.
         state.on_pod(_event(type), body)
 
+    @kopf.on.event("", "v1", "limitranges", registry=registry)
+    async def limit_range_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:
+        # What a namespace's pods get as default requests (docs/workloads.md).
+        state.on_limit_range(_event(type), dict(body))
+
+    @kopf.on.event("node.k8s.io", "v1", "runtimeclasses", registry=registry)
+    async def runtime_class_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:
+        # The overhead a pod of the class gets (docs/workloads.md).
+        state.on_runtime_class(_event(type), dict(body))
+
     @kopf.on.event("scheduling.k8s.io", "v1", "priorityclasses", registry=registry)
     async def priority_class_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:
         state.on_priority_class(_event(type), dict(body))

@@ -83,6 +83,12 @@ def prime(
     listing = cast(dict[str, Any], objects.list_cluster_custom_object(GROUP, VERSION, PLURAL))
     for item in listing.get("items", []):
         state.on_queue("ADDED", item)
+    # What namespaces add to their pods' requests comes first: the workloads are read with it.
+    core = client.CoreV1Api(api)
+    for item in _pages(core.list_limit_range_for_all_namespaces):
+        state.on_limit_range("ADDED", item)
+    for item in _pages(client.NodeV1Api(api).list_runtime_class):
+        state.on_runtime_class("ADDED", item)
     listings: list[tuple[Callable[..., Any], str, str, Callable[[str, Any], None], str]] = [
         (
             client.BatchV1Api(api).list_job_for_all_namespaces
@@ -213,9 +219,9 @@ async def _lease_changed(elector: LeaseElector, seconds: float = 1.0) -> None:
 async def run_operator(api: client.ApiClient, options: OperatorOptions) -> None:
     api = _with_room_for_writers(api)
     workloads = options.workloads
-    state = ClusterState(
-        loop=asyncio.get_running_loop(),
-        readers=readers(workload_kinds=[a.kind for a in workloads]),
+    state = ClusterState(loop=asyncio.get_running_loop())
+    state.readers = readers(
+        workload_kinds=[a.kind for a in workloads], defaults_of=state.pod_defaults.of
     )
     identity = options.identity or f"{socket.gethostname()}-{os.getpid()}"
     elector = LeaseElector(

@@ -22,6 +22,12 @@ from typing import Any
 
 from sluice.api.config import DEFAULT_CONFIG, SchedulerConfig
 from sluice.api.constants import CLOSED_BY_PARENT_ANNOTATION
+from sluice.api.errors import InvalidObject
+from sluice.api.pod_defaults import (
+    PodDefaultsTable,
+    limit_range_from_object,
+    runtime_class_from_object,
+)
 from sluice.api.pod_views import gated
 from sluice.api.queue import Queue
 from sluice.api.views import JOB_KIND, JobView, PodView
@@ -165,7 +171,11 @@ class ClusterState:
     """The plain-pod workloads of the latest snapshot, by workload key: what its decisions
     about them are written to."""
     readers: Mapping[str, Reader] = field(default_factory=lambda: READERS)
-    """How each kind is read: the operator's, with the workload kinds it gates."""
+    """How each kind is read: the operator's, with the workload kinds it gates and
+    ``pod_defaults.of`` for what namespaces add to their pods."""
+    pod_defaults: PodDefaultsTable = field(default_factory=PodDefaultsTable)
+    """The LimitRanges and RuntimeClasses seen: what each namespace adds to a pod's request
+    (docs/workloads.md, "The request sluice counts")."""
 
     def notify(self, urgent: bool = True) -> None:
         """Wake the scheduling loop, from its own thread or from a writer thread."""
@@ -286,6 +296,56 @@ class ClusterState:
             minor=None if gated(obj.get("spec") or {}) else _pod_only_takes,
             also=self._member,
         )
+
+    def on_limit_range(self, event: str, obj: Obj) -> None:
+        """A LimitRange: when its namespace's default requests change, the workloads of that
+        namespace are read again (their pods will ask differently)."""
+        key = job_key(obj)
+        view = None
+        if event != "DELETED" and not _gone(obj):
+            try:
+                view = limit_range_from_object(obj)
+            except InvalidObject as err:
+                log.warning("event=unreadable-object object=limitrange/%s error=%r", key, str(err))
+        with self.lock:
+            changed = self.pod_defaults.set_limit_range(key, view)
+        if changed:
+            self._read_workloads_again(key.partition("/")[0])
+
+    def on_runtime_class(self, event: str, obj: Obj) -> None:
+        """A RuntimeClass: when its overhead changes, every workload is read again."""
+        name = _name(obj)
+        view = None
+        if event != "DELETED" and not _gone(obj):
+            try:
+                view = runtime_class_from_object(obj)
+            except InvalidObject as err:
+                log.warning(
+                    "event=unreadable-object object=runtimeclass/%s error=%r", name, str(err)
+                )
+        with self.lock:
+            changed = self.pod_defaults.set_runtime_class(name, view)
+        if changed:
+            self._read_workloads_again(None)
+
+    def _read_workloads_again(self, namespace: str | None) -> None:
+        """Read the stored workloads (of one namespace, or all) anew: what their pods will ask
+        changed while the objects did not."""
+        with self.lock:
+            stored = [
+                (key, obj)
+                for key, obj in self.jobs.items()
+                if namespace is None or key.partition("/")[0] == namespace
+            ]
+        if not stored:
+            return
+        for key, obj in stored:
+            kind = _kind(obj)
+            seen = read(kind, f"{kind.lower()}/{key}", obj, self.readers)
+            with self.lock:
+                if self.jobs.get(key) is obj:  # unless a newer event replaced it meanwhile
+                    self.reads[kind][key] = seen
+        self.notify()
 
     def _member(self, key: str, obj: Obj | None) -> None:
         """A managed plain pod as a member of its workload (the lock is held)."""

@@ -20,6 +20,7 @@ from typing import Any
 from sluice.api.config import DEFAULT_CONFIG, SchedulerConfig
 from sluice.api.constants import DEFAULT_MAX_QUEUE_DEPTH
 from sluice.api.errors import InvalidObject
+from sluice.api.pod_defaults import DefaultsOf, no_defaults
 from sluice.api.pod_views import pod_from_object
 from sluice.api.queue import Queue
 from sluice.api.views import (
@@ -51,6 +52,7 @@ KINDS = ("Namespace", "Queue", *WORKLOAD_KINDS, "Node", "Pod", "PriorityClass")
 def readers(
     namespace_default_queue: Mapping[str, str] | None = None,
     workload_kinds: Iterable[str] = WORKLOAD_KINDS,
+    defaults_of: DefaultsOf = no_defaults,
 ) -> Mapping[str, Reader]:
     """How each kind becomes a view (a workload no queue manages becomes None).
 
@@ -59,6 +61,8 @@ def readers(
     operator watches only labelled workloads and reads them as labelled. ``workload_kinds``:
     the kinds of workload gated (the operator's enabled kinds); an object another of them
     controls (a JobSet's Jobs) is part of that workload, not one of its own.
+    ``defaults_of``: what each namespace adds to its pods' requests (its LimitRanges, the
+    RuntimeClasses): a workload's pod sets ask what its pods will (docs/workloads.md).
     """
     kinds = frozenset(workload_kinds)
     out: dict[str, Reader] = {
@@ -72,7 +76,12 @@ def readers(
         if adapter.kind in kinds:
             view = job_from_object if adapter.kind == JOB_KIND else adapter.view
             out[adapter.kind] = _own_workload(
-                partial(view, namespace_default_queue=namespace_default_queue), kinds
+                partial(
+                    view,
+                    namespace_default_queue=namespace_default_queue,
+                    defaults_of=defaults_of,
+                ),
+                kinds,
             )
     return out
 

@@ -338,3 +338,37 @@ def test_a_workload_of_another_api_version_is_named(tmp_path: Path) -> None:
     assert "field apiVersion: expected jobset.x-k8s.io/v1alpha2, got jobset.x-k8s.io/v1alpha1" in (
         result.output
     )
+
+
+def test_a_dumps_limit_ranges_and_runtime_classes_give_what_its_pods_would_ask(
+    tmp_path: Path,
+) -> None:
+    # Each job's container names no memory; the namespace's LimitRange gives it 1Gi and the
+    # RuntimeClass 512Mi of overhead, so on a node of 3Gi only two of the three go in.
+    limits = {
+        "apiVersion": "v1",
+        "kind": "LimitRange",
+        "metadata": {"name": "defaults", "namespace": "ns"},
+        "spec": {"limits": [{"type": "Container", "defaultRequest": {"memory": "1Gi"}}]},
+    }
+    kata = {
+        "apiVersion": "node.k8s.io/v1",
+        "kind": "RuntimeClass",
+        "metadata": {"name": "kata"},
+        "handler": "kata",
+        "overhead": {"podFixed": {"memory": "512Mi"}},
+    }
+    jobs = [
+        job(f"j{i}", "q", "1", runtimeClassName="kata", created=f"2026-01-01T00:0{i}:00Z")
+        for i in range(3)
+    ]
+    objects = [queue("q"), *jobs, node("n1", "8", memory="3Gi"), limits, kata]
+    result = run(str(write(tmp_path, objects)), "--now", NOW, "-o", "json")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert [d["job"] for d in out["decisions"]] == ["ns/j0", "ns/j1"]
+    assert out["queues"]["q"]["allocated"] == {"cpu": "2", "memory": "3Gi"}
+    bad = {**limits, "spec": {"limits": [{"type": "Container", "defaultRequest": {"cpu": "x"}}]}}
+    refused = run(str(write(tmp_path, [*objects[:-2], bad])), "--now", NOW, "-o", "json")
+    assert refused.exit_code != 0
+    assert "LimitRange ns/defaults: field spec.limits[0].defaultRequest" in refused.output

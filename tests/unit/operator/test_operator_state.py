@@ -12,6 +12,7 @@ from sluice.operator.handlers import configure_settings, connection_info
 from sluice.operator.state import ClusterState
 from sluice.operator.status import queue_status, status_differs
 from sluice.scheduler.model import QueueResult
+from sluice.scheduler.snapshot import readers
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -235,3 +236,25 @@ def test_the_connection_pool_holds_every_parallel_writer() -> None:
     big.connection_pool_maxsize = 50
     kept = client.ApiClient(big)
     assert _with_room_for_writers(kept) is kept
+
+
+def test_a_limit_range_change_reads_its_namespaces_workloads_again() -> None:
+    state = ClusterState()
+    state.readers = readers(defaults_of=state.pod_defaults.of)
+    job = queued_job(1, spec={"template": {"spec": {"containers": [{"name": "c"}]}}})
+    state.on_job("ADDED", job)
+    assert state.snapshot(NOW, 5).jobs[0].request == Resources()
+    state.wake.clear()
+    limits = {
+        "metadata": {"name": "d", "namespace": "ns", "resourceVersion": "3"},
+        "spec": {"limits": [{"type": "Container", "defaultRequest": {"cpu": "2"}}]},
+    }
+    state.on_limit_range("ADDED", limits)
+    assert state.wake.is_set()
+    assert state.snapshot(NOW, 5).jobs[0].request == Resources.parse({"cpu": "2"})
+    state.wake.clear()
+    other = {**limits, "metadata": {**limits["metadata"], "namespace": "elsewhere"}}
+    state.on_limit_range("ADDED", other)
+    assert not state.wake.is_set()  # no workload there
+    state.on_limit_range("DELETED", limits)
+    assert state.snapshot(NOW, 5).jobs[0].request == Resources()
