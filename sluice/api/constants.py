@@ -58,5 +58,8 @@ CONFIGMAP_KEY: Final = "scheduler.yaml"
 
 # Condition types on Queue status
 CONDITION_VALID: Final = "Valid"
+CONDITION_OVER_CAPABILITY: Final = "OverCapability"
+"""True while the queue's workloads hold more than its capability (their pods ask more than
+they were admitted with): it admits nothing more below it."""
 
 DEFAULT_MAX_QUEUE_DEPTH: Final = 5

@@ -114,6 +114,8 @@ class QueueStatus(_Model):
     allocated: ResourceMap = EMPTY
     deserved: ResourceMap = EMPTY
     share: float = 0.0
+    over_capability: str = ""
+    """What puts it over its capability; "" while it is within it."""
     conditions: tuple[Condition, ...] = ()
     observed_generation: int | None = None
 

@@ -38,6 +38,7 @@ def _queue(name: str, result: QueueResult, capability: Resources | None) -> dict
         "deserved": _amounts(result.deserved),
         "allocated": _amounts(result.allocated),
         "capability": _amounts(capability),
+        "overCapability": result.over_capability,
     }
 
 

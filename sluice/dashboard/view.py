@@ -95,6 +95,7 @@ def queue_json(queue: Queue) -> dict[str, Any]:
         "deserved": _amounts(status.deserved),
         "allocated": _amounts(status.allocated),
         "capability": _amounts(spec.capability),
+        "overCapability": status.over_capability,
     }
 
 

@@ -57,9 +57,10 @@ def event_body(obj: Mapping[str, Any], spec: EventSpec, kind: str, now: datetime
 
 
 class EventSink:
-    """``create(namespace, body)`` posts one Event; a failure is logged by it, never raised."""
+    """``create(namespace, body)`` posts one Event; a failure is logged by it, never raised
+    (what it returns is not looked at)."""
 
-    def __init__(self, create: Callable[[str, dict[str, Any]], None]) -> None:
+    def __init__(self, create: Callable[[str, dict[str, Any]], object]) -> None:
         self._create = create
         self._queue: queue.Queue[dict[str, Any]] = queue.Queue(CAPACITY)
         self._started = False

@@ -85,6 +85,18 @@ def message(err: BaseException) -> str:
 API_ERRORS = (ApiException, HTTPError, OSError)
 
 
+def post_event(core: client.CoreV1Api, namespace: str, event: dict[str, Any]) -> bool:
+    """Create one Event; a failure is logged, never raised. Whether it was created."""
+    body: Any = event  # the client takes plain JSON as well as its models
+    try:
+        drain(core.create_namespaced_event(namespace, body, _preload_content=False))
+    except API_ERRORS as err:
+        name = event["involvedObject"]["name"]
+        log.warning("event=event-post-failed object=%s/%s error=%s", namespace, name, message(err))
+        return False
+    return True
+
+
 def drain(response: Any) -> bytes:
     """Read a raw answer and hand its connection back to the pool (urllib3 keeps it
     otherwise, and every later request would pay for a new TLS handshake)."""
@@ -295,15 +307,8 @@ class Executor:
         self.events.post(obj, spec, kind)
 
     def _create_event(self, namespace: str, event: dict[str, Any]) -> None:
-        body: Any = event  # the client takes plain JSON as well as its models
-        try:
-            drain(self.core.create_namespaced_event(namespace, body, _preload_content=False))
+        if post_event(self.core, namespace, event):
             self.stats.count("event")
-        except API_ERRORS as err:
-            name = event["involvedObject"]["name"]
-            log.warning(
-                "event=event-post-failed object=%s/%s error=%s", namespace, name, message(err)
-            )
 
     # Phases ------------------------------------------------------------------------------
     def run(

@@ -14,6 +14,7 @@ from prometheus_client import Counter, Gauge, Histogram
 from sluice.api.queue import Queue
 from sluice.api.views import JobView
 from sluice.observability import new_registry
+from sluice.queues.limits import over_capability
 from sluice.scheduler.model import CycleResult
 
 REGISTRY = new_registry()
@@ -111,6 +112,13 @@ QUEUE_CAPABILITY = Gauge(
     ["queue", "resource"],
     registry=REGISTRY,
 )
+QUEUE_OVER_CAPABILITY = Gauge(
+    "sluice_queue_over_capability",
+    "How much more than its capability a queue holds, per resource (units of the resource),"
+    " while its workloads' pods ask more than they were admitted with; absent: within it.",
+    ["queue", "resource"],
+    registry=REGISTRY,
+)
 QUEUE_INFO = Gauge(
     "sluice_queue_info",
     "1 per queue, with its parent and state.",
@@ -120,6 +128,7 @@ QUEUE_INFO = Gauge(
 
 REASON_CLASSES = (
     ("would use", "quota"),
+    ("over its capability", "quota"),
     ("cluster has", "cluster"),
     ("no node", "cluster"),
     ("waiting behind", "fifo"),
@@ -164,8 +173,13 @@ def cycle_series(result: CycleResult, queues: Iterable[Queue]) -> Series:
             for resource, amount in amounts.items():
                 series[gauge, (name, resource)] = amount / 1000
     for spec in queues:
-        for resource, amount in spec.spec.capability.items():
+        capability = spec.spec.capability
+        for resource, amount in capability.items():
             series[QUEUE_CAPABILITY, (spec.name, resource)] = amount / 1000
+        shown = result.queues.get(spec.name)
+        if shown is not None and capability:
+            for r, (used, cap) in over_capability(shown.allocated.amounts, capability).items():
+                series[QUEUE_OVER_CAPABILITY, (spec.name, r)] = (used - cap) / 1000
     return series
 
 

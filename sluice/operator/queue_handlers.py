@@ -37,6 +37,7 @@ from sluice.api.constants import (
 from sluice.api.errors import InvalidObject
 from sluice.api.queue import Queue
 from sluice.operator import metrics
+from sluice.operator.events import EventSink
 from sluice.operator.executor import (
     API_ERRORS,
     MERGE_PATCH,
@@ -44,10 +45,12 @@ from sluice.operator.executor import (
     Failure,
     classify,
     message,
+    post_event,
 )
 from sluice.operator.handlers import configure_settings, connection_info
+from sluice.operator.plan import EventSpec
 from sluice.operator.state import ClusterState, Obj
-from sluice.operator.status import status_patch
+from sluice.operator.status import over_capability_event, status_patch
 from sluice.queues.lifecycle import QueueAction, lifecycle_actions
 from sluice.queues.tree import QueueTree
 
@@ -96,6 +99,8 @@ class QueueWriter:
         # Their own threads: a thousand queues' statuses after a cycle must not queue ahead
         # of the loop's work (its snapshot, its cycle) in the event loop's shared pool.
         self.pool = ThreadPoolExecutor(WRITERS, thread_name_prefix="sluice-queues")
+        core = client.CoreV1Api(api)
+        self.events = EventSink(lambda namespace, body: post_event(core, namespace, body))
 
     async def _call(
         self, what: str, queue: str, call: Any, done: frozenset[Failure] = frozenset({Failure.GONE})
@@ -247,11 +252,15 @@ def build_queue_registry(state: ClusterState, api: client.ApiClient) -> kopf.Ope
             published = state.published
             if published.result is None or published.now is None:
                 continue
-            patch = status_patch(state.queues.get(name), name, published.result, published.now)
-            if patch is None:
+            stored = state.queues.get(name)
+            patch = status_patch(stored, name, published.result, published.now)
+            if patch is None or stored is None:
                 continue
+            told = over_capability_event(stored.get("status") or {}, patch)
             try:
                 await writer.patch_status(name, patch)
+                if told is not None:
+                    writer.events.post(stored, EventSpec(*told), "Queue")
             except kopf.TemporaryError as err:
                 log.warning("event=status-write-failed queue=%s error=%s", name, err)
             except kopf.PermanentError as err:

@@ -6,23 +6,19 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from sluice.api.constants import CONDITION_VALID, ROOT_QUEUE
+from sluice.api.constants import CONDITION_OVER_CAPABILITY, CONDITION_VALID, ROOT_QUEUE
 from sluice.scheduler.model import CycleResult, QueueResult
 
 
-def _valid_condition(
-    current: Mapping[str, Any], result: QueueResult, now: datetime
+def _condition(
+    current: Mapping[str, Any], kind: str, true: bool, reason: str, message: str, now: datetime
 ) -> dict[str, Any]:
-    status = "True" if result.valid else "False"
-    reason = "Valid" if result.valid else "RuleBroken"
-    message = "" if result.valid else result.invalid_reason
-    previous = next(
-        (c for c in current.get("conditions") or () if c.get("type") == CONDITION_VALID), None
-    )
+    status = "True" if true else "False"
+    previous = next((c for c in current.get("conditions") or () if c.get("type") == kind), None)
     changed = previous is None or previous.get("status") != status
     when = now if changed else None
     return {
-        "type": CONDITION_VALID,
+        "type": kind,
         "status": status,
         "reason": reason,
         "message": message,
@@ -36,6 +32,7 @@ def _valid_condition(
 
 def queue_status(obj: Mapping[str, Any], result: QueueResult, now: datetime) -> dict[str, Any]:
     current = obj.get("status") or {}
+    over = result.over_capability
     return {
         "state": result.state,
         "pending": result.pending,
@@ -45,9 +42,42 @@ def queue_status(obj: Mapping[str, Any], result: QueueResult, now: datetime) -> 
         "allocated": result.allocated.to_kube(),
         "deserved": result.deserved.to_kube(),
         "share": round(result.share, 4),
-        "conditions": [_valid_condition(current, result, now)],
+        # None: removed by the merge patch (and absent reads as None) while within it.
+        "overCapability": over or None,
+        "conditions": [
+            _condition(
+                current,
+                CONDITION_VALID,
+                result.valid,
+                "Valid" if result.valid else "RuleBroken",
+                "" if result.valid else result.invalid_reason,
+                now,
+            ),
+            _condition(
+                current,
+                CONDITION_OVER_CAPABILITY,
+                bool(over),
+                "PodsAskMoreThanAdmitted" if over else "WithinCapability",
+                over,
+                now,
+            ),
+        ],
         "observedGeneration": (obj.get("metadata") or {}).get("generation"),
     }
+
+
+def over_capability_event(
+    current: Mapping[str, Any], wanted: Mapping[str, Any]
+) -> tuple[str, str, bool] | None:
+    """The Event a status write tells, as (reason, message, warning): the queue went over
+    its capability (a Warning naming the workloads and how much more their pods ask), or
+    came back within it; None when neither changed."""
+    was, now = current.get("overCapability"), wanted.get("overCapability")
+    if now and not was:
+        return "OverCapability", f"holds more than its capability: {now}", True
+    if was and not now:
+        return "WithinCapability", "holds no more than its capability again", False
+    return None
 
 
 def status_differs(current: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:

@@ -95,3 +95,12 @@ def _along_the_chain(tree: QueueTree, name: str) -> dict[str, int] | None:
             absent_is_unlimited=True,
         )
     return limit
+
+
+def over_capability(
+    allocated: Mapping[str, int], capability: Mapping[str, int]
+) -> dict[str, tuple[int, int]]:
+    """Resource -> (allocated, capability) for each resource a queue holds more of than its
+    capability allows (a resource capability leaves out is unlimited): what its workloads'
+    pods ask beyond what they were admitted with can put it there."""
+    return {r: (used, cap) for r, cap in capability.items() if (used := allocated.get(r, 0)) > cap}

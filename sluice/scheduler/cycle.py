@@ -9,6 +9,7 @@ from datetime import datetime
 from sluice.api.constants import ROOT_QUEUE
 from sluice.api.resources import Resources
 from sluice.api.views import JobPhase, JobView
+from sluice.queues import limits
 from sluice.queues.lifecycle import derive_states
 from sluice.scheduler.actions.admit import admit
 from sluice.scheduler.actions.backfill import backfill
@@ -117,11 +118,7 @@ def _queue_results(session: Session, outcome: Outcome) -> dict[str, QueueResult]
             continue
         pending, inqueue, running, completed = counts[name]
         # Decisions of this cycle (a reclaim by another queue) may have brought it back.
-        info.over_capability = {
-            r: (used, cap)
-            for r, cap in info.capability.items()
-            if (used := info.allocated.get(r, 0)) > cap
-        }
+        info.over_capability = limits.over_capability(info.allocated, info.capability)
         out[name] = QueueResult(
             state=states.get(name, "Unknown"),
             parent=session.tree.parent(name),

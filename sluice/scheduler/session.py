@@ -19,7 +19,7 @@ from sluice.api.queue import Queue
 from sluice.api.resources import EMPTY, Resources
 from sluice.api.views import JobPhase, JobView, PodSet, PodView
 from sluice.queues.jobs import namespace_refusal
-from sluice.queues.limits import child_real_capability
+from sluice.queues.limits import child_real_capability, over_capability
 from sluice.queues.rules import tree_violations
 from sluice.queues.tree import QueueTree
 from sluice.scheduler.model import Snapshot
@@ -297,11 +297,7 @@ class Session:
             if info.parent is not None and info.allocated:
                 _add(self.queues[info.parent].allocated, info.allocated)
         for info in self.queues.values():
-            over = {
-                r: (used, cap)
-                for r, cap in info.capability.items()
-                if (used := info.allocated.get(r, 0)) > cap
-            }
+            over = over_capability(info.allocated, info.capability)
             if over:
                 info.over_capability = over
                 info.grown = self._grown_below(info.name, over)

@@ -76,6 +76,12 @@ function renderQueue(queue, children) {
   const state = el("span", { class: queue.valid === false ? "bad" : "" },
     queue.valid === false ? `${queue.state} (not valid)` : queue.state);
   if (queue.valid === false) state.title = queue.invalidReason;
+  if (queue.overCapability) {
+    // Its workloads' pods ask more than they were admitted with: it admits nothing more.
+    state.className = "bad";
+    state.textContent = `${state.textContent} (over capability)`;
+    state.title = queue.overCapability;
+  }
   const row = el("div", { class: "row", "data-queue": queue.name },
     el("span", { class: "name", onclick: () => toggle(queue.name), title: queue.name }, queue.name),
     state,

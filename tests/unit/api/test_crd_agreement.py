@@ -89,6 +89,7 @@ def test_printer_columns(version: dict[str, Any]) -> None:
         "RUNNING": ".status.running",
         "ALLOCATED": ".status.allocated",
         "NAMESPACES": ".spec.namespaceSelector",
+        "OVER": ".status.overCapability",
         "AGE": ".metadata.creationTimestamp",
     }
 

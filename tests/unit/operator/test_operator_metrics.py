@@ -74,11 +74,22 @@ def test_a_cycle_becomes_metrics_and_a_gone_queue_leaves_none() -> None:
     assert sample("sluice_evictions_total", queue="mq-a", reason="reclaim") == evictions + 1
     assert sample("sluice_queue_guarantee", queue="mq-a", resource="cpu") == 1
     assert sample("sluice_queue_capability", queue="mq-a", resource="cpu") == 8
+    assert sample("sluice_queue_over_capability", queue="mq-a", resource="cpu") is None
     assert sample("sluice_queue_info", queue="mq-a", parent="root", state="Open") == 1
     metrics.publish(result("mq-b"), [], [], NOW)
     assert sample("sluice_queue_info", queue="mq-a", parent="root", state="Open") is None
     assert sample("sluice_pending_jobs", queue="mq-a", reason="quota") is None
     assert b"sluice_build_info{" in generate_latest(metrics.REGISTRY)
+
+
+def test_a_queue_over_its_capability_shows_by_how_much() -> None:
+    # Its workloads' pods ask cpu 2 while its capability is cpu 1.5.
+    spec = {"metadata": {"name": "mq-over"}, "spec": {"capability": {"cpu": "1500m"}}}
+    metrics.publish(result("mq-over"), [Queue.from_object(spec)], [], NOW)
+    assert sample("sluice_queue_over_capability", queue="mq-over", resource="cpu") == 0.5
+    within = {"metadata": {"name": "mq-over"}, "spec": {"capability": {"cpu": "2"}}}
+    metrics.publish(result("mq-over"), [Queue.from_object(within)], [], NOW)
+    assert sample("sluice_queue_over_capability", queue="mq-over", resource="cpu") is None
 
 
 def test_event_loop_lag_is_how_long_the_loop_was_held() -> None:

@@ -10,7 +10,7 @@ from kubernetes import client
 from sluice.api.resources import Resources
 from sluice.operator.handlers import configure_settings, connection_info
 from sluice.operator.state import ClusterState
-from sluice.operator.status import queue_status, status_differs
+from sluice.operator.status import over_capability_event, queue_status, status_differs
 from sluice.scheduler.model import QueueResult
 from sluice.scheduler.snapshot import readers
 
@@ -258,3 +258,28 @@ def test_a_limit_range_change_reads_its_namespaces_workloads_again() -> None:
     assert not state.wake.is_set()  # no workload there
     state.on_limit_range("DELETED", limits)
     assert state.snapshot(NOW, 5).jobs[0].request == Resources()
+
+
+def test_a_queue_over_its_capability_says_so_in_its_status_and_once_in_an_event() -> None:
+    over = "memory 5Gi > capability 4Gi; pods ask more than admitted: ns/w memory 1Gi"
+    fine = QueueResult(state="Open", parent="root", weight=1, priority=0)
+    grown = QueueResult(state="Open", parent="root", weight=1, priority=0, over_capability=over)
+    queue = {"metadata": {"name": "q", "generation": 1}}
+    within = queue_status(queue, fine, NOW)
+    assert within["overCapability"] is None
+    condition = within["conditions"][1]
+    assert (condition["type"], condition["status"]) == ("OverCapability", "False")
+    stored = {**queue, "status": within}
+    now_over = queue_status(stored, grown, NOW)
+    assert status_differs(within, now_over)
+    assert now_over["overCapability"] == over
+    assert now_over["conditions"][1]["status"] == "True"
+    assert now_over["conditions"][1]["message"] == over
+    told = over_capability_event(within, now_over)
+    assert told == ("OverCapability", f"holds more than its capability: {over}", True)
+    assert over_capability_event(now_over, now_over) is None  # told once, not every write
+    assert over_capability_event(now_over, within) == (
+        "WithinCapability",
+        "holds no more than its capability again",
+        False,
+    )
