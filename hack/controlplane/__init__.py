@@ -7,7 +7,17 @@ layout.
 """
 
 from . import kwok
-from .binaries import BinariesMissing, build, find_binaries
+from .binaries import (
+    CONTROLLERS,
+    BinariesMissing,
+    Controller,
+    build,
+    build_controllers,
+    crd_files,
+    find_binaries,
+    find_controller,
+    module_source,
+)
 from .clients import (
     install_crds,
     issue_serving_cert,
@@ -17,15 +27,21 @@ from .clients import (
 from .cluster import Cluster, ControlPlane, ControlPlaneError
 
 __all__ = [
+    "CONTROLLERS",
     "BinariesMissing",
     "Cluster",
     "ControlPlane",
     "ControlPlaneError",
+    "Controller",
     "build",
+    "build_controllers",
+    "crd_files",
     "find_binaries",
+    "find_controller",
     "install_crds",
     "issue_serving_cert",
     "kwok",
+    "module_source",
     "service_account_kubeconfig",
     "user_kubeconfig",
 ]

@@ -1,11 +1,14 @@
-"""Build (or find) the control-plane binaries the end-to-end tests run.
+"""Build (or find) the control-plane binaries the end-to-end tests run, and the workload
+controllers they run beside them (KubeRay, Kubeflow's training-operator, JobSet, the MPI
+operator).
 
 The pins live in the committed Go modules under hack/tools/: the versions of
-k8s.io/kubernetes, of the etcd server, of helm and of KWOK are read from their
-go.mod files, so bumping a release is one edit there plus `go mod tidy`. Binaries are
-cached outside the repository, one directory per set of pins, and a directory
-counts only once its `.complete` marker exists (written last), so an
-interrupted build is redone rather than half-used.
+k8s.io/kubernetes, of the etcd server, of helm, of KWOK and of each controller are read from
+their go.mod files, so bumping a release is one edit there plus `go mod tidy`. Binaries are
+cached outside the repository, one directory per set of pins (the control plane's) or per
+controller and pin, and a directory counts only once its `.complete` marker exists (written
+last), so an interrupted build is redone rather than half-used. A controller has a directory
+of its own so that adding or bumping one never invalidates the control plane's build.
 
 Standard library only: this runs before the project's Python dependencies are
 installed.
@@ -16,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -298,3 +302,164 @@ def _build(p: Pins, target: Path) -> Path:
     (target / COMPLETE_MARKER).write_text(f"{p.key}\n")
     _log(f"all binaries ready in {target} after {time.monotonic() - started:.0f}s")
     return target
+
+
+# -- workload controllers -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Controller:
+    """A workload controller built from its published Go module (hack/tools/<name>/go.mod pins
+    it), run by the e2e tests as a local process."""
+
+    name: str
+    module: str  # the upstream Go module, whose version go.mod pins
+    package: str  # its main package
+    binary: str  # what `go build -o dir/` names it
+    crds: tuple[str, ...]  # its CustomResourceDefinitions, inside the module
+    version_variable: str = ""  # a string variable given the version at link time
+
+    @property
+    def tool_dir(self) -> Path:
+        return TOOLS_DIR / self.name
+
+    @property
+    def version(self) -> str:
+        return _required_version(self.tool_dir / "go.mod", self.module)
+
+    @property
+    def key(self) -> str:
+        lines = (self.tool_dir / "go.mod").read_text().splitlines()
+        text = "\n".join(x for x in lines if not x.lstrip().startswith("//"))
+        return f"{self.name}-{self.version}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
+
+    def ldflags(self) -> str:
+        flags = ["-s", "-w"]
+        if self.version_variable:
+            flags.append(f"-X {self.version_variable}={self.version}")
+        return " ".join(flags)
+
+
+KUBERAY = Controller(
+    name="kuberay",
+    module="github.com/ray-project/kuberay/ray-operator",
+    package="github.com/ray-project/kuberay/ray-operator",
+    binary="ray-operator",
+    # Its manager watches all three kinds; without one CRD it does not start.
+    crds=(
+        "config/crd/bases/ray.io_rayclusters.yaml",
+        "config/crd/bases/ray.io_rayjobs.yaml",
+        "config/crd/bases/ray.io_rayservices.yaml",
+    ),
+)
+TRAINING_OPERATOR = Controller(
+    name="training-operator",
+    module="github.com/kubeflow/training-operator",
+    package="github.com/kubeflow/training-operator/cmd/training-operator.v1",
+    binary="training-operator.v1",
+    # Only PyTorchJob: its MPIJob is kubeflow.org/v1, the same CRD name as the MPI operator's
+    # v2beta1, which sluice follows.
+    crds=("manifests/base/crds/kubeflow.org_pytorchjobs.yaml",),
+)
+JOBSET = Controller(
+    name="jobset",
+    module="sigs.k8s.io/jobset",
+    package="sigs.k8s.io/jobset",
+    binary="jobset",
+    crds=("config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml",),
+    version_variable="sigs.k8s.io/jobset/pkg/version.GitVersion",
+)
+MPI_OPERATOR = Controller(
+    name="mpi-operator",
+    module="github.com/kubeflow/mpi-operator",
+    package="github.com/kubeflow/mpi-operator/cmd/mpi-operator",
+    binary="mpi-operator",
+    crds=("manifests/base/kubeflow.org_mpijobs.yaml",),
+    version_variable="github.com/kubeflow/mpi-operator/pkg/version.Version",
+)
+CONTROLLERS = (KUBERAY, TRAINING_OPERATOR, JOBSET, MPI_OPERATOR)
+
+
+def controller_dir(controller: Controller) -> Path:
+    return cache_root() / "controllers" / controller.key
+
+
+def find_controller(controller: Controller) -> Path:
+    """The cached binary of a controller; raises BinariesMissing with the fix."""
+    directory = controller_dir(controller)
+    if not (directory / COMPLETE_MARKER).exists():
+        raise BinariesMissing(
+            f"no complete build of {controller.name} {controller.version} in {directory}; "
+            "run `hack/build-binaries`"
+        )
+    return directory / controller.binary
+
+
+def module_source(controller: Controller) -> Path:
+    """The controller's module as published, in the Go module cache (read-only): its CRDs and
+    manifests are read from there, never copied into the repository. `go mod download`
+    fetches it again when the module cache was cleaned since the build."""
+    result = subprocess.run(
+        ["go", "mod", "download", "-json", f"{controller.module}@{controller.version}"],
+        cwd=controller.tool_dir,
+        env=_go_env(),
+        capture_output=True,
+        text=True,
+    )
+    if result.returncode != 0:
+        raise BinariesMissing(
+            f"cannot find {controller.module}@{controller.version} in the Go module cache:"
+            f" {result.stderr.strip() or result.stdout.strip()}"
+        )
+    directory = Path(json.loads(result.stdout)["Dir"])
+    if not directory.is_dir():
+        raise BinariesMissing(f"{directory} is missing after `go mod download`")
+    return directory
+
+
+def crd_files(controller: Controller) -> list[Path]:
+    source = module_source(controller)
+    return [source / relative for relative in controller.crds]
+
+
+def build_controllers(force: bool = False) -> list[Path]:
+    """Build every controller into its own cache directory unless a complete build is there."""
+    return [_build_controller(c, force) for c in CONTROLLERS]
+
+
+def _build_controller(controller: Controller, force: bool) -> Path:
+    target = controller_dir(controller)
+    if (target / COMPLETE_MARKER).exists() and not force:
+        _log(f"reusing {target}")
+        return target
+    if shutil.which("go") is None:
+        raise RuntimeError(f"the Go toolchain is needed to build {controller.name}")
+    with _build_lock(target):
+        if (target / COMPLETE_MARKER).exists() and not force:
+            _log(f"reusing {target}, built meanwhile")
+            return target
+        _log(f"building {controller.name} {controller.version} ({controller.package})")
+        started = time.monotonic()
+        staging = target.with_name(target.name + ".partial")
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        log = staging / "build.log"
+        _go_build(
+            controller.name,
+            controller.tool_dir,
+            [controller.package],
+            controller.ldflags(),
+            staging,
+            log,
+        )
+        if not (staging / controller.binary).is_file():
+            raise RuntimeError(f"build finished without {controller.binary} in {staging}")
+        shutil.rmtree(target, ignore_errors=True)
+        staging.rename(target)
+        (target / COMPLETE_MARKER).write_text(f"{controller.key}\n")
+        size = (target / controller.binary).stat().st_size / 2**20
+        _log(
+            f"{controller.name} ready in {target} after {time.monotonic() - started:.0f}s"
+            f" ({size:.0f} MiB)"
+        )
+        return target
