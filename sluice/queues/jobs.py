@@ -27,15 +27,21 @@ from sluice.api.queue import Queue
 from sluice.api.resources import EMPTY, Resources, describe_amount
 from sluice.api.selector import namespace_labels
 from sluice.api.views import pod_request
-from sluice.api.workloads import Adapter
+from sluice.api.workloads import POD_LABELS, Adapter
 from sluice.api.workloads.job import JOB
 from sluice.queues.admission import closed_ancestor
 from sluice.queues.tree import children_of
 from sluice.queues.verdict import ALLOW, Verdict, deny
 
-JOB_POD_LABELS = (QUEUE_LABEL, *JOB_POD_UID_LABELS, "batch.kubernetes.io/job-name", "job-name")
-"""Labels that tie a pod to its Job (the Job controller selects its pods by controller-uid):
-changed, the pod would leave its Job and run on outside any quota while the Job replaces it."""
+JOB_POD_LABELS = tuple(
+    dict.fromkeys(
+        (QUEUE_LABEL, *JOB_POD_UID_LABELS, "batch.kubernetes.io/job-name", "job-name", *POD_LABELS)
+    )
+)
+"""Labels that tie a pod to its workload and its pod set (the Job controller selects its pods
+by controller-uid, the other kinds' controllers and sluice by the labels of
+docs/workloads.md): changed, the pod would leave its workload and run on outside any quota
+while its controller replaces it."""
 
 ORPHAN_FINALIZER = "orphan"
 """The finalizer that makes a deletion leave the Job's pods behind."""
@@ -281,26 +287,29 @@ def format_amount(name: str, milli: int) -> str:
 
 # What a new job gets --------------------------------------------------------------------
 
-Setting = tuple[tuple[str, ...], Any]
-"""A value to set at a path of the object (its missing parents added as objects)."""
+Setting = tuple[tuple[str | int, ...], Any]
+"""A value to set at a path of the object (keys, and indexes of list items that exist; its
+missing parents added as objects)."""
 
 
 def job_settings(
     job: Mapping[str, Any], queue_name: str, queue: Queue | None, adapter: Adapter = JOB
 ) -> list[Setting]:
     """What a new managed workload gets at the door: it is held (its kind's hold, a Job's
-    spec.suspend), its queue is named on it and, for a kind of one pod template, on its pods
-    (the pod webhook sees them, and only them, by that label), whose priorityClassName is then
-    its queue's when they name none. ``queue``: the queue, when it exists."""
+    spec.suspend), its queue is named on it and on each of its pod templates, so that its
+    pods carry it (the pod webhook sees them, and only them, by that label: docs/workloads.md)
+    and, for a kind of one pod template, its pods' priorityClassName is its queue's when they
+    name none. ``queue``: the queue, when it exists."""
     labelled = _map(job, "labels").get(QUEUE_LABEL)
     out: list[Setting] = []
     if not labelled:
         out.append((("metadata", "labels", QUEUE_LABEL), queue_name))
     out.append((adapter.hold.path, True))
+    for where in adapter.template_paths(job):
+        out.append(((*where, "metadata", "labels", QUEUE_LABEL), queue_name))
     path = adapter.pod_template
     if not path:
         return out
-    out.append(((*path, "metadata", "labels", QUEUE_LABEL), queue_name))
     template: Any = job
     for key in path:
         template = template.get(key) if isinstance(template, Mapping) else None

@@ -187,18 +187,22 @@ def _writer(request: Request, ctx: Context) -> Writer:
     )
 
 
-def _pointer(*keys: str) -> str:
-    return "".join("/" + k.replace("~", "~0").replace("/", "~1") for k in keys)
+def _pointer(*keys: str | int) -> str:
+    return "".join("/" + str(k).replace("~", "~0").replace("/", "~1") for k in keys)
 
 
 def _set(
-    ops: list[dict[str, Any]], obj: Mapping[str, Any], keys: tuple[str, ...], value: Any
+    ops: list[dict[str, Any]], obj: Mapping[str, Any], keys: tuple[str | int, ...], value: Any
 ) -> None:
-    """A JSON patch op setting obj[keys...] = value, adding missing parents (as objects)."""
+    """A JSON patch op setting obj[keys...] = value, adding missing parents (as objects); an
+    index names an item of a list that exists."""
     node: Any = obj
     for depth, key in enumerate(keys[:-1]):
-        child = node.get(key) if isinstance(node, Mapping) else None
-        if not isinstance(child, Mapping):
+        if isinstance(key, int):
+            child = node[key] if isinstance(node, list) and 0 <= key < len(node) else None
+        else:
+            child = node.get(key) if isinstance(node, Mapping) else None
+        if not isinstance(child, Mapping | list):
             nested: Any = value
             for inner in reversed(keys[depth + 1 :]):
                 nested = {inner: nested}

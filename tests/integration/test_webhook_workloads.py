@@ -192,3 +192,82 @@ async def test_a_kind_that_is_not_gated_is_not_reviewed() -> None:
 
 def _bytes(body: dict[str, Any]) -> bytes:
     return json.dumps(body).encode()
+
+
+async def test_every_pod_template_of_a_workload_is_labelled_with_its_queue(
+    webhook: Webhook,
+) -> None:
+    # Its pods then carry the queue, so the pod webhook guards them as a Job's (below).
+    seed(webhook, queue_obj("team-a", parent="root"))
+    queue = {"sluice.dev/queue-name": "team-a"}
+    ray = ray_job(
+        "count",
+        rayClusterSpec={
+            "headGroupSpec": {"template": {"spec": POD}},
+            "workerGroupSpecs": [
+                {
+                    "groupName": "small",
+                    "template": {"metadata": {"labels": {"a": "b"}}, "spec": POD},
+                },
+                {"groupName": "big", "template": {"spec": POD}},
+            ],
+        },
+        submitterPodTemplate={"spec": POD},
+    )
+    held = patched(ray, await answer(webhook, "/mutate/workloads", review(ray)))
+    cluster = held["spec"]["rayClusterSpec"]
+    assert cluster["headGroupSpec"]["template"]["metadata"]["labels"] == queue
+    assert cluster["workerGroupSpecs"][0]["template"]["metadata"]["labels"] == {"a": "b", **queue}
+    assert cluster["workerGroupSpecs"][1]["template"]["metadata"]["labels"] == queue
+    assert held["spec"]["submitterPodTemplate"]["metadata"]["labels"] == queue
+    js = jobset("sweep")
+    held = patched(js, await answer(webhook, "/mutate/workloads", review(js)))
+    pods = held["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+    assert pods["metadata"]["labels"] == queue
+    pt = pytorch_job("train")
+    held = patched(pt, await answer(webhook, "/mutate/workloads", review(pt)))
+    master = held["spec"]["pytorchReplicaSpecs"]["Master"]["template"]
+    assert master["metadata"]["labels"] == queue
+
+
+def ray_pod(cpu: str, **labels: str) -> dict[str, Any]:
+    """A Ray worker pod of a managed RayJob, as KubeRay makes it from a labelled template."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "count-raycluster-x-small-worker-abc",
+            "namespace": "team",
+            "labels": {
+                "sluice.dev/queue-name": "team-a",
+                "ray.io/cluster": "count-raycluster-x",
+                "ray.io/group": "small",
+                "ray.io/node-type": "worker",
+                **labels,
+            },
+            "ownerReferences": [
+                {"kind": "RayCluster", "name": "count-raycluster-x", "controller": True}
+            ],
+        },
+        "spec": {"containers": [{"name": "ray-worker", "resources": {"requests": {"cpu": cpu}}}]},
+    }
+
+
+@pytest.mark.parametrize("label", ["ray.io/cluster", "ray.io/group"])
+async def test_a_workloads_pod_keeps_the_labels_sluice_counts_it_by(
+    webhook: Webhook, label: str
+) -> None:
+    seed(webhook, queue_obj("team-a", parent="root"))
+    away = ray_pod("1", **{label: "elsewhere"})
+    relabel = make_review("Pod", away, operation="UPDATE", old=ray_pod("1"), namespace="team")
+    refused = await answer(webhook, "/validate/pods", relabel)
+    assert refused["status"]["reason"] == "pod-job-label"
+    assert label in refused["status"]["message"]
+    grow = make_review(
+        "Pod", ray_pod("2"), operation="UPDATE", old=ray_pod("1"), namespace="team",
+        sub_resource="resize",
+    )  # fmt: skip
+    assert (await answer(webhook, "/validate/pods", grow))["allowed"] is False
+    other = ray_pod("1", app="web")
+    changed = make_review("Pod", other, operation="UPDATE", old=ray_pod("1"), namespace="team")
+    assert (await answer(webhook, "/validate/pods", changed))["allowed"] is True

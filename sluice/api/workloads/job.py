@@ -43,5 +43,6 @@ JOB = Adapter(
     read_finished=lambda status: condition_true(status, JOB_FINISHED),
     read_active=_active,
     pod_template=("spec", "template"),
+    template_paths=lambda obj: (("spec", "template"),),
     orphans_by_default=True,
 )

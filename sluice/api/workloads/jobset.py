@@ -12,6 +12,7 @@ from sluice.api.workloads.model import (
     SPEC_SUSPEND,
     Adapter,
     any_active,
+    listed,
     read_count,
     read_map,
     template_pod_set,
@@ -62,4 +63,8 @@ JOBSET = Adapter(
     read_active=lambda status: any_active(status.get("replicatedJobsStatus")),
     pod_label="jobset.sigs.k8s.io/jobset-name",
     pod_set_labels=(REPLICATED_JOB_LABEL,),
+    template_paths=lambda obj: tuple(
+        ("spec", "replicatedJobs", i, "template", "spec", "template")
+        for i in listed(obj, ("spec", "replicatedJobs"))
+    ),
 )

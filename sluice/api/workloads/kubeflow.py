@@ -15,6 +15,7 @@ from sluice.api.workloads.model import (
     SuspendField,
     any_active,
     injected_container,
+    keyed,
     read_count,
     read_map,
     template_pod_set,
@@ -95,6 +96,10 @@ def _replica_job(
         read_active=_active,
         pod_label="training.kubeflow.org/job-name",
         pod_set_labels=(REPLICA_TYPE_LABEL,),
+        template_paths=lambda obj: tuple(
+            ("spec", field, replica_type, "template")
+            for replica_type in keyed(obj, ("spec", field))
+        ),
     )
 
 

@@ -52,6 +52,9 @@ SPEC_SUSPEND = SuspendField(("spec", "suspend"))
 _NAME = ("metadata", "name")
 """The hold of most kinds: ``spec.suspend``."""
 
+TemplatePath = tuple[str | int, ...]
+"""A path into an object: keys, and indexes of list items."""
+
 PodSetReader = Callable[[Mapping[str, Any], str, PodDefaults], tuple[PodSet, ...]]
 """(object, "namespace/name", what its namespace adds to a pod) -> its pod sets, each pod's
 request the one its pods will have; raises InvalidObject naming a field."""
@@ -86,8 +89,13 @@ class Adapter:
     set's ``pods_by`` names one)."""
     pod_template: tuple[str, ...] = ()
     """The path of its one pod template, for a kind that has exactly one (a Job's
-    spec.template): the admission webhook names the queue on its pods and gives them the
-    queue's priority class there. Empty for the kinds whose pods come from several."""
+    spec.template): the admission webhook gives its pods the queue's priority class there.
+    Empty for the kinds whose pods come from several."""
+    template_paths: Callable[[Mapping[str, Any]], tuple[TemplatePath, ...]] = lambda obj: ()
+    """Where the pod templates of an object of this kind are (list items by index): the
+    admission webhook names the queue on each, so its pods carry it and the pod webhook
+    guards them (docs/workloads.md). Empty for a kind whose pods come from elsewhere (a
+    TrainJob's runtime)."""
     orphans_by_default: bool = False
     """Deleting it with no propagationPolicy leaves its pods behind (a batch/v1 Job's
     default)."""
@@ -164,6 +172,18 @@ class Adapter:
         if self.owned_pods_label:
             out.append((self.owned_pods_label, str(dig(obj, _NAME))))
         return tuple(out)
+
+
+def listed(obj: Mapping[str, Any], path: tuple[str, ...]) -> range:
+    """The indexes of the list at ``path`` (none when it is not a list)."""
+    value = dig(obj, path)
+    return range(len(value)) if isinstance(value, list) else range(0)
+
+
+def keyed(obj: Mapping[str, Any], path: tuple[str, ...]) -> list[str]:
+    """The keys of the map at ``path`` (none when it is not a map)."""
+    value = dig(obj, path)
+    return [str(k) for k in value] if isinstance(value, Mapping) else []
 
 
 def controlled_by(obj: Mapping[str, Any], kinds: frozenset[str]) -> bool:

@@ -12,8 +12,10 @@ from sluice.api.views import PodSet
 from sluice.api.workloads.model import (
     SPEC_SUSPEND,
     Adapter,
+    TemplatePath,
     dig,
     injected_container,
+    listed,
     read_count,
     read_map,
     template_pod_set,
@@ -131,6 +133,17 @@ def _autoscaler(cluster: Mapping[str, Any], full: str) -> tuple[dict[str, Any], 
     return ({"name": "autoscaler", "resources": resources},)
 
 
+def _templates(obj: Mapping[str, Any]) -> tuple[TemplatePath, ...]:
+    base = ("spec", "rayClusterSpec")
+    out: list[TemplatePath] = [(*base, "headGroupSpec", "template")]
+    out += [
+        (*base, "workerGroupSpecs", i, "template") for i in listed(obj, (*base, "workerGroupSpecs"))
+    ]
+    if isinstance(dig(obj, ("spec", "submitterPodTemplate")), Mapping):
+        out.append(("spec", "submitterPodTemplate"))
+    return tuple(out)
+
+
 def _refusal(obj: Mapping[str, Any]) -> tuple[str, str] | None:
     spec = obj.get("spec")
     if isinstance(spec, Mapping) and spec.get("shutdownAfterJobFinishes") is True:
@@ -159,5 +172,6 @@ RAY_JOB = Adapter(
     # carries no Ray label, only the Job controller's.
     owned_pods_label=JOB_NAME_LABEL,
     pod_set_labels=(NODE_TYPE_LABEL, GROUP_LABEL, JOB_NAME_LABEL),
+    template_paths=_templates,
     read_refusal=_refusal,
 )
