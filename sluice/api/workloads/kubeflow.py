@@ -23,7 +23,10 @@ from sluice.api.workloads.model import (
 
 FINISHED = ("Succeeded", "Failed")
 REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
-"""On the pods of a Kubeflow job: its replica type, in lower case (its pod set)."""
+"""On the pods of a PyTorchJob (training-operator): their replica type, in lower case."""
+JOB_ROLE_LABEL = "training.kubeflow.org/job-role"
+"""On the pods of an MPIJob (MPI operator v2): their replica type, in lower case (the
+training-operator puts it on a PyTorchJob's master alone)."""
 PYTORCH_INIT: Final = injected_container("init-pytorch", {"cpu": "50m", "memory": "10Mi"})
 """What the training-operator (v1.8) adds to each Worker pod of a PyTorchJob that has a
 Master: an init container that waits for the Master (its requests; docs/workloads.md)."""
@@ -42,7 +45,7 @@ Injected = Callable[[str, Mapping[str, Any]], tuple[dict[str, Any], ...]]
 
 
 def _replica_sets(
-    kind: str, field: str, counts: Mapping[str, int], injected: Injected
+    kind: str, field: str, counts: Mapping[str, int], injected: Injected, set_label: str
 ) -> PodSetReader:
     """Pod sets from spec.<field>: a map of replica type to {replicas, template}; a type
     without replicas runs ``counts[type]`` pods (1 when the kind names no default)."""
@@ -65,7 +68,7 @@ def _replica_sets(
                     full,
                     f"{where}.template",
                     defaults,
-                    pods_by=(REPLICA_TYPE_LABEL, replica_type.lower()),
+                    pods_by=(set_label, replica_type.lower()),
                     injected=injected(replica_type, types),
                 )
             )
@@ -83,7 +86,12 @@ def _active(status: Mapping[str, Any]) -> bool:
 
 
 def _replica_job(
-    version: str, kind: str, field: str, counts: Mapping[str, int], injected: Injected
+    version: str,
+    kind: str,
+    field: str,
+    counts: Mapping[str, int],
+    injected: Injected,
+    set_label: str,
 ) -> Adapter:
     return Adapter(
         group="kubeflow.org",
@@ -91,11 +99,11 @@ def _replica_job(
         kind=kind,
         plural=f"{kind.lower()}s",
         hold=SuspendField(("spec", "runPolicy", "suspend")),
-        read_pod_sets=_replica_sets(kind, field, counts, injected),
+        read_pod_sets=_replica_sets(kind, field, counts, injected, set_label),
         read_finished=_finished,
         read_active=_active,
         pod_label="training.kubeflow.org/job-name",
-        pod_set_labels=(REPLICA_TYPE_LABEL,),
+        pod_set_labels=(set_label,),
         template_paths=lambda obj: tuple(
             ("spec", field, replica_type, "template")
             for replica_type in keyed(obj, ("spec", field))
@@ -103,7 +111,14 @@ def _replica_job(
     )
 
 
-PYTORCH_JOB = _replica_job("v1", "PyTorchJob", "pytorchReplicaSpecs", {}, _pytorch_injected)
+PYTORCH_JOB = _replica_job(
+    "v1", "PyTorchJob", "pytorchReplicaSpecs", {}, _pytorch_injected, REPLICA_TYPE_LABEL
+)
 MPI_JOB = _replica_job(
-    "v2beta1", "MPIJob", "mpiReplicaSpecs", {"Launcher": 1, "Worker": 0}, _none_injected
+    "v2beta1",
+    "MPIJob",
+    "mpiReplicaSpecs",
+    {"Launcher": 1, "Worker": 0},
+    _none_injected,
+    JOB_ROLE_LABEL,
 )
