@@ -470,9 +470,12 @@ def _pod_set_of(sets: tuple[PodSet, ...], pod: PodView) -> int:
     return -1
 
 
-def _holding(
-    job: JobInfo,
-) -> tuple[Mapping[str, int], Mapping[str, int], list[tuple[JobInfo, PodSpecView, int]]]:
+Holding = tuple[Mapping[str, int], Mapping[str, int], list[tuple["JobInfo", PodSpecView, int]]]
+"""What an admitted workload holds, what its pods being deleted take, and its pods of each
+set not bound yet (``_holding``)."""
+
+
+def _holding(job: JobInfo) -> Holding:
     """What an admitted workload holds: per pod set, the larger (per resource) of what it
     was admitted with and what its live pods of that set ask, plus what its pods of no set
     ask; what its terminating pods still take of their nodes, beside that (they no longer
@@ -481,6 +484,10 @@ def _holding(
     sets = job.view.pod_sets
     if not job.pods:
         return job.request, {}, [(job, s.pod, s.pod_count) for s in sets if s.pod_count > 0]
+    if len(sets) == 1 and sets[0].pods_by is None:
+        alike = _holding_as_admitted(job, sets[0])
+        if alike is not None:
+            return alike
     bound = [0] * len(sets)
     live: list[dict[str, int]] = [{} for _ in sets]
     others: dict[str, int] = {}
@@ -508,6 +515,30 @@ def _holding(
         (job, s.pod, s.pod_count - n) for s, n in zip(sets, bound, strict=True) if s.pod_count > n
     ]
     return (held if grew else job.request), leaving, missing
+
+
+def _holding_as_admitted(job: JobInfo, only: PodSet) -> Holding | None:
+    """``_holding`` of a workload of one pod set (every Job) whose live pods ask what its
+    template says, no more of them than it holds: counted without adding anything up. None
+    when a pod asks otherwise or there are more of them."""
+    shape = only.pod.request
+    placed = live = 0
+    gone: dict[str, int] = {}
+    for pod in job.pods:
+        if pod.finished:
+            continue
+        if pod.node:
+            placed += 1
+            if pod.terminating:
+                _add(gone, pod.request)
+        if not pod.terminating:
+            live += 1
+            if pod.request is not shape and pod.request != shape:
+                return None
+    if live > only.count:
+        return None
+    missing = only.pod_count - placed
+    return job.request, gone, ([(job, only.pod, missing)] if missing > 0 else [])
 
 
 def job_order_key(job: JobInfo) -> tuple[int, datetime, str]:
