@@ -116,3 +116,13 @@ def test_an_unreadable_queue_is_shown_as_such() -> None:
     view.on_queue("ADDED", {"metadata": {"name": "bad"}, "spec": {"weight": 0}})
     (bad,) = view.tree()["queues"]
     assert bad["name"] == "bad" and "weight" in bad["unreadable"]
+
+
+def test_a_queue_over_its_capability_says_what_puts_it_there() -> None:
+    over = "memory 5Gi > capability 4Gi; pods ask more than admitted: ml/train memory 1Gi"
+    view = DashboardView()
+    view.on_queue("ADDED", queue("team", state="Open", overCapability=over))
+    view.on_queue("ADDED", queue("calm", state="Open"))
+    shown = {q["name"]: q for q in view.tree()["queues"]}
+    assert shown["team"]["overCapability"] == over
+    assert shown["calm"]["overCapability"] == ""
