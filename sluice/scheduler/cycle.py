@@ -8,7 +8,7 @@ from datetime import datetime
 
 from sluice.api.constants import ROOT_QUEUE
 from sluice.api.resources import Resources
-from sluice.api.views import JobPhase, JobView
+from sluice.api.views import JobPhase, WorkloadView
 from sluice.queues import limits
 from sluice.queues.lifecycle import derive_states
 from sluice.scheduler.actions.admit import admit
@@ -148,7 +148,7 @@ def apply_decisions(snapshot: Snapshot, result: CycleResult, now: datetime) -> S
     suspended = {d.job: d for d in result.decisions if d.action != "admit"}
     gone: set[str] = set()
     named: set[tuple[str, str, str]] = set()  # (namespace, label, name) of the others' pods
-    jobs: list[JobView] = []
+    jobs: list[WorkloadView] = []
     for job in snapshot.jobs:
         decision = suspended.get(job.key)
         if job.key in admitted:

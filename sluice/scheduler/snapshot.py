@@ -25,12 +25,11 @@ from sluice.api.pod_views import pod_from_object
 from sluice.api.queue import Queue
 from sluice.api.views import (
     JOB_KIND,
-    JobView,
     NamespaceView,
     NodeView,
     PodView,
     PriorityClassView,
-    job_from_object,
+    WorkloadView,
     namespace_from_object,
     node_from_object,
     priority_class_from_object,
@@ -39,7 +38,7 @@ from sluice.api.workloads import ADAPTERS, POD_LABELS, controlled_by
 from sluice.api.workloads.pods import PodMember, PodWorkload, pod_member, pod_workloads
 from sluice.scheduler.model import Snapshot
 
-View = Queue | JobView | NodeView | PodView | PriorityClassView | NamespaceView
+View = Queue | WorkloadView | NodeView | PodView | PriorityClassView | NamespaceView
 Reader = Callable[[Mapping[str, Any]], View | None]
 
 WORKLOAD_KINDS = tuple(adapter.kind for adapter in ADAPTERS)
@@ -74,10 +73,9 @@ def readers(
     }
     for adapter in ADAPTERS:
         if adapter.kind in kinds:
-            view = job_from_object if adapter.kind == JOB_KIND else adapter.view
             out[adapter.kind] = _own_workload(
                 partial(
-                    view,
+                    adapter.view,
                     namespace_default_queue=namespace_default_queue,
                     defaults_of=defaults_of,
                 ),
@@ -194,7 +192,7 @@ def build_snapshot(
             views[one.kind].append(one.view)
             if one.kind in OTHER_WORKLOAD_KINDS:
                 others.append(one)
-    jobs: list[JobView] = views[JOB_KIND]
+    jobs: list[WorkloadView] = views[JOB_KIND]
     if others:
         jobs = _one_per_name(jobs, others, strict, unreadable)
     snapshot = Snapshot(
@@ -212,20 +210,20 @@ def build_snapshot(
 
 
 def _one_per_name(
-    jobs: list[JobView], others: list[Read], strict: bool, unreadable: dict[str, str]
-) -> list[JobView]:
+    jobs: list[WorkloadView], others: list[Read], strict: bool, unreadable: dict[str, str]
+) -> list[WorkloadView]:
     """Every workload, but those of one namespace and name across kinds (docs/workloads.md,
     *Names*): sluice does not tell them apart, so it leaves them all out and says why."""
     kinds: dict[str, list[str]] = {}
     for view in jobs:
         kinds.setdefault(view.key, []).append(view.kind)
     for one in others:
-        assert isinstance(one.view, JobView)
+        assert isinstance(one.view, WorkloadView)
         kinds.setdefault(one.view.key, []).append(one.view.kind)
     shared = {key for key, named in kinds.items() if len(named) > 1}
     out = [view for view in jobs if view.key not in shared]
     for one in others:
-        assert isinstance(one.view, JobView)
+        assert isinstance(one.view, WorkloadView)
         key = one.view.key
         if key not in shared:
             out.append(one.view)

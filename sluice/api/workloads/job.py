@@ -44,4 +44,6 @@ JOB = Adapter(
     read_active=_active,
     pod_template=("spec", "template"),
     orphans_by_default=True,
+    pods_named="parallelism",
+    checked_by_the_api_server=True,
 )

@@ -7,7 +7,7 @@ from collections import Counter, defaultdict
 
 from builders import job, node, queue, running, snapshot
 
-from sluice.api.views import JobView
+from sluice.api.views import WorkloadView
 from sluice.scheduler.cycle import run_cycle
 from sluice.scheduler.model import CycleResult, Snapshot
 
@@ -33,7 +33,7 @@ def random_snapshot(seed: int) -> Snapshot:
                 spec["dequeue"] = "fifo"
             queues.append(queue(name, f"d{d}", created=rng.randint(0, 3), **spec))
             leaves.append(name)
-    jobs: list[JobView] = []
+    jobs: list[WorkloadView] = []
     for i in range(rng.randint(5, 30)):
         where = rng.choice(leaves)
         kw = {

@@ -18,7 +18,7 @@ def test_closing_until_the_last_job_finishes_then_closed() -> None:
 
 
 def test_a_closed_parent_is_closing_while_its_subtree_has_work() -> None:
-    """Its children are still Open (the cascade that closes them is the Queue handlers'): they
+    """Its children are still Open (the cascade that closes them is the Queue reconciler's): they
     count as closing, and the one with a running job holds its parent Closing."""
     queues = [queue("dept", state="Closed"), queue("a", "dept"), queue("b", "dept")]
     result = run_cycle(snapshot(queues, [running("r", "a")], [node(cpu=4)]))

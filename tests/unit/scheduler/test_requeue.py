@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from builders import NOW, T0, gang, node, pod, queue, snapshot
 
-from sluice.api.views import JobPhase, JobView, PodView
+from sluice.api.views import JobPhase, PodView, WorkloadView
 from sluice.scheduler.cycle import apply_decisions, run_cycle
 from sluice.scheduler.model import CycleResult
 from sluice.scheduler.readiness import backoff
@@ -26,7 +26,7 @@ def reason(result: CycleResult, job: str) -> str:
     return next(p.reason for p in result.pending if p.job == f"ns/{job}")
 
 
-def stuck(pods_created: int = ADMITTED) -> tuple[JobView, list[PodView]]:
+def stuck(pods_created: int = ADMITTED) -> tuple[WorkloadView, list[PodView]]:
     """An admitted job, one pod running and one kube-scheduler could not place."""
     train = gang("train", "q", 2, cpu=2, phase=JobPhase.INQUEUE, admitted=ADMITTED)
     pods = [
