@@ -53,15 +53,21 @@ def holder(kubectl: Kubectl, lease: str) -> str | None:
     return json.loads(found)["spec"].get("holderIdentity")
 
 
+def one_admitted(kubectl: Kubectl, namespace: str, name: str) -> Scenario:
+    """A node, queue team, and its job ``name`` admitted by the leader."""
+    s = Scenario(kubectl, namespace)
+    s.node(4)
+    s.queue("team")
+    s.job(name, "team", 1)
+    s.wait_admitted(name)
+    return s
+
+
 def test_only_the_leader_writes_and_a_follower_takes_over(
     pair: tuple[Operator, Operator, str], kubectl: Kubectl, namespace: str
 ) -> None:
     first, second, lease = pair
-    s = Scenario(kubectl, namespace)
-    s.node(4)
-    s.queue("team")
-    s.job("one", "team", 1)
-    s.wait_admitted("one")
+    s = one_admitted(kubectl, namespace, "one")
     assert holder(kubectl, lease) == "replica-a"
     assert "became-leader" not in second.logs()
     first.kill()  # a crash: the Lease is not released, it must expire
@@ -229,11 +235,7 @@ def test_a_leader_whose_lease_is_taken_away_ends_and_the_other_replica_takes_ove
     warm follower takes the Lease once it expires and admits the next job within the Lease
     duration plus 1 s of the Lease being taken."""
     first, second, lease = pair
-    s = Scenario(kubectl, namespace)
-    s.node(4)
-    s.queue("team")
-    s.job("before", "team", 1)
-    s.wait_admitted("before")
+    s = one_admitted(kubectl, namespace, "before")
     taken_at = time.monotonic()
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     taken = {"spec": {"holderIdentity": "someone-else", "renewTime": now}}

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 import kopf
 from kubernetes import client
 
+from sluice.api.constants import QUEUE_FINALIZER
 from sluice.api.resources import Resources
 from sluice.operator.handlers import configure_settings, connection_info
 from sluice.operator.state import ClusterState
@@ -86,10 +87,10 @@ def test_a_queue_change_no_cycle_looks_at_does_not_wake_the_loop() -> None:
     state.on_queue("ADDED", obj("team", 5, spec={"parent": "root"}))
     state.wake.clear()
     state.remember_queue(obj("team", 6, spec={"parent": "root"}, status={"pending": 3}))
-    kopf_note = {"annotations": {"sluice.dev/last-handled-configuration": "{}"}}
+    held = {"finalizers": ["sluice.dev/subtree"]}  # the Queue reconciler's own write
     state.on_queue(
         "MODIFIED",
-        {**obj("team", 7, spec={"parent": "root"}), "metadata": {"name": "team", **kopf_note,
+        {**obj("team", 7, spec={"parent": "root"}), "metadata": {"name": "team", **held,
                                                                "resourceVersion": "7"}},
     )  # fmt: skip
     assert not state.wake.is_set()
@@ -220,7 +221,9 @@ def test_kopf_streams_only_managed_jobs_and_writes_nothing_of_its_own() -> None:
     assert list(settings.watching.label_selectors.collect(jobs)) == ["sluice.dev/queue-name"]
     nodes = kopf.Resource("", "v1", "nodes")
     assert list(settings.watching.label_selectors.collect(nodes)) == []
+    # Never the Queues' subtree finalizer: Kopf takes its own off where no handler needs it.
     assert settings.persistence.finalizer.startswith("sluice.dev/")
+    assert settings.persistence.finalizer != QUEUE_FINALIZER
     assert not settings.posting.enabled
     assert settings.scanning.disabled
 
