@@ -134,7 +134,9 @@ def w(
 
 def test_held_admitted_left_waiting_and_reclaimed(w: Workloads) -> None:
     s = w.s
-    s.node(4)
+    # cpu and memory besides the test's resource: the containers their controllers add to
+    # the pods (a PyTorchJob worker's init container, a RayJob's submitter) ask for them.
+    s.node(4, allocatable={"cpu": "64", "memory": "256Gi"})
     low = s.queue("low", priority=1)
     s.queue("high", priority=10)
     first = w.create("first", "low", 2)
