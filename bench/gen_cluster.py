@@ -157,7 +157,7 @@ def generate(size: Size, seed: int = 1) -> Snapshot:
         )
     return Snapshot(
         queues=queues,
-        jobs=jobs,
+        workloads=jobs,
         nodes=nodes,
         now=START + timedelta(days=1),
         priority_classes=[
@@ -210,7 +210,7 @@ def to_objects(snapshot: Snapshot) -> dict[str, Any]:
         obj = queue.to_object()
         obj["metadata"]["creationTimestamp"] = queue.creation_timestamp.isoformat()
         items.append(obj)
-    items.extend(_job(job) for job in snapshot.jobs)
+    items.extend(_job(job) for job in snapshot.workloads)
     items.extend(_pod_object(pod) for pod in snapshot.pods or ())
     for node in snapshot.nodes:
         items.append(

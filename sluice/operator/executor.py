@@ -95,17 +95,17 @@ class Executor:
         undoes a change the operator has not seen yet."""
         if write.pods is not None:
             return self.write_pods(write, write.pods)
-        current = self.state.workloads.get(write.job)
+        current = self.state.workloads.get(write.workload)
         if current is None:
             return None
         if write.basis is not None and basis(current) != write.basis:
             self.stats.conflict()
-            log.info("event=stale-decision job=%s kind=%s", write.job, write.kind)
+            log.info("event=stale-decision job=%s kind=%s", write.workload, write.kind)
             return None
         version = (current.get("metadata") or {}).get("resourceVersion")
         body = {**write.patch, "metadata": {**write.patch.get("metadata", {})}}
         body["metadata"]["resourceVersion"] = version
-        namespace, name = write.job.split("/", 1)
+        namespace, name = write.workload.split("/", 1)
         try:
             obj = self._patch(adapter_of(current), namespace, name, body)
         except API_ERRORS as err:
@@ -115,7 +115,7 @@ class Executor:
         self.state.remember_workload(obj)
         if write.kind == "reason":
             with self.stats.lock:
-                self.positions_written[write.job] = self.clock()
+                self.positions_written[write.workload] = self.clock()
         return obj
 
     # Plain pods ---------------------------------------------------------------------------
@@ -159,7 +159,7 @@ class Executor:
             self.stats.count(write.kind)
         if write.kind == "reason":
             with self.stats.lock:
-                self.positions_written[write.job] = self.clock()
+                self.positions_written[write.workload] = self.clock()
         return first or {}
 
     def _patch(self, adapter: Adapter, namespace: str, name: str, body: dict[str, Any]) -> Obj:
@@ -189,15 +189,18 @@ class Executor:
         if failure in (Failure.CONFLICT, Failure.GONE):
             self.stats.conflict()
             log.info(
-                "event=stale-write job=%s kind=%s failure=%s", write.job, write.kind, failure.value
+                "event=stale-write job=%s kind=%s failure=%s",
+                write.workload,
+                write.kind,
+                failure.value,
             )
         elif failure is Failure.RETRY:
-            log.info("event=write-throttled job=%s kind=%s", write.job, write.kind)
+            log.info("event=write-throttled job=%s kind=%s", write.workload, write.kind)
             self.state.notify()
         elif failure is Failure.UNSURE and pod:
             log.warning(
                 "event=pod-write-unsure workload=%s pod=%s kind=%s error=%s",
-                write.job,
+                write.workload,
                 pod,
                 write.kind,
                 message(err),
@@ -205,16 +208,16 @@ class Executor:
         elif failure is Failure.UNSURE:
             log.warning(
                 "event=job-write-unsure job=%s kind=%s error=%s",
-                write.job,
+                write.workload,
                 write.kind,
                 message(err),
             )
             with self.stats.lock:
-                self.unsure.add(write.job)
+                self.unsure.add(write.workload)
         else:
             log.warning(
                 "event=job-write-refused job=%s kind=%s reason=%s",
-                write.job,
+                write.workload,
                 write.kind,
                 message(err),
             )

@@ -204,7 +204,7 @@ class SchedulingLoop:
 
         def planned() -> Plan:
             # Each decision rests on the spec generation and queue the cycle saw.
-            decided_on = {job.key: (job.generation, job.queue) for job in snapshot.jobs}
+            decided_on = {job.key: (job.generation, job.queue) for job in snapshot.workloads}
             pods = taken.pod_workloads
             return plan(result, self.state.workloads, decided_on, now, clock, positions, pods)
 
@@ -224,7 +224,7 @@ class SchedulingLoop:
         metrics.UNSURE_JOBS.set(len(executor.unsure))
         for decision in result.decisions:
             metrics.DECISIONS.labels(decision.action).inc()
-        await asyncio.to_thread(metrics.publish, result, snapshot.queues, snapshot.jobs, now)
+        await asyncio.to_thread(metrics.publish, result, snapshot.queues, snapshot.workloads, now)
         self.cycles += 1
         if result.decisions:
             log.info(

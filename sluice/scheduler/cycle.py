@@ -149,7 +149,7 @@ def apply_decisions(snapshot: Snapshot, result: CycleResult, now: datetime) -> S
     gone: set[str] = set()
     named: set[tuple[str, str, str]] = set()  # (namespace, label, name) of the others' pods
     jobs: list[WorkloadView] = []
-    for job in snapshot.jobs:
+    for job in snapshot.workloads:
         decision = suspended.get(job.key)
         if job.key in admitted:
             jobs.append(replace(job, phase=JobPhase.INQUEUE, admitted_at=now))
@@ -179,4 +179,4 @@ def apply_decisions(snapshot: Snapshot, result: CycleResult, now: datetime) -> S
                 and not any((p.namespace, k, v) in named for k, v in p.named_by)
             )
         ]
-    return replace(snapshot, jobs=tuple(jobs), now=now, pods=pods)
+    return replace(snapshot, workloads=tuple(jobs), now=now, pods=pods)

@@ -37,10 +37,10 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
-    """The cluster as one cycle sees it. Jobs are the managed ones only."""
+    """The cluster as one cycle sees it. Workloads (of every kind) are the managed ones only."""
 
     queues: Sequence[Queue]
-    jobs: Sequence[WorkloadView]
+    workloads: Sequence[WorkloadView]
     nodes: Sequence[NodeView]
     now: datetime
     priority_classes: Sequence[PriorityClassView] = ()

@@ -114,7 +114,7 @@ class Session:
         (None: its pods could not be placed)."""
         self._build_queues()
         self.admitted_at_start: list[JobInfo] = []
-        self._place_jobs(snapshot.jobs)
+        self._place_jobs(snapshot.workloads)
         self._account_pods(snapshot.pods or ())
         self._allocate()
         self._derive()

@@ -197,7 +197,7 @@ def build_snapshot(
         jobs = _one_per_name(jobs, others, strict, unreadable)
     snapshot = Snapshot(
         queues=views["Queue"],
-        jobs=jobs,
+        workloads=jobs,
         nodes=views["Node"],
         now=now,
         priority_classes=views["PriorityClass"],

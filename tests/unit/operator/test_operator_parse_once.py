@@ -71,11 +71,11 @@ def test_an_object_is_read_once_and_snapshots_share_its_view(
     state = cluster()
     first, second = state.snapshot(NOW, 5).snapshot, state.snapshot(NOW, 5).snapshot
     assert reads == ["running", "fits", "too-big"]
-    assert all(a is b for a, b in zip(first.jobs, second.jobs, strict=True))
-    assert first.jobs is not second.jobs  # each cycle its own lists
+    assert all(a is b for a, b in zip(first.workloads, second.workloads, strict=True))
+    assert first.workloads is not second.workloads  # each cycle its own lists
     state.on_workload("MODIFIED", job("fits", 7, "2"))
     assert reads[-1] == "fits" and len(reads) == 4
-    changed = [j for j in state.snapshot(NOW, 5).snapshot.jobs if j.name == "fits"]
+    changed = [j for j in state.snapshot(NOW, 5).snapshot.workloads if j.name == "fits"]
     assert [j.request for j in changed] == [{"cpu": 2000}]
     assert (
         state.workloads["ns/fits"]["metadata"]["resourceVersion"] == "7"
@@ -85,11 +85,11 @@ def test_an_object_is_read_once_and_snapshots_share_its_view(
 def test_a_cycle_leaves_the_views_it_shares_as_they_were_read() -> None:
     state = cluster()
     snapshot = state.snapshot(NOW, 5).snapshot
-    views = [*snapshot.queues, *snapshot.jobs, *snapshot.nodes, *snapshot.namespaces]
+    views = [*snapshot.queues, *snapshot.workloads, *snapshot.nodes, *snapshot.namespaces]
     as_read = copy.deepcopy(views)
     result = run_cycle(snapshot)
     # The cycle did decide: one admission, and a requeue of the job whose pods never came.
     decided = {(d.action, d.job) for d in result.decisions}
     assert decided == {("admit", "ns/fits"), ("requeue", "ns/running")}
     assert views == as_read
-    assert all(isinstance(j, WorkloadView) for j in snapshot.jobs)
+    assert all(isinstance(j, WorkloadView) for j in snapshot.workloads)

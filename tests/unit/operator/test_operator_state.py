@@ -144,7 +144,7 @@ def test_unreadable_objects_are_left_out_and_reported() -> None:
     )
     taken = state.snapshot(NOW, 5)
     assert [q.name for q in taken.snapshot.queues] == ["root"]
-    assert taken.snapshot.jobs == []
+    assert taken.snapshot.workloads == []
     assert set(taken.unreadable) == {"queue/bad", "job/ns/j"}
 
 
@@ -161,10 +161,10 @@ def test_plain_pods_join_the_snapshot_as_the_workloads_they_form() -> None:
     state.on_pod("ADDED", pod("b", 4))
     state.on_pod("ADDED", obj("outside", 5, spec={"containers": []}))
     taken = state.snapshot(NOW, 5)
-    assert [j.key for j in taken.snapshot.jobs] == ["ns/pod/a", "ns/pod/b"]
+    assert [j.key for j in taken.snapshot.workloads] == ["ns/pod/a", "ns/pod/b"]
     assert sorted(taken.pod_workloads) == ["ns/pod/a", "ns/pod/b"]
     state.on_pod("DELETED", pod("a", 6))
-    assert [j.key for j in state.snapshot(NOW, 5).snapshot.jobs] == ["ns/pod/b"]
+    assert [j.key for j in state.snapshot(NOW, 5).snapshot.workloads] == ["ns/pod/b"]
 
 
 def test_status_is_written_only_when_something_a_reader_sees_changes() -> None:
@@ -247,7 +247,7 @@ def test_a_limit_range_change_reads_its_namespaces_workloads_again() -> None:
     state.readers = readers(defaults_of=state.pod_defaults.of)
     job = queued_job(1, spec={"template": {"spec": {"containers": [{"name": "c"}]}}})
     state.on_workload("ADDED", job)
-    assert state.snapshot(NOW, 5).snapshot.jobs[0].request == Resources()
+    assert state.snapshot(NOW, 5).snapshot.workloads[0].request == Resources()
     state.wake.clear()
     limits = {
         "metadata": {"name": "d", "namespace": "ns", "resourceVersion": "3"},
@@ -255,13 +255,13 @@ def test_a_limit_range_change_reads_its_namespaces_workloads_again() -> None:
     }
     state.on_limit_range("ADDED", limits)
     assert state.wake.is_set()
-    assert state.snapshot(NOW, 5).snapshot.jobs[0].request == Resources.parse({"cpu": "2"})
+    assert state.snapshot(NOW, 5).snapshot.workloads[0].request == Resources.parse({"cpu": "2"})
     state.wake.clear()
     other = {**limits, "metadata": {**limits["metadata"], "namespace": "elsewhere"}}
     state.on_limit_range("ADDED", other)
     assert not state.wake.is_set()  # no workload there
     state.on_limit_range("DELETED", limits)
-    assert state.snapshot(NOW, 5).snapshot.jobs[0].request == Resources()
+    assert state.snapshot(NOW, 5).snapshot.workloads[0].request == Resources()
 
 
 def test_a_queue_over_its_capability_says_so_in_its_status_and_once_in_an_event() -> None:

@@ -131,7 +131,7 @@ def test_a_job_a_gated_kind_controls_is_part_of_it_not_a_workload(
 ) -> None:
     state = ClusterState(readers=readers(workload_kinds=gated))
     state.on_workload("ADDED", child_job())
-    assert [j.key for j in state.snapshot(NOW, 5).snapshot.jobs] == (
+    assert [j.key for j in state.snapshot(NOW, 5).snapshot.workloads] == (
         ["ns/sweep-workers-0"] if managed else []
     )
 
@@ -150,7 +150,7 @@ def test_the_snapshot_holds_every_kind_the_state_stores() -> None:
     state = ClusterState()
     state.on_workload("ADDED", copy.deepcopy(pytorch_job("train", True)))
     state.on_workload("ADDED", copy.deepcopy(jobset("sweep", True)))
-    jobs = state.snapshot(NOW, 5).snapshot.jobs
+    jobs = state.snapshot(NOW, 5).snapshot.workloads
     assert sorted((j.kind, j.key, j.request.describe()) for j in jobs) == [
         ("JobSet", "ns/sweep", "cpu 2"),
         ("PyTorchJob", "ns/train", "cpu 1"),
@@ -163,7 +163,7 @@ def test_workloads_of_one_name_across_kinds_are_left_out_and_said_why() -> None:
     state.on_workload("ADDED", pytorch_job("train", True))
     state.on_workload("ADDED", jobset("other", True))
     taken = state.snapshot(NOW, 5)
-    assert [j.key for j in taken.snapshot.jobs] == ["ns/other"]
+    assert [j.key for j in taken.snapshot.workloads] == ["ns/other"]
     assert taken.unreadable == {
         "jobset/ns/train": "workloads of kinds JobSet, PyTorchJob are all named ns/train: sluice"
         " does not tell them apart and leaves them out; give them different names",

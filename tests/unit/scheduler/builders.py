@@ -183,7 +183,7 @@ def snapshot(
     cfg = parse_scheduler_config(config) if config is not None else SchedulerConfig()
     return Snapshot(
         queues=[queue("root"), *queues] if all(q.name != "root" for q in queues) else queues,
-        jobs=jobs,
+        workloads=jobs,
         nodes=nodes,
         now=now,
         priority_classes=[PriorityClassView(n, v) for n, v in (priority_classes or {}).items()],

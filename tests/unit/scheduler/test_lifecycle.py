@@ -47,7 +47,7 @@ def test_a_cycle_without_root_schedules_under_an_implied_one() -> None:
     base = snapshot([queue("a")], [job("j", "a", cpu=1)], [node(cpu=1)])
     snap = Snapshot(
         queues=[q for q in base.queues if q.name != "root"],
-        jobs=base.jobs,
+        workloads=base.workloads,
         nodes=base.nodes,
         now=base.now,
     )

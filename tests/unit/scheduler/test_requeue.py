@@ -185,7 +185,7 @@ def test_simulate_applies_a_requeue_like_the_operator_writes_it() -> None:
     snap = snapshot([queue("q")], [train], [node(cpu=4)], pods=pods)
     result = run_cycle(snap)
     after = apply_decisions(snap, result, NOW)
-    view = next(j for j in after.jobs if j.name == "train")
+    view = next(j for j in after.workloads if j.name == "train")
     assert view.phase is JobPhase.PENDING and view.admitted_at is None
     assert view.requeues == 1 and view.requeued_at == NOW
     assert view.requeue_reason == result.decisions[0].reason

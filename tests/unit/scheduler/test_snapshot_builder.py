@@ -35,7 +35,7 @@ READS = [
 def test_tolerant_leaves_unreadable_objects_out_and_reports_them() -> None:
     built = build_snapshot(READS, NOW, strict=False)
     assert [q.name for q in built.snapshot.queues] == ["root"]
-    assert [j.key for j in built.snapshot.jobs] == ["ns/a"]
+    assert [j.key for j in built.snapshot.workloads] == ["ns/a"]
     assert set(built.unreadable) == {"queue/bad", "job/ns/b"}
     assert built.unreadable["job/ns/b"].startswith("Job ns/b: field spec.template.spec")
     assert built.snapshot.pods == []
