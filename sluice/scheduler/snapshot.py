@@ -44,6 +44,8 @@ Reader = Callable[[Mapping[str, Any]], View | None]
 WORKLOAD_KINDS = tuple(adapter.kind for adapter in ADAPTERS)
 """The kinds of workload a Snapshot's jobs are read from (docs/workloads.md), Job first."""
 OTHER_WORKLOAD_KINDS = frozenset(WORKLOAD_KINDS) - {JOB_KIND}
+PLAIN_PODS = "PlainPods"
+"""The kind of the reads of workloads formed of plain pods (``plain_pod_workloads``)."""
 KINDS = ("Namespace", "Queue", *WORKLOAD_KINDS, "Node", "Pod", "PriorityClass")
 """The kinds a Snapshot is built from, in the order a strict build reports the first error."""
 
@@ -138,11 +140,12 @@ def plain_pod_workloads(
     members: Iterable[PodMember],
 ) -> tuple[dict[str, PodWorkload], list[Read]]:
     """The workloads managed plain pods form (docs/workloads.md, "Plain pods and pod
-    groups"), by key, and the read of each that is a workload yet, to join a Snapshot's jobs;
-    the others (a group not complete) say what they wait for (``PodWorkload.waiting``)."""
+    groups"), by key, and the read of each that is a workload yet, to join a Snapshot's
+    workloads; the others (a group not complete) say what they wait for
+    (``PodWorkload.waiting``)."""
     found = pod_workloads(members)
     reads = [
-        Read(JOB_KIND, f"pods/{key}", workload.view)
+        Read(PLAIN_PODS, f"pods/{key}", workload.view)
         for key, workload in found.items()
         if workload.view is not None
     ]
@@ -180,7 +183,7 @@ def build_snapshot(
     and listed in ``unreadable``. ``pods_known`` False: the pods are not known (a dump
     without any), and the Snapshot says so rather than that there are none.
     """
-    views: dict[str, list[Any]] = {kind: [] for kind in KINDS}
+    views: dict[str, list[Any]] = {kind: [] for kind in (*KINDS, PLAIN_PODS)}
     unreadable: dict[str, str] = {}
     others: list[Read] = []  # workloads of the kinds other than Job
     for one in reads:
@@ -192,7 +195,9 @@ def build_snapshot(
             views[one.kind].append(one.view)
             if one.kind in OTHER_WORKLOAD_KINDS:
                 others.append(one)
-    jobs: list[WorkloadView] = views[JOB_KIND]
+    # Keys of Jobs and of plain pods never meet (pods/..., pod-group/...): only the other
+    # kinds can share a name with another workload.
+    jobs: list[WorkloadView] = [*views[JOB_KIND], *views[PLAIN_PODS]]
     if others:
         jobs = _one_per_name(jobs, others, strict, unreadable)
     snapshot = Snapshot(
