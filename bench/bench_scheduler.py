@@ -64,7 +64,7 @@ def measure(size: Size, repeat: int) -> dict[str, Any]:
     priority = {pc.name: pc.value for pc in snapshot.priority_classes}
     keys = [
         (-priority.get(j.priority_class_name or "", 0), j.creation_timestamp, j.namespace, j.name)
-        for j in snapshot.jobs
+        for j in snapshot.workloads
     ]
     floors = []
     for _ in range(repeat):

@@ -24,11 +24,11 @@ from sluice.api.resources import Resources
 from sluice.api.views import (
     MAIN_POD_SET,
     JobPhase,
-    JobView,
     NodeView,
     PodSet,
     PodView,
     PriorityClassView,
+    WorkloadView,
 )
 from sluice.scheduler.model import Snapshot
 from sluice.scheduler.placement import Placement
@@ -105,7 +105,7 @@ def generate(size: Size, seed: int = 1) -> Snapshot:
                     )
                 )
                 leaves.append(name)
-    jobs: list[JobView] = []
+    jobs: list[WorkloadView] = []
     for i in range(size.admitted + size.pending):
         admitted = i < size.admitted
         # Sized so that the admitted half fills about nine tenths of the nodes.
@@ -128,7 +128,7 @@ def generate(size: Size, seed: int = 1) -> Snapshot:
         )
         created = START + timedelta(seconds=i)
         jobs.append(
-            JobView(
+            WorkloadView(
                 namespace=f"team-{i % 100}",
                 name=f"job-{i}",
                 uid=f"uid-{i}",
@@ -157,7 +157,7 @@ def generate(size: Size, seed: int = 1) -> Snapshot:
         )
     return Snapshot(
         queues=queues,
-        jobs=jobs,
+        workloads=jobs,
         nodes=nodes,
         now=START + timedelta(days=1),
         priority_classes=[
@@ -169,7 +169,7 @@ def generate(size: Size, seed: int = 1) -> Snapshot:
     )
 
 
-def _pods(jobs: list[JobView], nodes: list[NodeView], now: datetime) -> list[PodView]:
+def _pods(jobs: list[WorkloadView], nodes: list[NodeView], now: datetime) -> list[PodView]:
     """A DaemonSet pod on every node, then the admitted jobs' pods bound first fit where they
     fit (largest jobs first), pending where they do not (created a minute ago: none has
     waited podsReadyTimeout yet)."""
@@ -190,7 +190,7 @@ def _pods(jobs: list[JobView], nodes: list[NodeView], now: datetime) -> list[Pod
     return pods
 
 
-def _pod(job: JobView, n: int, node: str | None, created: datetime) -> PodView:
+def _pod(job: WorkloadView, n: int, node: str | None, created: datetime) -> PodView:
     return PodView(
         job.namespace,
         f"{job.name}-{n}",
@@ -210,7 +210,7 @@ def to_objects(snapshot: Snapshot) -> dict[str, Any]:
         obj = queue.to_object()
         obj["metadata"]["creationTimestamp"] = queue.creation_timestamp.isoformat()
         items.append(obj)
-    items.extend(_job(job) for job in snapshot.jobs)
+    items.extend(_job(job) for job in snapshot.workloads)
     items.extend(_pod_object(pod) for pod in snapshot.pods or ())
     for node in snapshot.nodes:
         items.append(
@@ -241,7 +241,7 @@ def to_objects(snapshot: Snapshot) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "List", "items": items}
 
 
-def _job(job: JobView) -> dict[str, Any]:
+def _job(job: WorkloadView) -> dict[str, Any]:
     (main,) = job.pod_sets
     pod: dict[str, Any] = {
         "containers": [{"name": "main", "resources": {"requests": main.pod.request.to_kube()}}]

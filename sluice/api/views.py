@@ -26,9 +26,9 @@ from sluice.api.constants import (
     REQUEUED_AT_ANNOTATION,
     REQUEUES_ANNOTATION,
 )
-from sluice.api.constraints import PodSpecView, Taint, pod_spec_view, taints_of
+from sluice.api.constraints import PodSpecView, Taint, taints_of
 from sluice.api.errors import InvalidObject
-from sluice.api.pod_defaults import NO_DEFAULTS, DefaultsOf, PodDefaults, no_defaults
+from sluice.api.pod_defaults import NO_DEFAULTS, PodDefaults
 from sluice.api.quantity import QuantityError
 from sluice.api.resources import EMPTY, Resources
 
@@ -36,7 +36,7 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 NEVER = "Never"
 """The ``preemptionPolicy`` of pods that wait for room rather than take it (Kubernetes')."""
 JOB_KIND = "Job"
-"""The kind of a batch/v1 Job: the workload kind a JobView is unless it says otherwise."""
+"""The kind of a batch/v1 Job: the workload kind a WorkloadView is unless it says otherwise."""
 MAIN_POD_SET = "main"
 """The name of a Job's one pod set (docs/workloads.md)."""
 
@@ -96,7 +96,7 @@ class PodSet:
 
 
 @dataclass(frozen=True, slots=True)
-class JobView:
+class WorkloadView:
     """A managed workload as the scheduler sees it, of any kind (docs/workloads.md): its
     pod sets, its queue, its phase, and what sluice wrote on it."""
 
@@ -245,11 +245,11 @@ class PublishedJob:
 
 def published_job(
     obj: Mapping[str, Any],
-    read: Callable[[Mapping[str, Any]], JobView | None] | None = None,
+    read: Callable[[Mapping[str, Any]], WorkloadView | None],
 ) -> PublishedJob | None:
-    """What the operator published about a Job (or, read by ``read``, a workload of another
-    kind); None when no queue manages it. Raises InvalidObject for one sluice cannot read."""
-    view = (read or job_from_object)(obj)
+    """What the operator published about a workload, read by ``read`` (its kind's adapter);
+    None when no queue manages it. Raises InvalidObject for one sluice cannot read."""
+    view = read(obj)
     if view is None:
         return None
     annotations = (obj.get("metadata") or {}).get("annotations") or {}
@@ -420,40 +420,6 @@ def job_queue_name(
     return None, False
 
 
-def job_from_object(
-    obj: Mapping[str, Any],
-    namespace_default_queue: Mapping[str, str] | None = None,
-    defaults_of: DefaultsOf = no_defaults,
-) -> JobView | None:
-    """A batch/v1 Job as sluice sees it, or None when no queue manages it; ``defaults_of``:
-    what a namespace adds to the requests of the pods created in it."""
-    meta, name = _meta(obj, JOB_KIND)
-    namespace = str(meta.get("namespace") or "default")
-    full = f"{namespace}/{name}"
-    queue, from_ns = job_queue_name(obj, namespace_default_queue)
-    if queue is None:
-        return None
-    spec = obj.get("spec") or {}
-    status = obj.get("status") or {}
-    template = (spec.get("template") or {}).get("spec") or {}
-    parallelism, pod_count = job_pod_counts(spec, status, JOB_KIND, full, "spec")
-    pod = pod_request(template, JOB_KIND, full, defaults=defaults_of(namespace))
-    pods = PodSet(
-        MAIN_POD_SET,
-        parallelism,
-        pod_spec_view(template, pod, JOB_KIND, full, "spec.template.spec"),
-        pod_count,
-        template.get("priorityClassName") or None,
-        template.get("preemptionPolicy") == NEVER,
-    )
-    phase = job_phase(
-        finished=job_finished(obj),
-        suspended=bool(spec.get("suspend")),
-        active=(status.get("active") or 0) > 0,
-    )
-    return workload_view(obj, JOB_KIND, queue, from_ns, (pods,), phase)
-
-
 def job_phase(*, finished: bool, suspended: bool, active: bool) -> JobPhase:
     """A workload's phase from what its object says, the same for every kind."""
     if finished:
@@ -471,7 +437,7 @@ def workload_view(
     pod_sets: tuple[PodSet, ...],
     phase: JobPhase,
     pods_by: tuple[tuple[str, str], ...] = (),
-) -> JobView:
+) -> WorkloadView:
     """The view of a managed workload of any kind, given what its kind's reading found: its
     metadata and what sluice wrote on it (its annotations) are read the same for all."""
     meta, name = _meta(obj, kind)
@@ -481,7 +447,7 @@ def workload_view(
     request = EMPTY
     for pod_set in pod_sets:
         request = request + pod_set.request
-    return JobView(
+    return WorkloadView(
         namespace=namespace,
         name=name,
         kind=kind,

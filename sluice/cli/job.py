@@ -68,10 +68,16 @@ def _api(kubeconfig: str | None, context: str | None) -> Any:
         fail(str(err))
 
 
-def _denied(err: Any, what: str) -> str:
-    if err.status == 403:
-        return f"not allowed to {what} (the API server said: {err.reason})"
-    return f"cannot {what}: {err.status} {err.reason}"
+def _denied(err: BaseException, what: str) -> str:
+    """A failed call, for people, as the one classifier reads it."""
+    from sluice.kube.errors import Failure, classify, message
+
+    failure = classify(err)
+    if failure is Failure.FORBIDDEN:
+        return f"not allowed to {what} (the API server said: {message(err)})"
+    if isinstance(err, OSError):
+        return f"cannot reach the API server: {err}"
+    return f"cannot {what}: {failure.value}, {message(err)}"
 
 
 def list_jobs(
@@ -87,13 +93,12 @@ def list_jobs(
     """The managed jobs (or workloads of another kind) of a namespace: queue, state, position
     in the queue, the reason they wait and when they were admitted."""
     from kubernetes import client
-    from kubernetes.client.exceptions import ApiException
 
     from sluice.kube import context_namespace
+    from sluice.kube.errors import API_ERRORS
 
     adapter = _adapter(kind)
     api = _api(kubeconfig, context)
-    batch = client.BatchV1Api(api)
     custom = client.CustomObjectsApi(api)
     selector = f"{QUEUE_LABEL}={queue}" if queue else QUEUE_LABEL
     ns = namespace or context_namespace(kubeconfig, context)
@@ -106,7 +111,7 @@ def list_jobs(
                 else core.list_namespaced_pod(ns, label_selector=selector)
             )
             items = [api.sanitize_for_serialization(p) for p in pods.items]
-        elif adapter is not JOB:
+        else:  # every kind at its group's path, batch/v1 Jobs as much as the CRDs
             api_group = (adapter.group, adapter.version)
             found = cast(
                 dict[str, Any],
@@ -119,16 +124,10 @@ def list_jobs(
                 ),
             )
             items = list(found.get("items") or ())
-        elif all_namespaces:
-            items = batch.list_job_for_all_namespaces(label_selector=selector).items
-        else:
-            items = batch.list_namespaced_job(ns, label_selector=selector).items
-    except ApiException as err:
+    except API_ERRORS as err:
         plural = "pods" if adapter is None else adapter.plural
         what = f"list {plural}" + ("" if all_namespaces else f" in namespace {ns}")
         fail(_denied(err, what))
-    except OSError as err:
-        fail(f"cannot reach the API server: {err}")
     if adapter is None:
         lines = _pod_lines(items)
     else:
@@ -152,9 +151,9 @@ def why(
     position), or when it was admitted, with its queue's numbers and the Events sluice posted
     on it."""
     from kubernetes import client
-    from kubernetes.client.exceptions import ApiException
 
     from sluice.kube import context_namespace
+    from sluice.kube.errors import API_ERRORS, Failure, classify
 
     adapter = _adapter(kind)
     if adapter is None:
@@ -167,22 +166,14 @@ def why(
         fail(f"{job!r}: give the job as NAMESPACE/NAME, or NAME with -n NAMESPACE")
     api = _api(kubeconfig, context)
     try:
-        if adapter is JOB:
-            found: Any = client.BatchV1Api(api).read_namespaced_job(name, ns)
-        else:
-            found = client.CustomObjectsApi(api).get_namespaced_custom_object(
-                adapter.group, adapter.version, ns, adapter.plural, name
-            )
-        obj = _with_kind(api, found, adapter)
-    except ApiException as err:
-        what = adapter.kind.lower()
-        fail(
-            f"{what} {ns}/{name} not found"
-            if err.status == 404
-            else _denied(err, f"read the {what}")
+        found = client.CustomObjectsApi(api).get_namespaced_custom_object(
+            adapter.group, adapter.version, ns, adapter.plural, name
         )
-    except OSError as err:
-        fail(f"cannot reach the API server: {err}")
+        obj = _with_kind(api, found, adapter)
+    except API_ERRORS as err:
+        what = adapter.kind.lower()
+        gone = classify(err) is Failure.GONE
+        fail(f"{what} {ns}/{name} not found" if gone else _denied(err, f"read the {what}"))
     queue_name = ((obj.get("metadata") or {}).get("labels") or {}).get(QUEUE_LABEL)
     queue, queue_error = _queue(api, queue_name) if queue_name else (None, "")
     events: list[dict[str, Any]] = []
@@ -191,7 +182,7 @@ def why(
             ns, field_selector=f"involvedObject.kind={adapter.kind},involvedObject.name={name}"
         )
         events = [api.sanitize_for_serialization(e) for e in listing.items]
-    except ApiException:
+    except API_ERRORS:
         pass  # Events are a courtesy: the job's own annotations carry the decision
     for line in explain(obj, queue, events, queue_error):
         typer.echo(line)
@@ -200,12 +191,14 @@ def why(
 def _queue(api: Any, name: str) -> tuple[dict[str, Any] | None, str]:
     """The Queue, or why it cannot be read."""
     from kubernetes import client
-    from kubernetes.client.exceptions import ApiException
+
+    from sluice.kube.errors import API_ERRORS, Failure, classify
 
     try:
         found = client.CustomObjectsApi(api).get_cluster_custom_object(GROUP, VERSION, PLURAL, name)
-    except ApiException as err:
-        return None, "not found" if err.status == 404 else _denied(err, "read the queue")
+    except API_ERRORS as err:
+        gone = classify(err) is Failure.GONE
+        return None, "not found" if gone else _denied(err, "read the queue")
     return cast(dict[str, Any], found), ""
 
 
@@ -237,9 +230,9 @@ def _why_pods(
 ) -> None:
     """`job why --kind Pod`: the workload of plain pods ``pod/NAME`` or ``pod-group/GROUP``."""
     from kubernetes import client
-    from kubernetes.client.exceptions import ApiException
 
     from sluice.kube import context_namespace
+    from sluice.kube.errors import API_ERRORS
 
     named = pod_workload_name(given, namespace or context_namespace(kubeconfig, context))
     if named is None:
@@ -253,10 +246,8 @@ def _why_pods(
             listing = core.list_namespaced_pod(ns, label_selector=f"{POD_GROUP_LABEL}={short}")
         else:
             listing = core.list_namespaced_pod(ns, field_selector=f"metadata.name={short}")
-    except ApiException as err:
+    except API_ERRORS as err:
         fail(_denied(err, f"list pods in namespace {ns}"))
-    except OSError as err:
-        fail(f"cannot reach the API server: {err}")
     members, unreadable = _members([api.sanitize_for_serialization(p) for p in listing.items])
     if unreadable:
         fail(f"{ns}/{name}: {unreadable[0].reason}")
@@ -268,7 +259,7 @@ def _why_pods(
     try:
         found = core.list_namespaced_event(ns, field_selector="involvedObject.kind=Pod")
         events = [api.sanitize_for_serialization(e) for e in found.items]
-    except ApiException:
+    except API_ERRORS:
         pass  # Events are a courtesy: the pods' own annotations carry the decision
     for line in explain_pods(workload, queue, events, queue_error):
         typer.echo(line)

@@ -23,7 +23,7 @@ from sluice.api.views import (
     published_job,
     split_pending_reason,
 )
-from sluice.api.workloads import workload_from_object
+from sluice.api.workloads import BY_KIND
 from sluice.api.workloads.pods import GROUP_PREFIX, POD_PREFIX, PodWorkload
 
 
@@ -36,7 +36,8 @@ def job_line(obj: Mapping[str, Any]) -> PublishedJob | None:
     it; None when sluice does not manage it, and a line saying so for one sluice cannot
     read."""
     try:
-        line = published_job(obj, None if _kind(obj) == JOB_KIND else workload_from_object)
+        adapter = BY_KIND.get(_kind(obj))
+        line = None if adapter is None else published_job(obj, adapter.view)
     except InvalidObject as err:
         meta = obj.get("metadata") or {}
         namespace, name = str(meta.get("namespace") or ""), str(meta.get("name"))

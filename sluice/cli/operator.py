@@ -84,4 +84,4 @@ def run(
         max_queue_depth=max_queue_depth,
         workload_kinds=kinds,
     )
-    asyncio.run(run_operator(api, options))
+    raise typer.Exit(asyncio.run(run_operator(api, options)))

@@ -48,15 +48,16 @@ Dequeue = Annotated[
 Recursive = Annotated[bool, typer.Option("--recursive", "-r", help="The whole subtree.")]
 
 
-def _api_message(err: Any) -> str:
+def _api_message(err: BaseException) -> str:
     """The API server's (or the webhook's) own message, shown as is."""
-    try:
-        message = str(json.loads(err.body).get("message") or err.reason)
-    except (TypeError, ValueError):
-        message = str(err.reason)
-    if err.status == 404:
-        return message.replace(f'{PLURAL}.{GROUP} "', "queue ").replace('" not found', " not found")
-    return message
+    from sluice.kube.errors import Failure, classify, message
+
+    if isinstance(err, OSError):
+        return f"cannot reach the API server: {err}"
+    said = message(err)
+    if classify(err) is Failure.GONE:
+        return said.replace(f'{PLURAL}.{GROUP} "', "queue ").replace('" not found', " not found")
+    return said
 
 
 class Client:
@@ -71,14 +72,12 @@ class Client:
             fail(str(err))
 
     def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        from kubernetes.client.exceptions import ApiException
+        from sluice.kube.errors import API_ERRORS
 
         try:
             return getattr(self.api, method)(GROUP, VERSION, PLURAL, *args, **kwargs)
-        except ApiException as err:
+        except API_ERRORS as err:
             fail(_api_message(err))
-        except OSError as err:
-            fail(f"cannot reach the API server: {err}")
 
     def get(self, name: str) -> dict[str, Any]:
         return dict(self.call("get_cluster_custom_object", name))

@@ -55,7 +55,7 @@ def simulate_file(
     state = dump.snapshot
     untouched = replace(state, config=replace(state.config, actions=()))
     decisions: list[tuple[int, Decision]] = []
-    # What the operator's queue handlers would write: the queues do not change across cycles.
+    # What the operator's Queue reconciler would write: the queues do not change across cycles.
     actions: list[QueueAction] = lifecycle_actions(QueueTree({q.name: q for q in state.queues}))
     queue_order: list[str] = []
     result = None

@@ -27,7 +27,7 @@ from sluice.api.pod_defaults import (
     runtime_class_from_object,
 )
 from sluice.api.queue import Queue
-from sluice.api.views import JobView, NamespaceView
+from sluice.api.views import NamespaceView, WorkloadView
 from sluice.api.workloads import ADAPTERS
 from sluice.api.workloads.pods import PodWorkload
 from sluice.scheduler.model import Snapshot
@@ -213,7 +213,7 @@ def build_snapshot(
     labels = {item.where: item.label for kind in WORKLOAD_KINDS for item in by_kind[kind]}
     seen: set[str] = set()
     for one in reads:
-        if isinstance(one.view, JobView):
+        if isinstance(one.view, WorkloadView):
             if one.view.key in seen:
                 raise SnapshotError(f"{one.ref}: {labels[one.ref]}: appears twice in the dump")
             seen.add(one.view.key)

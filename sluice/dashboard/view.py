@@ -22,6 +22,7 @@ from sluice.api.quantity import format_quantity
 from sluice.api.queue import Queue
 from sluice.api.resources import Resources
 from sluice.api.views import PublishedJob, published_job
+from sluice.api.workloads.job import JOB
 
 TIMELINE = 200
 """Decisions kept for the timeline (the newest)."""
@@ -31,7 +32,7 @@ def job_row(obj: Mapping[str, Any]) -> PublishedJob | None:
     """A managed job as the dashboard shows it; None when sluice does not manage it (or it
     cannot be read: the operator reports those)."""
     try:
-        return published_job(obj)
+        return published_job(obj, JOB.view)
     except InvalidObject:
         return None
 

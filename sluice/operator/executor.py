@@ -1,20 +1,20 @@
 """Carrying out a plan (``plan.py``): the workload writes, in their phases, and their Events.
 
-Every failed API call is put in one of five classes (``classify``), each with one policy:
+Every failed API call is read by the one classifier (``sluice.kube.errors``); here each class
+has one policy:
 
 - ``conflict``: the object changed since it was read (409), or the decision's precondition no
   longer holds: nothing is written, the next cycle decides again on the fresh view.
 - ``gone``: the object no longer exists (404): nothing to do.
 - ``unsure``: the call may or may not have happened (a timeout, a dropped connection, a server
-  error): no cycle runs before the Job has been read again.
+  error): no cycle runs before the workload has been read again.
 - ``retry``: the API server did nothing and asks to come back (429): the loop decides again
   in a moment.
-- ``refused``: the API server said no for good (RBAC, a webhook): logged, the rest goes on.
+- ``forbidden``, ``refused`` (and ``expired``, which no write meets): the API server said no
+  for good (RBAC, a webhook): logged, the rest goes on.
 
-The Queue handlers (``queue_handlers.py``) read failures through the same classifier.
-
-A crash between two writes loses nothing and repeats nothing: the Job itself records its
-admission, and the next leader decides from the Jobs as they are.
+A crash between two writes loses nothing and repeats nothing: the workload itself records its
+admission, and the next leader decides from the workloads as they are.
 """
 
 from __future__ import annotations
@@ -27,15 +27,14 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any
 
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
-from urllib3.exceptions import HTTPError
 
 from sluice.api.workloads import Adapter
 from sluice.api.workloads.job import JOB
+from sluice.kube.errors import API_ERRORS, Failure, classify, message
+from sluice.kube.watch import drain
 from sluice.operator.events import EventSink
 from sluice.operator.plan import EventSpec, Obj, Plan, PodChange, Write, adapter_of, basis
 from sluice.operator.state import ClusterState
@@ -49,42 +48,6 @@ WRITERS = 8
 """Parallel writes within one phase; phases stay ordered (victims before admissions)."""
 
 
-class Failure(Enum):
-    CONFLICT = "conflict"
-    GONE = "gone"
-    UNSURE = "unsure"
-    RETRY = "retry"
-    REFUSED = "refused"
-
-
-def classify(err: BaseException) -> Failure:
-    """The one reading of an API call's failure."""
-    if isinstance(err, ApiException):
-        if err.status == 409:
-            return Failure.CONFLICT
-        if err.status == 404:
-            return Failure.GONE
-        if err.status == 429:
-            return Failure.RETRY
-        if err.status == 0 or err.status >= 500:
-            return Failure.UNSURE
-        return Failure.REFUSED
-    return Failure.UNSURE  # a connection that broke, a timeout: the outcome is unknown
-
-
-def message(err: BaseException) -> str:
-    """What the API server said, for a log line."""
-    if isinstance(err, ApiException):
-        try:
-            return str(json.loads(err.body or "").get("message", err.reason))
-        except (TypeError, ValueError, AttributeError):
-            return str(err.reason)
-    return repr(err)
-
-
-API_ERRORS = (ApiException, HTTPError, OSError)
-
-
 def post_event(core: client.CoreV1Api, namespace: str, event: dict[str, Any]) -> bool:
     """Create one Event; a failure is logged, never raised. Whether it was created."""
     body: Any = event  # the client takes plain JSON as well as its models
@@ -95,14 +58,6 @@ def post_event(core: client.CoreV1Api, namespace: str, event: dict[str, Any]) ->
         log.warning("event=event-post-failed object=%s/%s error=%s", namespace, name, message(err))
         return False
     return True
-
-
-def drain(response: Any) -> bytes:
-    """Read a raw answer and hand its connection back to the pool (urllib3 keeps it
-    otherwise, and every later request would pay for a new TLS handshake)."""
-    data: bytes = response.data
-    response.release_conn()
-    return data
 
 
 @dataclass
@@ -124,43 +79,43 @@ class WriteStats:
 
 class Executor:
     def __init__(self, api: client.ApiClient, state: ClusterState) -> None:
-        self.batch = client.BatchV1Api(api)
         self.core = client.CoreV1Api(api)
         self.custom = client.CustomObjectsApi(api)
         self.state = state
         self.stats = WriteStats()
-        self.unsure: set[str] = set()  # Jobs whose last write has an unknown outcome
-        self.positions_written: dict[str, float] = {}  # Job -> clock of its last reason write
+        self.unsure: set[str] = set()  # workloads whose last write has an unknown outcome
+        self.positions_written: dict[str, float] = {}  # workload -> clock of its last reason
         self.clock: Callable[[], float] = time.monotonic
         self.events = EventSink(self._create_event)
 
-    # Jobs --------------------------------------------------------------------------------
+    # Workloads ---------------------------------------------------------------------------
     def write(self, write: Write) -> Obj | None:
-        """One Job write, while its precondition holds. The resourceVersion sent is the newest
-        seen, so the write never undoes a change the operator has not seen yet."""
+        """One workload's write (a patch of the workload, or of its plain pods), while its
+        precondition holds. The resourceVersion sent is the newest seen, so the write never
+        undoes a change the operator has not seen yet."""
         if write.pods is not None:
             return self.write_pods(write, write.pods)
-        current = self.state.jobs.get(write.job)
+        current = self.state.workloads.get(write.workload)
         if current is None:
             return None
         if write.basis is not None and basis(current) != write.basis:
             self.stats.conflict()
-            log.info("event=stale-decision job=%s kind=%s", write.job, write.kind)
+            log.info("event=stale-decision job=%s kind=%s", write.workload, write.kind)
             return None
         version = (current.get("metadata") or {}).get("resourceVersion")
         body = {**write.patch, "metadata": {**write.patch.get("metadata", {})}}
         body["metadata"]["resourceVersion"] = version
-        namespace, name = write.job.split("/", 1)
+        namespace, name = write.workload.split("/", 1)
         try:
             obj = self._patch(adapter_of(current), namespace, name, body)
         except API_ERRORS as err:
             self._failed(write, err)
             return None
         self.stats.count(write.kind)
-        self.state.remember_job(obj)
+        self.state.remember_workload(obj)
         if write.kind == "reason":
             with self.stats.lock:
-                self.positions_written[write.job] = self.clock()
+                self.positions_written[write.workload] = self.clock()
         return obj
 
     # Plain pods ---------------------------------------------------------------------------
@@ -204,46 +159,28 @@ class Executor:
             self.stats.count(write.kind)
         if write.kind == "reason":
             with self.stats.lock:
-                self.positions_written[write.job] = self.clock()
+                self.positions_written[write.workload] = self.clock()
         return first or {}
 
     def _patch(self, adapter: Adapter, namespace: str, name: str, body: dict[str, Any]) -> Obj:
-        """A merge patch of one workload through its kind's API: a Job's, or the custom
-        objects API for the kinds that are CRDs."""
+        """A merge patch of one workload at its kind's API path (the custom objects API
+        serves every group's resources: batch/v1 Jobs as much as the CRDs)."""
         # The raw answer: building and flattening client models costs more CPU than the
-        # request itself, and the loop writes hundreds of Jobs per cycle in a burst.
-        answer: Any
-        if adapter is JOB:
-            answer = self.batch.patch_namespaced_job(
-                name, namespace, body, _content_type=MERGE_PATCH, _preload_content=False
-            )
-        else:
-            answer = self.custom.patch_namespaced_custom_object(
-                adapter.group,
-                adapter.version,
-                namespace,
-                adapter.plural,
-                name,
-                body,
-                _content_type=MERGE_PATCH,
-                _preload_content=False,
-            )
+        # request itself, and the loop writes hundreds of workloads per cycle in a burst.
+        answer = self.custom.patch_namespaced_custom_object(
+            *_path(adapter, namespace),
+            name,
+            body,
+            _content_type=MERGE_PATCH,
+            _preload_content=False,
+        )
         obj: Obj = json.loads(drain(answer))
         return obj
 
     def _read(self, adapter: Adapter, namespace: str, name: str) -> Obj:
-        raw: Any
-        if adapter is JOB:
-            raw = self.batch.read_namespaced_job(name, namespace, _preload_content=False)
-        else:
-            raw = self.custom.get_namespaced_custom_object(
-                adapter.group,
-                adapter.version,
-                namespace,
-                adapter.plural,
-                name,
-                _preload_content=False,
-            )
+        raw = self.custom.get_namespaced_custom_object(
+            *_path(adapter, namespace), name, _preload_content=False
+        )
         obj: Obj = json.loads(drain(raw))
         return obj
 
@@ -252,15 +189,18 @@ class Executor:
         if failure in (Failure.CONFLICT, Failure.GONE):
             self.stats.conflict()
             log.info(
-                "event=stale-write job=%s kind=%s failure=%s", write.job, write.kind, failure.value
+                "event=stale-write job=%s kind=%s failure=%s",
+                write.workload,
+                write.kind,
+                failure.value,
             )
         elif failure is Failure.RETRY:
-            log.info("event=write-throttled job=%s kind=%s", write.job, write.kind)
+            log.info("event=write-throttled job=%s kind=%s", write.workload, write.kind)
             self.state.notify()
         elif failure is Failure.UNSURE and pod:
             log.warning(
                 "event=pod-write-unsure workload=%s pod=%s kind=%s error=%s",
-                write.job,
+                write.workload,
                 pod,
                 write.kind,
                 message(err),
@@ -268,36 +208,36 @@ class Executor:
         elif failure is Failure.UNSURE:
             log.warning(
                 "event=job-write-unsure job=%s kind=%s error=%s",
-                write.job,
+                write.workload,
                 write.kind,
                 message(err),
             )
             with self.stats.lock:
-                self.unsure.add(write.job)
+                self.unsure.add(write.workload)
         else:
             log.warning(
                 "event=job-write-refused job=%s kind=%s reason=%s",
-                write.job,
+                write.workload,
                 write.kind,
                 message(err),
             )
 
     def reread_unsure(self) -> bool:
-        """Read again every Job whose last write has an unknown outcome; False while any of
-        them still cannot be read (then no cycle may run)."""
+        """Read again every workload whose last write has an unknown outcome; False while any
+        of them still cannot be read (then no cycle may run)."""
         with self.stats.lock:
             keys = sorted(self.unsure)
         for key in keys:
             namespace, name = key.split("/", 1)
             try:
-                adapter = adapter_of(self.state.jobs.get(key))
-                self.state.on_job("MODIFIED", self._read(adapter, namespace, name))
+                adapter = adapter_of(self.state.workloads.get(key))
+                self.state.on_workload("MODIFIED", self._read(adapter, namespace, name))
             except API_ERRORS as err:
                 if classify(err) is not Failure.GONE:
                     return False
-                current = self.state.jobs.get(key)
+                current = self.state.workloads.get(key)
                 if current is not None:
-                    self.state.on_job("DELETED", current)
+                    self.state.on_workload("DELETED", current)
             with self.stats.lock:
                 self.unsure.discard(key)
         return True
@@ -320,7 +260,7 @@ class Executor:
         """Carry the phases out in order; ``may_write`` is asked before each, so a replica that
         lost the Lease stops there. Admissions count on the room the victims leave: when any
         victim could not be suspended, no job of this cycle is admitted (the loop decides again
-        on the fresh view). Events follow every decision of the cycle, so the Job is the record
+        on the fresh view). Events follow every decision of the cycle, so the workload is the record
         and the Event only tells it. ``decided`` is called once every decision is written,
         before the pending reasons (what the queues' statuses show is known by then). Returns
         whether every phase ran."""
@@ -364,6 +304,10 @@ class Executor:
             if write.event is not None and obj:
                 kind = "Pod" if write.pods is not None else str(obj.get("kind") or JOB.kind)
                 self.post_event(obj, write.event, kind)
+
+
+def _path(adapter: Adapter, namespace: str) -> tuple[str, str, str, str]:
+    return adapter.group, adapter.version, namespace, adapter.plural
 
 
 async def execute(

@@ -1,16 +1,19 @@
-"""Kopf watch handlers: they only store what they see and wake the loop.
+"""The operator's one Kopf registry: watch handlers that store what they see, wake the loop and
+name the Queues due for reconciling; every replica runs them.
 
 They are coroutines so that they run on the event loop itself: Kopf would run plain
 functions in its thread pool, one hop more per event.
 
-Event handlers keep no state on the objects, so tenants' Jobs never get a Kopf finalizer or
-annotation; Kopf's own storage is still prefixed with sluice.dev for anything it might write.
+They are all ``@kopf.on.event`` handlers, which keep no state on the objects: Kopf writes
+nothing to any object, so a follower writes nothing, and tenants' workloads never get a Kopf
+finalizer or annotation. The Lease holder's Queue writes are the Queue reconciler's
+(``queue_reconciler.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import kopf
@@ -53,11 +56,9 @@ def connection_info(api: client.ApiClient) -> kopf.ConnectionInfo:
 def configure_settings(
     settings: kopf.OperatorSettings, workloads: Sequence[Adapter] = (JOB,)
 ) -> None:
+    # Never the Queues' subtree finalizer: Kopf takes its own finalizer off any object that
+    # no handler of it needs one for.
     settings.persistence.finalizer = f"{PREFIX}/kopf-finalizer"
-    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=PREFIX)
-    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
-        prefix=PREFIX, key="last-handled-configuration"
-    )
     settings.posting.enabled = False  # sluice posts its own Events, about decisions
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 330
@@ -78,9 +79,11 @@ def build_registry(
     api: client.ApiClient,
     view: DashboardView | None = None,
     workloads: Sequence[Adapter] = (JOB,),
+    queue_seen_by: Callable[[Mapping[str, Any]], None] = lambda obj: None,
 ) -> kopf.OperatorRegistry:
     """The watches: they fill the state (and the dashboard's view, on every replica).
-    ``workloads``: the kinds of workload sluice gates (docs/workloads.md)."""
+    ``workloads``: the kinds of workload sluice gates (docs/workloads.md); ``queue_seen_by``:
+    told of every Queue event (the Queue reconciler)."""
     registry = kopf.OperatorRegistry()
 
     @kopf.on.startup(registry=registry)
@@ -102,16 +105,17 @@ def build_registry(
     @kopf.on.event(GROUP, VERSION, PLURAL, registry=registry)
     async def queue_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:
         state.on_queue(_event(type), dict(body))
+        queue_seen_by(body)
         if view is not None:
             view.on_queue(_event(type), body)
 
-    async def job_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:
+    async def workload_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:
         # The server-side selector sends only managed workloads; one whose label went away
         # comes as a deletion carrying its new, unlabelled self, which must still leave the
         # cache.
         labels = (body.get("metadata") or {}).get("labels") or {}
         event = _event(type) if QUEUE_LABEL in labels else "DELETED"
-        state.on_job(event, dict(body))
+        state.on_workload(event, dict(body))
         if view is not None and body.get("kind", JOB.kind) == JOB.kind:
             view.on_job(event, body)  # the dashboard shows Jobs
 
@@ -122,7 +126,7 @@ def build_registry(
             adapter.plural,
             id=f"{adapter.plural}.{adapter.group}",
             registry=registry,
-        )(job_seen)
+        )(workload_seen)
 
     @kopf.on.event("", "v1", "nodes", registry=registry)
     async def node_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:

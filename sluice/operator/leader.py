@@ -19,7 +19,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
+
+from sluice.kube.errors import API_ERRORS, Failure, classify, message
 
 log = logging.getLogger("sluice.operator.leader")
 
@@ -52,7 +53,6 @@ class LeaseElector:
 
     def __post_init__(self) -> None:
         self.coordination = client.CoordinationV1Api(self.api)
-        self.changed = asyncio.Event()
         self.renewed_at = float("-inf")  # monotonic start of the last successful round
         self.listeners: list[Callable[[], None]] = []
         """Called when leadership changes: a new holder acts at once, not at the next event."""
@@ -69,6 +69,12 @@ class LeaseElector:
         margin = self.lease_seconds - self.renew_seconds
         return self.is_leader and time.monotonic() - self.renewed_at < margin
 
+    async def until(self, holding: bool) -> None:
+        """Until ``holds()`` is ``holding``, looked at every 0.1 s: holding also ends with no
+        round to say so, when a renewal is late."""
+        while self.holds() != holding:
+            await asyncio.sleep(0.1)
+
     def _body(self, acquire: datetime | None, transitions: int) -> dict[str, Any]:
         now = _now()
         return {
@@ -83,8 +89,8 @@ class LeaseElector:
         """One round; returns whether this replica holds the Lease afterwards."""
         try:
             lease = self.coordination.read_namespaced_lease(self.name, self.namespace)
-        except ApiException as err:
-            if err.status != 404:
+        except API_ERRORS as err:
+            if classify(err) is not Failure.GONE:
                 raise
             body: Any = {  # the client takes plain JSON as well as its models
                 "apiVersion": "coordination.k8s.io/v1",
@@ -94,8 +100,8 @@ class LeaseElector:
             }
             try:
                 self.coordination.create_namespaced_lease(self.namespace, body)
-            except ApiException as create_err:
-                if create_err.status == 409:
+            except API_ERRORS as create_err:
+                if classify(create_err) is Failure.CONFLICT:
                     return False
                 raise
             return True
@@ -128,8 +134,8 @@ class LeaseElector:
         }
         try:
             self.coordination.replace_namespaced_lease(self.name, self.namespace, replacement)
-        except ApiException as err:
-            if err.status == 409:
+        except API_ERRORS as err:
+            if classify(err) is Failure.CONFLICT:
                 return False  # someone else wrote it first
             raise
         return True
@@ -150,8 +156,8 @@ class LeaseElector:
                 lease.spec.holder_identity = None
                 lease.spec.lease_duration_seconds = 1
                 self.coordination.replace_namespaced_lease(self.name, self.namespace, lease)
-        except ApiException as err:
-            log.warning("event=lease-release-failed status=%s", err.status)
+        except API_ERRORS as err:
+            log.warning("event=lease-release-failed error=%s", message(err))
         self.is_leader = False
 
     async def run(self) -> None:
@@ -192,7 +198,6 @@ class LeaseElector:
 
     def _tell(self) -> None:
         """On the event loop: leadership changed."""
-        self.changed.set()
         for listener in self.listeners:
             listener()
 

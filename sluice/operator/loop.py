@@ -1,9 +1,10 @@
-"""The scheduling loop: the writer of Jobs (admit, reclaim, preempt, requeue, pending reasons).
+"""The scheduling loop: the writer of workloads and their pods (admit, reclaim, preempt,
+requeue, pending reasons).
 
 Woken by watch events (see ``_woken``) or by the periodic resync; only the Lease holder runs
 cycles. The pure cycle runs in a thread so that watches keep flowing meanwhile; its result
-becomes a plan of writes (``plan.py``) that the executor carries out, and is then published
-for the Queue handlers, which write the Queues' statuses.
+becomes a plan of writes (``plan.py``) that the executor carries out, and is then handed to
+``decided`` (the Queue reconciler, which writes the Queues' statuses).
 """
 
 from __future__ import annotations
@@ -12,17 +13,17 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 from sluice.api.config import load_scheduler_config
 from sluice.api.constants import CONFIGMAP_KEY, CONFIGMAP_NAME
 from sluice.api.errors import ConfigError
+from sluice.kube.errors import API_ERRORS, Failure, classify, message
 from sluice.operator import metrics
 from sluice.operator.executor import Executor, execute
 from sluice.operator.leader import LeaseElector
@@ -53,9 +54,13 @@ class SchedulingLoop:
         elector: LeaseElector,
         settings: LoopSettings,
         relist: Callable[[], None] | None = None,
+        decided: Callable[[CycleResult, datetime], None] = lambda result, now: None,
     ) -> None:
         self.api = api
         self.relist = relist
+        self.decided = decided
+        self.unreadable: Mapping[str, str] = {}
+        """The objects the latest snapshot left out (each is logged once)."""
         self.core = client.CoreV1Api(api)
         self.state = state
         self.elector = elector
@@ -76,9 +81,9 @@ class SchedulingLoop:
                 self.settings.config_map_name, self.settings.namespace
             )
             text = (cm.data or {}).get(CONFIGMAP_KEY, "")
-        except ApiException as err:
-            if err.status != 404:
-                log.warning("event=config-read-failed status=%s", err.status)
+        except API_ERRORS as err:
+            if classify(err) is not Failure.GONE:
+                log.warning("event=config-read-failed error=%s", message(err))
                 return
             text = ""
         if text == self.config_text:
@@ -113,8 +118,8 @@ class SchedulingLoop:
             return  # no ConfigMap, nothing refused or ignored
         obj: dict[str, Any] = self.api.sanitize_for_serialization(cm)  # type: ignore[no-untyped-call]
         obj.setdefault("apiVersion", "v1")
-        for message in messages:
-            self.executor.post_event(obj, EventSpec(reason, message, warning=True), "ConfigMap")
+        for text in messages:
+            self.executor.post_event(obj, EventSpec(reason, text, warning=True), "ConfigMap")
 
     async def run(self) -> None:
         await self.synced.wait()
@@ -182,7 +187,11 @@ class SchedulingLoop:
             return None
         now = datetime.now(UTC)
         started = time.perf_counter()
-        snapshot = await asyncio.to_thread(self.state.snapshot, now, self.settings.max_queue_depth)
+        taken = await asyncio.to_thread(self.state.snapshot, now, self.settings.max_queue_depth)
+        for key in set(taken.unreadable) - set(self.unreadable):
+            log.warning("event=unreadable-object object=%s error=%r", key, taken.unreadable[key])
+        self.unreadable = taken.unreadable
+        snapshot = taken.snapshot
         result = await asyncio.to_thread(run_cycle, snapshot)
         metrics.CYCLE_SECONDS.observe(time.perf_counter() - started)
         if not self.elector.holds():
@@ -195,16 +204,16 @@ class SchedulingLoop:
 
         def planned() -> Plan:
             # Each decision rests on the spec generation and queue the cycle saw.
-            decided_on = {job.key: (job.generation, job.queue) for job in snapshot.jobs}
-            pods = self.state.pod_workloads
-            return plan(result, self.state.jobs, decided_on, now, clock, positions, pods)
+            decided_on = {job.key: (job.generation, job.queue) for job in snapshot.workloads}
+            pods = taken.pod_workloads
+            return plan(result, self.state.workloads, decided_on, now, clock, positions, pods)
 
         writes = await asyncio.to_thread(planned)
         running = asyncio.get_running_loop()
 
         def decided() -> None:
-            # The Queue handlers write statuses while the pending reasons are still written.
-            running.call_soon_threadsafe(self.state.published.publish, result, now)
+            # The Queues' statuses are written while the pending reasons are still written.
+            running.call_soon_threadsafe(self.decided, result, now)
 
         await execute(executor, writes, self.elector.holds, decided)
         metrics.APPLY_SECONDS.observe(time.perf_counter() - written)
@@ -215,7 +224,7 @@ class SchedulingLoop:
         metrics.UNSURE_JOBS.set(len(executor.unsure))
         for decision in result.decisions:
             metrics.DECISIONS.labels(decision.action).inc()
-        await asyncio.to_thread(metrics.publish, result, snapshot.queues, snapshot.jobs, now)
+        await asyncio.to_thread(metrics.publish, result, snapshot.queues, snapshot.workloads, now)
         self.cycles += 1
         if result.decisions:
             log.info(

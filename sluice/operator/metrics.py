@@ -12,7 +12,7 @@ from datetime import datetime
 from prometheus_client import Counter, Gauge, Histogram
 
 from sluice.api.queue import Queue
-from sluice.api.views import JobView
+from sluice.api.views import WorkloadView
 from sluice.observability import new_registry
 from sluice.queues.limits import over_capability
 from sluice.scheduler.model import CycleResult
@@ -191,7 +191,7 @@ _shown_lock = threading.Lock()
 
 
 def publish(
-    result: CycleResult, queues: Iterable[Queue], jobs: Iterable[JobView], now: datetime
+    result: CycleResult, queues: Iterable[Queue], jobs: Iterable[WorkloadView], now: datetime
 ) -> None:
     """A written cycle as metrics: per-queue numbers, pending by reason, admission waits and
     evictions. Per-queue series follow the cycle whole, so a deleted queue's go away."""

@@ -36,7 +36,7 @@ from sluice.scheduler.readiness import backoff_reason
 Obj = Mapping[str, Any]
 
 Basis = tuple[int, str]
-"""What a decision about a Job rests on: its spec's generation and its queue."""
+"""What a decision about a workload rests on: its spec's generation and its queue."""
 
 WriteKind = Literal["admit", "reclaim", "preempt", "requeue", "reason"]
 
@@ -77,16 +77,17 @@ class PodChange:
 
 @dataclass(frozen=True, slots=True)
 class Write:
-    """One merge patch of one Job, and the Event that announces it once it landed; or, for a
-    workload of plain pods, the writes to its pods (``pods``), the Event going on the first."""
+    """One merge patch of one workload, and the Event that announces it once it landed; or,
+    for a workload of plain pods, the writes to its pods (``pods``), the Event going on the
+    first."""
 
     kind: WriteKind
-    job: str  # namespace/name
+    workload: str  # namespace/name
     patch: Mapping[str, Any]
-    basis: Basis | None = None  # None: valid whatever the Job has become (a pending reason)
+    basis: Basis | None = None  # None: valid whatever it has become (a pending reason)
     event: EventSpec | None = None
     pods: tuple[PodChange, ...] | None = None
-    """None: a Job write."""
+    """None: a write of the workload object itself."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,15 +173,15 @@ def _reason(
 
 def plan(
     result: CycleResult,
-    jobs: Mapping[str, Obj],
+    workloads: Mapping[str, Obj],
     decided_on: Mapping[str, Basis],
     now: datetime,
     clock: float,
     positions_written: Mapping[str, float],
     pod_workloads: Mapping[str, PodWorkload] | None = None,
 ) -> Plan:
-    """The writes of one cycle's result against the Jobs as stored (``jobs``, by key) and the
-    workloads of plain pods the cycle saw (``pod_workloads``, by key).
+    """The writes of one cycle's result against the workloads as stored (``workloads``, by
+    key) and the workloads of plain pods the cycle saw (``pod_workloads``, by key).
 
     ``decided_on`` maps each job to the generation and queue the cycle saw; ``clock`` and
     ``positions_written`` (job -> clock of its last reason write) pace position updates.
@@ -194,15 +195,17 @@ def plan(
             (admissions if d.action == "admit" else victims).append(_pod_decision(d, workload, now))
         elif d.action == "admit":
             admissions.append(
-                _admission(d, now, decided_on.get(d.job), adapter_of(jobs.get(d.job)))
+                _admission(d, now, decided_on.get(d.job), adapter_of(workloads.get(d.job)))
             )
         else:
-            victims.append(_eviction(d, now, decided_on.get(d.job), adapter_of(jobs.get(d.job))))
+            victims.append(
+                _eviction(d, now, decided_on.get(d.job), adapter_of(workloads.get(d.job)))
+            )
     reasons: list[Write | None] = []
     for p in result.pending:
         workload = pods.get(p.job)
         if workload is None:
-            reasons.append(_reason(p, jobs.get(p.job), clock, positions_written))
+            reasons.append(_reason(p, workloads.get(p.job), clock, positions_written))
         else:
             previous = workload.view.pending_reason if workload.view is not None else None
             reasons.append(_pod_reason(p, previous, workload, clock, positions_written))

@@ -30,9 +30,8 @@ from sluice.api.pod_defaults import (
 )
 from sluice.api.pod_views import gated
 from sluice.api.queue import Queue
-from sluice.api.views import JOB_KIND, JobView, PodView
+from sluice.api.views import JOB_KIND, PodView, WorkloadView
 from sluice.api.workloads.pods import PodMember, PodWorkload
-from sluice.operator.published import Published
 from sluice.scheduler.model import Snapshot
 from sluice.scheduler.snapshot import (
     KINDS,
@@ -50,7 +49,7 @@ log = logging.getLogger("sluice.operator")
 Obj = Mapping[str, Any]
 
 
-def job_key(obj: Obj) -> str:
+def object_key(obj: Obj) -> str:
     meta = obj.get("metadata") or {}
     return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
@@ -79,9 +78,9 @@ def _newer(current: Obj | None, incoming: Obj) -> bool:
 
 
 def _status_only(before: Obj, after: Obj) -> bool:
-    """A Queue change no cycle looks at: its status (written from the cycles' results) or the
-    Queue handlers' bookkeeping annotations, while its spec, labels, deletion and the queue
-    that closed it stay as they were."""
+    """A Queue change no cycle looks at: its status (written from the cycles' results), its
+    finalizers or other annotations, while its spec, labels, deletion and the queue that
+    closed it stay as they were."""
     was, now = before.get("metadata") or {}, after.get("metadata") or {}
     closer = CLOSED_BY_PARENT_ANNOTATION
     return (
@@ -97,8 +96,8 @@ def _job_only_runs(before: Read | None, after: Read) -> bool:
     what a Queue's status shows, never a reason to admit or evict anything."""
     was, now = before and before.view, after.view
     return (
-        isinstance(was, JobView)
-        and isinstance(now, JobView)
+        isinstance(was, WorkloadView)
+        and isinstance(now, WorkloadView)
         and was.phase.admitted
         and now.phase.admitted
         and dataclasses.replace(was, phase=now.phase) == now
@@ -141,7 +140,7 @@ def _gone(obj: Obj) -> bool:
 @dataclass
 class ClusterState:
     queues: dict[str, Obj] = field(default_factory=dict)
-    jobs: dict[str, Obj] = field(default_factory=dict)
+    workloads: dict[str, Obj] = field(default_factory=dict)
     """Every managed workload, of whatever kind (docs/workloads.md), by namespace/name."""
     nodes: dict[str, Obj] = field(default_factory=dict)
     priority_classes: dict[str, Obj] = field(default_factory=dict)
@@ -158,18 +157,12 @@ class ClusterState:
     """Set by a change that may let a job be admitted or must be acted on (a new job, room
     given back, a queue or node changed); the others (a job's pods starting, a pod taking
     room) only update what the next cycle shows, so the loop waits a little to batch them."""
-    bad_objects: dict[str, str] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
     deleted: dict[str, int] = field(default_factory=dict)  # table/key -> resourceVersion
     loop: asyncio.AbstractEventLoop | None = None
     """The event loop that waits on ``wake``; set by the operator, None in tests."""
-    published: Published = field(default_factory=Published)
-    """The latest cycle's results, from the scheduling loop to the Queue handlers."""
     pod_members: dict[str, PodMember] = field(default_factory=dict)
     """Managed plain pods (docs/workloads.md), by pod key, read as their events arrive."""
-    pod_workloads: dict[str, PodWorkload] = field(default_factory=dict)
-    """The plain-pod workloads of the latest snapshot, by workload key: what its decisions
-    about them are written to."""
     readers: Mapping[str, Reader] = field(default_factory=lambda: READERS)
     """How each kind is read: the operator's, with the workload kinds it gates and
     ``pod_defaults.of`` for what namespaces add to their pods."""
@@ -267,9 +260,9 @@ class ClusterState:
     def on_queue(self, event: str, obj: Obj) -> None:
         self._store("Queue", self.queues, _name(obj), event, obj, unseen=_status_only)
 
-    def on_job(self, event: str, obj: Obj) -> None:
+    def on_workload(self, event: str, obj: Obj) -> None:
         """A workload of any kind (a batch/v1 Job when the object names none)."""
-        self._store(_kind(obj), self.jobs, job_key(obj), event, obj, minor=_job_only_runs)
+        self._store(_kind(obj), self.workloads, object_key(obj), event, obj, minor=_job_only_runs)
 
     def on_node(self, event: str, obj: Obj) -> None:
         self._store("Node", self.nodes, _name(obj), event, obj)
@@ -288,7 +281,7 @@ class ClusterState:
         self._store(
             "Pod",
             self.pods,
-            job_key(obj),
+            object_key(obj),
             event,
             obj,
             {"metadata": order},
@@ -300,7 +293,7 @@ class ClusterState:
     def on_limit_range(self, event: str, obj: Obj) -> None:
         """A LimitRange: when its namespace's default requests change, the workloads of that
         namespace are read again (their pods will ask differently)."""
-        key = job_key(obj)
+        key = object_key(obj)
         view = None
         if event != "DELETED" and not _gone(obj):
             try:
@@ -334,7 +327,7 @@ class ClusterState:
         with self.lock:
             stored = [
                 (key, obj)
-                for key, obj in self.jobs.items()
+                for key, obj in self.workloads.items()
                 if namespace is None or key.partition("/")[0] == namespace
             ]
         if not stored:
@@ -343,7 +336,7 @@ class ClusterState:
             kind = _kind(obj)
             seen = read(kind, f"{kind.lower()}/{key}", obj, self.readers)
             with self.lock:
-                if self.jobs.get(key) is obj:  # unless a newer event replaced it meanwhile
+                if self.workloads.get(key) is obj:  # unless a newer event replaced it meanwhile
                     self.reads[kind][key] = seen
         self.notify()
 
@@ -357,26 +350,37 @@ class ClusterState:
         else:
             self.pod_members.pop(key, None)
 
-    def remember_job(self, obj: Obj) -> None:
+    def remember_workload(self, obj: Obj) -> None:
         """The object the API server returned for our own write."""
-        self._store(_kind(obj), self.jobs, job_key(obj), "MODIFIED", obj, minor=_own_write)
+        self._store(_kind(obj), self.workloads, object_key(obj), "MODIFIED", obj, minor=_own_write)
 
     def remember_queue(self, obj: Obj) -> None:
         self._store("Queue", self.queues, _name(obj), "MODIFIED", obj, unseen=_status_only)
 
-    def snapshot(self, now: datetime, max_queue_depth: int) -> Snapshot:
+    def queue(self, name: str) -> Obj | None:
+        with self.lock:
+            return self.queues.get(name)
+
+    def snapshot(self, now: datetime, max_queue_depth: int) -> Taken:
         """A Snapshot of the views read as the objects arrived (a copy of the lists, the
-        views shared: they are immutable); unreadable objects are left out and reported."""
+        views shared: they are immutable), and what it derives; nothing here changes."""
         with self.lock:
             reads = [one for kind in KINDS for one in self.reads[kind].values()]
             members = list(self.pod_members.values())
         # Plain pods join the cycle as the workloads they form (docs/workloads.md).
-        self.pod_workloads, formed = plain_pod_workloads(members)
-        reads += formed
+        pod_workloads, formed = plain_pod_workloads(members)
         built = build_snapshot(
-            reads, now, strict=False, config=self.config, max_queue_depth=max_queue_depth
+            reads + formed, now, strict=False, config=self.config, max_queue_depth=max_queue_depth
         )
-        for key in set(built.unreadable) - set(self.bad_objects):
-            log.warning("event=unreadable-object object=%s error=%r", key, built.unreadable[key])
-        self.bad_objects = built.unreadable
-        return built.snapshot
+        return Taken(built.snapshot, pod_workloads, built.unreadable)
+
+
+@dataclass(frozen=True)
+class Taken:
+    """What ``ClusterState.snapshot`` returns."""
+
+    snapshot: Snapshot
+    pod_workloads: Mapping[str, PodWorkload]
+    """Its workloads of plain pods, by workload key: what decisions about them are written to."""
+    unreadable: Mapping[str, str]
+    """The objects left out, and why (object -> error)."""

@@ -99,31 +99,18 @@ def _who(job: Mapping[str, Any], namespace: str, adapter: Adapter = JOB) -> str:
     return f"{noun} {meta.get('namespace') or namespace}/{meta.get('name') or '?'}"
 
 
-def _parallelism(job: Mapping[str, Any]) -> int:
-    value = _spec(job).get("parallelism", 1)
-    return value if isinstance(value, int) and not isinstance(value, bool) else 1
-
-
 def _pods(job: Mapping[str, Any], adapter: Adapter) -> int:
-    """How many pods it runs at once, as its growth is told: a Job's parallelism."""
-    if adapter is JOB:
-        return _parallelism(job)
+    """How many pods it runs at once, as its growth is told (a Job's parallelism)."""
     return sum(p.count for p in adapter.pod_sets(job))
 
 
-def job_request(job: Mapping[str, Any], adapter: Adapter = JOB) -> Resources:
-    """What the workload holds while admitted: a Job's pod request times its parallelism,
-    the sum of its pod sets' requests for the other kinds."""
-    if adapter is not JOB:
-        total = EMPTY
-        for pods in adapter.pod_sets(job):
-            total = total + pods.request
-        return total
-    template = _spec(job).get("template")
-    pod = template.get("spec") if isinstance(template, Mapping) else None
-    if not isinstance(pod, Mapping):
-        return EMPTY
-    return pod_request(pod, "Job", _who(job, "")).scale(_parallelism(job))
+def workload_request(job: Mapping[str, Any], adapter: Adapter = JOB) -> Resources:
+    """What the workload holds while admitted: the sum of its pod sets' requests, as its
+    adapter reads them (a Job's: its pod's request times its parallelism)."""
+    total = EMPTY
+    for pods in adapter.pod_sets(job):
+        total = total + pods.request
+    return total
 
 
 # Queue access ------------------------------------------------------------------------------
@@ -262,7 +249,7 @@ def check_growth(
         return ALLOW
     who = _who(new, namespace, adapter)
     try:
-        before, after = job_request(old, adapter), job_request(new, adapter)
+        before, after = workload_request(old, adapter), workload_request(new, adapter)
         grown = after.exceeding(before, absent_is_unlimited=False)
         was, now = (_pods(old, adapter), _pods(new, adapter)) if grown else (0, 0)
     except InvalidObject as err:
@@ -270,7 +257,7 @@ def check_growth(
     if not grown:
         return ALLOW
     name, amount, limit = grown[0]
-    counted = "parallelism" if adapter is JOB else "pods"
+    counted = adapter.pods_named
     how = f" ({counted} {was} -> {now})" if was != now else ""
     return deny(
         "job-grows-past-admission",
@@ -340,7 +327,7 @@ def check_job_create(
     verdict = _check_queue_for(job, namespace, existing, labels, adapter)
     if not verdict.allowed:
         return verdict
-    refusal = None if adapter is JOB else adapter.refusal(job)
+    refusal = None if adapter.checked_by_the_api_server else adapter.refusal(job)
     if refusal is not None:
         return deny("job-not-manageable", f"{_who(job, namespace, adapter)}: {refusal}")
     return check_annotations(None, job, namespace, writer, opting_in, adapter)

@@ -8,7 +8,7 @@ from datetime import datetime
 
 from sluice.api.constants import ROOT_QUEUE
 from sluice.api.resources import Resources
-from sluice.api.views import JobPhase, JobView
+from sluice.api.views import JobPhase, WorkloadView
 from sluice.queues import limits
 from sluice.queues.lifecycle import derive_states
 from sluice.scheduler.actions.admit import admit
@@ -148,8 +148,8 @@ def apply_decisions(snapshot: Snapshot, result: CycleResult, now: datetime) -> S
     suspended = {d.job: d for d in result.decisions if d.action != "admit"}
     gone: set[str] = set()
     named: set[tuple[str, str, str]] = set()  # (namespace, label, name) of the others' pods
-    jobs: list[JobView] = []
-    for job in snapshot.jobs:
+    jobs: list[WorkloadView] = []
+    for job in snapshot.workloads:
         decision = suspended.get(job.key)
         if job.key in admitted:
             jobs.append(replace(job, phase=JobPhase.INQUEUE, admitted_at=now))
@@ -179,4 +179,4 @@ def apply_decisions(snapshot: Snapshot, result: CycleResult, now: datetime) -> S
                 and not any((p.namespace, k, v) in named for k, v in p.named_by)
             )
         ]
-    return replace(snapshot, jobs=tuple(jobs), now=now, pods=pods)
+    return replace(snapshot, workloads=tuple(jobs), now=now, pods=pods)

@@ -17,11 +17,11 @@ from sluice.api.constants import DEFAULT_MAX_QUEUE_DEPTH
 from sluice.api.queue import Queue, QueueState
 from sluice.api.resources import EMPTY, Resources
 from sluice.api.views import (
-    JobView,
     NamespaceView,
     NodeView,
     PodView,
     PriorityClassView,
+    WorkloadView,
     pending_reason,
 )
 
@@ -37,10 +37,10 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
-    """The cluster as one cycle sees it. Jobs are the managed ones only."""
+    """The cluster as one cycle sees it. Workloads (of every kind) are the managed ones only."""
 
     queues: Sequence[Queue]
-    jobs: Sequence[JobView]
+    workloads: Sequence[WorkloadView]
     nodes: Sequence[NodeView]
     now: datetime
     priority_classes: Sequence[PriorityClassView] = ()

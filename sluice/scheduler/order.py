@@ -65,7 +65,8 @@ def weighted_score(
     weight: int = 1,
     share: float | None = None,
 ) -> float:
-    """Seed 000's queue score: each configured plugin's score times its weight, summed.
+    """The queue score of ``QueueScoreOrderEnable`` (docs/scheduler.md, "Queue order"): each
+    configured plugin's score times its weight, summed, higher first.
 
     priority is already normalised to 0..1 over the queues' own min and max; drf scores
     1 - share/weight; proportion, capacity and proportion_optimize score 1 - share.

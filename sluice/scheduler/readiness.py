@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from sluice.api.config import format_duration
-from sluice.api.views import JobView, PodView
+from sluice.api.views import PodView, WorkloadView
 
 BACKOFF_BASE = timedelta(minutes=1)
 BACKOFF_MAX = timedelta(hours=1)
@@ -40,7 +40,7 @@ def backoff_reason(requeues: int, requeued_at: datetime, why: str) -> str:
     return f"requeued {times}, waits until {_time(until)}: {why}"
 
 
-def backing_off(job: JobView, now: datetime) -> str | None:
+def backing_off(job: WorkloadView, now: datetime) -> str | None:
     """Why a pending job may not be admitted yet, or None once its back-off is over."""
     if job.requeued_at is None or job.requeues <= 0:
         return None
@@ -49,7 +49,9 @@ def backing_off(job: JobView, now: datetime) -> str | None:
     return backoff_reason(job.requeues, job.requeued_at, job.requeue_reason or "")
 
 
-def unready(job: JobView, pods: Sequence[PodView], now: datetime, timeout: timedelta) -> str | None:
+def unready(
+    job: WorkloadView, pods: Sequence[PodView], now: datetime, timeout: timedelta
+) -> str | None:
     """Why an admitted job gives its quota back now, or None while it may keep it."""
     if timeout <= timedelta(0) or job.admitted_at is None or job.pod_count <= 0:
         return None

@@ -17,7 +17,7 @@ from sluice.api.constants import ROOT_QUEUE
 from sluice.api.constraints import PodSpecView
 from sluice.api.queue import Queue
 from sluice.api.resources import EMPTY, Resources
-from sluice.api.views import JobPhase, JobView, PodSet, PodView
+from sluice.api.views import JobPhase, PodSet, PodView, WorkloadView
 from sluice.queues.jobs import namespace_refusal
 from sluice.queues.limits import child_real_capability, over_capability
 from sluice.queues.rules import tree_violations
@@ -30,7 +30,7 @@ from sluice.scheduler.readiness import backing_off
 
 @dataclass(slots=True, eq=False)
 class JobInfo:
-    view: JobView
+    view: WorkloadView
     priority: int
     request: Mapping[str, int]
     admitted: bool
@@ -114,7 +114,7 @@ class Session:
         (None: its pods could not be placed)."""
         self._build_queues()
         self.admitted_at_start: list[JobInfo] = []
-        self._place_jobs(snapshot.jobs)
+        self._place_jobs(snapshot.workloads)
         self._account_pods(snapshot.pods or ())
         self._allocate()
         self._derive()
@@ -162,7 +162,7 @@ class Session:
                 info.blocked_by = self.queues[info.parent].blocked_by
             self.queues[name] = info
 
-    def job_priority(self, job: JobView) -> int:
+    def job_priority(self, job: WorkloadView) -> int:
         if job.priority_class_name:
             value = self.priority_classes.get(job.priority_class_name)
             if value is not None:
@@ -172,7 +172,7 @@ class Session:
             return info.passed_on
         return self.default_priority
 
-    def never_preempts(self, job: JobView) -> bool:
+    def never_preempts(self, job: WorkloadView) -> bool:
         """``preemptionPolicy: Never`` in the pod template, or in the PriorityClass its pods
         get: the template's, else the queue's (the webhook copies it into the template), else
         the global default."""
@@ -186,7 +186,7 @@ class Session:
             return named in self.never_classes
         return self.default_never
 
-    def _place_jobs(self, jobs: Iterable[JobView]) -> None:
+    def _place_jobs(self, jobs: Iterable[WorkloadView]) -> None:
         admitted_phases = (JobPhase.INQUEUE, JobPhase.RUNNING)
         for view in jobs:
             phase = view.phase

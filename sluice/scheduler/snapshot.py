@@ -25,12 +25,11 @@ from sluice.api.pod_views import pod_from_object
 from sluice.api.queue import Queue
 from sluice.api.views import (
     JOB_KIND,
-    JobView,
     NamespaceView,
     NodeView,
     PodView,
     PriorityClassView,
-    job_from_object,
+    WorkloadView,
     namespace_from_object,
     node_from_object,
     priority_class_from_object,
@@ -39,12 +38,14 @@ from sluice.api.workloads import ADAPTERS, POD_LABELS, controlled_by
 from sluice.api.workloads.pods import PodMember, PodWorkload, pod_member, pod_workloads
 from sluice.scheduler.model import Snapshot
 
-View = Queue | JobView | NodeView | PodView | PriorityClassView | NamespaceView
+View = Queue | WorkloadView | NodeView | PodView | PriorityClassView | NamespaceView
 Reader = Callable[[Mapping[str, Any]], View | None]
 
 WORKLOAD_KINDS = tuple(adapter.kind for adapter in ADAPTERS)
 """The kinds of workload a Snapshot's jobs are read from (docs/workloads.md), Job first."""
 OTHER_WORKLOAD_KINDS = frozenset(WORKLOAD_KINDS) - {JOB_KIND}
+PLAIN_PODS = "PlainPods"
+"""The kind of the reads of workloads formed of plain pods (``plain_pod_workloads``)."""
 KINDS = ("Namespace", "Queue", *WORKLOAD_KINDS, "Node", "Pod", "PriorityClass")
 """The kinds a Snapshot is built from, in the order a strict build reports the first error."""
 
@@ -74,10 +75,9 @@ def readers(
     }
     for adapter in ADAPTERS:
         if adapter.kind in kinds:
-            view = job_from_object if adapter.kind == JOB_KIND else adapter.view
             out[adapter.kind] = _own_workload(
                 partial(
-                    view,
+                    adapter.view,
                     namespace_default_queue=namespace_default_queue,
                     defaults_of=defaults_of,
                 ),
@@ -140,11 +140,12 @@ def plain_pod_workloads(
     members: Iterable[PodMember],
 ) -> tuple[dict[str, PodWorkload], list[Read]]:
     """The workloads managed plain pods form (docs/workloads.md, "Plain pods and pod
-    groups"), by key, and the read of each that is a workload yet, to join a Snapshot's jobs;
-    the others (a group not complete) say what they wait for (``PodWorkload.waiting``)."""
+    groups"), by key, and the read of each that is a workload yet, to join a Snapshot's
+    workloads; the others (a group not complete) say what they wait for
+    (``PodWorkload.waiting``)."""
     found = pod_workloads(members)
     reads = [
-        Read(JOB_KIND, f"pods/{key}", workload.view)
+        Read(PLAIN_PODS, f"pods/{key}", workload.view)
         for key, workload in found.items()
         if workload.view is not None
     ]
@@ -182,7 +183,7 @@ def build_snapshot(
     and listed in ``unreadable``. ``pods_known`` False: the pods are not known (a dump
     without any), and the Snapshot says so rather than that there are none.
     """
-    views: dict[str, list[Any]] = {kind: [] for kind in KINDS}
+    views: dict[str, list[Any]] = {kind: [] for kind in (*KINDS, PLAIN_PODS)}
     unreadable: dict[str, str] = {}
     others: list[Read] = []  # workloads of the kinds other than Job
     for one in reads:
@@ -194,12 +195,14 @@ def build_snapshot(
             views[one.kind].append(one.view)
             if one.kind in OTHER_WORKLOAD_KINDS:
                 others.append(one)
-    jobs: list[JobView] = views[JOB_KIND]
+    # Keys of Jobs and of plain pods never meet (pods/..., pod-group/...): only the other
+    # kinds can share a name with another workload.
+    jobs: list[WorkloadView] = [*views[JOB_KIND], *views[PLAIN_PODS]]
     if others:
         jobs = _one_per_name(jobs, others, strict, unreadable)
     snapshot = Snapshot(
         queues=views["Queue"],
-        jobs=jobs,
+        workloads=jobs,
         nodes=views["Node"],
         now=now,
         priority_classes=views["PriorityClass"],
@@ -212,20 +215,20 @@ def build_snapshot(
 
 
 def _one_per_name(
-    jobs: list[JobView], others: list[Read], strict: bool, unreadable: dict[str, str]
-) -> list[JobView]:
+    jobs: list[WorkloadView], others: list[Read], strict: bool, unreadable: dict[str, str]
+) -> list[WorkloadView]:
     """Every workload, but those of one namespace and name across kinds (docs/workloads.md,
     *Names*): sluice does not tell them apart, so it leaves them all out and says why."""
     kinds: dict[str, list[str]] = {}
     for view in jobs:
         kinds.setdefault(view.key, []).append(view.kind)
     for one in others:
-        assert isinstance(one.view, JobView)
+        assert isinstance(one.view, WorkloadView)
         kinds.setdefault(one.view.key, []).append(one.view.kind)
     shared = {key for key, named in kinds.items() if len(named) > 1}
     out = [view for view in jobs if view.key not in shared]
     for one in others:
-        assert isinstance(one.view, JobView)
+        assert isinstance(one.view, WorkloadView)
         key = one.view.key
         if key not in shared:
             out.append(one.view)

@@ -1,9 +1,8 @@
 """What the webhooks know about the cluster: a watch-fed Queue cache, and the few facts that
 need the API server (does a queue hold jobs, a namespace's default queue, cluster capacity).
 
-Job admission must not wait on the API server, so Queues come from a list+watch kept in
-memory. The watch runs in a thread (the kubernetes client is synchronous); it relists on
-410 Gone and reconnects with backoff on any other failure.
+Job admission must not wait on the API server, so Queues come from a list-and-watch kept in
+memory (``sluice.kube.watch``, in a thread: the kubernetes client is synchronous).
 """
 
 from __future__ import annotations
@@ -14,10 +13,10 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol, cast
+from functools import partial
+from typing import Any, Protocol
 
-from kubernetes import client, watch
-from kubernetes.client.exceptions import ApiException
+from kubernetes import client
 
 from sluice.api.constants import GROUP, PLURAL, QUEUE_LABEL, VERSION
 from sluice.api.errors import InvalidObject
@@ -30,6 +29,8 @@ from sluice.api.views import (
 )
 from sluice.api.workloads import Adapter
 from sluice.api.workloads.job import JOB
+from sluice.kube.errors import API_ERRORS, Failure, classify
+from sluice.kube.watch import ListWatch, drain, pages
 from sluice.queues.tree import QueueSet
 
 log = logging.getLogger("sluice.webhooks.cache")
@@ -52,7 +53,7 @@ class QueueCache:
     def synced(self) -> bool:
         return self._synced.is_set()
 
-    def replace(self, objects: list[Mapping[str, Any]]) -> None:
+    def replace(self, objects: Sequence[Mapping[str, Any]]) -> None:
         queues: dict[str, Queue] = {}
         broken: dict[str, str] = {}
         for obj in objects:
@@ -86,64 +87,23 @@ class QueueCache:
 
 
 class QueueWatcher:
-    """list+watch of Queues into a QueueCache, in a daemon thread."""
+    """The list-and-watch of Queues (``sluice.kube.watch``) into a QueueCache."""
 
     def __init__(self, api: client.ApiClient, cache: QueueCache, resync_seconds: int = 300):
-        self.objects = client.CustomObjectsApi(api)
-        self.cache = cache
-        self.resync_seconds = resync_seconds
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="queue-watch", daemon=True)
+        objects = client.CustomObjectsApi(api)
+        self.watch = ListWatch(
+            "queues",
+            partial(objects.list_cluster_custom_object, GROUP, VERSION, PLURAL),
+            cache.replace,
+            cache.apply,
+            timeout_seconds=resync_seconds,
+        )
 
     def start(self) -> None:
-        self._thread.start()
+        self.watch.start()
 
     def stop(self) -> None:
-        self._stop.set()
-
-    def _run(self) -> None:
-        backoff = 0.5
-        while not self._stop.is_set():
-            try:
-                listing = cast(
-                    dict[str, Any], self.objects.list_cluster_custom_object(GROUP, VERSION, PLURAL)
-                )
-                self.cache.replace(listing.get("items", []))
-                version = listing.get("metadata", {}).get("resourceVersion")
-                backoff = 0.5
-                self._watch(version)
-            except ApiException as err:
-                if err.status != 410:
-                    log.warning(
-                        "event=queue-watch-error status=%s reason=%s", err.status, err.reason
-                    )
-                    self._stop.wait(backoff)
-                    backoff = min(backoff * 2, 30.0)
-            except Exception as err:  # noqa: BLE001 - the watch must survive any client failure
-                log.warning("event=queue-watch-error error=%r", err)
-                self._stop.wait(backoff)
-                backoff = min(backoff * 2, 30.0)
-
-    def _watch(self, version: str | None) -> None:
-        stream = watch.Watch()  # type: ignore[no-untyped-call]
-        for event in stream.stream(  # type: ignore[no-untyped-call]
-            self.objects.list_cluster_custom_object,
-            GROUP,
-            VERSION,
-            PLURAL,
-            resource_version=version,
-            timeout_seconds=self.resync_seconds,
-        ):
-            if self._stop.is_set():
-                stream.stop()  # type: ignore[no-untyped-call]
-                return
-            kind = event.get("type")
-            obj = event.get("object")
-            if kind == "ERROR":
-                code = obj.get("code") if isinstance(obj, dict) else None
-                raise ApiException(status=code or 500, reason="watch error")
-            if kind in ("ADDED", "MODIFIED", "DELETED") and isinstance(obj, dict):
-                self.cache.apply(kind, obj)
+        self.watch.stop.set()
 
 
 class ClusterFactsSource(Protocol):
@@ -167,7 +127,6 @@ class KubeFacts:
         namespace_ttl: float = 30.0,
         workloads: Sequence[Adapter] = (),
     ) -> None:
-        self.batch = client.BatchV1Api(api)
         self.core = client.CoreV1Api(api)
         self.custom = client.CustomObjectsApi(api)
         self.workloads = tuple(workloads)
@@ -184,30 +143,15 @@ class KubeFacts:
         return any(self._holds(adapter, queue) for adapter in (JOB, *self.workloads))
 
     def _holds(self, adapter: Adapter, queue: str) -> bool:
-        token: str | None = None
-        while True:
-            selector = f"{QUEUE_LABEL}={queue}"
-            raw: Any = (
-                self.batch.list_job_for_all_namespaces(
-                    label_selector=selector, limit=100, _continue=token, _preload_content=False
-                )
-                if adapter is JOB
-                else self.custom.list_cluster_custom_object(
-                    adapter.group,
-                    adapter.version,
-                    adapter.plural,
-                    label_selector=selector,
-                    limit=100,
-                    _continue=token,
-                    _preload_content=False,
-                )
-            )
-            page = json.loads(raw.data)
-            if any(not adapter.finished(item) for item in page.get("items") or ()):
-                return True
-            token = (page.get("metadata") or {}).get("continue")
-            if not token:
-                return False
+        lister = partial(
+            self.custom.list_cluster_custom_object, adapter.group, adapter.version, adapter.plural
+        )
+        selector = f"{QUEUE_LABEL}={queue}"
+        return any(
+            not adapter.finished(item)
+            for items, _ in pages(lister, label_selector=selector)
+            for item in items
+        )
 
     async def namespace_default_queue(self, namespace: str) -> str | None:
         # Only a default queue found is remembered: remembering its absence would let jobs
@@ -236,11 +180,11 @@ class KubeFacts:
     def _read_namespace(self, namespace: str) -> NamespaceView | None:
         try:
             raw: Any = self.core.read_namespace(namespace, _preload_content=False)
-        except ApiException as err:
-            if err.status == 404:
+        except API_ERRORS as err:
+            if classify(err) is Failure.GONE:
                 return None
             raise
-        return namespace_from_object(json.loads(raw.data))
+        return namespace_from_object(json.loads(drain(raw)))
 
     def cluster_capacity(self) -> Resources | None:
         return self._capacity[1]

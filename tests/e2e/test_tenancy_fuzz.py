@@ -22,7 +22,7 @@ from kubernetes.client.exceptions import ApiException
 
 from sluice.api.views import job_finished
 from sluice.kube import api_client
-from sluice.queues.jobs import job_admitted, job_queue, job_request
+from sluice.queues.jobs import job_admitted, job_queue, workload_request
 
 from .helpers import SUMMARY, Kubectl, wait_for
 from .scenario import Scenario, kwok
@@ -64,7 +64,9 @@ def broken_rule(before: dict[str, Any], after: dict[str, Any] | None, deleted_wi
     if not job_finished(before) and job_queue(after) is None:
         return "an unfinished job left its queue"
     if admitted and not after["spec"].get("suspend"):
-        grown = job_request(after).exceeding(job_request(before), absent_is_unlimited=False)
+        grown = workload_request(after).exceeding(
+            workload_request(before), absent_is_unlimited=False
+        )
         if grown:
             return f"an admitted job grew: {grown}"
     if admitted and "orphan" in (after["metadata"].get("finalizers") or []):
@@ -177,7 +179,7 @@ class Fuzzer:
     def check_quota(self) -> None:
         for short, queue in self.queues.items():
             held = sum(
-                job_request(j).get_amount(self.s.resource)
+                workload_request(j).get_amount(self.s.resource)
                 for j in self.jobs()
                 if job_queue(j) == queue and job_admitted(j)
             )

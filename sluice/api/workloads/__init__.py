@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sluice.api.views import JobView, PodSet
+from sluice.api.views import PodSet, WorkloadView
 from sluice.api.workloads.job import JOB
 from sluice.api.workloads.jobset import JOBSET
 from sluice.api.workloads.kubeflow import MPI_JOB, PYTORCH_JOB
@@ -35,7 +35,7 @@ def adapter_for(api_version: str, kind: str) -> Adapter | None:
 
 def workload_from_object(
     obj: Mapping[str, Any], namespace_default_queue: Mapping[str, str] | None = None
-) -> JobView | None:
+) -> WorkloadView | None:
     """The workload an object of any gated kind is; None when no queue manages it or sluice
     gates no such kind."""
     adapter = adapter_for(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""))

@@ -45,4 +45,6 @@ JOB = Adapter(
     pod_template=("spec", "template"),
     template_paths=lambda obj: (("spec", "template"),),
     orphans_by_default=True,
+    pods_named="parallelism",
+    checked_by_the_api_server=True,
 )

@@ -17,8 +17,8 @@ from sluice.api.errors import InvalidObject
 from sluice.api.pod_defaults import NO_DEFAULTS, DefaultsOf, PodDefaults, no_defaults
 from sluice.api.views import (
     NEVER,
-    JobView,
     PodSet,
+    WorkloadView,
     job_phase,
     job_queue_name,
     pod_request,
@@ -99,6 +99,11 @@ class Adapter:
     orphans_by_default: bool = False
     """Deleting it with no propagationPolicy leaves its pods behind (a batch/v1 Job's
     default)."""
+    pods_named: str = "pods"
+    """What its pod count is called when a message tells it (a Job's ``parallelism``)."""
+    checked_by_the_api_server: bool = False
+    """A built-in kind, whose fields the API server checks itself: the admission webhook does
+    not read it to refuse it (a Job)."""
     read_refusal: Callable[[Mapping[str, Any]], tuple[str, str] | None] = lambda obj: None
     """Why sluice cannot hold this object although it can read its pods: (the field, the
     problem); None when it can."""
@@ -145,7 +150,7 @@ class Adapter:
         obj: Mapping[str, Any],
         namespace_default_queue: Mapping[str, str] | None = None,
         defaults_of: DefaultsOf = no_defaults,
-    ) -> JobView | None:
+    ) -> WorkloadView | None:
         """The workload as the scheduler sees it, or None when no queue manages it;
         ``defaults_of``: what a namespace adds to the requests of the pods created in it."""
         queue, from_namespace = self.queue(obj, namespace_default_queue)

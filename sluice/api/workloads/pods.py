@@ -2,7 +2,7 @@
 
 A managed plain pod (docs/workloads.md, "Plain pods and pod groups") is read into a PodMember
 as its watch event arrives; ``pod_workloads`` groups the members of a cycle into workloads,
-each seen by the scheduler as a JobView whose pods are those members, one pod set per shape
+each seen by the scheduler as a WorkloadView whose pods are those members, one pod set per shape
 of pod among them. Pods whose group is not complete are not a workload yet and say why. The
 operator and ``sluice simulate`` both form workloads here (``sluice.scheduler.snapshot``).
 """
@@ -32,8 +32,8 @@ from sluice.api.views import (
     MAIN_POD_SET,
     NEVER,
     JobPhase,
-    JobView,
     PodSet,
+    WorkloadView,
     parse_time,
     pod_request,
 )
@@ -157,13 +157,13 @@ def pod_member(obj: Mapping[str, Any]) -> PodMember | None:
 
 @dataclass(frozen=True, slots=True)
 class PodWorkload:
-    """The members of one workload, and the JobView the scheduler sees (None while it is not
+    """The members of one workload, and the WorkloadView the scheduler sees (None while it is not
     a workload yet: ``waiting`` says why)."""
 
     key: str
-    """namespace/pod/<name> or namespace/pod-group/<group>: the JobView's key."""
+    """namespace/pod/<name> or namespace/pod-group/<group>: the WorkloadView's key."""
     members: tuple[PodMember, ...]
-    view: JobView | None = None
+    view: WorkloadView | None = None
     waiting: str = ""
 
     @property
@@ -273,7 +273,7 @@ def _workload(key: str, members: tuple[PodMember, ...]) -> PodWorkload:
     request = EMPTY
     for pod_set in pod_sets:
         request = request + pod_set.request
-    view = JobView(
+    view = WorkloadView(
         namespace=namespace,
         name=name,
         queue=first.queue,

@@ -1,12 +1,15 @@
 """reclaim: a queue owed its deserved share takes it back from queues above theirs.
 
-Design section 5 fixes the rules. What this module adds is keeping the search cheap on big
-clusters: a job is only considered when its own queue is below its deserved share and the
-queues above theirs could, together, give back enough; candidate queues are visited group by
-group from the nearest relatives outwards by a best-first search down the tree (a subtree is
-entered only when no victim outside it comes first, and skipped when its root is not above
-its deserved share), its victims are sorted once per cycle, and the search stops as
-soon as the job fits.
+The rules are docs/scheduler.md's "Reclaim": a pending job takes quota back, nearest
+relatives first, from reclaimable queues above their deserved share, never below a victim
+queue's guarantee, never from a job younger than minRuntime, and only when all its victims
+together make it fit. What this module adds is keeping the search cheap on big clusters: a
+job is only considered when its own queue is below its deserved share and the queues above
+theirs could, together, give back enough; candidate queues are visited group by group from
+the nearest relatives outwards by a best-first search down the tree (a subtree is entered
+only when no victim outside it comes first, and skipped when its root is not above its
+deserved share), its victims are sorted once per cycle, and the search stops as soon as the
+job fits.
 """
 
 from __future__ import annotations

@@ -92,7 +92,8 @@ def proportion_optimize(
     guarantee_enable: bool,
     priority_type: str,
 ) -> dict[str, Resources]:
-    """Seed 001: resolve the conflict between guarantee and weight one of two ways.
+    """proportion_optimize (docs/scheduler.md, "Numbers"): resolve the conflict between
+    guarantee and weight one of two ways.
 
     Guarantee priority: a queue whose weighted part falls short of its guarantee in any
     resource gets its weight raised (the least that makes its part reach the guarantee), then

@@ -18,7 +18,8 @@ from sluice.api.pod_defaults import (
     runtime_class_from_object,
 )
 from sluice.api.resources import Resources
-from sluice.api.views import job_from_object, pod_request
+from sluice.api.views import pod_request
+from sluice.api.workloads.job import JOB
 from sluice.api.workloads.kubeflow import PYTORCH_JOB
 
 
@@ -117,14 +118,14 @@ def test_a_workload_is_read_with_its_namespaces_defaults() -> None:
         "metadata": {"name": "j", "namespace": "team", "labels": {"sluice.dev/queue-name": "q"}},
         "spec": {"parallelism": 3, "template": {"spec": {"containers": [container()]}}},
     }
-    assert (view := job_from_object(job, defaults_of=table.of)) is not None
+    assert (view := JOB.view(job, defaults_of=table.of)) is not None
     assert view.request == Resources()
     lr = limit_range_from_object(
         limit_range("d", {"type": "Container", "defaultRequest": {"cpu": "500m"}})
     )
     assert table.set_limit_range("team/d", lr)
     assert not table.set_limit_range("team/d", lr)  # the same again changes nothing
-    assert (view := job_from_object(job, defaults_of=table.of)) is not None
+    assert (view := JOB.view(job, defaults_of=table.of)) is not None
     assert view.request == R(cpu="1500m")
     assert table.of("elsewhere") == NO_DEFAULTS
     assert table.set_limit_range("team/d", None)

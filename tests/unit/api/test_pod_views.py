@@ -12,7 +12,8 @@ from sluice.api.constraints import NodeRequirement, Taint, Toleration
 from sluice.api.errors import ConfigError, InvalidObject
 from sluice.api.pod_views import pod_from_object
 from sluice.api.resources import Resources
-from sluice.api.views import job_from_object, node_from_object
+from sluice.api.views import node_from_object
+from sluice.api.workloads.job import JOB
 
 
 def pod(**fields: Any) -> dict[str, Any]:
@@ -153,7 +154,7 @@ def test_a_jobs_pod_says_where_it_may_go() -> None:
             ],
         }
     }
-    view = job_from_object(
+    view = JOB.view(
         job(
             {
                 "nodeSelector": {"zone": "b", "pool": "train"},
@@ -176,7 +177,7 @@ def test_a_jobs_pod_says_where_it_may_go() -> None:
 
 
 def test_a_job_without_constraints_may_go_anywhere() -> None:
-    view = job_from_object(job({}))
+    view = JOB.view(job({}))
     assert view is not None and view.pod_sets[0].pod.affinity is None
     assert view.pod_sets[0].pod.constraints == ((), None, ())
 
@@ -192,7 +193,7 @@ def test_a_job_without_constraints_may_go_anywhere() -> None:
     ],
 )
 def test_how_many_pods_a_job_still_runs_at_once(spec: dict[str, Any], count: int) -> None:
-    view = job_from_object(job({}, **spec))
+    view = JOB.view(job({}, **spec))
     assert view is not None and view.pod_count == count
 
 
@@ -210,7 +211,7 @@ def test_bad_node_affinity_is_named(affinity: dict[str, Any], field: str) -> Non
         {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}}
     )
     with pytest.raises(InvalidObject, match=rf"matchExpressions\[0\]\.{field}"):
-        job_from_object(bad)
+        JOB.view(bad)
 
 
 def test_requeue_annotations_are_read_and_a_requeued_job_queues_from_then() -> None:
@@ -221,13 +222,13 @@ def test_requeue_annotations_are_read_and_a_requeued_job_queues_from_then() -> N
         "sluice.dev/requeued-at": "2026-01-01T01:00:00Z",
         "sluice.dev/requeue-reason": "1 of its pods not scheduled within 5m: p (...)",
     }
-    view = job_from_object(obj)
+    view = JOB.view(obj)
     assert view is not None and view.requeues == 2
     assert view.queued_at == datetime(2026, 1, 1, 1, tzinfo=UTC)
     assert view.requeue_reason and view.requeue_reason.startswith("1 of its pods")
     obj["metadata"]["annotations"]["sluice.dev/requeues"] = "-1"
     with pytest.raises(InvalidObject, match="requeues"):
-        job_from_object(obj)
+        JOB.view(obj)
 
 
 def test_pods_ready_timeout_in_the_configuration() -> None:
@@ -253,7 +254,7 @@ def test_jobs_of_one_pod_shape_share_one_pod_view_and_others_do_not() -> None:
     def one(name: str, selector: dict[str, str]) -> Any:
         obj = job({"nodeSelector": selector})
         obj["metadata"]["name"] = name
-        view = job_from_object(obj)
+        view = JOB.view(obj)
         assert view is not None
         return view.pod_sets[0].pod
 

@@ -9,7 +9,8 @@ import pytest
 from sluice.api.errors import InvalidObject
 from sluice.api.queue import Queue
 from sluice.api.resources import Resources
-from sluice.api.views import JobPhase, job_from_object, node_from_object, pod_request
+from sluice.api.views import JobPhase, node_from_object, pod_request
+from sluice.api.workloads.job import JOB
 
 
 def job(**spec: Any) -> dict[str, Any]:
@@ -27,7 +28,7 @@ def job(**spec: Any) -> dict[str, Any]:
 
 
 def test_request_is_parallelism_times_the_pod_request() -> None:
-    view = job_from_object(job(parallelism=4))
+    view = JOB.view(job(parallelism=4))
     assert view is not None and view.request == Resources({"cpu": 4000})
 
 
@@ -78,18 +79,18 @@ def test_a_limit_without_a_request_requests_the_limit() -> None:
     ],
 )
 def test_phases(spec: dict[str, Any], phase: JobPhase) -> None:
-    view = job_from_object(job(**spec))
+    view = JOB.view(job(**spec))
     assert view is not None and view.phase is phase
 
 
 def test_queue_from_label_or_namespace_and_unmanaged_jobs() -> None:
-    assert job_from_object(job(labels={})) is None
-    view = job_from_object(job(labels={}), {"ns": "ns-queue"})
+    assert JOB.view(job(labels={})) is None
+    view = JOB.view(job(labels={}), {"ns": "ns-queue"})
     assert view is not None and view.queue == "ns-queue" and view.queue_from_namespace
 
 
 def test_annotations_preemptable_and_admitted_at() -> None:
-    view = job_from_object(
+    view = JOB.view(
         job(
             annotations={
                 "sluice.dev/preemptable": "false",
@@ -104,12 +105,12 @@ def test_annotations_preemptable_and_admitted_at() -> None:
 def test_bad_fields_are_named() -> None:
     bad = job(pod={"containers": [{"name": "a", "resources": {"requests": {"cpu": "lots"}}}]})
     with pytest.raises(InvalidObject) as err:
-        job_from_object(bad)
+        JOB.view(bad)
     assert "Job ns/j: field spec.template.spec.containers[0].resources.requests" in str(err.value)
     with pytest.raises(InvalidObject, match=r"spec\.parallelism"):
-        job_from_object(job(parallelism=-1))
+        JOB.view(job(parallelism=-1))
     with pytest.raises(InvalidObject, match="admitted-at"):
-        job_from_object(job(annotations={"sluice.dev/admitted-at": "yesterday"}))
+        JOB.view(job(annotations={"sluice.dev/admitted-at": "yesterday"}))
 
 
 def test_nodes_count_only_when_ready_and_schedulable() -> None:

@@ -18,7 +18,7 @@ from urllib3.exceptions import ProtocolError
 
 from sluice.operator.executor import Executor
 from sluice.operator.plan import Basis, plan
-from sluice.operator.queue_handlers import QueueWriter
+from sluice.operator.queue_reconciler import QueueReconciler, QueueWriter
 from sluice.operator.state import ClusterState
 from sluice.scheduler.model import CycleResult
 
@@ -84,22 +84,6 @@ class RawResponse:
         self.released = True
 
 
-class FakeBatch:
-    def __init__(self, cluster: FakeCluster) -> None:
-        self.cluster = cluster
-
-    def patch_namespaced_job(
-        self, name: str, namespace: str, body: dict[str, Any], **_: Any
-    ) -> RawResponse:
-        return self.cluster.answer(f"job/{namespace}/{name}", body)
-
-    def read_namespaced_job(self, name: str, namespace: str, **_: Any) -> RawResponse:
-        stored = self.cluster.objects.get(f"job/{namespace}/{name}")
-        if stored is None:
-            raise ApiException(status=404, reason="NotFound")
-        return RawResponse(stored)
-
-
 class FakeCore:
     def __init__(self, cluster: FakeCluster) -> None:
         self.cluster = cluster
@@ -110,6 +94,11 @@ class FakeCore:
         self.cluster.calls.append(("event", f"job/{namespace}/{event['involvedObject']['name']}"))
         self.cluster.events.append(event)
         return RawResponse(event)
+
+
+def _key(plural: str, namespace: str, name: str) -> str:
+    """A workload's key in the fake cluster: "job/ns/name" for a batch/v1 Job."""
+    return f"{'job' if plural == 'jobs' else plural}/{namespace}/{name}"
 
 
 class FakeObjects:
@@ -145,12 +134,12 @@ class FakeObjects:
         body: dict[str, Any],
         **_: Any,
     ) -> RawResponse:
-        return self.cluster.answer(f"{plural}/{namespace}/{name}", body)
+        return self.cluster.answer(_key(plural, namespace, name), body)
 
     def get_namespaced_custom_object(
         self, group: str, version: str, namespace: str, plural: str, name: str, **_: Any
     ) -> RawResponse:
-        stored = self.cluster.objects.get(f"{plural}/{namespace}/{name}")
+        stored = self.cluster.objects.get(_key(plural, namespace, name))
         if stored is None:
             raise ApiException(status=404, reason="NotFound")
         return RawResponse(stored)
@@ -169,7 +158,6 @@ def fake_executor() -> tuple[Executor, FakeCluster, ClusterState]:
     cluster = FakeCluster()
     state = ClusterState()
     executor = Executor(client.ApiClient(), state)
-    executor.batch = FakeBatch(cluster)  # type: ignore[assignment]
     executor.core = FakeCore(cluster)  # type: ignore[assignment]
     executor.custom = FakeObjects(cluster)  # type: ignore[assignment]
     return executor, cluster, state
@@ -181,6 +169,16 @@ def fake_queue_writer() -> tuple[QueueWriter, FakeCluster, ClusterState]:
     writer = QueueWriter(client.ApiClient(), state)
     writer.objects = FakeObjects(cluster)  # type: ignore[assignment]
     return writer, cluster, state
+
+
+def fake_reconciler(
+    may_write: Callable[[], bool],
+) -> tuple[QueueReconciler, FakeCluster, ClusterState]:
+    cluster = FakeCluster()
+    state = ClusterState()
+    reconciler = QueueReconciler(client.ApiClient(), state, may_write)
+    reconciler.writer.objects = FakeObjects(cluster)  # type: ignore[assignment]
+    return reconciler, cluster, state
 
 
 def job(cluster: FakeCluster, state: ClusterState, name: str, **annotations: str) -> dict[str, Any]:
@@ -198,7 +196,7 @@ def job(cluster: FakeCluster, state: ClusterState, name: str, **annotations: str
         "spec": {"suspend": True},
     }
     seen = cluster.add(f"job/ns/{name}", body)
-    state.on_job("ADDED", seen)
+    state.on_workload("ADDED", seen)
     return seen
 
 
@@ -225,7 +223,7 @@ def apply_result(
     """What the loop does with a cycle's result: plan it, then carry the plan out."""
     writes = plan(
         cycle,
-        executor.state.jobs,
+        executor.state.workloads,
         decided_on or {},
         now,
         executor.clock(),

@@ -1,15 +1,11 @@
-"""Carrying out a cycle's plan: order, preconditions, repeat-safety and the error classes."""
+"""Carrying out a cycle's plan: order, preconditions, repeat-safety, each error class's policy."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
-import pytest
-from kubernetes.client.exceptions import ApiException
 from operator_fakes import apply_result, fake_executor, job
-from urllib3.exceptions import ProtocolError
 
-from sluice.operator.executor import Failure, classify
 from sluice.operator.plan import POSITION_REFRESH, basis, plan
 from sluice.scheduler.model import CycleResult, Decision, PendingJob
 
@@ -28,7 +24,7 @@ async def test_victims_are_suspended_before_anything_is_admitted() -> None:
     executor, cluster, state = fake_executor()
     job(cluster, state, "victim")
     cluster.objects["job/ns/victim"]["spec"]["suspend"] = False
-    state.on_job("MODIFIED", dict(cluster.objects["job/ns/victim"]))
+    state.on_workload("MODIFIED", dict(cluster.objects["job/ns/victim"]))
     job(cluster, state, "starving")
     done = apply_result(
         executor,
@@ -91,14 +87,14 @@ async def test_a_job_changed_while_the_cycle_decided_is_not_admitted_as_it_now_i
     newer one the state holds by the time it is written."""
     executor, cluster, state = fake_executor()
     job(cluster, state, "j")
-    decided = {"ns/j": basis(state.jobs["ns/j"])}
+    decided = {"ns/j": basis(state.workloads["ns/j"])}
     moved = cluster.patch("job/ns/j", {"metadata": {"labels": {"sluice.dev/queue-name": "b"}}})
-    state.on_job("MODIFIED", moved)  # delivered before the write
+    state.on_workload("MODIFIED", moved)  # delivered before the write
     apply_result(executor, result(Decision("admit", "ns/j", "a", "")), NOW, decided_on=decided)
     assert cluster.objects["job/ns/j"]["spec"]["suspend"] is True
     assert executor.stats.conflicts == 1
     grown = cluster.patch("job/ns/j", {"metadata": {"generation": 2}, "spec": {"parallelism": 9}})
-    state.on_job("MODIFIED", grown)
+    state.on_workload("MODIFIED", grown)
     decided = {"ns/j": (1, "b")}
     apply_result(executor, result(Decision("admit", "ns/j", "b", "")), NOW, decided_on=decided)
     assert cluster.objects["job/ns/j"]["spec"]["suspend"] is True
@@ -109,9 +105,9 @@ async def test_a_status_update_while_the_cycle_decided_does_not_stop_its_decisio
     the version before must still be suspended."""
     executor, cluster, state = fake_executor()
     job(cluster, state, "j")
-    decided = {"ns/j": basis(state.jobs["ns/j"])}
+    decided = {"ns/j": basis(state.workloads["ns/j"])}
     touched = cluster.patch("job/ns/j", {"status": {"active": 2}})
-    state.on_job("MODIFIED", touched)
+    state.on_workload("MODIFIED", touched)
     apply_result(executor, result(Decision("admit", "ns/j", "a", "")), NOW, decided_on=decided)
     assert cluster.objects["job/ns/j"]["spec"]["suspend"] is False
 
@@ -123,15 +119,17 @@ async def test_repeating_a_cycle_after_its_writes_changes_nothing() -> None:
     job(cluster, state, "j")
     cycle = result(Decision("admit", "ns/j", "team", ""))
     apply_result(executor, cycle, NOW)
-    stored = state.jobs["ns/j"]
+    stored = state.workloads["ns/j"]
     assert stored["spec"]["suspend"] is False  # the cache already reflects the write
     assert (
         stored["metadata"]["resourceVersion"]
         == cluster.objects["job/ns/j"]["metadata"]["resourceVersion"]
     )
     # A watch event older than the write arrives late: it must not undo it.
-    state.on_job("MODIFIED", {**stored, "metadata": {**stored["metadata"], "resourceVersion": "1"}})
-    assert state.jobs["ns/j"]["spec"]["suspend"] is False
+    state.on_workload(
+        "MODIFIED", {**stored, "metadata": {**stored["metadata"], "resourceVersion": "1"}}
+    )
+    assert state.workloads["ns/j"]["spec"]["suspend"] is False
 
 
 async def test_a_write_whose_answer_was_lost_is_read_back_before_the_next_decision() -> None:
@@ -145,12 +143,12 @@ async def test_a_write_whose_answer_was_lost_is_read_back_before_the_next_decisi
         NOW,
     )
     assert cluster.objects["job/ns/j"]["spec"]["suspend"] is False  # it did happen
-    assert state.jobs["ns/j"]["spec"]["suspend"] is True  # but the operator cannot know
+    assert state.workloads["ns/j"]["spec"]["suspend"] is True  # but the operator cannot know
     assert executor.unsure == {"ns/j", "ns/gone"}
     del cluster.objects["job/ns/gone"]
     assert executor.reread_unsure()
-    assert state.jobs["ns/j"]["spec"]["suspend"] is False
-    assert "ns/gone" not in state.jobs
+    assert state.workloads["ns/j"]["spec"]["suspend"] is False
+    assert "ns/gone" not in state.workloads
     assert executor.unsure == set()
 
 
@@ -204,24 +202,6 @@ async def test_pending_reason_written_when_it_changes_event_only_when_its_cause_
     assert executor.positions_written == {}
 
 
-@pytest.mark.parametrize(
-    ("error", "failure"),
-    [
-        (ApiException(status=409), Failure.CONFLICT),
-        (ApiException(status=404), Failure.GONE),
-        (ApiException(status=500), Failure.UNSURE),
-        (ApiException(status=0), Failure.UNSURE),
-        (ProtocolError("Connection aborted."), Failure.UNSURE),
-        (TimeoutError(), Failure.UNSURE),
-        (ApiException(status=429), Failure.RETRY),
-        (ApiException(status=403), Failure.REFUSED),
-        (ApiException(status=422), Failure.REFUSED),
-    ],
-)
-def test_every_api_failure_has_one_class(error: BaseException, failure: Failure) -> None:
-    assert classify(error) is failure
-
-
 async def test_a_refused_write_does_not_stop_the_rest_of_the_cycle() -> None:
     executor, cluster, state = fake_executor()
     job(cluster, state, "refused")
@@ -246,7 +226,7 @@ async def test_statuses_are_told_once_decisions_are_written_not_after_a_deferral
         Decision("admit", "ns/a", "team", ""),
         pending=(PendingJob("ns/waiting", "team", 1, "no node has room"),),
     )
-    writes = plan(cycle, state.jobs, {}, NOW, 0.0, {})
+    writes = plan(cycle, state.workloads, {}, NOW, 0.0, {})
     # Told after the admission, before the pending reason is written.
     assert executor.run(
         writes, lambda: True, lambda: told.append([c for c in cluster.calls if c[0] == "patch"])
@@ -256,7 +236,7 @@ async def test_statuses_are_told_once_decisions_are_written_not_after_a_deferral
     cluster.refuse.add("job/ns/victim")
     deferred = plan(
         result(Decision("reclaim", "ns/victim", "b", "", for_job="ns/waiting")),
-        state.jobs,
+        state.workloads,
         {},
         NOW,
         0.0,

@@ -11,7 +11,7 @@ from prometheus_client import generate_latest
 
 from sluice.api.queue import Queue
 from sluice.api.resources import Resources
-from sluice.api.views import JobPhase, JobView
+from sluice.api.views import JobPhase, WorkloadView
 from sluice.operator import metrics
 from sluice.scheduler.model import CycleResult, Decision, PendingJob, QueueResult
 
@@ -61,7 +61,7 @@ def test_reason_classes() -> None:
 
 def test_a_cycle_becomes_metrics_and_a_gone_queue_leaves_none() -> None:
     queue = Queue.from_object({"metadata": {"name": "mq-a"}, "spec": {"capability": {"cpu": "8"}}})
-    job = JobView("ns", "new", "mq-a", Resources({"cpu": 1000}), JobPhase.PENDING,
+    job = WorkloadView("ns", "new", "mq-a", Resources({"cpu": 1000}), JobPhase.PENDING,
                   creation_timestamp=NOW - timedelta(seconds=42))  # fmt: skip
     waits = sample("sluice_admission_wait_seconds_count", queue="mq-a") or 0
     evictions = sample("sluice_evictions_total", queue="mq-a", reason="reclaim") or 0

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from sluice.api.views import JobView
+from sluice.api.views import WorkloadView
 from sluice.operator.state import ClusterState
 from sluice.scheduler import snapshot as builder
 from sluice.scheduler.cycle import run_cycle
@@ -51,9 +51,9 @@ def cluster() -> ClusterState:
         },
     )
     state.on_namespace("ADDED", {"metadata": {"name": "ns", "labels": {"team": "a"}}})
-    state.on_job("ADDED", job("running", 4, "2", admitted=True))
-    state.on_job("ADDED", job("fits", 5, "1"))
-    state.on_job("ADDED", job("too-big", 6, "8"))
+    state.on_workload("ADDED", job("running", 4, "2", admitted=True))
+    state.on_workload("ADDED", job("fits", 5, "1"))
+    state.on_workload("ADDED", job("too-big", 6, "8"))
     return state
 
 
@@ -69,25 +69,27 @@ def test_an_object_is_read_once_and_snapshots_share_its_view(
 
     monkeypatch.setitem(builder.READERS, "Job", counted)  # type: ignore[index]
     state = cluster()
-    first, second = state.snapshot(NOW, 5), state.snapshot(NOW, 5)
+    first, second = state.snapshot(NOW, 5).snapshot, state.snapshot(NOW, 5).snapshot
     assert reads == ["running", "fits", "too-big"]
-    assert all(a is b for a, b in zip(first.jobs, second.jobs, strict=True))
-    assert first.jobs is not second.jobs  # each cycle its own lists
-    state.on_job("MODIFIED", job("fits", 7, "2"))
+    assert all(a is b for a, b in zip(first.workloads, second.workloads, strict=True))
+    assert first.workloads is not second.workloads  # each cycle its own lists
+    state.on_workload("MODIFIED", job("fits", 7, "2"))
     assert reads[-1] == "fits" and len(reads) == 4
-    changed = [j for j in state.snapshot(NOW, 5).jobs if j.name == "fits"]
+    changed = [j for j in state.snapshot(NOW, 5).snapshot.workloads if j.name == "fits"]
     assert [j.request for j in changed] == [{"cpu": 2000}]
-    assert state.jobs["ns/fits"]["metadata"]["resourceVersion"] == "7"  # the object is kept too
+    assert (
+        state.workloads["ns/fits"]["metadata"]["resourceVersion"] == "7"
+    )  # the object is kept too
 
 
 def test_a_cycle_leaves_the_views_it_shares_as_they_were_read() -> None:
     state = cluster()
-    snapshot = state.snapshot(NOW, 5)
-    views = [*snapshot.queues, *snapshot.jobs, *snapshot.nodes, *snapshot.namespaces]
+    snapshot = state.snapshot(NOW, 5).snapshot
+    views = [*snapshot.queues, *snapshot.workloads, *snapshot.nodes, *snapshot.namespaces]
     as_read = copy.deepcopy(views)
     result = run_cycle(snapshot)
     # The cycle did decide: one admission, and a requeue of the job whose pods never came.
     decided = {(d.action, d.job) for d in result.decisions}
     assert decided == {("admit", "ns/fits"), ("requeue", "ns/running")}
     assert views == as_read
-    assert all(isinstance(j, JobView) for j in snapshot.jobs)
+    assert all(isinstance(j, WorkloadView) for j in snapshot.workloads)

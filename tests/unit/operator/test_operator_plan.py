@@ -35,11 +35,13 @@ def test_victims_and_requeues_come_before_admissions_each_on_what_was_decided() 
     )
     decided = {"ns/a": (1, "team"), "ns/v": (3, "other"), "ns/r": (1, "team")}
     writes = plan(result, {}, decided, NOW, 0.0, {})
-    assert [(w.kind, w.job, w.basis) for w in writes.victims] == [
+    assert [(w.kind, w.workload, w.basis) for w in writes.victims] == [
         ("reclaim", "ns/v", (3, "other")),
         ("requeue", "ns/r", (1, "team")),
     ]
-    assert [(w.kind, w.job, w.basis) for w in writes.admissions] == [("admit", "ns/a", (1, "team"))]
+    assert [(w.kind, w.workload, w.basis) for w in writes.admissions] == [
+        ("admit", "ns/a", (1, "team"))
+    ]
     admit = writes.admissions[0]
     assert admit.patch == {
         "metadata": {
@@ -107,7 +109,7 @@ def test_pending_reasons_travel_as_data_and_are_written_only_when_they_change() 
     writes = plan(cycle(pending=pending), jobs, {}, NOW, 100.0 + POSITION_REFRESH - 1, written)
     # Unchanged: nothing. New: written with its Event. Position alone, written recently:
     # nothing yet. New cause: written with its Event. Deleted meanwhile: nothing.
-    assert [(w.job, w.event is not None) for w in writes.reasons] == [
+    assert [(w.workload, w.event is not None) for w in writes.reasons] == [
         ("ns/new", True),
         ("ns/other", True),
     ]
@@ -117,7 +119,7 @@ def test_pending_reasons_travel_as_data_and_are_written_only_when_they_change() 
     assert writes.reasons[0].event == EventSpec("Pending", pending[1].reason, warning=True)
     assert writes.pending == {"ns/j", "ns/new", "ns/moved", "ns/other", "ns/deleted"}
     later = plan(cycle(pending=pending), jobs, {}, NOW, 100.0 + POSITION_REFRESH, written)
-    moved = [w for w in later.reasons if w.job == "ns/moved"]
+    moved = [w for w in later.reasons if w.workload == "ns/moved"]
     assert len(moved) == 1 and moved[0].event is None  # the position caught up, no Event
 
 

@@ -48,7 +48,7 @@ def test_admission_removes_the_gate_from_the_pod_as_the_cycle_saw_it() -> None:
     found = workloads(pod("a", reason="position 1 in team; waits"))
     writes = plan(cycle(Decision("admit", "ns/pod/a", "team", "fits")), {}, {}, NOW, 0.0, {}, found)
     (admit,) = writes.admissions
-    assert (admit.kind, admit.job, admit.event) == (
+    assert (admit.kind, admit.workload, admit.event) == (
         "admit",
         "ns/pod/a",
         EventSpec("Admitted", "admitted by queue team: fits"),
@@ -105,7 +105,7 @@ def test_an_incomplete_group_says_what_it_waits_for_and_a_replacement_is_release
     # One pod of an admitted group was lost and its controller made another: it goes through.
     found = workloads(pod("a", gated=False, **group), pod("c", **group))
     (release,) = plan(cycle(), {}, {}, NOW, 0.0, {}, found).admissions
-    assert (release.job, release.event, [c.pod for c in release.pods or ()]) == (
+    assert (release.workload, release.event, [c.pod for c in release.pods or ()]) == (
         "ns/pod-group/g",
         None,
         ["ns/c"],

@@ -32,12 +32,12 @@ def test_pods_are_in_every_snapshot_and_only_a_change_placement_sees_wakes_the_l
     assert not state.wake.is_set()
     state.on_pod("MODIFIED", pod(3, nodeName="n1"))
     assert state.wake.is_set()
-    [view] = state.snapshot(NOW, 5).pods or []
+    [view] = state.snapshot(NOW, 5).snapshot.pods or []
     assert view.node == "n1" and view.namespace == "ns"
     state.on_pod("MODIFIED", pod(2, nodeName="elsewhere"))  # older: ignored
-    assert (state.snapshot(NOW, 5).pods or [])[0].node == "n1"
+    assert (state.snapshot(NOW, 5).snapshot.pods or [])[0].node == "n1"
     state.on_pod("DELETED", pod(4, nodeName="n1"))
-    assert state.snapshot(NOW, 5).pods == []
+    assert state.snapshot(NOW, 5).snapshot.pods == []
 
 
 def test_a_pod_deleted_while_a_finalizer_holds_it_still_holds_its_node() -> None:
@@ -45,7 +45,7 @@ def test_a_pod_deleted_while_a_finalizer_holds_it_still_holds_its_node() -> None
     going = pod(5, nodeName="n1")
     going["metadata"] |= {"deletionTimestamp": "2026-01-01T00:00:00Z", "finalizers": ["x"]}
     state.on_pod("MODIFIED", going)
-    [view] = state.snapshot(NOW, 5).pods or []
+    [view] = state.snapshot(NOW, 5).snapshot.pods or []
     assert view.terminating and view.node == "n1"
 
 
@@ -54,15 +54,16 @@ def test_an_unreadable_pod_is_reported_not_counted() -> None:
     bad = pod(1)
     bad["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "lots"
     state.on_pod("ADDED", bad)
-    assert state.snapshot(NOW, 5).pods == []
-    assert "pod/ns/p" in state.bad_objects
+    taken = state.snapshot(NOW, 5)
+    assert taken.snapshot.pods == []
+    assert "pod/ns/p" in taken.unreadable
 
 
 async def test_a_requeue_suspends_the_job_and_says_how_often_when_and_why() -> None:
     executor, cluster, state = fake_executor()
     job(cluster, state, "stuck", **{"admitted-at": "2026-01-01T11:50:00Z"})
     cluster.objects["job/ns/stuck"]["spec"]["suspend"] = False
-    state.on_job("MODIFIED", dict(cluster.objects["job/ns/stuck"]))
+    state.on_workload("MODIFIED", dict(cluster.objects["job/ns/stuck"]))
     why = "1 of its pods not scheduled within 5m: stuck-x (Unschedulable: 0/1 nodes are available)"
     done = apply_result(
         executor,

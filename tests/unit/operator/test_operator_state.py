@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 import kopf
 from kubernetes import client
 
+from sluice.api.constants import QUEUE_FINALIZER
 from sluice.api.resources import Resources
 from sluice.operator.handlers import configure_settings, connection_info
 from sluice.operator.state import ClusterState
@@ -23,13 +24,13 @@ def obj(name: str, version: int, **extra: object) -> dict[str, object]:
 
 def test_an_older_event_never_undoes_the_loops_own_write() -> None:
     state = ClusterState()
-    state.remember_job(obj("j", 7, spec={"suspend": False}))
-    state.on_job("MODIFIED", obj("j", 5, spec={"suspend": True}))
-    assert state.jobs["ns/j"]["spec"] == {"suspend": False}
-    state.on_job("MODIFIED", obj("j", 9, spec={"suspend": True}))
-    assert state.jobs["ns/j"]["spec"] == {"suspend": True}
-    state.on_job("DELETED", obj("j", 10))
-    assert "ns/j" not in state.jobs
+    state.remember_workload(obj("j", 7, spec={"suspend": False}))
+    state.on_workload("MODIFIED", obj("j", 5, spec={"suspend": True}))
+    assert state.workloads["ns/j"]["spec"] == {"suspend": False}
+    state.on_workload("MODIFIED", obj("j", 9, spec={"suspend": True}))
+    assert state.workloads["ns/j"]["spec"] == {"suspend": True}
+    state.on_workload("DELETED", obj("j", 10))
+    assert "ns/j" not in state.workloads
     assert state.wake.is_set()
 
 
@@ -42,28 +43,28 @@ def queued_job(version: int, **extra: object) -> dict[str, object]:
 def test_the_watch_echoing_our_own_write_does_not_wake_the_loop_again() -> None:
     state = ClusterState()
     written = queued_job(7, spec={"suspend": False})
-    state.remember_job(written)
+    state.remember_workload(written)
     assert state.wake.is_set() and not state.urgent.is_set()  # that cycle counted it
     state.wake.clear()
-    state.on_job("MODIFIED", dict(written))  # the same resourceVersion: the same object
+    state.on_workload("MODIFIED", dict(written))  # the same resourceVersion: the same object
     assert not state.wake.is_set()
-    state.on_job("MODIFIED", queued_job(8, spec={"suspend": False, "parallelism": 3}))
+    state.on_workload("MODIFIED", queued_job(8, spec={"suspend": False, "parallelism": 3}))
     assert state.wake.is_set() and state.urgent.is_set()
 
 
 def test_only_what_may_let_a_job_in_wakes_the_loop_at_once() -> None:
     state = ClusterState()
-    state.on_job("ADDED", queued_job(1, spec={"suspend": True}))
+    state.on_workload("ADDED", queued_job(1, spec={"suspend": True}))
     assert state.urgent.is_set()  # a new job
-    state.on_job("MODIFIED", queued_job(2, spec={"suspend": False}))
+    state.on_workload("MODIFIED", queued_job(2, spec={"suspend": False}))
     state.wake.clear()
     state.urgent.clear()
-    state.on_job("MODIFIED", queued_job(3, spec={"suspend": False}, status={"ready": 0}))
+    state.on_workload("MODIFIED", queued_job(3, spec={"suspend": False}, status={"ready": 0}))
     assert not state.wake.is_set()  # reads as it did: no cycle looks at it
-    state.on_job("MODIFIED", queued_job(4, spec={"suspend": False}, status={"active": 1}))
+    state.on_workload("MODIFIED", queued_job(4, spec={"suspend": False}, status={"active": 1}))
     assert state.wake.is_set() and not state.urgent.is_set()  # its pods run: statuses only
     done = {"active": 0, "conditions": [{"type": "Complete", "status": "True"}]}
-    state.on_job("MODIFIED", queued_job(5, spec={"suspend": False}, status=done))
+    state.on_workload("MODIFIED", queued_job(5, spec={"suspend": False}, status=done))
     assert state.urgent.is_set()  # its quota is free
 
     pod = {"metadata": {"name": "p", "namespace": "ns", "resourceVersion": "6"},
@@ -86,10 +87,10 @@ def test_a_queue_change_no_cycle_looks_at_does_not_wake_the_loop() -> None:
     state.on_queue("ADDED", obj("team", 5, spec={"parent": "root"}))
     state.wake.clear()
     state.remember_queue(obj("team", 6, spec={"parent": "root"}, status={"pending": 3}))
-    kopf_note = {"annotations": {"sluice.dev/last-handled-configuration": "{}"}}
+    held = {"finalizers": ["sluice.dev/subtree"]}  # the Queue reconciler's own write
     state.on_queue(
         "MODIFIED",
-        {**obj("team", 7, spec={"parent": "root"}), "metadata": {"name": "team", **kopf_note,
+        {**obj("team", 7, spec={"parent": "root"}), "metadata": {"name": "team", **held,
                                                                "resourceVersion": "7"}},
     )  # fmt: skip
     assert not state.wake.is_set()
@@ -130,7 +131,7 @@ def test_unreadable_objects_are_left_out_and_reported() -> None:
     state = ClusterState()
     state.on_queue("ADDED", {"metadata": {"name": "root"}})
     state.on_queue("ADDED", {"metadata": {"name": "bad"}, "spec": {"weight": 0}})
-    state.on_job(
+    state.on_workload(
         "ADDED",
         {
             "metadata": {"name": "j", "namespace": "ns", "labels": {"sluice.dev/queue-name": "q"}},
@@ -141,10 +142,10 @@ def test_unreadable_objects_are_left_out_and_reported() -> None:
             },
         },
     )
-    snapshot = state.snapshot(NOW, 5)
-    assert [q.name for q in snapshot.queues] == ["root"]
-    assert snapshot.jobs == []
-    assert set(state.bad_objects) == {"queue/bad", "job/ns/j"}
+    taken = state.snapshot(NOW, 5)
+    assert [q.name for q in taken.snapshot.queues] == ["root"]
+    assert taken.snapshot.workloads == []
+    assert set(taken.unreadable) == {"queue/bad", "job/ns/j"}
 
 
 def test_plain_pods_join_the_snapshot_as_the_workloads_they_form() -> None:
@@ -159,10 +160,11 @@ def test_plain_pods_join_the_snapshot_as_the_workloads_they_form() -> None:
     state.on_pod("ADDED", pod("a", 3))
     state.on_pod("ADDED", pod("b", 4))
     state.on_pod("ADDED", obj("outside", 5, spec={"containers": []}))
-    assert [j.key for j in state.snapshot(NOW, 5).jobs] == ["ns/pod/a", "ns/pod/b"]
-    assert sorted(state.pod_workloads) == ["ns/pod/a", "ns/pod/b"]
+    taken = state.snapshot(NOW, 5)
+    assert [j.key for j in taken.snapshot.workloads] == ["ns/pod/a", "ns/pod/b"]
+    assert sorted(taken.pod_workloads) == ["ns/pod/a", "ns/pod/b"]
     state.on_pod("DELETED", pod("a", 6))
-    assert [j.key for j in state.snapshot(NOW, 5).jobs] == ["ns/pod/b"]
+    assert [j.key for j in state.snapshot(NOW, 5).snapshot.workloads] == ["ns/pod/b"]
 
 
 def test_status_is_written_only_when_something_a_reader_sees_changes() -> None:
@@ -219,7 +221,9 @@ def test_kopf_streams_only_managed_jobs_and_writes_nothing_of_its_own() -> None:
     assert list(settings.watching.label_selectors.collect(jobs)) == ["sluice.dev/queue-name"]
     nodes = kopf.Resource("", "v1", "nodes")
     assert list(settings.watching.label_selectors.collect(nodes)) == []
+    # Never the Queues' subtree finalizer: Kopf takes its own off where no handler needs it.
     assert settings.persistence.finalizer.startswith("sluice.dev/")
+    assert settings.persistence.finalizer != QUEUE_FINALIZER
     assert not settings.posting.enabled
     assert settings.scanning.disabled
 
@@ -242,8 +246,8 @@ def test_a_limit_range_change_reads_its_namespaces_workloads_again() -> None:
     state = ClusterState()
     state.readers = readers(defaults_of=state.pod_defaults.of)
     job = queued_job(1, spec={"template": {"spec": {"containers": [{"name": "c"}]}}})
-    state.on_job("ADDED", job)
-    assert state.snapshot(NOW, 5).jobs[0].request == Resources()
+    state.on_workload("ADDED", job)
+    assert state.snapshot(NOW, 5).snapshot.workloads[0].request == Resources()
     state.wake.clear()
     limits = {
         "metadata": {"name": "d", "namespace": "ns", "resourceVersion": "3"},
@@ -251,13 +255,13 @@ def test_a_limit_range_change_reads_its_namespaces_workloads_again() -> None:
     }
     state.on_limit_range("ADDED", limits)
     assert state.wake.is_set()
-    assert state.snapshot(NOW, 5).jobs[0].request == Resources.parse({"cpu": "2"})
+    assert state.snapshot(NOW, 5).snapshot.workloads[0].request == Resources.parse({"cpu": "2"})
     state.wake.clear()
     other = {**limits, "metadata": {**limits["metadata"], "namespace": "elsewhere"}}
     state.on_limit_range("ADDED", other)
     assert not state.wake.is_set()  # no workload there
     state.on_limit_range("DELETED", limits)
-    assert state.snapshot(NOW, 5).jobs[0].request == Resources()
+    assert state.snapshot(NOW, 5).snapshot.workloads[0].request == Resources()
 
 
 def test_a_queue_over_its_capability_says_so_in_its_status_and_once_in_an_event() -> None:

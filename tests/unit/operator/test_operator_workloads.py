@@ -69,7 +69,7 @@ async def test_each_kind_is_held_and_released_through_its_own_api_and_field() ->
         ("pytorchjobs/ns/train", pytorch_job("train", suspend=True)),
         ("jobsets/ns/sweep", jobset("sweep", suspend=False)),
     ]:
-        state.on_job("ADDED", cluster.add(key, obj))
+        state.on_workload("ADDED", cluster.add(key, obj))
     done = apply_result(
         executor,
         result(
@@ -99,12 +99,12 @@ async def test_each_kind_is_held_and_released_through_its_own_api_and_field() ->
 
 async def test_a_write_whose_answer_was_lost_is_read_again_through_its_kinds_api() -> None:
     executor, cluster, state = fake_executor()
-    state.on_job("ADDED", cluster.add("pytorchjobs/ns/train", pytorch_job("train", True)))
+    state.on_workload("ADDED", cluster.add("pytorchjobs/ns/train", pytorch_job("train", True)))
     cluster.lose_answer.add("pytorchjobs/ns/train")
     apply_result(executor, result(Decision("admit", "ns/train", "team", "fits")), NOW)
     assert executor.unsure == {"ns/train"}
     assert executor.reread_unsure()
-    assert state.jobs["ns/train"]["spec"]["runPolicy"] == {"suspend": False}
+    assert state.workloads["ns/train"]["spec"]["runPolicy"] == {"suspend": False}
     assert executor.unsure == set()
 
 
@@ -130,8 +130,8 @@ def test_a_job_a_gated_kind_controls_is_part_of_it_not_a_workload(
     gated: tuple[str, ...], managed: bool
 ) -> None:
     state = ClusterState(readers=readers(workload_kinds=gated))
-    state.on_job("ADDED", child_job())
-    assert [j.key for j in state.snapshot(NOW, 5).jobs] == (
+    state.on_workload("ADDED", child_job())
+    assert [j.key for j in state.snapshot(NOW, 5).snapshot.workloads] == (
         ["ns/sweep-workers-0"] if managed else []
     )
 
@@ -148,9 +148,9 @@ def test_every_gated_kind_is_streamed_only_when_managed() -> None:
 
 def test_the_snapshot_holds_every_kind_the_state_stores() -> None:
     state = ClusterState()
-    state.on_job("ADDED", copy.deepcopy(pytorch_job("train", True)))
-    state.on_job("ADDED", copy.deepcopy(jobset("sweep", True)))
-    jobs = state.snapshot(NOW, 5).jobs
+    state.on_workload("ADDED", copy.deepcopy(pytorch_job("train", True)))
+    state.on_workload("ADDED", copy.deepcopy(jobset("sweep", True)))
+    jobs = state.snapshot(NOW, 5).snapshot.workloads
     assert sorted((j.kind, j.key, j.request.describe()) for j in jobs) == [
         ("JobSet", "ns/sweep", "cpu 2"),
         ("PyTorchJob", "ns/train", "cpu 1"),
@@ -159,11 +159,12 @@ def test_the_snapshot_holds_every_kind_the_state_stores() -> None:
 
 def test_workloads_of_one_name_across_kinds_are_left_out_and_said_why() -> None:
     state = ClusterState()
-    state.on_job("ADDED", jobset("train", True))
-    state.on_job("ADDED", pytorch_job("train", True))
-    state.on_job("ADDED", jobset("other", True))
-    assert [j.key for j in state.snapshot(NOW, 5).jobs] == ["ns/other"]
-    assert state.bad_objects == {
+    state.on_workload("ADDED", jobset("train", True))
+    state.on_workload("ADDED", pytorch_job("train", True))
+    state.on_workload("ADDED", jobset("other", True))
+    taken = state.snapshot(NOW, 5)
+    assert [j.key for j in taken.snapshot.workloads] == ["ns/other"]
+    assert taken.unreadable == {
         "jobset/ns/train": "workloads of kinds JobSet, PyTorchJob are all named ns/train: sluice"
         " does not tell them apart and leaves them out; give them different names",
         "pytorchjob/ns/train": "workloads of kinds JobSet, PyTorchJob are all named ns/train:"

@@ -13,11 +13,11 @@ from sluice.api.resources import Resources
 from sluice.api.views import (
     MAIN_POD_SET,
     JobPhase,
-    JobView,
     NodeView,
     PodSet,
     PodView,
     PriorityClassView,
+    WorkloadView,
 )
 from sluice.scheduler.model import Snapshot
 
@@ -67,9 +67,9 @@ def job(
     priority_class: str | None = None,
     preemptable: bool = True,
     **other: float | str,
-) -> JobView:
+) -> WorkloadView:
     request = res(cpu=cpu, **other)
-    return JobView(
+    return WorkloadView(
         namespace="ns",
         name=name,
         queue=queue_name,
@@ -86,7 +86,7 @@ def job(
     )
 
 
-def running(name: str, queue_name: str, **kw: Any) -> JobView:
+def running(name: str, queue_name: str, **kw: Any) -> WorkloadView:
     return job(name, queue_name, phase=JobPhase.RUNNING, **kw)
 
 
@@ -119,7 +119,7 @@ def gang(
     tolerations: tuple[Toleration, ...] = (),
     phase: JobPhase = JobPhase.PENDING,
     **per_pod: Any,
-) -> JobView:
+) -> WorkloadView:
     """A job of `pods` pods, each asking `per_pod` (plus the keywords of job())."""
     options = {k: per_pod.pop(k) for k in list(per_pod) if k in JOB_OPTIONS}
     pod = PodSpecView(
@@ -144,7 +144,7 @@ def pod(
     name: str,
     node_name: str | None,
     *,
-    owner: JobView | None = None,
+    owner: WorkloadView | None = None,
     created: int | None = None,
     finished: bool = False,
     terminating: bool = False,
@@ -172,7 +172,7 @@ def pod(
 
 def snapshot(
     queues: list[Queue],
-    jobs: list[JobView],
+    jobs: list[WorkloadView],
     nodes: list[NodeView],
     *,
     config: dict[str, Any] | None = None,
@@ -183,7 +183,7 @@ def snapshot(
     cfg = parse_scheduler_config(config) if config is not None else SchedulerConfig()
     return Snapshot(
         queues=[queue("root"), *queues] if all(q.name != "root" for q in queues) else queues,
-        jobs=jobs,
+        workloads=jobs,
         nodes=nodes,
         now=now,
         priority_classes=[PriorityClassView(n, v) for n, v in (priority_classes or {}).items()],

@@ -7,7 +7,7 @@ from collections import Counter, defaultdict
 
 from builders import job, node, queue, running, snapshot
 
-from sluice.api.views import JobView
+from sluice.api.views import WorkloadView
 from sluice.scheduler.cycle import run_cycle
 from sluice.scheduler.model import CycleResult, Snapshot
 
@@ -33,7 +33,7 @@ def random_snapshot(seed: int) -> Snapshot:
                 spec["dequeue"] = "fifo"
             queues.append(queue(name, f"d{d}", created=rng.randint(0, 3), **spec))
             leaves.append(name)
-    jobs: list[JobView] = []
+    jobs: list[WorkloadView] = []
     for i in range(rng.randint(5, 30)):
         where = rng.choice(leaves)
         kw = {
@@ -56,7 +56,7 @@ def random_snapshot(seed: int) -> Snapshot:
 
 
 def check(snap: Snapshot, result: CycleResult) -> None:
-    views = {j.key: j for j in snap.jobs}
+    views = {j.key: j for j in snap.workloads}
     queues = {q.name: q for q in snap.queues}
     admitted_now = [d.job for d in result.decisions if d.action == "admit"]
     victims = [d for d in result.decisions if d.action != "admit"]
@@ -86,11 +86,11 @@ def check(snap: Snapshot, result: CycleResult) -> None:
         assert sorted(found) == list(range(1, len(found) + 1))
     # The cluster is not overcommitted by the cycle, and no queue goes over its capability.
     total = result.cluster_total.get_amount("cpu")
-    used_before = sum(j.request.get_amount("cpu") for j in snap.jobs if j.phase.admitted)
+    used_before = sum(j.request.get_amount("cpu") for j in snap.workloads if j.phase.admitted)
     evicted = {d.job for d in victims}
     used_after = sum(
         j.request.get_amount("cpu")
-        for j in snap.jobs
+        for j in snap.workloads
         if (j.phase.admitted and j.key not in evicted) or j.key in admitted_now
     )
     assert used_after <= max(total, used_before)

@@ -12,7 +12,7 @@ from dataclasses import replace
 from builders import gang, job, node, pod, queue, res, snapshot
 
 from sluice.api.constraints import PodSpecView
-from sluice.api.views import JobPhase, JobView, PodSet, PodView
+from sluice.api.views import JobPhase, PodSet, PodView, WorkloadView
 from sluice.scheduler.cycle import run_cycle
 from sluice.scheduler.model import CycleResult
 from sluice.scheduler.session import Session
@@ -24,7 +24,7 @@ NODE_TYPE = "ray.io/node-type"
 JOB_NAME = "batch.kubernetes.io/job-name"
 
 
-def ray(name: str, queue_name: str, workers: int, **kw: object) -> JobView:
+def ray(name: str, queue_name: str, workers: int, **kw: object) -> WorkloadView:
     """A RayJob as its adapter reads it: a head of cpu 1, workers of cpu 1 and memory 256Mi
     (KubeRay's init container), KubeRay's submitter of cpu 500m."""
     sets = (
@@ -52,7 +52,7 @@ def ray(name: str, queue_name: str, workers: int, **kw: object) -> JobView:
 
 
 def ray_pod(
-    owner: JobView, name: str, node_name: str, role: tuple[str, str], **req: object
+    owner: WorkloadView, name: str, node_name: str, role: tuple[str, str], **req: object
 ) -> PodView:
     labels = ((CLUSTER, f"{owner.name}-raycluster"), role)
     if role[0] == JOB_NAME:
@@ -64,7 +64,7 @@ def ray_pod(
 
 def running_ray(
     name: str, queue_name: str, node_name: str, extra_memory: str = "0"
-) -> tuple[JobView, list[PodView]]:
+) -> tuple[WorkloadView, list[PodView]]:
     """A running RayJob of 2 workers and its pods on one node, each worker asking
     ``extra_memory`` more than its template (a sidecar nobody declared)."""
     view = ray(name, queue_name, 2, phase=JobPhase.RUNNING, admitted=1)

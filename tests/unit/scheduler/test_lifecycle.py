@@ -18,7 +18,7 @@ def test_closing_until_the_last_job_finishes_then_closed() -> None:
 
 
 def test_a_closed_parent_is_closing_while_its_subtree_has_work() -> None:
-    """Its children are still Open (the cascade that closes them is the Queue handlers'): they
+    """Its children are still Open (the cascade that closes them is the Queue reconciler's): they
     count as closing, and the one with a running job holds its parent Closing."""
     queues = [queue("dept", state="Closed"), queue("a", "dept"), queue("b", "dept")]
     result = run_cycle(snapshot(queues, [running("r", "a")], [node(cpu=4)]))
@@ -47,7 +47,7 @@ def test_a_cycle_without_root_schedules_under_an_implied_one() -> None:
     base = snapshot([queue("a")], [job("j", "a", cpu=1)], [node(cpu=1)])
     snap = Snapshot(
         queues=[q for q in base.queues if q.name != "root"],
-        jobs=base.jobs,
+        workloads=base.workloads,
         nodes=base.nodes,
         now=base.now,
     )

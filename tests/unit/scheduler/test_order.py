@@ -144,14 +144,14 @@ def test_job_priority_inherits_queue_priority_class_then_global_default() -> Non
     )
     snap = type(snap)(
         queues=snap.queues,
-        jobs=snap.jobs,
+        workloads=snap.workloads,
         nodes=snap.nodes,
         now=snap.now,
         priority_classes=[*snap.priority_classes, PriorityClassView("base", 7, True)],
         config=snap.config,
     )
     session = Session(snap)
-    priorities = {j.name: session.job_priority(j) for j in snap.jobs}
+    priorities = {j.name: session.job_priority(j) for j in snap.workloads}
     assert priorities == {
         "inherit": 50,
         "own": 90,

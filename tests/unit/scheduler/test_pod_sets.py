@@ -9,7 +9,7 @@ from dataclasses import replace
 from builders import T0, gang, job, node, pod, queue, res, snapshot
 
 from sluice.api.constraints import PodSpecView
-from sluice.api.views import JobPhase, JobView, PodSet
+from sluice.api.views import JobPhase, PodSet, WorkloadView
 from sluice.scheduler.cycle import apply_decisions, run_cycle
 from sluice.scheduler.fit import as_hard
 from sluice.scheduler.model import CycleResult
@@ -20,7 +20,9 @@ JUST_NOW = 3590  # seconds after T0: NOW is an hour after it
 JOBSET_LABEL = "jobset.sigs.k8s.io/jobset-name"
 
 
-def workload(name: str, queue_name: str, sets: dict[str, tuple[int, int]], **kw: object) -> JobView:
+def workload(
+    name: str, queue_name: str, sets: dict[str, tuple[int, int]], **kw: object
+) -> WorkloadView:
     """A JobSet of pod sets name -> (pods, cpu per pod)."""
     pod_sets = tuple(
         PodSet(n, count, PodSpecView(res(cpu=cpu))) for n, (count, cpu) in sets.items()

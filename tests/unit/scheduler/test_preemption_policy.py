@@ -7,7 +7,8 @@ from dataclasses import replace
 
 from builders import job, node, queue, running, snapshot
 
-from sluice.api.views import PriorityClassView, job_from_object, priority_class_from_object
+from sluice.api.views import PriorityClassView, priority_class_from_object
+from sluice.api.workloads.job import JOB
 from sluice.operator.state import ClusterState
 from sluice.scheduler.actions.outcome import WAITS_FOR_ROOM
 from sluice.scheduler.cycle import run_cycle
@@ -110,10 +111,10 @@ def test_the_policy_is_read_from_priority_classes_and_pod_templates() -> None:
         "metadata": {"name": "j", "namespace": "ns", "labels": {"sluice.dev/queue-name": "a"}},
         "spec": {"suspend": True, "template": {"spec": {"preemptionPolicy": "Never"}}},
     }
-    view = job_from_object(body)
+    view = JOB.view(body)
     assert view is not None and view.never_preempts
     # The operator's snapshot carries the class as its watch stored it.
     state = ClusterState()
     state.on_priority_class("ADDED", cls)
-    (seen,) = state.snapshot(snapshot([], [], []).now, 5).priority_classes
+    (seen,) = state.snapshot(snapshot([], [], []).now, 5).snapshot.priority_classes
     assert seen.never_preempts

@@ -7,7 +7,7 @@ import random
 
 from builders import job, node, queue, running, snapshot
 
-from sluice.api.views import JobView
+from sluice.api.views import WorkloadView
 from sluice.scheduler.actions.outcome import Outcome
 from sluice.scheduler.actions.reclaim import _Reclaim
 from sluice.scheduler.fit import short_resources
@@ -44,7 +44,7 @@ def random_cluster(seed: int) -> tuple[Session, list[JobInfo]]:
                 spec = {"deserved": owed, "priority": rng.choice((0, 5))}
                 queues.append(queue(name, team, **spec))
                 leaves.append(name)
-    jobs: list[JobView] = []
+    jobs: list[WorkloadView] = []
     for i in range(40):
         where = rng.choice(leaves)
         cpu, gpu = rng.choice(((1, 0), (2, 0), (1, 0), (2, 0), (1, 1), (0, 1)))

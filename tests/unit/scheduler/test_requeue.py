@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from builders import NOW, T0, gang, node, pod, queue, snapshot
 
-from sluice.api.views import JobPhase, JobView, PodView
+from sluice.api.views import JobPhase, PodView, WorkloadView
 from sluice.scheduler.cycle import apply_decisions, run_cycle
 from sluice.scheduler.model import CycleResult
 from sluice.scheduler.readiness import backoff
@@ -26,7 +26,7 @@ def reason(result: CycleResult, job: str) -> str:
     return next(p.reason for p in result.pending if p.job == f"ns/{job}")
 
 
-def stuck(pods_created: int = ADMITTED) -> tuple[JobView, list[PodView]]:
+def stuck(pods_created: int = ADMITTED) -> tuple[WorkloadView, list[PodView]]:
     """An admitted job, one pod running and one kube-scheduler could not place."""
     train = gang("train", "q", 2, cpu=2, phase=JobPhase.INQUEUE, admitted=ADMITTED)
     pods = [
@@ -185,7 +185,7 @@ def test_simulate_applies_a_requeue_like_the_operator_writes_it() -> None:
     snap = snapshot([queue("q")], [train], [node(cpu=4)], pods=pods)
     result = run_cycle(snap)
     after = apply_decisions(snap, result, NOW)
-    view = next(j for j in after.jobs if j.name == "train")
+    view = next(j for j in after.workloads if j.name == "train")
     assert view.phase is JobPhase.PENDING and view.admitted_at is None
     assert view.requeues == 1 and view.requeued_at == NOW
     assert view.requeue_reason == result.decisions[0].reason

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from sluice.api.views import JobView
+from sluice.api.views import WorkloadView
 from sluice.scheduler.snapshot import READERS, UnreadableObject, build_snapshot, read, readers
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -35,7 +35,7 @@ READS = [
 def test_tolerant_leaves_unreadable_objects_out_and_reports_them() -> None:
     built = build_snapshot(READS, NOW, strict=False)
     assert [q.name for q in built.snapshot.queues] == ["root"]
-    assert [j.key for j in built.snapshot.jobs] == ["ns/a"]
+    assert [j.key for j in built.snapshot.workloads] == ["ns/a"]
     assert set(built.unreadable) == {"queue/bad", "job/ns/b"}
     assert built.unreadable["job/ns/b"].startswith("Job ns/b: field spec.template.spec")
     assert built.snapshot.pods == []
@@ -54,4 +54,4 @@ def test_an_unlabelled_job_takes_its_namespaces_default_queue_only_when_asked() 
     unlabelled = job("c", {})
     assert read("Job", "job/ns/c", unlabelled, READERS).view is None
     view = read("Job", "job/ns/c", unlabelled, readers({"ns": "team"})).view
-    assert isinstance(view, JobView) and view.queue == "team" and view.queue_from_namespace
+    assert isinstance(view, WorkloadView) and view.queue == "team" and view.queue_from_namespace

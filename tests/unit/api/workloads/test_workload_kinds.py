@@ -11,7 +11,7 @@ from sluice.api.constraints import Toleration
 from sluice.api.errors import InvalidObject
 from sluice.api.pod_views import pod_from_object
 from sluice.api.resources import Resources
-from sluice.api.views import JobPhase, JobView
+from sluice.api.views import JobPhase, WorkloadView
 from sluice.api.workloads import POD_LABELS, workload_from_object
 from sluice.api.workloads.jobset import JOBSET
 from sluice.api.workloads.kubeflow import MPI_JOB, PYTORCH_JOB
@@ -30,13 +30,13 @@ def R(**amounts: str) -> Resources:
     return Resources.parse({k.replace("__", "/").replace("_", "."): v for k, v in amounts.items()})
 
 
-def read(obj: dict[str, object]) -> JobView:
+def read(obj: dict[str, object]) -> WorkloadView:
     workload = workload_from_object(obj)
     assert workload is not None
     return workload
 
 
-def counts(workload: JobView) -> dict[str, tuple[int, Resources]]:
+def counts(workload: WorkloadView) -> dict[str, tuple[int, Resources]]:
     return {p.name: (p.count, p.pod.request) for p in workload.pod_sets}
 
 

@@ -1,4 +1,5 @@
-"""Kubernetes client configuration shared by the operator, the webhooks and the CLI."""
+"""The client layer: configuration (here), the one reading of API errors (`errors.py`), listing
+and watching (`watch.py`); shared by the operator, the webhooks, the dashboard and the CLI."""
 
 from __future__ import annotations
 

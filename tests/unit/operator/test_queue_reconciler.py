@@ -1,16 +1,22 @@
-"""What the Queue handlers write: cascades, subtree deletion, reserved queues and statuses."""
+"""What the Queue reconciler writes: cascades, subtree deletion, reserved queues and statuses,
+and only while the Lease is held."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 
-import kopf
 import pytest
-from operator_fakes import fake_queue_writer, queue
+from operator_fakes import fake_queue_writer, fake_reconciler, queue
 
 from sluice.api.queue import Queue
 from sluice.api.resources import Resources
-from sluice.operator.queue_handlers import TreeReader, cascades_of, subtree_deletions
+from sluice.operator.queue_reconciler import (
+    Retry,
+    TreeReader,
+    cascades_of,
+    subtree_deletions,
+)
 from sluice.operator.status import status_patch
 from sluice.queues.lifecycle import QueueAction, lifecycle_actions
 from sluice.queues.tree import QueueTree
@@ -109,11 +115,11 @@ async def test_a_refused_write_is_not_retried_one_that_may_succeed_is() -> None:
     writer, cluster, state = fake_queue_writer()
     queue(cluster, state, "team")
     cluster.refuse.add("queue/team")
-    with pytest.raises(kopf.PermanentError, match="close of queue team refused"):
-        await writer.act(QueueAction("close", "team", "dept"))
+    await writer.act(QueueAction("close", "team", "dept"))  # refused: logged, not raised
+    assert cluster.objects["queue/team"]["spec"] == {"parent": "root"}
     cluster.refuse.clear()
     stale = {"metadata": {"resourceVersion": "1"}, "spec": {"state": "Closed"}}
-    with pytest.raises(kopf.TemporaryError, match="conflict"):
+    with pytest.raises(Retry, match="conflict"):
         await writer.patch("team", stale, "close")
     await writer.act(QueueAction("delete", "gone", "parent dept is being deleted"))  # 404: done
 
@@ -153,5 +159,69 @@ def test_the_tree_is_walked_once_per_state_of_the_queues_and_a_newer_object_coun
     assert read()[0] is first and read()[1] is actions  # nothing changed: the same walk
     closed = {**state.queues["dept"], "spec": {"parent": "root", "state": "Closed"}}
     closed["metadata"] = {**closed["metadata"], "resourceVersion": "999"}
-    _, seen = read(closed)  # Kopf delivered it before the watch stored it
+    _, seen = read(closed)  # newer than what the watch stored
     assert cascades_of(seen, "dept") == [QueueAction("close", "team", "dept")]
+
+
+async def test_a_queue_being_deleted_keeps_its_finalizer_until_its_children_are_gone() -> None:
+    queues, cluster, state = fake_reconciler(lambda: True)
+    for name in ("root", "default"):
+        queue(cluster, state, name)
+    queue(cluster, state, "dept")
+    queue(cluster, state, "team", spec={"parent": "dept"})
+    await queues.reconcile("dept")
+    assert cluster.objects["queue/dept"]["metadata"]["finalizers"] == ["sluice.dev/subtree"]
+    deleting = {
+        **cluster.objects["queue/dept"]["metadata"],
+        "deletionTimestamp": "2026-01-01T00:00:00Z",
+    }
+    queue(cluster, state, "dept", metadata=deleting)
+    with pytest.raises(Retry, match="waiting for its child queues to be deleted: team"):
+        await queues.reconcile("dept")
+    assert ("delete", "queue/team") in cluster.calls
+    assert cluster.objects["queue/dept"]["metadata"]["finalizers"] == ["sluice.dev/subtree"]
+    state.on_queue("DELETED", cluster.objects.pop("queue/team"))
+    await queues.reconcile("dept")
+    assert cluster.objects["queue/dept"]["metadata"]["finalizers"] == []
+    assert "dept" not in state.queues  # deleting, no finalizer left: gone
+
+
+async def test_a_new_leader_reconciles_every_queue_and_a_follower_writes_nothing() -> None:
+    holding = [False]
+    queues, cluster, state = fake_reconciler(lambda: holding[0])
+    queue(cluster, state, "root")
+    queue(cluster, state, "dept", spec={"parent": "root", "state": "Closed"})
+    queue(cluster, state, "team", spec={"parent": "dept"})
+    found = QueueResult(state="Open", parent="root", weight=1, priority=0)
+    queues.publish(CycleResult(queue_order=("team",), queues={"team": found}), NOW)
+
+    async def leading() -> None:
+        while not holding[0]:
+            await asyncio.sleep(0.01)
+
+    running = asyncio.create_task(queues.run(leading))
+    await asyncio.sleep(0.1)
+    assert cluster.calls == []  # not the holder: nothing written, whatever is due
+    holding[0] = True
+    for _ in range(200):
+        if "queue/default" in cluster.objects and cluster.calls.count(("status", "queue/team")):
+            break
+        await asyncio.sleep(0.01)
+    running.cancel()
+    await asyncio.gather(running, return_exceptions=True)
+    team = cluster.objects["queue/team"]
+    assert team["spec"]["state"] == "Closed"  # the cascade it had missed
+    assert team["metadata"]["annotations"] == {"sluice.dev/closed-by-parent": "dept"}
+    assert cluster.objects["queue/default"]["spec"] == {"parent": "root"}  # a reserved queue
+    assert team["metadata"]["finalizers"] == ["sluice.dev/subtree"]
+    assert team["status"]["state"] == "Open"
+
+
+async def test_a_replica_that_no_longer_holds_the_lease_writes_nothing() -> None:
+    holding = [True]
+    queues, cluster, state = fake_reconciler(lambda: holding[0])
+    queue(cluster, state, "team")
+    holding[0] = False
+    with pytest.raises(Retry, match="the Lease is not held"):
+        await queues.reconcile("team")
+    assert cluster.calls == []

@@ -1,0 +1,301 @@
+"""The Lease holder's Queue writes: cascades, subtree deletion, the reserved queues, statuses.
+
+Level-triggered, as a controller reconciles: a queue is due when a watch event names it (or
+its child), when this replica takes the Lease (every queue) and after each cycle (every
+queue); each due queue is reconciled from the tree as watched, so a new leader repairs
+whatever it finds, whatever it missed:
+
+- Closing a queue by hand closes its open descendants, each marked with the queue whose close
+  closed it; reopening that queue reopens them (the rule: ``sluice.queues.lifecycle``).
+- Deleting a queue deletes its subtree first: the finalizer ``sluice.dev/subtree``, put on
+  every queue, holds it until no child queue is left.
+- A queue's status follows the cycles: it is written when a cycle changed what a reader sees.
+- The reserved queues (root, default) are created whenever they are missing.
+
+These are not Kopf change handlers, daemons or Kopf finalizers: Kopf runs those on every
+replica that registers them (it records its progress on the object, adds its finalizer where a
+handler needs it and removes it where none does), and only the Lease holder may write. The
+scheduling loop writes workloads; these write Queues; they share the cluster state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from typing import Any, cast
+
+from kubernetes import client
+
+from sluice.api.constants import (
+    CLOSED_BY_PARENT_ANNOTATION,
+    GROUP,
+    PLURAL,
+    QUEUE_FINALIZER,
+    RESERVED_QUEUES,
+    ROOT_QUEUE,
+    VERSION,
+)
+from sluice.api.errors import InvalidObject
+from sluice.api.queue import Queue
+from sluice.kube.errors import API_ERRORS, Failure, classify, message
+from sluice.operator import metrics
+from sluice.operator.events import EventSink
+from sluice.operator.executor import MERGE_PATCH, WRITERS, post_event
+from sluice.operator.plan import EventSpec
+from sluice.operator.state import ClusterState, Obj
+from sluice.operator.status import over_capability_event, status_patch
+from sluice.queues.lifecycle import QueueAction, lifecycle_actions
+from sluice.queues.tree import QueueTree
+from sluice.scheduler.model import CycleResult
+
+log = logging.getLogger("sluice.operator.queues")
+
+RETRY_SECONDS = 1.0
+
+
+class Retry(Exception):
+    """What may succeed later: the queue is reconciled again after ``RETRY_SECONDS``."""
+
+
+def _version(obj: Obj | None) -> object:
+    return ((obj or {}).get("metadata") or {}).get("resourceVersion")
+
+
+class TreeReader:
+    """The queue tree as watched, with the queue being reconciled as last stored, and its
+    lifecycle actions, worked out once per state of the tree: after a cycle every queue is
+    reconciled, and a thousand queues must not mean a thousand walks of the tree."""
+
+    def __init__(self, state: ClusterState) -> None:
+        self.state = state
+        self._last: tuple[tuple[int, ...], QueueTree, list[QueueAction]] | None = None
+
+    def __call__(self, current: Obj | None = None) -> tuple[QueueTree, list[QueueAction]]:
+        stored = self.state.queue_views()
+        views = {name: view for name, (_, view) in stored.items()}
+        if current is not None:
+            name = str((current.get("metadata") or {}).get("name"))
+            if name not in stored or _version(stored[name][0]) != _version(current):
+                try:  # newer than the watch has brought so far
+                    views[name] = Queue.from_object(current)
+                except InvalidObject:
+                    views.pop(name, None)  # the loop reports it; not a queue to cascade to
+        key = tuple(id(view) for view in views.values())
+        if self._last is None or self._last[0] != key:
+            tree = QueueTree(views)
+            self._last = (key, tree, lifecycle_actions(tree))
+        return self._last[1], self._last[2]
+
+
+class QueueWriter:
+    """The Queue writes, each failure read by the one classifier: what may succeed later
+    raises ``Retry``, a refusal is logged and not repeated. Nothing is written once
+    ``may_write`` says the Lease is no longer held."""
+
+    def __init__(
+        self,
+        api: client.ApiClient,
+        state: ClusterState,
+        may_write: Callable[[], bool] = lambda: True,
+    ) -> None:
+        self.objects = client.CustomObjectsApi(api)
+        self.state = state
+        self.may_write = may_write
+        # Their own threads: a thousand queues' statuses after a cycle must not queue ahead
+        # of the loop's work (its snapshot, its cycle) in the event loop's shared pool.
+        self.pool = ThreadPoolExecutor(WRITERS, thread_name_prefix="sluice-queues")
+        core = client.CoreV1Api(api)
+        self.events = EventSink(lambda namespace, body: post_event(core, namespace, body))
+
+    async def _call(
+        self, what: str, queue: str, call: Any, done: frozenset[Failure] = frozenset({Failure.GONE})
+    ) -> Obj | None:
+        """``done``: the failures that leave nothing to do (by default, the queue is gone)."""
+        if not self.may_write():
+            raise Retry(f"{what} of queue {queue}: the Lease is not held")
+        try:
+            answer = await asyncio.get_running_loop().run_in_executor(self.pool, call)
+        except API_ERRORS as err:
+            failure = classify(err)
+            if failure in done:
+                return None
+            if failure in (Failure.REFUSED, Failure.FORBIDDEN):
+                log.warning("event=queue-write-refused queue=%s what=%s reason=%s",
+                            queue, what, message(err))  # fmt: skip
+                return None
+            raise Retry(f"{what} of queue {queue}: {failure.value} ({message(err)})") from err
+        metrics.API_WRITES.labels(what).inc()
+        obj = cast(Obj, answer)
+        if what != "delete":  # a deletion answers with a Status or with the queue
+            self.state.remember_queue(obj)
+        return obj
+
+    async def patch(self, name: str, body: dict[str, Any], what: str) -> None:
+        await self._call(
+            what,
+            name,
+            lambda: self.objects.patch_cluster_custom_object(
+                GROUP, VERSION, PLURAL, name, body, _content_type=MERGE_PATCH
+            ),
+        )
+
+    async def patch_status(self, name: str, status: dict[str, Any]) -> None:
+        await self._call(
+            "status",
+            name,
+            lambda: self.objects.patch_cluster_custom_object_status(
+                GROUP, VERSION, PLURAL, name, {"status": status}, _content_type=MERGE_PATCH
+            ),
+        )
+
+    async def hold(self, obj: Obj, held: bool) -> None:
+        """Put the subtree finalizer on a queue, or take it off; the resourceVersion read
+        goes with the list, so no finalizer written meanwhile is lost."""
+        meta = obj.get("metadata") or {}
+        others = [f for f in meta.get("finalizers") or () if f != QUEUE_FINALIZER]
+        finalizers = [*others, QUEUE_FINALIZER] if held else others
+        body = {"metadata": {"finalizers": finalizers, "resourceVersion": _version(obj)}}
+        await self.patch(str(meta.get("name")), body, "finalizer")
+
+    async def create(self, name: str) -> None:
+        body = {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "Queue",
+            "metadata": {"name": name, "finalizers": [QUEUE_FINALIZER]},
+            "spec": {} if name == ROOT_QUEUE else {"parent": ROOT_QUEUE},
+        }
+        obj = await self._call(
+            "create",
+            name,
+            lambda: self.objects.create_cluster_custom_object(GROUP, VERSION, PLURAL, body),
+            done=frozenset({Failure.CONFLICT}),  # it exists already (the previous leader's)
+        )
+        if obj is not None:
+            log.info("event=queue-created queue=%s", name)
+
+    async def delete(self, name: str) -> None:
+        await self._call(
+            "delete",
+            name,
+            lambda: self.objects.delete_cluster_custom_object(GROUP, VERSION, PLURAL, name),
+        )
+
+    async def act(self, action: QueueAction) -> None:
+        if action.action == "create":
+            await self.create(action.queue)
+        elif action.action == "delete":
+            await self.delete(action.queue)
+        elif action.action == "close":
+            body = {
+                "metadata": {"annotations": {CLOSED_BY_PARENT_ANNOTATION: action.reason}},
+                "spec": {"state": "Closed"},
+            }
+            await self.patch(action.queue, body, "close")
+        else:
+            body = {
+                "metadata": {"annotations": {CLOSED_BY_PARENT_ANNOTATION: None}},
+                "spec": {"state": "Open"},
+            }
+            await self.patch(action.queue, body, "reopen")
+
+
+def cascades_of(actions: list[QueueAction], name: str) -> list[QueueAction]:
+    """The closes and reopens that concern one queue: its own (it sits under a queue closed by
+    hand, or that queue reopened) and those it causes in its subtree."""
+    return [a for a in actions if a.action in ("close", "reopen") and name in (a.queue, a.reason)]
+
+
+def subtree_deletions(tree: QueueTree, actions: list[QueueAction], name: str) -> list[QueueAction]:
+    """The deletions a queue being deleted causes: its descendants, deepest first."""
+    below = set(tree.descendants(name))
+    return [a for a in actions if a.action == "delete" and a.queue in below]
+
+
+class QueueReconciler:
+    """Reconciles each due queue (``due``), from the moment this replica holds the Lease."""
+
+    def __init__(
+        self, api: client.ApiClient, state: ClusterState, may_write: Callable[[], bool]
+    ) -> None:
+        self.state = state
+        self.writer = QueueWriter(api, state, may_write)
+        self.tree = TreeReader(state)
+        self.due: set[str] = set()
+        self.wake = asyncio.Event()
+        self.cycle: tuple[CycleResult, datetime] | None = None
+        """The latest cycle's results, which the statuses show."""
+
+    def enqueue(self, *names: str) -> None:
+        self.due.update(name for name in names if name)
+        self.wake.set()
+
+    def on_queue(self, obj: Obj) -> None:
+        """A watch event: the queue, and its parent (whose subtree it belongs to)."""
+        spec, meta = obj.get("spec") or {}, obj.get("metadata") or {}
+        self.enqueue(str(meta.get("name") or ""), str(spec.get("parent") or ROOT_QUEUE))
+
+    def publish(self, result: CycleResult, now: datetime) -> None:
+        """A cycle decided: every queue's status may change."""
+        self.cycle = (result, now)
+        self.enqueue(*self.state.queue_views())
+
+    async def run(self, leading: Callable[[], Awaitable[None]]) -> None:
+        """Once ``leading()`` has returned (the Lease is held), for as long as the process
+        runs: a replica that loses the Lease ends."""
+        await leading()
+        self.enqueue(*RESERVED_QUEUES, *self.state.queue_views())
+        limit = asyncio.Semaphore(WRITERS)
+        while True:
+            await self.wake.wait()
+            self.wake.clear()
+            due, self.due = self.due, set()
+            await asyncio.gather(*(self._one(name, limit) for name in sorted(due)))
+
+    async def _one(self, name: str, limit: asyncio.Semaphore) -> None:
+        async with limit:
+            try:
+                await self.reconcile(name)
+                return
+            except Retry as err:
+                log.info("event=queue-retry queue=%s reason=%s", name, err)
+            except Exception:  # one queue's failure must not stop the others
+                log.exception("event=queue-reconcile-failed queue=%s", name)
+        asyncio.get_running_loop().call_later(RETRY_SECONDS, self.enqueue, name)
+
+    async def reconcile(self, name: str) -> None:
+        stored = self.state.queue(name)
+        if stored is None:
+            if name in RESERVED_QUEUES:
+                await self.writer.create(name)
+            return
+        queues, actions = self.tree(stored)
+        meta = stored.get("metadata") or {}
+        held = QUEUE_FINALIZER in (meta.get("finalizers") or ())
+        if meta.get("deletionTimestamp"):
+            for action in subtree_deletions(queues, actions, name):
+                await self.writer.act(action)
+            left = [c for c in queues.children(name) if self.state.queue(c) is not None]
+            if left:
+                raise Retry(f"waiting for its child queues to be deleted: {', '.join(left)}")
+            if held:
+                await self.writer.hold(stored, False)
+            return
+        if not held:
+            await self.writer.hold(stored, True)
+        for action in cascades_of(actions, name):
+            await self.writer.act(action)
+        await self.write_status(name, stored)
+
+    async def write_status(self, name: str, stored: Obj) -> None:
+        if self.cycle is None:
+            return
+        patch = status_patch(stored, name, *self.cycle)
+        if patch is None:
+            return
+        told = over_capability_event(stored.get("status") or {}, patch)
+        await self.writer.patch_status(name, patch)
+        if told is not None:
+            self.writer.events.post(stored, EventSpec(*told), "Queue")
