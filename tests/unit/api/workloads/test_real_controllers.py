@@ -18,7 +18,7 @@ import pytest
 from sluice.api.pod_views import pod_from_object
 from sluice.api.queue import Queue
 from sluice.api.resources import Resources
-from sluice.api.views import JobPhase, JobView, NodeView, PodView
+from sluice.api.views import JobPhase, NodeView, PodView, WorkloadView
 from sluice.api.workloads import POD_LABELS, workload_from_object
 from sluice.scheduler.model import Snapshot
 from sluice.scheduler.session import Session
@@ -55,7 +55,7 @@ def load(name: str) -> dict[str, Any]:
     return loaded
 
 
-def workload(name: str) -> tuple[JobView, dict[str, Any]]:
+def workload(name: str) -> tuple[WorkloadView, dict[str, Any]]:
     objects = load(name)
     view = workload_from_object(objects[CAPTURED[name][0]])
     assert view is not None
@@ -76,7 +76,7 @@ def test_each_pod_asks_what_its_pod_set_counted(name: str) -> None:
         assert sets[set_name].pods_by in pod.named_by, f"{entry} is told apart as {set_name}"
 
 
-def running(name: str) -> tuple[JobView, list[PodView]]:
+def running(name: str) -> tuple[WorkloadView, list[PodView]]:
     """The captured workload admitted and running, with every pod it runs bound to node n1
     (the captured pod of a set copied under other names up to the set's count)."""
     view, objects = workload(name)
