@@ -7,10 +7,12 @@ from dataclasses import replace
 from datetime import datetime
 
 from sluice.api.constants import ROOT_QUEUE
+from sluice.api.queue import QueueUsage
 from sluice.api.resources import Resources
 from sluice.api.views import JobPhase, JobView
 from sluice.queues import limits
 from sluice.queues.lifecycle import derive_states
+from sluice.scheduler import usage as usage_rule
 from sluice.scheduler.actions.admit import admit
 from sluice.scheduler.actions.backfill import backfill
 from sluice.scheduler.actions.outcome import Outcome
@@ -137,8 +139,25 @@ def _queue_results(session: Session, outcome: Outcome) -> dict[str, QueueResult]
             invalid_reason=info.invalid_reason,
             children=info.children,
             over_capability=over_capability(session, name),
+            usage=_usage(session, name),
+            usage_key=session.usage_key(name),
         )
     return out
+
+
+def _usage(session: Session, name: str) -> QueueUsage | None:
+    """The queue's usage as this cycle sampled it; None when the usage plugin is off."""
+    settings = session.usage_settings
+    if settings is None:
+        return None
+    amounts = session.usage.get(name, {})
+    _, resource = usage_rule.dominant(amounts, session.total.amounts, settings)
+    return QueueUsage(
+        sampled_at=session.now,
+        resources=amounts,
+        namespaces=session.namespace_usage.get(name, {}),
+        dominant=usage_rule.describe(amounts, resource),
+    )
 
 
 def apply_decisions(snapshot: Snapshot, result: CycleResult, now: datetime) -> Snapshot:
