@@ -23,6 +23,7 @@ from sluice.scheduler.fit import over_capability
 from sluice.scheduler.model import CycleResult, PendingJob, QueueResult, Snapshot
 from sluice.scheduler.order import leaf_order
 from sluice.scheduler.session import JobInfo, Session, job_order_key
+from sluice.scheduler.usage_note import UsageNotes
 
 
 def run_cycle(snapshot: Snapshot) -> CycleResult:
@@ -78,6 +79,7 @@ def _pending(session: Session, outcome: Outcome, queue_order: list[str]) -> list
             by_queue.setdefault(job.queue, []).append(job)
             mixed.add(job.queue)
     rank = {name: i for i, name in enumerate(queue_order)}
+    notes = UsageNotes(session)
     out: list[PendingJob] = []
     for queue in sorted(by_queue, key=lambda q: (rank.get(q, len(rank)), q)):
         jobs = by_queue[queue]
@@ -89,6 +91,8 @@ def _pending(session: Session, outcome: Outcome, queue_order: list[str]) -> list
                 if not {"enqueue", "allocate"} & set(session.config.actions)
                 else "not reached this cycle"
             )
+            if note := notes.note(queue):
+                cause = f"{cause}; {note}"
             out.append(PendingJob(job.key, queue, position, cause))
     return out
 

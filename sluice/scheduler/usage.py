@@ -19,6 +19,7 @@ from typing import TypeVar
 
 from sluice.api.config import UsageSettings
 from sluice.api.queue import QueueUsage
+from sluice.api.usage_text import hours
 
 Amounts = dict[str, float]
 """Resource -> resource-seconds (whole units, not milli-units)."""
@@ -72,16 +73,6 @@ def dominant(
         if value > best:
             best, which = value, r
     return best, which
-
-
-def hours(seconds: float) -> str:
-    """Resource-seconds as people read them: ``310h``, ``2.5h``, ``12m``."""
-    h = seconds / 3600
-    if h >= 100:
-        return f"{h:.0f}h"
-    if h >= 1:
-        return f"{h:.1f}".rstrip("0").rstrip(".") + "h"
-    return f"{seconds / 60:.0f}m"
 
 
 def describe(usage: Mapping[str, float], resource: str) -> str:
