@@ -317,7 +317,9 @@ class Session:
         half_life = self.usage_settings.half_life.total_seconds()
         given = self.snapshot.usage
         for name, info in self.queues.items():
-            before = usage_rule.previous(name, given, info.queue.status.usage)
+            before = usage_rule.previous(
+                name, given, info.queue.status.usage, info.queue.creation_timestamp
+            )
             seconds = usage_rule.elapsed(before, self.now)
             self.usage[name] = usage_rule.advance(
                 before.resources if before else {},

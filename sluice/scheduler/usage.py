@@ -81,11 +81,15 @@ def describe(usage: Mapping[str, float], resource: str) -> str:
 
 
 def previous(
-    name: str, given: Mapping[str, QueueUsage], stored: QueueUsage | None
+    name: str, given: Mapping[str, QueueUsage], stored: QueueUsage | None, created: datetime
 ) -> QueueUsage | None:
     """The usage a cycle starts from: the operator's last sample, else the Queue's status (a
-    new leader, a restart), else none (a new queue starts at zero)."""
-    return given.get(name) or stored
+    new leader, a restart), else none (a new queue starts at zero). A sample taken before
+    the queue was created is of a queue of the same name deleted since: not this one's."""
+    found = given.get(name) or stored
+    if found is None or (found.sampled_at is not None and found.sampled_at < created):
+        return None
+    return found
 
 
 def elapsed(since: QueueUsage | None, now: datetime) -> float:

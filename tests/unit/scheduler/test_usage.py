@@ -9,7 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from builders import NOW, job, node, queue, running, snapshot
+from builders import NOW, T0, job, node, queue, running, snapshot
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -294,3 +294,12 @@ def test_a_job_waiting_behind_a_sibling_that_used_less_says_so() -> None:
     # Without the plugin nobody says it.
     plain = run_cycle(snapshot(queues, jobs, [node(cpu=1)]))
     assert not any("goes first" in p.reason for p in plain.pending)
+
+
+def test_a_queue_created_again_under_the_same_name_starts_at_zero() -> None:
+    recreated = queue("a", created=7200)  # created after the sample below was taken
+    memory = {"a": QueueUsage(sampled_at=T0 + timedelta(hours=1), resources={"cpu": 1e6})}
+    base = snapshot([recreated, queue("b", created=7300)], [], [node(cpu=1)], config=usage_config())
+    result = run_cycle(replace(base, now=T0 + timedelta(hours=3), usage=memory))
+    assert result.queues["a"].usage is not None
+    assert result.queues["a"].usage.resources == {}
