@@ -1,7 +1,7 @@
 """Fair over time on the living cluster: team A fills the cluster with jobs that complete
 after a set time, team B arrives with a few. Without the usage plugin B gets a slot only when
-its share is below A's, so the two take turns; with it every slot that frees goes to B until
-B has used as much. Kept small: two slots, jobs of a few seconds, and time scaled down to
+its share is below A's, so the two take turns; with it the slots that free go to B until B
+has used about as much as A. Kept small: two slots, jobs of a few seconds, and time scaled down to
 match (entry penalty 1 s). A failover in the middle keeps that order: the new leader reads
 A's usage back from its status."""
 
@@ -153,8 +153,9 @@ def test_with_the_plugin_b_goes_first_at_the_next_completions(
         status = s.queue_status("a")
     finally:
         op.stop()
-    # From B's arrival on, every slot that frees goes to B until B's jobs all run.
-    assert all(n.startswith("b") for n in order), order
+    # From B's arrival on, the slots that free go to B: its first two rounds take every one
+    # (by then B has used about half what A had); after that the two take turns by usage.
+    assert all(n.startswith("b") for n in order[: 2 * SLOTS]), order
     assert status["usage"]["resources"][s.resource] > 0
     assert status["usage"]["dominant"].startswith(s.resource)
     assert figures["with"] < figures.get("without", float("inf"))
