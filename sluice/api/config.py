@@ -23,12 +23,17 @@ from sluice.api.errors import ConfigError
 from sluice.api.plugins import PLUGINS
 
 ACTIONS: Final = ("enqueue", "allocate", "reclaim", "preempt", "backfill")
-SCORE_PLUGINS: Final = tuple(p.name for p in PLUGINS.values() if p.queue_order is not None)
-"""Plugins that contribute a queue score under QueueScoreOrderEnable."""
+SCORE_PLUGINS: Final = tuple(
+    p.name for p in PLUGINS.values() if p.queue_order not in (None, "usage")
+)
+"""Plugins that contribute a queue score under QueueScoreOrderEnable (usage orders before
+the score: docs/scheduler.md, *Usage over time*)."""
 
 DEFAULT_ACTIONS: Final = ("enqueue", "allocate", "reclaim", "backfill")
 DEFAULT_PODS_READY_TIMEOUT: Final = timedelta(minutes=5)
 DEFAULT_TIERS: Final = (("priority", "gang"), ("drf", "proportion"))
+DEFAULT_HALF_LIFE: Final = timedelta(hours=1)
+DEFAULT_ENTRY_PENALTY: Final = timedelta(minutes=1)
 
 _ORDER_ACTIONS: Final = ("enqueue", "allocate", "reclaim", "preempt")
 _HIERARCHY_KEYS: Final = ("enableHierarchy", "enabledHierarchy")
@@ -104,6 +109,35 @@ class SchedulerConfig:
             for plugin in tier
             if PLUGINS[plugin.name].elastic_switch
         )
+
+    @property
+    def usage(self) -> UsageSettings | None:
+        """The usage plugin's settings; None when it is not configured or its half-life is 0
+        (then nothing about usage is kept, and the order is today's)."""
+        plugin = self.plugin("usage")
+        if plugin is None:
+            return None
+        args = plugin.arguments
+        settings = UsageSettings(
+            half_life=args.get("halfLife", DEFAULT_HALF_LIFE),
+            entry_penalty=args.get("entryPenalty", DEFAULT_ENTRY_PENALTY),
+            resource_weights=args.get("resourceWeights", {}),
+        )
+        return settings if settings.half_life > timedelta(0) else None
+
+
+@dataclass(frozen=True, slots=True)
+class UsageSettings:
+    """The usage plugin's arguments (docs/scheduler.md, *Usage over time*)."""
+
+    half_life: timedelta = DEFAULT_HALF_LIFE
+    entry_penalty: timedelta = DEFAULT_ENTRY_PENALTY
+    """An admitted job counts as if it had already held its request this long."""
+    resource_weights: Mapping[str, float] = field(default_factory=dict)
+    """Resource -> weight of its usage (normalized by the cluster's total); absent: 1."""
+
+    def weight(self, resource: str) -> float:
+        return self.resource_weights.get(resource, 1.0)
 
 
 DEFAULT_CONFIG: Final = SchedulerConfig()
@@ -269,7 +303,13 @@ def _plugin_arguments(name: str, raw: Any, where: str, warnings: list[str]) -> M
         if key not in allowed:
             known = ", ".join(allowed) if allowed else "none"
             raise ConfigError(at, f"unknown argument of {name} (known: {known})")
-        if key == "PriorityType":
+        if key in ("halfLife", "entryPenalty"):
+            out[key] = parse_duration(value, at)
+        elif key == "resourceWeights":
+            if not isinstance(value, Mapping):
+                raise ConfigError(at, "expected a mapping of resource name to weight")
+            out[key] = {str(r): _as_number(w, f"{at}.{r}") for r, w in value.items()}
+        elif key == "PriorityType":
             if value not in ("Guarantee", "Weight"):
                 raise ConfigError(at, "expected Guarantee or Weight")
             out[key] = value

@@ -12,9 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
 
-QueueOrder = Literal["priority", "drf", "share"]
+QueueOrder = Literal["priority", "drf", "share", "usage"]
 """What a plugin compares sibling queues by: priority (higher first), dominant share of the
-cluster per unit of weight (lower first), share of deserved (lower first)."""
+cluster per unit of weight (lower first), share of deserved (lower first), decayed dominant
+usage per unit of weight (lower first; ``sluice/scheduler/usage.py``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +44,11 @@ PLUGINS: Final[Mapping[str, Plugin]] = {
             queue_order="share",
             arguments=("GuaranteeEnable", "ElasticEnable", "PriorityType"),
             elastic_switch=True,
+        ),
+        Plugin(
+            "usage",
+            queue_order="usage",
+            arguments=("halfLife", "resourceWeights", "entryPenalty"),
         ),
     )
 }

@@ -105,6 +105,17 @@ class Condition(_Model):
     last_transition_time: str | None = None
 
 
+class QueueUsage(_Model):
+    """What a queue used over time (docs/scheduler.md, *Usage over time*): per resource, the
+    resource-seconds its admitted workloads held, decayed with the half-life to
+    ``sampled_at``; the same inside a leaf per namespace; and the dominant one as text."""
+
+    sampled_at: datetime | None = None
+    resources: Mapping[str, float] = Field(default_factory=dict)
+    namespaces: Mapping[str, Mapping[str, float]] = Field(default_factory=dict)
+    dominant: str = ""
+
+
 class QueueStatus(_Model):
     state: QueueState | None = None
     pending: int = 0
@@ -118,6 +129,7 @@ class QueueStatus(_Model):
     """What puts it over its capability; "" while it is within it."""
     conditions: tuple[Condition, ...] = ()
     observed_generation: int | None = None
+    usage: QueueUsage | None = None
 
 
 class Queue(_Model):

@@ -39,7 +39,6 @@ IGNORED_PLUGINS: Final[Mapping[str, str]] = {
     "deviceshare": _PLACEMENT,
     "resource-strategy-fit": _PLACEMENT,
     "tdm": _PLACEMENT,
-    "usage": _PLACEMENT,
     "extender": "sluice calls no scheduler extender",
     "sla": "sluice has no waiting-time targets; job and queue priority order the jobs",
     "cdp": "reclaim's minRuntime protects recently admitted jobs instead",
@@ -90,7 +89,18 @@ HIERARCHY_OFF_REASON: Final = (
 
 _DRA: Final = "sluice counts what the pods request; it does not count DRA claims"
 
+_NODE_USAGE: Final = (
+    "Volcano's usage plugin places pods by the nodes' load; sluice's usage plugin orders"
+    " queues by what they used over time (docs/scheduler.md, *Usage over time*)"
+)
+
 IGNORED_PLUGIN_ARGUMENTS: Final[Mapping[str, Mapping[str, str]]] = {
+    "usage": {
+        "usage.weight": _NODE_USAGE,
+        "cpu.weight": _NODE_USAGE,
+        "memory.weight": _NODE_USAGE,
+        "thresholds": _NODE_USAGE,
+    },
     "capacity": {
         "ancestorReclaimLevel": "sluice checks every level between a victim's queue and the"
         " reclaimer's common ancestor, and the reclaimer's own levels below it",

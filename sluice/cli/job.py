@@ -25,6 +25,7 @@ from sluice.cli.job_report import (
     job_table,
     pod_workload_line,
     pod_workload_name,
+    usage_queues,
 )
 from sluice.scheduler.snapshot import plain_pod_workloads, read_members
 
@@ -184,7 +185,12 @@ def why(
         events = [api.sanitize_for_serialization(e) for e in listing.items]
     except API_ERRORS:
         pass  # Events are a courtesy: the job's own annotations carry the decision
-    for line in explain(obj, queue, events, queue_error):
+    others: dict[str, dict[str, Any]] = {}
+    for other in usage_queues(obj) or ():
+        found, _ = _queue(api, other)
+        if found is not None:
+            others[other] = found
+    for line in explain(obj, queue, events, queue_error, others):
         typer.echo(line)
 
 

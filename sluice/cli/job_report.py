@@ -15,7 +15,8 @@ from typing import Any
 from rich.table import Table
 
 from sluice.api.errors import InvalidObject
-from sluice.api.queue import Queue
+from sluice.api.queue import Queue, QueueUsage
+from sluice.api.usage_text import compared, parse_behind
 from sluice.api.views import (
     JOB_KIND,
     JobPhase,
@@ -117,6 +118,7 @@ def explain(
     queue: Mapping[str, Any] | None,
     events: Sequence[Mapping[str, Any]],
     queue_error: str = "",
+    others: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[str]:
     """What `job why` prints: the job's state, the operator's reason and position, its queue's
     numbers and the sluice Events on it, newest last."""
@@ -130,7 +132,33 @@ def explain(
     mine = [
         e for e in events if (e.get("involvedObject") or {}).get("uid") in (None, meta.get("uid"))
     ]
-    return _explain(key, line, queue, mine, queue_error)
+    return _explain(key, line, queue, mine, queue_error, others or {})
+
+
+def usage_queues(job: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The queues whose usage ``job why`` compares: the job's reason says its queue (or an
+    ancestor) goes after a sibling that used less over time; None when it does not."""
+    line = job_line(job)
+    found = parse_behind(line.reason) if line is not None else None
+    return (found[0], found[1]) if found else None
+
+
+def _usage_line(reason: str, others: Mapping[str, Mapping[str, Any]]) -> str:
+    found = parse_behind(reason)
+    if found is None:
+        return ""
+    behind, ahead, half_life = found
+
+    def usage(name: str) -> QueueUsage | None:
+        obj = others.get(name)
+        if obj is None:
+            return None
+        try:
+            return Queue.from_object(obj).status.usage
+        except InvalidObject:
+            return None
+
+    return compared(behind, usage(behind), ahead, usage(ahead), half_life)
 
 
 def explain_pods(
@@ -153,6 +181,7 @@ def _explain(
     queue: Mapping[str, Any] | None,
     events: Sequence[Mapping[str, Any]],
     queue_error: str,
+    others: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[str]:
     out: list[str] = []
     if line.state == JobPhase.COMPLETED.value:
@@ -164,6 +193,8 @@ def _explain(
         where = f"position {line.position} in" if line.position is not None else "in"
         out.append(f"{key} is pending, {where} queue {line.queue}")
         out.append(f"  reason: {line.reason}")
+        if usage := _usage_line(line.reason or "", others or {}):
+            out.append(f"  usage: {usage}")
         if line.reclaimed_by:
             out.append(f"  it was suspended to make room for {line.reclaimed_by}")
     out.extend(f"  {text}" for text in _queue_lines(line.queue, queue, queue_error))

@@ -95,6 +95,8 @@ def _namespaces(selector: Any) -> str:
 def queue_table(items: Sequence[Mapping[str, Any]], now: datetime | None = None) -> Table:
     now = now or datetime.now(UTC)
     table = Table(box=None, pad_edge=False, header_style="bold")
+    # USAGE (the usage plugin's dominant usage over time) only where some queue has any.
+    usage = any((obj.get("status") or {}).get("usage") for obj in items)
     for column in (
         "NAME",
         "STATE",
@@ -105,6 +107,7 @@ def queue_table(items: Sequence[Mapping[str, Any]], now: datetime | None = None)
         "RUNNING",
         "ALLOCATED",
         "NAMESPACES",
+        *(("USAGE",) if usage else ()),
         "AGE",
     ):
         table.add_column(column, overflow="fold")
@@ -120,6 +123,7 @@ def queue_table(items: Sequence[Mapping[str, Any]], now: datetime | None = None)
             str(status.get("running", 0) + status.get("inqueue", 0)),
             _resources(status.get("allocated")),
             _namespaces(spec.get("namespaceSelector")),
+            *((str((status.get("usage") or {}).get("dominant") or "-"),) if usage else ()),
             _age(obj["metadata"], now),
         )
     return table

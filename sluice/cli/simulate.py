@@ -12,7 +12,9 @@ from typing import Annotated
 
 import typer
 
+from sluice.api.config import parse_duration
 from sluice.api.constants import CONFIGMAP_NAME
+from sluice.api.errors import ConfigError
 from sluice.cli.common import table_console
 from sluice.cli.render import Simulation, render_table, to_json
 from sluice.cli.snapshot_io import SnapshotError, build_snapshot, load_config_file, load_objects
@@ -125,6 +127,26 @@ def simulate(
             " <fullname>-scheduler).",
         ),
     ] = CONFIGMAP_NAME,
+    minutes: Annotated[
+        float | None,
+        typer.Option(
+            "--minutes",
+            min=0,
+            help="Run this many minutes of simulated time instead (a cycle every 10 s): jobs"
+            " arrive when created, run for their sluice.dev/duration annotation (else"
+            " --job-duration) once admitted, and each queue's wait is printed.",
+            show_default=False,
+        ),
+    ] = None,
+    job_duration: Annotated[
+        str | None,
+        typer.Option(
+            "--job-duration",
+            help="With --minutes: how long a job without sluice.dev/duration runs (a"
+            " duration such as 10m; default: to the end).",
+            show_default=False,
+        ),
+    ] = None,
     html: Annotated[
         Path | None,
         typer.Option(
@@ -136,6 +158,9 @@ def simulate(
     ] = None,
 ) -> None:
     """Print what the scheduler would do with a cluster dump, and why. Needs no cluster."""
+    if minutes is not None:
+        _over_time(snapshot, minutes, config, now, job_duration, config_map_name, output)
+        return
     try:
         sim = simulate_file(snapshot, config, cycles, parse_now(now), config_map_name)
     except SnapshotError as err:
@@ -149,6 +174,32 @@ def simulate(
         render_table(sim, table_console())
     if html is not None:
         write_report(sim, html, f"sluice simulate {snapshot.name}, {cycles} cycle(s)")
+
+
+def _over_time(
+    snapshot: Path,
+    minutes: float,
+    config: Path | None,
+    now: str | None,
+    job_duration: str | None,
+    config_map_name: str,
+    output: Output,
+) -> None:
+    from sluice.cli import simulate_time
+
+    try:
+        default = parse_duration(job_duration, "--job-duration") if job_duration else None
+        run = simulate_time.simulate_minutes(
+            snapshot, minutes, config, parse_now(now), default, config_map_name
+        )
+    except (SnapshotError, ConfigError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    if output is Output.json:
+        sys.stdout.write(json.dumps(simulate_time.to_json(run), indent=2) + "\n")
+    else:
+        for line in simulate_time.render(run):
+            print(line)
 
 
 def write_report(sim: Simulation, path: Path, title: str) -> None:

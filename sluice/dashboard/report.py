@@ -39,6 +39,7 @@ def _queue(name: str, result: QueueResult, capability: Resources | None) -> dict
         "allocated": _amounts(result.allocated),
         "capability": _amounts(capability),
         "overCapability": result.over_capability,
+        "usage": result.usage.dominant if result.usage is not None else "",
     }
 
 

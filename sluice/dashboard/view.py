@@ -97,6 +97,8 @@ def queue_json(queue: Queue) -> dict[str, Any]:
         "allocated": _amounts(status.allocated),
         "capability": _amounts(spec.capability),
         "overCapability": status.over_capability,
+        # The usage plugin's dominant usage over time ("" without it).
+        "usage": status.usage.dominant if status.usage is not None else "",
     }
 
 

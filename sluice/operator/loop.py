@@ -14,7 +14,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,6 +23,7 @@ from kubernetes import client
 from sluice.api.config import load_scheduler_config
 from sluice.api.constants import CONFIGMAP_KEY, CONFIGMAP_NAME
 from sluice.api.errors import ConfigError
+from sluice.api.queue import QueueUsage
 from sluice.kube.errors import API_ERRORS, Failure, classify, message
 from sluice.operator import metrics
 from sluice.operator.executor import Executor, execute
@@ -72,6 +73,9 @@ class SchedulingLoop:
         self.config_text: str | None = None  # None until the ConfigMap has been read once
         self._leading = False
         self.memory = CollectorPacer()
+        self.usage: dict[str, QueueUsage] = {}
+        """Queue -> usage as the last cycle sampled it (the usage plugin); empty when not
+        leading, so that a new term resumes from the Queues' status.usage."""
 
     def read_config(self) -> None:
         """Load the scheduler ConfigMap; on error keep the last good configuration."""
@@ -134,6 +138,7 @@ class SchedulingLoop:
             metrics.LEADER.set(1 if leading else 0)
             if not leading:
                 self._leading = False
+                self.usage = {}
                 continue
             if not self._leading and self.relist is not None:
                 # A new leader first lists everything, so its first cycle also sees the
@@ -191,11 +196,12 @@ class SchedulingLoop:
         for key in set(taken.unreadable) - set(self.unreadable):
             log.warning("event=unreadable-object object=%s error=%r", key, taken.unreadable[key])
         self.unreadable = taken.unreadable
-        snapshot = taken.snapshot
+        snapshot = replace(taken.snapshot, usage=self.usage)
         result = await asyncio.to_thread(run_cycle, snapshot)
         metrics.CYCLE_SECONDS.observe(time.perf_counter() - started)
         if not self.elector.holds():
             return result  # lost the Lease while deciding: write nothing
+        self.usage = {n: q.usage for n, q in result.queues.items() if q.usage is not None}
         written = time.perf_counter()
         before = dict(executor.stats.by_kind)
         conflicts = executor.stats.conflicts

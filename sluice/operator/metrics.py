@@ -100,6 +100,13 @@ QUEUE_DESERVED = Gauge(
     registry=REGISTRY,
 )
 QUEUE_SHARE = Gauge("sluice_queue_share", "Share per queue.", ["queue"], registry=REGISTRY)
+QUEUE_USAGE = Gauge(
+    "sluice_queue_usage",
+    "Usage over time per queue and resource: resource-seconds held, decayed with the usage"
+    " plugin's half-life (absent when the plugin is off).",
+    ["queue", "resource"],
+    registry=REGISTRY,
+)
 QUEUE_GUARANTEE = Gauge(
     "sluice_queue_guarantee",
     "Guarantee per queue and resource (units of the resource).",
@@ -172,6 +179,9 @@ def cycle_series(result: CycleResult, queues: Iterable[Queue]) -> Series:
         ):
             for resource, amount in amounts.items():
                 series[gauge, (name, resource)] = amount / 1000
+        if q.usage is not None:
+            for resource, used in q.usage.resources.items():
+                series[QUEUE_USAGE, (name, resource)] = used
     for spec in queues:
         capability = spec.spec.capability
         for resource, amount in capability.items():

@@ -30,10 +30,39 @@ def _condition(
     }
 
 
+USAGE_WRITE_SECONDS = 30.0
+"""status.usage is written at most this often: it changes with every cycle."""
+
+
+def usage_status(current: Mapping[str, Any], result: QueueResult) -> dict[str, Any] | None:
+    """status.usage to write, or None: the usage plugin is off, or what is stored was sampled
+    less than USAGE_WRITE_SECONDS before this cycle's sample (the operator keeps the newer
+    one in memory; a new leader resumes from the stored one)."""
+    usage = result.usage
+    if usage is None or usage.sampled_at is None:
+        return None
+    stored = (current.get("usage") or {}).get("sampledAt")
+    if stored:
+        written = datetime.fromisoformat(str(stored).replace("Z", "+00:00"))
+        if (usage.sampled_at - written).total_seconds() < USAGE_WRITE_SECONDS:
+            return None
+    return {
+        "sampledAt": usage.sampled_at.astimezone(UTC).isoformat().replace("+00:00", "Z"),
+        "resources": {r: round(a, 1) for r, a in sorted(usage.resources.items())},
+        "namespaces": {
+            ns: {r: round(a, 1) for r, a in sorted(amounts.items())}
+            for ns, amounts in sorted(usage.namespaces.items())
+        },
+        "dominant": usage.dominant,
+    }
+
+
 def queue_status(obj: Mapping[str, Any], result: QueueResult, now: datetime) -> dict[str, Any]:
     current = obj.get("status") or {}
     over = result.over_capability
+    usage = usage_status(current, result)
     return {
+        **({"usage": usage} if usage is not None else {}),
         "state": result.state,
         "pending": result.pending,
         "inqueue": result.inqueue,

@@ -7,10 +7,12 @@ from dataclasses import replace
 from datetime import datetime
 
 from sluice.api.constants import ROOT_QUEUE
+from sluice.api.queue import QueueUsage
 from sluice.api.resources import Resources
 from sluice.api.views import JobPhase, WorkloadView
 from sluice.queues import limits
 from sluice.queues.lifecycle import derive_states
+from sluice.scheduler import usage as usage_rule
 from sluice.scheduler.actions.admit import admit
 from sluice.scheduler.actions.backfill import backfill
 from sluice.scheduler.actions.outcome import Outcome
@@ -21,6 +23,7 @@ from sluice.scheduler.fit import over_capability
 from sluice.scheduler.model import CycleResult, PendingJob, QueueResult, Snapshot
 from sluice.scheduler.order import leaf_order
 from sluice.scheduler.session import JobInfo, Session, job_order_key
+from sluice.scheduler.usage_note import UsageNotes
 
 
 def run_cycle(snapshot: Snapshot) -> CycleResult:
@@ -76,6 +79,7 @@ def _pending(session: Session, outcome: Outcome, queue_order: list[str]) -> list
             by_queue.setdefault(job.queue, []).append(job)
             mixed.add(job.queue)
     rank = {name: i for i, name in enumerate(queue_order)}
+    notes = UsageNotes(session)
     out: list[PendingJob] = []
     for queue in sorted(by_queue, key=lambda q: (rank.get(q, len(rank)), q)):
         jobs = by_queue[queue]
@@ -87,6 +91,8 @@ def _pending(session: Session, outcome: Outcome, queue_order: list[str]) -> list
                 if not {"enqueue", "allocate"} & set(session.config.actions)
                 else "not reached this cycle"
             )
+            if note := notes.note(queue):
+                cause = f"{cause}; {note}"
             out.append(PendingJob(job.key, queue, position, cause))
     return out
 
@@ -137,8 +143,25 @@ def _queue_results(session: Session, outcome: Outcome) -> dict[str, QueueResult]
             invalid_reason=info.invalid_reason,
             children=info.children,
             over_capability=over_capability(session, name),
+            usage=_usage(session, name),
+            usage_key=session.usage_key(name),
         )
     return out
+
+
+def _usage(session: Session, name: str) -> QueueUsage | None:
+    """The queue's usage as this cycle sampled it; None when the usage plugin is off."""
+    settings = session.usage_settings
+    if settings is None:
+        return None
+    amounts = session.usage.get(name, {})
+    _, resource = usage_rule.dominant(amounts, session.total.amounts, settings)
+    return QueueUsage(
+        sampled_at=session.now,
+        resources=amounts,
+        namespaces=session.namespace_usage.get(name, {}),
+        dominant=usage_rule.describe(amounts, resource),
+    )
 
 
 def apply_decisions(snapshot: Snapshot, result: CycleResult, now: datetime) -> Snapshot:

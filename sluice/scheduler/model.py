@@ -14,7 +14,7 @@ from typing import Literal
 
 from sluice.api.config import DEFAULT_CONFIG, SchedulerConfig
 from sluice.api.constants import DEFAULT_MAX_QUEUE_DEPTH
-from sluice.api.queue import Queue, QueueState
+from sluice.api.queue import Queue, QueueState, QueueUsage
 from sluice.api.resources import EMPTY, Resources
 from sluice.api.views import (
     NamespaceView,
@@ -51,6 +51,9 @@ class Snapshot:
     pods: Sequence[PodView] | None = None
     """Every pod of the cluster; None when not known (a dump without pods): nodes then hold
     only admitted jobs, and no job is requeued for pods that were not scheduled."""
+    usage: Mapping[str, QueueUsage] = field(default_factory=dict)
+    """Queue -> its usage as the previous cycle sampled it (the usage plugin); a queue not
+    here starts from its status.usage, else from zero."""
 
 
 DecisionAction = Literal["admit", "reclaim", "preempt", "requeue"]
@@ -95,6 +98,10 @@ class QueueResult:
     over_capability: str = ""
     """What puts it over its capability (its workloads' pods ask more than they were
     admitted with); "" while it is within it."""
+    usage: QueueUsage | None = None
+    """Its usage sampled by this cycle; None when the usage plugin is off."""
+    usage_key: float = 0.0
+    """Its dominant weighted usage per unit of weight, in seconds: what orders it."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,10 @@ served before its cousin when its department is ahead. A key is the opinions of 
 configured plugins in tier order (the first that differs decides: priority higher first, drf
 lower dominant share per unit of weight first, the deserved plugins lower share first), then
 creation time, then name. With QueueScoreOrderEnable the key is the weighted score of
-docs/scheduler.md instead.
+docs/scheduler.md instead. The usage plugin's opinion (decayed dominant usage per unit of
+weight, lower first) comes right after queue priority wherever it is listed, and before the
+score: what a queue used over time is what decides between siblings, today's keys only
+where it does not.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any
 
 from sluice.api.config import ActionArguments
 from sluice.api.constants import ROOT_QUEUE
-from sluice.api.plugins import PLUGINS
+from sluice.api.plugins import PLUGINS, QueueOrder
 from sluice.scheduler.session import JobInfo, Session
 
 QueueKey = tuple[Any, ...]
@@ -37,7 +40,7 @@ def queue_key_function(session: Session) -> Callable[[str], QueueKey]:
     if args.queue_score_order:
         return _score_key(session, args, plugins)
 
-    orders = [PLUGINS[plugin].queue_order for plugin in plugins]
+    orders = usage_first([PLUGINS[plugin].queue_order for plugin in plugins])
 
     def key(name: str) -> QueueKey:
         info = session.queues[name]
@@ -52,9 +55,20 @@ def queue_key_function(session: Session) -> Callable[[str], QueueKey]:
                 parts.append(session.drf_share(name) / max(info.weight, 1))
             elif by == "share":
                 parts.append(session.share(name))
+            elif by == "usage":
+                parts.append(session.usage_key(name))
         return (*parts, info.queue.creation_timestamp, name)
 
     return key
+
+
+def usage_first(orders: list[QueueOrder | None]) -> list[QueueOrder | None]:
+    """The plugins' opinions in the order they count: usage right after priority."""
+    if "usage" not in orders:
+        return orders
+    rest = [by for by in orders if by != "usage"]
+    at = rest.index("priority") + 1 if "priority" in rest else 0
+    return [*rest[:at], "usage", *rest[at:]]
 
 
 def weighted_score(
@@ -104,6 +118,8 @@ def _score_key(
             weight=info.weight,
             share=session.share(name) if share_plugin else None,
         )
+        if "usage" in plugins:
+            return (session.usage_key(name), -score, info.queue.creation_timestamp, name)
         return (-score, info.queue.creation_timestamp, name)
 
     return key

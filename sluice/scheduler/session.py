@@ -22,6 +22,7 @@ from sluice.queues.jobs import namespace_refusal
 from sluice.queues.limits import child_real_capability, over_capability
 from sluice.queues.rules import tree_violations
 from sluice.queues.tree import QueueTree
+from sluice.scheduler import usage as usage_rule
 from sluice.scheduler.model import Snapshot
 from sluice.scheduler.placement import Footprint, Placement
 from sluice.scheduler.plugins import deserved as deserved_plugins
@@ -117,6 +118,13 @@ class Session:
         self._place_jobs(snapshot.workloads)
         self._account_pods(snapshot.pods or ())
         self._allocate()
+        self.usage_settings = self.config.usage
+        self.usage: dict[str, usage_rule.Amounts] = {}
+        """Queue -> its usage at ``now`` (the usage plugin), entry penalties included."""
+        self.namespace_usage: dict[str, dict[str, usage_rule.Amounts]] = {}
+        """Leaf -> namespace -> the namespace's usage in that leaf."""
+        if self.usage_settings is not None:
+            self._sample_usage()
         self._derive()
 
     # Construction ------------------------------------------------------------------------
@@ -302,6 +310,66 @@ class Session:
                 info.over_capability = over
                 info.grown = self._grown_below(info.name, over)
 
+    def _sample_usage(self) -> None:
+        """Each queue's usage (and each namespace's in a leaf) carried to ``now``: the last
+        sample decayed, plus what it holds now, held since (docs/scheduler.md)."""
+        assert self.usage_settings is not None
+        half_life = self.usage_settings.half_life.total_seconds()
+        given = self.snapshot.usage
+        for name, info in self.queues.items():
+            before = usage_rule.previous(
+                name, given, info.queue.status.usage, info.queue.creation_timestamp
+            )
+            seconds = usage_rule.elapsed(before, self.now)
+            self.usage[name] = usage_rule.advance(
+                before.resources if before else {},
+                usage_rule.units(info.allocated),
+                seconds,
+                half_life,
+            )
+            if info.children:
+                continue
+            held: dict[str, dict[str, int]] = {}
+            for job in info.admitted_jobs:
+                _add(held.setdefault(job.view.namespace, {}), job.held)
+            stored = dict(before.namespaces) if before else {}
+            self.namespace_usage[name] = {
+                ns: amounts
+                for ns in sorted(set(stored) | set(held))
+                if (
+                    amounts := usage_rule.advance(
+                        stored.get(ns, {}), usage_rule.units(held.get(ns, {})), seconds, half_life
+                    )
+                )
+            }
+            if info.pending_jobs and self.namespace_usage[name]:
+                info.pending_jobs = usage_rule.job_order(
+                    info.pending_jobs,
+                    lambda job: job.view.namespace,
+                    lambda job: job.request,
+                    lambda job: job.priority,
+                    self.namespace_usage[name],
+                    self.total.amounts,
+                    self.usage_settings,
+                )
+
+    def usage_key(self, name: str) -> float:
+        """The dominant weighted usage per unit of weight (lower goes first)."""
+        if self.usage_settings is None:
+            return 0.0
+        info = self.queues[name]
+        value, _ = usage_rule.dominant(
+            self.usage.get(name, {}), self.total.amounts, self.usage_settings
+        )
+        return value / max(info.weight, 1)
+
+    def namespace_key(self, leaf: str, namespace: str) -> float:
+        """A namespace's dominant weighted usage in a leaf (0 when the plugin is off)."""
+        if self.usage_settings is None:
+            return 0.0
+        used = self.namespace_usage.get(leaf, {}).get(namespace, {})
+        return usage_rule.dominant(used, self.total.amounts, self.usage_settings)[0]
+
     def _grown_below(self, name: str, over: Mapping[str, object]) -> list[tuple[str, Resources]]:
         """The admitted workloads under a queue whose pods hold more than they were admitted
         with, in a resource the queue is over in: (workload, how much more), most first."""
@@ -441,6 +509,15 @@ class Session:
             _add(self.queues[name].allocated, job.request)
         info = self.queues[job.queue]
         info.admitted_jobs.append(job)
+        if self.usage_settings is not None:
+            for name in self.chain(job.queue):
+                usage_rule.add_penalty(
+                    self.usage.setdefault(name, {}), job.request, self.usage_settings
+                )
+            spaces = self.namespace_usage.setdefault(job.queue, {})
+            usage_rule.add_penalty(
+                spaces.setdefault(job.view.namespace, {}), job.request, self.usage_settings
+            )
 
     def evict(self, job: JobInfo) -> None:
         job.admitted = False

@@ -89,6 +89,8 @@ function renderQueue(queue, children) {
     el("span", { class: "num", title: "share" }, (queue.share ?? 0).toFixed(2)),
     el("span", { class: "num", title: "pending / running", "data-counts": "" },
       `${queue.pending ?? 0}/${queue.running ?? 0}`),
+    // Usage over time (the usage plugin): the resource that weighs most, in hours.
+    ...(queue.usage ? [el("span", { class: "num usage", title: "usage over time", "data-usage": "" }, queue.usage)] : []),
     el("div", { class: "bars" }, ...resourcesOf(queue).map((r) => bar(queue, r))));
   const node = el("div", { class: isOpen ? "queue open" : "queue" }, row);
   if (isOpen) {

@@ -31,7 +31,7 @@ def preempt(session: Session, outcome: Outcome) -> None:
                 for v in info.admitted_jobs
                 if v.view.preemptable and not v.fresh and v.priority < top
             ),
-            key=victim_order,
+            key=lambda v: victim_order(v, session.namespace_key(leaf, v.view.namespace)),
         )
         if victims:
             _preempt_in(session, outcome, leaf, victims)

@@ -35,17 +35,20 @@ from sluice.scheduler.placement import Footprint
 from sluice.scheduler.session import JobInfo, Session
 
 Taken = dict[str, dict[str, int]]
-Order = tuple[int, float, float, str]  # job priority, -admitted, -created, name
-Key = tuple[int, Order]  # queue priority, victim order
-LAST: Key = (2**63, (0, 0.0, 0.0, ""))  # no victim at all
+Order = tuple[int, float, float, float, str]
+"""Job priority, -its namespace's usage in its queue, -admitted, -created, name."""
+Key = tuple[int, float, Order]  # queue priority, -the queue's usage per weight, victim order
+LAST: Key = (2**63, 0.0, (0, 0.0, 0.0, 0.0, ""))  # no victim at all
 RANKED, SUBTREE, VICTIM = 0, 1, 2  # what a search entry stands for
 
 
-def victim_order(job: JobInfo) -> Order:
-    """Lower job priority first, then the most recently admitted, then the most recently
-    created, then by name."""
+def victim_order(job: JobInfo, used: float = 0.0) -> Order:
+    """Lower job priority first, then the job of the namespace that used more in its queue
+    (``used``: its dominant usage, the usage plugin), then the most recently admitted, then
+    the most recently created, then by name."""
     admitted = (job.admitted_at or EPOCH).timestamp()
-    return (job.priority, -admitted, -job.view.creation_timestamp.timestamp(), job.key)
+    created = job.view.creation_timestamp.timestamp()
+    return (job.priority, -used, -admitted, -created, job.key)
 
 
 class _Reclaim:
@@ -60,6 +63,7 @@ class _Reclaim:
         self.bounds: dict[tuple[str, frozenset[str]], tuple[int, Key]] = {}
         self.ranked: dict[str, dict[frozenset[str], tuple[int, list[tuple[Key, str]]]]] = {}
         self.orders: dict[str, Order] = {}
+        self.usage: dict[str, float] = {}  # leaf -> -its usage per weight, at first sight
         self.excess: dict[str, dict[str, int]] = {}
         self.gives: dict[str, tuple[dict[str, int], dict[str, int]]] = {}
         self.room_alone: dict[str, int] = {}  # short of one resource: what all leaves could give
@@ -168,7 +172,7 @@ class _Reclaim:
         that are not eligible now never need to be looked at again."""
         if name not in self.victims:
             eligible = [j for j in self.session.queues[name].admitted_jobs if self.eligible(j)]
-            self.victims[name] = sorted(eligible, key=victim_order)
+            self.victims[name] = sorted(eligible, key=self.order)
         return self.victims[name]
 
     def victims_for(self, name: str, short: frozenset[str]) -> list[JobInfo]:
@@ -189,7 +193,7 @@ class _Reclaim:
             if not excess or not any(r in excess for r in short):
                 return LAST
             victims = self.victims_for(name, short)
-            return (info.priority, self.order(victims[0])) if victims else LAST
+            return (info.priority, self.used(name), self.order(victims[0])) if victims else LAST
         version = self.version.get(name, 0)
         cached = self.bounds.get((name, short))
         if cached is not None and cached[0] == version:
@@ -289,7 +293,11 @@ class _Reclaim:
                 if index >= len(victims):
                     continue
                 if index + 1 < len(victims):
-                    key = (session.queues[name].priority, self.order(victims[index + 1]))
+                    key = (
+                        session.queues[name].priority,
+                        self.used(name),
+                        self.order(victims[index + 1]),
+                    )
                     heapq.heappush(heap, (key, next(sequence), VICTIM, name, index + 1, path))
                 victim = victims[index]
                 if all(self.gives_up(q, victim, taken, short) for q in path):
@@ -298,8 +306,17 @@ class _Reclaim:
     def order(self, job: JobInfo) -> Order:
         key = self.orders.get(job.key)
         if key is None:
-            key = self.orders[job.key] = victim_order(job)
+            used = self.session.namespace_key(job.queue, job.view.namespace)
+            key = self.orders[job.key] = victim_order(job, used)
         return key
+
+    def used(self, leaf: str) -> float:
+        """Minus the leaf's usage per weight (the queue that used more gives first), as the
+        reclaim first saw it: admissions since add their entry penalty, but a victim's key
+        must not move while the search holds it."""
+        if leaf not in self.usage:
+            self.usage[leaf] = -self.session.usage_key(leaf)
+        return self.usage[leaf]
 
     def reclaim_for(
         self, job: JobInfo, short: dict[str, int], over: Taken | None = None

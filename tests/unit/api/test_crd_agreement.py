@@ -18,7 +18,7 @@ from pydantic.fields import FieldInfo
 
 from sluice.api import constants
 from sluice.api.quantity import QUANTITY_PATTERN
-from sluice.api.queue import Condition, Guarantee, QueueSpec, QueueStatus
+from sluice.api.queue import Condition, Guarantee, QueueSpec, QueueStatus, QueueUsage
 from sluice.api.selector import LabelSelector, SelectorRequirement
 
 CRD_PATH = Path(__file__).parents[3] / "crds" / "queues.scheduling.sluice.dev.yaml"
@@ -90,6 +90,7 @@ def test_printer_columns(version: dict[str, Any]) -> None:
         "ALLOCATED": ".status.allocated",
         "NAMESPACES": ".spec.namespaceSelector",
         "OVER": ".status.overCapability",
+        "USAGE": ".status.usage.dominant",
         "AGE": ".metadata.creationTimestamp",
     }
 
@@ -101,6 +102,7 @@ def test_printer_columns(version: dict[str, Any]) -> None:
         (("status",), QueueStatus),
         (("spec", "guarantee"), Guarantee),
         (("status", "conditions", "items"), Condition),
+        (("status", "usage"), QueueUsage),
         (("spec", "namespaceSelector"), LabelSelector),
         (("spec", "namespaceSelector", "matchExpressions", "items"), SelectorRequirement),
     ],
@@ -177,8 +179,14 @@ def _resource_maps(node: dict[str, Any], path: str = "") -> list[tuple[str, dict
 
 def test_every_resource_map_takes_quantities(schema: dict[str, Any]) -> None:
     maps = dict(_resource_maps(schema))
-    # The one map that is not of quantities: the selector's labels.
+    # The maps that are not of quantities: the selector's labels, and usage over time
+    # (resource-seconds, in whole units of the resource), per resource and per namespace.
     assert maps.pop(".spec.namespaceSelector.matchLabels") == {"type": "string"}
+    assert maps.pop(".status.usage.resources") == {"type": "number"}
+    assert maps.pop(".status.usage.namespaces") == {
+        "type": "object",
+        "additionalProperties": {"type": "number"},
+    }
     assert set(maps) == {
         ".spec.capability",
         ".spec.deserved",

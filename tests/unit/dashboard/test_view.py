@@ -126,3 +126,13 @@ def test_a_queue_over_its_capability_says_what_puts_it_there() -> None:
     shown = {q["name"]: q for q in view.tree()["queues"]}
     assert shown["team"]["overCapability"] == over
     assert shown["calm"]["overCapability"] == ""
+
+
+def test_a_queues_usage_over_time_is_shown_when_it_has_any() -> None:
+    usage = {"sampledAt": "2026-01-01T00:00:00Z", "dominant": "nvidia.com/gpu 310h"}
+    view = DashboardView()
+    view.on_queue("ADDED", queue("heavy", state="Open", usage=usage))
+    view.on_queue("ADDED", queue("calm", state="Open"))
+    shown = {q["name"]: q for q in view.tree()["queues"]}
+    assert shown["heavy"]["usage"] == "nvidia.com/gpu 310h"
+    assert shown["calm"]["usage"] == ""
