@@ -87,7 +87,7 @@ def install_crds(kubectl: Kubectl, controller: controlplane.Controller) -> list[
     def established() -> bool:
         # Not `kubectl wait`: a CRD just created has no conditions yet, which it refuses.
         listed = kubectl.json("get", *crds)
-        items = listed["items"] if "items" in listed else [listed]
+        items = listed.get("items", [listed])
         return all(
             any(
                 c["type"] == "Established" and c["status"] == "True"
