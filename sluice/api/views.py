@@ -31,6 +31,7 @@ from sluice.api.errors import InvalidObject
 from sluice.api.pod_defaults import NO_DEFAULTS, DefaultsOf, PodDefaults, no_defaults
 from sluice.api.quantity import QuantityError
 from sluice.api.resources import EMPTY, Resources
+from sluice.api.topology import Assignment, TopologyRequest, assignment_of, workload_request
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 NEVER = "Never"
@@ -130,6 +131,11 @@ class JobView:
     label (docs/workloads.md): its controller's label, and a label on the pods of what it
     owns (a RayJob's submitter Job); empty for a Job, whose pods name its uid as their
     controller."""
+    topology: TopologyRequest | None = None
+    """What it asks of a Topology: all its pods in one domain of a level (docs/scheduler.md,
+    *Topology*); None: placed as any workload."""
+    assignment: Assignment | None = None
+    """The domain it was admitted into (sluice.dev/topology-assignment), while admitted."""
     key: str = field(init=False, repr=False, compare=False)
     """namespace/name: formed once, as a cycle asks for it hundreds of thousands of times."""
     pod_count: int = field(init=False, repr=False, compare=False)
@@ -451,7 +457,8 @@ def job_from_object(
         suspended=bool(spec.get("suspend")),
         active=(status.get("active") or 0) > 0,
     )
-    return workload_view(obj, JOB_KIND, queue, from_ns, (pods,), phase)
+    templates = (spec.get("template") or {},)
+    return workload_view(obj, JOB_KIND, queue, from_ns, (pods,), phase, templates=templates)
 
 
 def job_phase(*, finished: bool, suspended: bool, active: bool) -> JobPhase:
@@ -471,9 +478,11 @@ def workload_view(
     pod_sets: tuple[PodSet, ...],
     phase: JobPhase,
     pods_by: tuple[tuple[str, str], ...] = (),
+    templates: tuple[Mapping[str, Any], ...] = (),
 ) -> JobView:
     """The view of a managed workload of any kind, given what its kind's reading found: its
-    metadata and what sluice wrote on it (its annotations) are read the same for all."""
+    metadata and what sluice wrote on it (its annotations) are read the same for all, and
+    what it asks of a Topology on its metadata or its pod ``templates``."""
     meta, name = _meta(obj, kind)
     namespace = str(meta.get("namespace") or "default")
     full = f"{namespace}/{name}"
@@ -517,6 +526,8 @@ def workload_view(
         ),
         requeue_reason=annotations.get(REQUEUE_REASON_ANNOTATION),
         pods_by=pods_by,
+        topology=workload_request(obj, templates, kind, full),
+        assignment=assignment_of(annotations),
     )
 
 

@@ -16,6 +16,7 @@ from sluice.api.config import DEFAULT_CONFIG, SchedulerConfig
 from sluice.api.constants import DEFAULT_MAX_QUEUE_DEPTH
 from sluice.api.queue import Queue, QueueState
 from sluice.api.resources import EMPTY, Resources
+from sluice.api.topology import TopologyView
 from sluice.api.views import (
     JobView,
     NamespaceView,
@@ -51,6 +52,8 @@ class Snapshot:
     pods: Sequence[PodView] | None = None
     """Every pod of the cluster; None when not known (a dump without pods): nodes then hold
     only admitted jobs, and no job is requeued for pods that were not scheduled."""
+    topologies: Sequence[TopologyView] = ()
+    """The cluster's Topologies: the levels workloads may ask to be placed in one domain of."""
 
 
 DecisionAction = Literal["admit", "reclaim", "preempt", "requeue"]
@@ -70,6 +73,8 @@ class Decision:
     reason: str = ""
     for_job: str | None = None
     requeues: int = 0
+    domain: str = ""
+    """An admission into one domain of a Topology: ``<level>=<value>`` (its pods' nodeSelector)."""
 
 
 @dataclass(frozen=True, slots=True)

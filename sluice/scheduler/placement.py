@@ -194,6 +194,12 @@ class Placement:
             shape = self._shapes[pod] = _Shape(items, *known, len(self.grown))
         return shape
 
+    def seed(self, pod: PodSpecView, nodes: list[int]) -> None:
+        """The nodes (in order) that may take pods of these constraints, when the caller knows
+        them already (a topology domain's nodes among another shape's): not looked up again."""
+        if pod.constraints not in self._eligible:
+            self._eligible[pod.constraints] = (nodes, {i: p for p, i in enumerate(nodes)})
+
     def eligible(self, pod: PodSpecView) -> list[int]:
         """The nodes that may take the pod, in placement order."""
         return self._shape(pod).eligible

@@ -30,6 +30,7 @@ from sluice.scheduler.fit import (
 from sluice.scheduler.order import leaf_order
 from sluice.scheduler.placement import Footprint
 from sluice.scheduler.session import JobInfo, Session
+from sluice.scheduler.topology import Domain, Placed
 
 Taken = dict[str, dict[str, int]]
 Order = tuple[int, float, float, str]  # job priority, -admitted, -created, name
@@ -301,14 +302,40 @@ class _Reclaim:
     def reclaim_for(
         self, job: JobInfo, short: dict[str, int], over: Taken | None = None
     ) -> Footprint | None:
+        """``reclaim_where`` without the domain."""
+        placed = self.reclaim_where(job, short, over)
+        return None if placed is None else placed[0]
+
+    def reclaim_where(
+        self, job: JobInfo, short: dict[str, int], over: Taken | None = None
+    ) -> Placed | None:
         """Take victims until the job fits: the cluster, each ancestor in ``over`` (what
         admitting it would take that queue past its limit, freed only by victims below it),
-        and the nodes its pods would go on. Returns where they go, or None (nothing taken)."""
+        and the nodes its pods would go on. A job that asks a Topology takes them inside one
+        domain only (``_in_one_domain``). Returns where it goes, or None (nothing taken)."""
+        over = over or {}
+        if job.view.topology is None:
+            found = self._choose(job, short, over, None)
+        else:
+            found = self._in_one_domain(job, short, over)
+        if found is None:
+            return None
+        chosen, placed = found
+        self._take(job, chosen.chosen)
+        return placed
+
+    def _choose(
+        self, job: JobInfo, short: dict[str, int], over: Taken, domain: Domain | None
+    ) -> tuple[Victims, Placed] | None:
+        """The victims that make the job fit (inside ``domain`` when given, none outside
+        it), and where it then goes; None when they cannot. Nothing is taken yet."""
         session = self.session
         taken: Taken = {}
-        over = over or {}
-        chosen = Victims(session, job, over)
+        chosen = Victims(session, job, over, domain)
+        inside = frozenset(domain.nodes) if domain is not None else None
         for victim in self.candidates(job, short, taken):
+            if inside is not None and inside.isdisjoint(victim.footprint):
+                continue
             if chosen.counted():
                 # Enough in total: only room on a node its pods may use still helps.
                 if not chosen.helps_pods(victim):
@@ -323,10 +350,31 @@ class _Reclaim:
                 for r, a in victim.held.items():
                     slot[r] = slot.get(r, 0) + a
             if chosen.placeable():
-                assignment = chosen.prune()
-                self._take(job, chosen.chosen)
-                return assignment
+                return chosen, chosen.prune()
         return None
+
+    def _in_one_domain(
+        self, job: JobInfo, short: dict[str, int], over: Taken
+    ) -> tuple[Victims, Placed] | None:
+        """For a job that asks a Topology: the domain of its level whose victims make it fit
+        with the fewest of them, then the lowest priorities in total, then by name (a
+        preferred level widens level by level, then to anywhere)."""
+        request = job.view.topology
+        assert request is not None
+        domains = self.session.domains
+        for level in domains.levels(request):
+            best: tuple[tuple[int, int, str], tuple[Victims, Placed]] | None = None
+            for domain in domains.domains(level):
+                found = self._choose(job, short, over, domain)
+                if found is None:
+                    continue
+                victims = found[0].chosen
+                key = (len(victims), sum(v.priority for v in victims), domain.value)
+                if best is None or key < best[0]:
+                    best = (key, found)
+            if best is not None:
+                return best[1]
+        return None if request.required else self._choose(job, short, over, None)
 
     def _helps(self, victim: JobInfo, need: dict[str, int], over: Taken) -> bool:
         """Whether the victim frees something the cluster lacks, or frees room below an
@@ -403,11 +451,13 @@ class _Reclaim:
                     for other, lacked in failed
                 ):
                     continue
-                assignment = self.reclaim_for(job, short, over) if self.supply(short) else None
-                if assignment is not None:
-                    self.outcome.admit(
-                        session, job, f"reclaim: room taken back for queue {leaf}", assignment
-                    )
+                placed = self.reclaim_where(job, short, over) if self.supply(short) else None
+                if placed is not None:
+                    footprint, domain = placed
+                    reason = f"reclaim: room taken back for queue {leaf}"
+                    if domain is not None:
+                        reason += f", in {domain.text}"
+                    self.outcome.admit(session, job, reason, footprint, domain)
                     self.admitted(job)
                 else:
                     failed.append((job, frozenset(short)))

@@ -1,0 +1,237 @@
+"""Topology: placing a workload whole into one domain of a level (docs/scheduler.md, *Topology*).
+
+A domain of a level is the nodes that carry one value of its label. Placing a workload in a
+domain is placing its pods as any pods (placement.py) with that label added to their
+nodeSelector: the very constraint kube-scheduler is given once it is admitted. Among the
+domains that hold all its pods, the one left with the least room free is chosen (big domains
+stay whole for big jobs), ties by name; a preferred level widens level by level, then to the
+whole cluster. What stops a required one is said with the level, the best domain and what it
+lacks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from sluice.api.constraints import PodSpecView, interned
+from sluice.api.quantity import format_quantity
+from sluice.api.resources import describe_amount
+from sluice.api.topology import TopologyRequest, TopologyView, not_nested
+from sluice.api.views import JobView
+from sluice.scheduler.placement import Footprint, Placement
+
+
+@dataclass(frozen=True, slots=True)
+class Domain:
+    """The nodes (placement indexes, in order) whose ``level`` label is ``value``."""
+
+    level: str
+    value: str
+    nodes: tuple[int, ...]
+
+    @property
+    def text(self) -> str:
+        """As sluice.dev/topology-assignment writes it: ``<level>=<value>``."""
+        return f"{self.level}={self.value}"
+
+    @property
+    def short(self) -> str:
+        """``rack r7`` for the level example.com/rack."""
+        return f"{self.level.rpartition('/')[2]} {self.value}"
+
+
+Placed = tuple[Footprint, Domain | None]
+"""Where a workload's pods go, and the domain they go in (None: anywhere)."""
+
+
+class Domains:
+    """The levels of the cluster's Topologies and their domains over one cycle's nodes."""
+
+    def __init__(self, topologies: Sequence[TopologyView], placement: Placement) -> None:
+        self.placement = placement
+        self.widening: dict[str, tuple[str, ...]] = {}
+        """Level -> itself, then each wider level of its Topology."""
+        self.broken: dict[str, str] = {}
+        """Level -> why its Topology cannot be relied on (its levels do not nest)."""
+        for topology in sorted(topologies, key=lambda t: t.name):
+            problem = not_nested(topology, placement.nodes) if len(topology.levels) > 1 else None
+            for k, level in enumerate(topology.levels):
+                if level in self.widening:
+                    continue
+                self.widening[level] = tuple(reversed(topology.levels[: k + 1]))
+                if problem:
+                    self.broken[level] = f"Topology {topology.name} is not nested: {problem}"
+        self._domains: dict[str, list[Domain]] = {}
+        self._pods: dict[tuple[PodSpecView, str, str], PodSpecView] = {}
+        self._free: dict[str, tuple[int, dict[str, int]]] = {}
+
+    # Domains -------------------------------------------------------------------------------
+    def domains(self, level: str) -> list[Domain]:
+        """The domains of a level, by name."""
+        found = self._domains.get(level)
+        if found is None:
+            members: dict[str, list[int]] = {}
+            for i, node in enumerate(self.placement.nodes):
+                value = node.labels.get(level)
+                if value is not None:
+                    members.setdefault(value, []).append(i)
+            found = self._domains[level] = [
+                Domain(level, value, tuple(nodes)) for value, nodes in sorted(members.items())
+            ]
+        return found
+
+    def domain(self, level: str, value: str) -> Domain | None:
+        return next((d for d in self.domains(level) if d.value == value), None)
+
+    def levels(self, request: TopologyRequest) -> tuple[str, ...]:
+        """The levels a request may be placed at, narrowest first: its own, then (preferred)
+        each wider one; none when it is no level of a Topology or its Topology is broken."""
+        if request.level not in self.widening or request.level in self.broken:
+            return ()
+        return self.widening[request.level] if not request.required else (request.level,)
+
+    def free(self, domain: Domain) -> dict[str, int]:
+        """The free room of a domain's usable nodes now."""
+        key = domain.text
+        known = self._free.get(key)
+        if known is not None and known[0] == self.placement.version:
+            return known[1]
+        room: dict[str, int] = {}
+        nodes, free = self.placement.nodes, self.placement.free
+        for i in domain.nodes:
+            if nodes[i].usable:
+                for r, a in free[i].items():
+                    room[r] = room.get(r, 0) + a
+        self._free[key] = (self.placement.version, room)
+        return room
+
+    def total(self, domain: Domain) -> dict[str, int]:
+        room: dict[str, int] = {}
+        for i in domain.nodes:
+            node = self.placement.nodes[i]
+            if node.usable:
+                for r, a in node.allocatable.items():
+                    room[r] = room.get(r, 0) + a
+        return room
+
+    # Placing -------------------------------------------------------------------------------
+    def pod_in(self, pod: PodSpecView, domain: Domain) -> PodSpecView:
+        """The pod with the domain's label added to its nodeSelector; its nodes are those of
+        the domain the pod may go on."""
+        key = (pod, domain.level, domain.value)
+        found = self._pods.get(key)
+        if found is None:
+            selector = dict(pod.node_selector)
+            clash = selector.get(domain.level, domain.value) != domain.value
+            selector[domain.level] = domain.value
+            found = self._pods[key] = interned(
+                PodSpecView(
+                    request=pod.request,
+                    node_selector=tuple(sorted(selector.items())),
+                    affinity=pod.affinity,
+                    tolerations=pod.tolerations,
+                )
+            )
+            allowed = set(self.placement.eligible(pod))
+            nodes = [] if clash else [i for i in domain.nodes if i in allowed]
+            self.placement.seed(found, nodes)
+        return found
+
+    def place_in(
+        self, view: JobView, domain: Domain, freed: Mapping[int, Mapping[str, int]] | None = None
+    ) -> Footprint | None:
+        """Where every pod of the workload goes inside the domain, or None."""
+        placement = self.placement
+        sets = [(self.pod_in(s.pod, domain), s.pod_count) for s in view.pod_sets]
+        if len(sets) == 1:
+            pod, count = sets[0]
+            assignment = placement.place(pod, count, freed)
+            return None if assignment is None else placement.footprint(pod, assignment)
+        return placement.place_all(sets, freed)
+
+    def left(self, view: JobView, domain: Domain, freed: Footprint | None) -> float:
+        """The room a domain would have left free once the workload is in it, in the
+        resources it asks, each as a share of the cluster's: what the choice minimises."""
+        room = self.free(domain)
+        total = self.placement.total
+        out = 0.0
+        for r, a in view.request.items():
+            if a <= 0 or not total.get(r):
+                continue
+            have = room.get(r, 0)
+            if freed:
+                have += sum(freed[i].get(r, 0) for i in domain.nodes if i in freed)
+            out += (have - a) / total[r]
+        return out
+
+    def best_at(self, view: JobView, level: str, freed: Footprint | None = None) -> Placed | None:
+        """Among the domains of a level that hold the workload, the one left with the least
+        room free, ties by name; None when none holds it."""
+        best: tuple[tuple[float, str], Footprint, Domain] | None = None
+        for domain in self.domains(level):
+            footprint = self.place_in(view, domain, freed)
+            if footprint is None:
+                continue
+            key = (self.left(view, domain, freed), domain.value)
+            if best is None or key < best[0]:
+                best = (key, footprint, domain)
+        return None if best is None else (best[1], best[2])
+
+    def place(self, view: JobView, freed: Footprint | None = None) -> Placed | None:
+        """Where a workload that asks a Topology goes: one domain of its level (preferred:
+        of the narrowest level that holds it), else, preferred only, anywhere (``None``
+        domain, the caller places it as any workload)."""
+        request = view.topology
+        assert request is not None
+        for level in self.levels(request):
+            found = self.best_at(view, level, freed)
+            if found is not None:
+                return found
+        return None
+
+    # Words ---------------------------------------------------------------------------------
+    def explain(self, view: JobView) -> str:
+        """Why a workload that requires a domain is not placed: the level, the domain that
+        comes closest and what it lacks."""
+        request = view.topology
+        assert request is not None
+        level = request.level
+        if level not in self.widening:
+            return f"no Topology has the level {level}"
+        if level in self.broken:
+            return self.broken[level]
+        what = " + ".join(
+            f"{s.pod_count} x {s.pod.request.describe()}" for s in view.pod_sets if s.pod_count
+        )
+        domains = self.domains(level)
+        if not domains:
+            return f"no node has the label {level}, so no {level} holds {what}"
+        best = max(domains, key=lambda d: (self._placeable(view, d), self._room(view, d)))
+        free, total = self.free(best), self.total(best)
+        room = ", ".join(
+            f"{describe_amount(r, max(free.get(r, 0), 0))} free of"
+            f" {format_quantity(total.get(r, 0), r)}"
+            for r, a in sorted(view.request.items())
+            if a > 0
+        )
+        names = [self.placement.nodes[i].name for i in best.nodes]
+        nodes = ", ".join(names[:3]) + (" ..." if len(names) > 3 else "")
+        return f"no {level} holds {what}: best {best.short} has {room} (nodes {nodes})"
+
+    def _placeable(self, view: JobView, domain: Domain) -> int:
+        """How many of the workload's pods fit in the domain (first fit, set by set)."""
+        out = 0
+        for s in view.pod_sets:
+            pod = self.pod_in(s.pod, domain)
+            out += sum(n for _, n in self.placement.place(pod, s.pod_count, {}, partial=True) or [])
+        return out
+
+    def _room(self, view: JobView, domain: Domain) -> tuple[float, str]:
+        """The domain's free room in what the workload asks, a share of the cluster's; then
+        the name backwards, so that on a tie the first by name is the best."""
+        free, total = self.free(domain), self.placement.total
+        share = sum(
+            free.get(r, 0) / total[r] for r, a in view.request.items() if a > 0 and total.get(r)
+        )
+        return share, "".join(chr(0x10FFFF - ord(c)) for c in domain.value)
