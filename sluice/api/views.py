@@ -240,6 +240,10 @@ class PublishedJob:
     reason: str = ""
     admitted_at: str = ""
     reclaimed_by: str = ""
+    domain: str = ""
+    """The Topology domain it runs in, ``<level>=<value>``, while admitted into one."""
+    asks: str = ""
+    """What it asks of a Topology (``required example.com/rack``); "" for nothing."""
 
     @property
     def key(self) -> str:
@@ -272,6 +276,8 @@ def published_job(
         reason=cause,
         admitted_at=str(annotations.get(ADMITTED_AT_ANNOTATION) or ""),
         reclaimed_by=str(annotations.get(RECLAIMED_BY_ANNOTATION) or ""),
+        domain=view.assignment.text() if view.assignment and view.phase.admitted else "",
+        asks=view.topology.describe() if view.topology else "",
     )
 
 

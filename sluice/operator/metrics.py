@@ -119,6 +119,13 @@ QUEUE_OVER_CAPABILITY = Gauge(
     ["queue", "resource"],
     registry=REGISTRY,
 )
+TOPOLOGY_FREE = Gauge(
+    "sluice_topology_domain_free",
+    "Free room per domain of each Topology's widest level and resource (units of the"
+    " resource), after the last cycle.",
+    ["level", "domain", "resource"],
+    registry=REGISTRY,
+)
 QUEUE_INFO = Gauge(
     "sluice_queue_info",
     "1 per queue, with its parent and state.",
@@ -139,6 +146,8 @@ REASON_CLASSES = (
     ("queue root", "queue"),
     ("reclaimed for", "victim"),
     ("preempted for", "victim"),
+    (" holds ", "topology"),
+    ("Topology", "topology"),
 )
 
 
@@ -172,6 +181,10 @@ def cycle_series(result: CycleResult, queues: Iterable[Queue]) -> Series:
         ):
             for resource, amount in amounts.items():
                 series[gauge, (name, resource)] = amount / 1000
+    for where, free in result.domains_free.items():
+        level, _, value = where.partition("=")
+        for resource, amount in free.items():
+            series[TOPOLOGY_FREE, (level, value, resource)] = amount / 1000
     for spec in queues:
         capability = spec.spec.capability
         for resource, amount in capability.items():

@@ -125,3 +125,6 @@ class CycleResult:
     pending: Sequence[PendingJob] = ()
     cluster_total: Resources = EMPTY
     notes: Sequence[str] = field(default_factory=tuple)
+    domains_free: Mapping[str, Resources] = field(default_factory=dict)
+    """The free room left in each domain of each Topology's widest level, by
+    ``<level>=<value>`` (docs/scheduler.md, *Topology*); empty without Topologies."""

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from sluice.api.constraints import PodSpecView, interned
 from sluice.api.quantity import format_quantity
-from sluice.api.resources import describe_amount
+from sluice.api.resources import Resources, describe_amount
 from sluice.api.topology import TopologyRequest, TopologyView, not_nested
 from sluice.api.views import JobView
 from sluice.scheduler.placement import Footprint, Placement
@@ -105,6 +105,15 @@ class Domains:
                     room[r] = room.get(r, 0) + a
         self._free[key] = (self.placement.version, room)
         return room
+
+    def widest_free(self) -> dict[str, Resources]:
+        """The free room of each domain of each Topology's widest level, by its text."""
+        widest = {levels[-1] for levels in self.widening.values()}
+        return {
+            domain.text: Resources(self.free(domain))
+            for level in sorted(widest)
+            for domain in self.domains(level)
+        }
 
     def total(self, domain: Domain) -> dict[str, int]:
         room: dict[str, int] = {}

@@ -7,6 +7,8 @@ from typing import Any
 
 from test_operator_plan_pods import pod, workloads
 
+from sluice.api.resources import Resources
+from sluice.operator.metrics import TOPOLOGY_FREE, cycle_series, reason_class
 from sluice.operator.plan import plan
 from sluice.scheduler.model import CycleResult, Decision, PendingJob
 
@@ -96,3 +98,12 @@ def test_a_pod_without_annotations_gets_the_record_with_its_admission() -> None:
     assert write.pods is not None
     added = next(op for op in write.pods[0].patch or () if op["path"] == "/metadata/annotations")
     assert added["value"][ASSIGNMENT] == f"{RACK}=r3"
+
+
+def test_the_free_room_of_each_widest_domain_is_a_gauge_and_waits_are_classed() -> None:
+    free = {"example.com/block=b0": Resources({"nvidia.com/gpu": 24000})}
+    result = CycleResult(queue_order=(), queues={}, domains_free=free)
+    series = cycle_series(result, [])
+    assert series == {(TOPOLOGY_FREE, ("example.com/block", "b0", "nvidia.com/gpu")): 24.0}
+    assert reason_class(f"no {RACK} holds 2 x cpu 1: best rack r0 has ...") == "topology"
+    assert reason_class("no Topology has the level x") == "topology"
