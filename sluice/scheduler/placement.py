@@ -18,7 +18,7 @@ grows, the smallest count that did not fit.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from sluice.api.constraints import BLOCKING_EFFECTS, NodeRequirement, PodSpecView, Taint, Toleration
 from sluice.api.resources import describe_amount
@@ -149,6 +149,8 @@ class Placement:
             if node.usable:
                 _add(self.total, node.allocatable)
         self.grown: list[int] = []  # every node room was given back on, in order
+        self.watchers: list[Callable[[Footprint, int], None]] = []
+        """Told of every room held (-1) or given back (+1): what keeps sums of it (topology)."""
         self.version = 0  # changed whenever room is held or given back
         self._eligible: dict[tuple[object, ...], tuple[list[int], dict[int, int]]] = {}
         """Constraints -> the nodes that may take such pods, in order, and their positions."""
@@ -159,6 +161,8 @@ class Placement:
     # Room --------------------------------------------------------------------------------
     def hold(self, footprint: Footprint) -> None:
         self.version += 1
+        for watcher in self.watchers:
+            watcher(footprint, -1)
         for i, room in footprint.items():
             _add(self.free[i], room, -1)
         self._most.clear()
@@ -166,6 +170,8 @@ class Placement:
 
     def release(self, footprint: Footprint) -> None:
         self.version += 1
+        for watcher in self.watchers:
+            watcher(footprint, 1)
         for i, room in footprint.items():
             _add(self.free[i], room)
             self.grown.append(i)

@@ -64,7 +64,13 @@ class Domains:
                     self.broken[level] = f"Topology {topology.name} is not nested: {problem}"
         self._domains: dict[str, list[Domain]] = {}
         self._pods: dict[tuple[PodSpecView, str, str], PodSpecView] = {}
-        self._free: dict[str, tuple[int, dict[str, int]]] = {}
+        self._sums: dict[str, dict[str, int]] = {}
+        """Domain text -> the free room of its usable nodes, kept as room is held and given
+        back (``_changed``), for the levels looked at so far."""
+        self._of_node: dict[str, dict[int, str]] = {}  # level -> node -> its domain's text
+        self._explained: dict[tuple[object, ...], str] = {}
+        if self.widening:
+            placement.watchers.append(self._changed)
 
     # Domains -------------------------------------------------------------------------------
     def domains(self, level: str) -> list[Domain]:
@@ -79,7 +85,26 @@ class Domains:
             found = self._domains[level] = [
                 Domain(level, value, tuple(nodes)) for value, nodes in sorted(members.items())
             ]
+            nodes, free = self.placement.nodes, self.placement.free
+            of_node = self._of_node[level] = {}
+            for domain in found:
+                room: dict[str, int] = {}
+                for i in domain.nodes:
+                    if nodes[i].usable:
+                        of_node[i] = domain.text
+                        for r, a in free[i].items():
+                            room[r] = room.get(r, 0) + a
+                self._sums[domain.text] = room
         return found
+
+    def _changed(self, footprint: Footprint, sign: int) -> None:
+        for of_node in self._of_node.values():
+            for i, amounts in footprint.items():
+                text = of_node.get(i)
+                if text is not None:
+                    room = self._sums[text]
+                    for r, a in amounts.items():
+                        room[r] = room.get(r, 0) + sign * a
 
     def domain(self, level: str, value: str) -> Domain | None:
         return next((d for d in self.domains(level) if d.value == value), None)
@@ -93,18 +118,8 @@ class Domains:
 
     def free(self, domain: Domain) -> dict[str, int]:
         """The free room of a domain's usable nodes now."""
-        key = domain.text
-        known = self._free.get(key)
-        if known is not None and known[0] == self.placement.version:
-            return known[1]
-        room: dict[str, int] = {}
-        nodes, free = self.placement.nodes, self.placement.free
-        for i in domain.nodes:
-            if nodes[i].usable:
-                for r, a in free[i].items():
-                    room[r] = room.get(r, 0) + a
-        self._free[key] = (self.placement.version, room)
-        return room
+        self.domains(domain.level)
+        return self._sums[domain.text]
 
     def widest_free(self) -> dict[str, Resources]:
         """The free room of each domain of each Topology's widest level, by its text."""
@@ -159,33 +174,43 @@ class Domains:
             return None if assignment is None else placement.footprint(pod, assignment)
         return placement.place_all(sets, freed)
 
-    def left(self, view: JobView, domain: Domain, freed: Footprint | None) -> float:
+    def left(self, view: JobView, domain: Domain, freed: Footprint | None) -> float | None:
         """The room a domain would have left free once the workload is in it, in the
-        resources it asks, each as a share of the cluster's: what the choice minimises."""
+        resources it asks, each as a share of the cluster's: what the choice minimises;
+        None when the domain has not that much free in total."""
         room = self.free(domain)
         total = self.placement.total
+        extra: dict[str, int] = {}
+        if freed:
+            for i in domain.nodes:
+                for r, a in freed.get(i, {}).items():
+                    extra[r] = extra.get(r, 0) + a
         out = 0.0
         for r, a in view.request.items():
-            if a <= 0 or not total.get(r):
+            if a <= 0:
                 continue
-            have = room.get(r, 0)
-            if freed:
-                have += sum(freed[i].get(r, 0) for i in domain.nodes if i in freed)
-            out += (have - a) / total[r]
+            have = room.get(r, 0) + extra.get(r, 0)
+            if have < a:
+                return None
+            if total.get(r):
+                out += (have - a) / total[r]
         return out
 
     def best_at(self, view: JobView, level: str, freed: Footprint | None = None) -> Placed | None:
         """Among the domains of a level that hold the workload, the one left with the least
-        room free, ties by name; None when none holds it."""
-        best: tuple[tuple[float, str], Footprint, Domain] | None = None
+        room free, ties by name; None when none holds it. Domains are tried from the least
+        room left, so the first whose nodes take every pod is the one."""
+        ranked: list[tuple[float, str, Domain]] = []
         for domain in self.domains(level):
+            left = self.left(view, domain, freed)
+            if left is not None:
+                ranked.append((left, domain.value, domain))
+        ranked.sort(key=lambda entry: (entry[0], entry[1]))
+        for _, _, domain in ranked:
             footprint = self.place_in(view, domain, freed)
-            if footprint is None:
-                continue
-            key = (self.left(view, domain, freed), domain.value)
-            if best is None or key < best[0]:
-                best = (key, footprint, domain)
-        return None if best is None else (best[1], best[2])
+            if footprint is not None:
+                return footprint, domain
+        return None
 
     def place(self, view: JobView, freed: Footprint | None = None) -> Placed | None:
         """Where a workload that asks a Topology goes: one domain of its level (preferred:
@@ -201,10 +226,17 @@ class Domains:
 
     # Words ---------------------------------------------------------------------------------
     def explain(self, view: JobView) -> str:
-        """Why a workload that requires a domain is not placed: the level, the domain that
-        comes closest and what it lacks."""
+        """Why a workload that requires a domain is not placed: the level, the domain with
+        the most room free in what it asks (ties by name) and what that is."""
         request = view.topology
         assert request is not None
+        key = (view.pod_sets, request, self.placement.version)
+        said = self._explained.get(key)
+        if said is None:
+            said = self._explained[key] = self._explain(view, request)
+        return said
+
+    def _explain(self, view: JobView, request: TopologyRequest) -> str:
         level = request.level
         if level not in self.widening:
             return f"no Topology has the level {level}"
@@ -216,7 +248,7 @@ class Domains:
         domains = self.domains(level)
         if not domains:
             return f"no node has the label {level}, so no {level} holds {what}"
-        best = max(domains, key=lambda d: (self._placeable(view, d), self._room(view, d)))
+        best = max(domains, key=lambda d: self._room(view, d))
         free, total = self.free(best), self.total(best)
         room = ", ".join(
             f"{describe_amount(r, max(free.get(r, 0), 0))} free of"
@@ -227,14 +259,6 @@ class Domains:
         names = [self.placement.nodes[i].name for i in best.nodes]
         nodes = ", ".join(names[:3]) + (" ..." if len(names) > 3 else "")
         return f"no {level} holds {what}: best {best.short} has {room} (nodes {nodes})"
-
-    def _placeable(self, view: JobView, domain: Domain) -> int:
-        """How many of the workload's pods fit in the domain (first fit, set by set)."""
-        out = 0
-        for s in view.pod_sets:
-            pod = self.pod_in(s.pod, domain)
-            out += sum(n for _, n in self.placement.place(pod, s.pod_count, {}, partial=True) or [])
-        return out
 
     def _room(self, view: JobView, domain: Domain) -> tuple[float, str]:
         """The domain's free room in what the workload asks, a share of the cluster's; then

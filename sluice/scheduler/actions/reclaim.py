@@ -232,9 +232,17 @@ class _Reclaim:
                     self.ranked.pop(above, None)
                 return
 
-    def candidates(self, job: JobInfo, short: dict[str, int], taken: Taken) -> Iterator[JobInfo]:
+    def candidates(
+        self,
+        job: JobInfo,
+        short: dict[str, int],
+        taken: Taken,
+        paths: list[tuple[str, ...]] | None = None,
+    ) -> Iterator[JobInfo]:
         """Victims in order: nearest relatives first, then lower queue priority, then lower
         job priority, then victim order (the most recently admitted, then created, first).
+        With ``paths``, each victim's path below its common ancestor with the job is appended
+        to it as the victim is yielded.
 
         Each level (common ancestor) is a best-first search down its subtrees: every heap entry
         carries a key no larger than that of any victim it stands for, so victims come out in
@@ -291,6 +299,8 @@ class _Reclaim:
                     heapq.heappush(heap, (key, next(sequence), VICTIM, name, index + 1, path))
                 victim = victims[index]
                 if all(self.gives_up(q, victim, taken, short) for q in path):
+                    if paths is not None:
+                        paths.append(path)
                     yield victim
 
     def order(self, job: JobInfo) -> Order:
@@ -327,51 +337,67 @@ class _Reclaim:
     def _choose(
         self, job: JobInfo, short: dict[str, int], over: Taken, domain: Domain | None
     ) -> tuple[Victims, Placed] | None:
-        """The victims that make the job fit (inside ``domain`` when given, none outside
-        it), and where it then goes; None when they cannot. Nothing is taken yet."""
-        session = self.session
+        """The victims that make the job fit, and where it then goes; None when they cannot.
+        Nothing is taken yet."""
         taken: Taken = {}
-        chosen = Victims(session, job, over, domain)
-        inside = frozenset(domain.nodes) if domain is not None else None
+        chosen = Victims(self.session, job, over, domain)
         for victim in self.candidates(job, short, taken):
-            if inside is not None and inside.isdisjoint(victim.footprint):
-                continue
-            if chosen.counted():
-                # Enough in total: only room on a node its pods may use still helps.
-                if not chosen.helps_pods(victim):
-                    continue
-            elif over and not self._helps(victim, chosen.need, over):
-                continue
-            if not self.keeps_guarantee(victim.queue, victim, taken):
-                continue
-            chosen.add(victim)
-            for q in session.chain(victim.queue):
-                slot = taken.setdefault(q, {})
-                for r, a in victim.held.items():
-                    slot[r] = slot.get(r, 0) + a
-            if chosen.placeable():
+            if self._adds(chosen, taken, victim, over) and chosen.placeable():
                 return chosen, chosen.prune()
         return None
+
+    def _adds(self, chosen: Victims, taken: Taken, victim: JobInfo, over: Taken) -> bool:
+        """Whether the victim helps and may go (then it is chosen, and counted in ``taken``)."""
+        if chosen.counted():
+            # Enough in total: only room on a node its pods may use still helps.
+            if not chosen.helps_pods(victim):
+                return False
+        elif over and not self._helps(victim, chosen.need, over):
+            return False
+        if not self.keeps_guarantee(victim.queue, victim, taken):
+            return False
+        chosen.add(victim)
+        for q in self.session.chain(victim.queue):
+            slot = taken.setdefault(q, {})
+            for r, a in victim.held.items():
+                slot[r] = slot.get(r, 0) + a
+        return True
 
     def _in_one_domain(
         self, job: JobInfo, short: dict[str, int], over: Taken
     ) -> tuple[Victims, Placed] | None:
         """For a job that asks a Topology: the domain of its level whose victims make it fit
         with the fewest of them, then the lowest priorities in total, then by name (a
-        preferred level widens level by level, then to anywhere)."""
+        preferred level widens level by level, then to anywhere). One walk over the
+        candidates, in order, serves every domain: each takes, as a search of its own would,
+        those that hold room in it and still qualify after what it took before them."""
         request = job.view.topology
         assert request is not None
         domains = self.session.domains
         for level in domains.levels(request):
+            of_node = {i: d for d in domains.domains(level) for i in d.nodes}
+            searches: dict[str, tuple[Victims, Taken]] = {}
+            done: set[str] = set()
             best: tuple[tuple[int, int, str], tuple[Victims, Placed]] | None = None
-            for domain in domains.domains(level):
-                found = self._choose(job, short, over, domain)
-                if found is None:
-                    continue
-                victims = found[0].chosen
-                key = (len(victims), sum(v.priority for v in victims), domain.value)
-                if best is None or key < best[0]:
-                    best = (key, found)
+            paths: list[tuple[str, ...]] = []
+            for victim in self.candidates(job, short, {}, paths):
+                path = paths[-1]
+                touched = {of_node[i] for i in victim.footprint if i in of_node}
+                for domain in sorted(touched, key=lambda d: d.value):
+                    if domain.value in done:
+                        continue
+                    chosen, taken = searches.get(domain.value) or searches.setdefault(
+                        domain.value, (Victims(self.session, job, over, domain), {})
+                    )
+                    if not all(self.gives_up(q, victim, taken, short) for q in path):
+                        continue  # this domain's victims so far brought that queue back
+                    if not self._adds(chosen, taken, victim, over) or not chosen.placeable():
+                        continue
+                    done.add(domain.value)
+                    found = (chosen, chosen.prune())
+                    key = (len(chosen.chosen), sum(v.priority for v in chosen.chosen), domain.value)
+                    if best is None or key < best[0]:
+                        best = (key, found)
             if best is not None:
                 return best[1]
         return None if request.required else self._choose(job, short, over, None)
