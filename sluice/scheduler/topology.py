@@ -11,6 +11,7 @@ lacks.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -69,6 +70,16 @@ class Domains:
         back (``_changed``), for the levels looked at so far."""
         self._of_node: dict[str, dict[int, str]] = {}  # level -> node -> its domain's text
         self._explained: dict[tuple[object, ...], str] = {}
+        self._ranks: dict[
+            tuple[str, tuple[str, ...]], tuple[list[tuple[float, str]], dict[str, float]]
+        ] = {}
+        """(level, the resources a workload asks) -> its domains by the room they have free
+        in those resources (a share of the cluster's each, added up), then by name; and each
+        domain's figure: kept in order as room is held and given back."""
+        self._by_value: dict[str, dict[str, Domain]] = {}
+        self._failed: dict[tuple[object, ...], int] = {}
+        """(pod sets, level) -> how much room had been given back (``Placement.grown``) when
+        no domain of the level held them: none will until more is."""
         if self.widening:
             placement.watchers.append(self._changed)
 
@@ -95,16 +106,42 @@ class Domains:
                         for r, a in free[i].items():
                             room[r] = room.get(r, 0) + a
                 self._sums[domain.text] = room
+            self._by_value[level] = {d.value: d for d in found}
         return found
 
+    def _score(self, text: str, asked: tuple[str, ...]) -> float:
+        room, total = self._sums[text], self.placement.total
+        return sum(room.get(r, 0) / total[r] for r in asked)
+
+    def _ranking(self, level: str, asked: tuple[str, ...]) -> list[tuple[float, str]]:
+        key = (level, asked)
+        found = self._ranks.get(key)
+        if found is None:
+            scores = {d.value: self._score(d.text, asked) for d in self.domains(level)}
+            found = self._ranks[key] = (sorted((v, k) for k, v in scores.items()), scores)
+        return found[0]
+
     def _changed(self, footprint: Footprint, sign: int) -> None:
-        for of_node in self._of_node.values():
+        for level, of_node in self._of_node.items():
+            touched: set[str] = set()
             for i, amounts in footprint.items():
                 text = of_node.get(i)
                 if text is not None:
+                    touched.add(text)
                     room = self._sums[text]
                     for r, a in amounts.items():
                         room[r] = room.get(r, 0) + sign * a
+            if not touched:
+                continue
+            for (ranked_level, asked), (order, scores) in self._ranks.items():
+                if ranked_level != level:
+                    continue
+                for text in touched:
+                    value = text[len(level) + 1 :]
+                    old = scores[value]
+                    del order[bisect.bisect_left(order, (old, value))]
+                    scores[value] = new = self._score(text, asked)
+                    bisect.insort(order, (new, value))
 
     def domain(self, level: str, value: str) -> Domain | None:
         return next((d for d in self.domains(level) if d.value == value), None)
@@ -175,9 +212,10 @@ class Domains:
         return placement.place_all(sets, freed)
 
     def left(self, view: JobView, domain: Domain, freed: Footprint | None) -> float | None:
-        """The room a domain would have left free once the workload is in it, in the
-        resources it asks, each as a share of the cluster's: what the choice minimises;
-        None when the domain has not that much free in total."""
+        """What the choice minimises: the room a domain has free in the resources the
+        workload asks, each as a share of the cluster's, added up (the room it would have
+        left differs from it by the workload's own request, the same for every domain);
+        None when the domain has not as much free in total as the workload asks."""
         room = self.free(domain)
         total = self.placement.total
         extra: dict[str, int] = {}
@@ -186,20 +224,44 @@ class Domains:
                 for r, a in freed.get(i, {}).items():
                     extra[r] = extra.get(r, 0) + a
         out = 0.0
-        for r, a in view.request.items():
+        for r, a in sorted(view.request.items()):
             if a <= 0:
                 continue
             have = room.get(r, 0) + extra.get(r, 0)
             if have < a:
                 return None
             if total.get(r):
-                out += (have - a) / total[r]
+                out += have / total[r]
         return out
 
     def best_at(self, view: JobView, level: str, freed: Footprint | None = None) -> Placed | None:
         """Among the domains of a level that hold the workload, the one left with the least
         room free, ties by name; None when none holds it. Domains are tried from the least
         room left, so the first whose nodes take every pod is the one."""
+        if freed:
+            return self._best_freed(view, level, freed)
+        grown = len(self.placement.grown)
+        memo = (view.pod_sets, level)
+        if self._failed.get(memo) == grown:
+            return None
+        total = self.placement.total
+        need = [(r, a) for r, a in view.request.items() if a > 0]
+        asked = tuple(sorted(r for r, _ in need if total.get(r)))
+        by_value = self._by_value
+        for _, value in self._ranking(level, asked):
+            domain = by_value[level][value]
+            room = self._sums[domain.text]
+            if any(room.get(r, 0) < a for r, a in need):
+                continue
+            footprint = self.place_in(view, domain)
+            if footprint is not None:
+                return footprint, domain
+        self._failed[memo] = grown
+        return None
+
+    def _best_freed(self, view: JobView, level: str, freed: Footprint) -> Placed | None:
+        """``best_at`` with victims' room given back (reclaim, preempt): each domain's room
+        left is worked out anew."""
         ranked: list[tuple[float, str, Domain]] = []
         for domain in self.domains(level):
             left = self.left(view, domain, freed)
