@@ -247,11 +247,21 @@ class Domains:
         total = self.placement.total
         need = [(r, a) for r, a in view.request.items() if a > 0]
         asked = tuple(sorted(r for r, _ in need if total.get(r)))
-        by_value = self._by_value
-        for _, value in self._ranking(level, asked):
-            domain = by_value[level][value]
-            room = self._sums[domain.text]
+        ranking = self._ranking(level, asked)
+        by_value, sums, pods = self._by_value[level], self._sums, self._pods
+        sets = view.pod_sets
+        only = sets[0] if len(sets) == 1 else None
+        placement = self.placement
+        for _, value in ranking:
+            domain = by_value[value]
+            room = sums[domain.text]
             if any(room.get(r, 0) < a for r, a in need):
+                continue
+            if only is not None:  # the common case, without building anything
+                pod = pods.get((only.pod, level, value)) or self.pod_in(only.pod, domain)
+                where = placement.place(pod, only.pod_count)
+                if where is not None:
+                    return placement.footprint(pod, where), domain
                 continue
             footprint = self.place_in(view, domain)
             if footprint is not None:
