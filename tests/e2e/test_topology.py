@@ -120,7 +120,7 @@ def test_a_job_that_fits_in_no_rack_waits_then_runs_when_a_rack_frees(t: Racks) 
     t.job("train", "team", 4, 2, t.required())  # 2 x 4: a whole rack's 8
     reason = wait_for(lambda: s.annotation("train", "pending-reason"), what="train's reason")
     assert not s.admitted("train")
-    first = t.racks["r0"]
+    first = sorted(t.racks["r0"])  # a reason names nodes by name
     assert reason == (
         f"position 1 in {s.name('team')}; no {t.rack} holds 2 x {s.resource} 4: best"
         f" rack r0 has {s.resource} 4 free of 8 (nodes {first[0]}, {first[1]})"
