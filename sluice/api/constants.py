@@ -11,6 +11,8 @@ API_VERSION: Final = f"{GROUP}/{VERSION}"
 KIND: Final = "Queue"
 PLURAL: Final = "queues"
 SHORT_NAME: Final = "sq"
+TOPOLOGY_KIND: Final = "Topology"
+TOPOLOGY_PLURAL: Final = "topologies"
 
 ROOT_QUEUE: Final = "root"
 DEFAULT_QUEUE: Final = "default"
@@ -37,6 +39,11 @@ owns is one only when annotated "true"."""
 POD_GROUP_TOTAL_ANNOTATION: Final = f"{PREFIX}/pod-group-total-count"
 """On the pods of a pod group: how many pods the group has; it is admitted only whole."""
 
+TOPOLOGY_REQUIRED_ANNOTATION: Final = f"{PREFIX}/topology-required"
+"""On a workload or a pod template: its pods all in one domain of this Topology level."""
+TOPOLOGY_PREFERRED_ANNOTATION: Final = f"{PREFIX}/topology-preferred"
+"""As required, but wider levels (and, last, the whole cluster) when no domain holds them."""
+
 # Annotations written by the operator
 ADMITTED_AT_ANNOTATION: Final = f"{PREFIX}/admitted-at"
 RECLAIMED_BY_ANNOTATION: Final = f"{PREFIX}/reclaimed-by"
@@ -46,6 +53,9 @@ REQUEUES_ANNOTATION: Final = f"{PREFIX}/requeues"
 REQUEUED_AT_ANNOTATION: Final = f"{PREFIX}/requeued-at"
 REQUEUE_REASON_ANNOTATION: Final = f"{PREFIX}/requeue-reason"
 """Which pods were not scheduled at the last requeue, and kube-scheduler's message."""
+TOPOLOGY_ASSIGNMENT_ANNOTATION: Final = f"{PREFIX}/topology-assignment"
+"""The domain an admitted workload was placed in (``<level>=<domain>``), which sluice added
+to its pod templates' nodeSelector; taken off again when it is suspended."""
 CLOSED_BY_PARENT_ANNOTATION: Final = f"{PREFIX}/closed-by-parent"
 """On a Queue closed because an ancestor was closed; reopening that ancestor reopens it."""
 

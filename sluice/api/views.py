@@ -31,6 +31,7 @@ from sluice.api.errors import InvalidObject
 from sluice.api.pod_defaults import NO_DEFAULTS, PodDefaults
 from sluice.api.quantity import QuantityError
 from sluice.api.resources import EMPTY, Resources
+from sluice.api.topology import Assignment, TopologyRequest, assignment_of, workload_request
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 NEVER = "Never"
@@ -130,6 +131,11 @@ class WorkloadView:
     label (docs/workloads.md): its controller's label, and a label on the pods of what it
     owns (a RayJob's submitter Job); empty for a Job, whose pods name its uid as their
     controller."""
+    topology: TopologyRequest | None = None
+    """What it asks of a Topology: all its pods in one domain of a level (docs/scheduler.md,
+    *Topology*); None: placed as any workload."""
+    assignment: Assignment | None = None
+    """The domain it was admitted into (sluice.dev/topology-assignment), while admitted."""
     key: str = field(init=False, repr=False, compare=False)
     """namespace/name: formed once, as a cycle asks for it hundreds of thousands of times."""
     pod_count: int = field(init=False, repr=False, compare=False)
@@ -234,6 +240,10 @@ class PublishedJob:
     reason: str = ""
     admitted_at: str = ""
     reclaimed_by: str = ""
+    domain: str = ""
+    """The Topology domain it runs in, ``<level>=<value>``, while admitted into one."""
+    asks: str = ""
+    """What it asks of a Topology (``required example.com/rack``); "" for nothing."""
 
     @property
     def key(self) -> str:
@@ -266,6 +276,8 @@ def published_job(
         reason=cause,
         admitted_at=str(annotations.get(ADMITTED_AT_ANNOTATION) or ""),
         reclaimed_by=str(annotations.get(RECLAIMED_BY_ANNOTATION) or ""),
+        domain=view.assignment.text() if view.assignment and view.phase.admitted else "",
+        asks=view.topology.describe() if view.topology else "",
     )
 
 
@@ -437,9 +449,11 @@ def workload_view(
     pod_sets: tuple[PodSet, ...],
     phase: JobPhase,
     pods_by: tuple[tuple[str, str], ...] = (),
+    templates: tuple[Mapping[str, Any], ...] = (),
 ) -> WorkloadView:
     """The view of a managed workload of any kind, given what its kind's reading found: its
-    metadata and what sluice wrote on it (its annotations) are read the same for all."""
+    metadata and what sluice wrote on it (its annotations) are read the same for all, and
+    what it asks of a Topology on its metadata or its pod ``templates``."""
     meta, name = _meta(obj, kind)
     namespace = str(meta.get("namespace") or "default")
     full = f"{namespace}/{name}"
@@ -483,6 +497,8 @@ def workload_view(
         ),
         requeue_reason=annotations.get(REQUEUE_REASON_ANNOTATION),
         pods_by=pods_by,
+        topology=workload_request(obj, templates, kind, full),
+        assignment=assignment_of(annotations),
     )
 
 

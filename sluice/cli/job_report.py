@@ -66,7 +66,11 @@ def pod_workload_line(workload: PodWorkload) -> PublishedJob:
         cause = said or UNSEEN
     times = [m.admitted_at for m in workload.members if m.admitted_at is not None]
     admitted = min(times).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if times else ""
-    return PublishedJob(namespace, name, view.queue, view.phase.value, position, cause, admitted)
+    domain = view.assignment.text() if view.assignment and view.phase.admitted else ""
+    asks = view.topology.describe() if view.topology else ""
+    return PublishedJob(
+        namespace, name, view.queue, view.phase.value, position, cause, admitted, "", domain, asks
+    )
 
 
 def pod_workload_name(given: str, namespace: str) -> tuple[str, str] | None:
@@ -189,12 +193,16 @@ def _explain(
     elif line.state in (JobPhase.INQUEUE.value, JobPhase.RUNNING.value):
         admitted = line.admitted_at or "at an unknown time"
         out.append(f"{key} is admitted in queue {line.queue} ({admitted}); {line.state}")
+        if line.domain:
+            out.append(f"  in {line.domain}, as it asks ({line.asks})")
     else:
         where = f"position {line.position} in" if line.position is not None else "in"
         out.append(f"{key} is pending, {where} queue {line.queue}")
         out.append(f"  reason: {line.reason}")
         if usage := _usage_line(line.reason or "", others or {}):
             out.append(f"  usage: {usage}")
+        if line.asks:
+            out.append(f"  it asks {line.asks}")
         if line.reclaimed_by:
             out.append(f"  it was suspended to make room for {line.reclaimed_by}")
     out.extend(f"  {text}" for text in _queue_lines(line.queue, queue, queue_error))

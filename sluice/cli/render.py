@@ -87,6 +87,8 @@ def _decision_json(cycle: int, d: Decision) -> dict[str, Any]:
         out["for"] = d.for_job
     if d.action == "requeue":
         out["requeues"] = d.requeues
+    if d.domain:
+        out["domain"] = d.domain
     if d.reason:
         out["reason"] = d.reason
     return out
@@ -163,10 +165,14 @@ def _queue_table(result: CycleResult) -> Table:
 
 def _decision_table(decisions: Sequence[tuple[int, Decision]]) -> Table:
     table = Table(title="Decisions", title_justify="left")
-    for column in ("CYCLE", "ACTION", "JOB", "QUEUE", "FOR", "WHY"):
+    # DOMAIN (docs/scheduler.md, *Topology*) only when some admission went into one.
+    domains = any(d.domain for _, d in decisions)
+    columns = ("CYCLE", "ACTION", "JOB", "QUEUE", "FOR", *(("DOMAIN",) if domains else ()), "WHY")
+    for column in columns:
         table.add_column(column, overflow="fold")
     for cycle, d in decisions:
-        table.add_row(str(cycle), d.action, d.job, d.queue, d.for_job or "", d.reason)
+        where = (d.domain,) if domains else ()
+        table.add_row(str(cycle), d.action, d.job, d.queue, d.for_job or "", *where, d.reason)
     if not decisions:
         table.caption = "nothing to admit, reclaim, preempt or requeue"
     return table

@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from sluice.api.config import SchedulerConfig, load_scheduler_config
-from sluice.api.constants import CONFIGMAP_KEY, CONFIGMAP_NAME, ROOT_QUEUE
+from sluice.api.constants import CONFIGMAP_KEY, CONFIGMAP_NAME, ROOT_QUEUE, TOPOLOGY_KIND
 from sluice.api.errors import ConfigError, InvalidObject
 from sluice.api.pod_defaults import (
     defaults_for,
@@ -53,6 +53,7 @@ SUPPORTED_KINDS = (
     "ConfigMap",
     "LimitRange",
     "RuntimeClass",
+    TOPOLOGY_KIND,
 )
 
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

@@ -19,7 +19,7 @@ from typing import Any
 import kopf
 from kubernetes import client
 
-from sluice.api.constants import GROUP, PLURAL, PREFIX, QUEUE_LABEL, VERSION
+from sluice.api.constants import GROUP, PLURAL, PREFIX, QUEUE_LABEL, TOPOLOGY_PLURAL, VERSION
 from sluice.api.workloads import Adapter
 from sluice.api.workloads.job import JOB
 from sluice.dashboard.view import DashboardView
@@ -151,6 +151,11 @@ def build_registry(
     async def runtime_class_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:
         # The overhead a pod of the class gets (docs/workloads.md).
         state.on_runtime_class(_event(type), dict(body))
+
+    @kopf.on.event(GROUP, VERSION, TOPOLOGY_PLURAL, registry=registry)
+    async def topology_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:
+        # The levels workloads may ask one domain of (docs/scheduler.md, *Topology*).
+        state.on_topology(_event(type), dict(body))
 
     @kopf.on.event("scheduling.k8s.io", "v1", "priorityclasses", registry=registry)
     async def priority_class_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:

@@ -126,6 +126,13 @@ QUEUE_OVER_CAPABILITY = Gauge(
     ["queue", "resource"],
     registry=REGISTRY,
 )
+TOPOLOGY_FREE = Gauge(
+    "sluice_topology_domain_free",
+    "Free room per domain of each Topology's widest level and resource (units of the"
+    " resource), after the last cycle.",
+    ["level", "domain", "resource"],
+    registry=REGISTRY,
+)
 QUEUE_INFO = Gauge(
     "sluice_queue_info",
     "1 per queue, with its parent and state.",
@@ -146,6 +153,8 @@ REASON_CLASSES = (
     ("queue root", "queue"),
     ("reclaimed for", "victim"),
     ("preempted for", "victim"),
+    (" holds ", "topology"),
+    ("Topology", "topology"),
 )
 
 
@@ -182,6 +191,10 @@ def cycle_series(result: CycleResult, queues: Iterable[Queue]) -> Series:
         if q.usage is not None:
             for resource, used in q.usage.resources.items():
                 series[QUEUE_USAGE, (name, resource)] = used
+    for where, free in result.domains_free.items():
+        level, _, value = where.partition("=")
+        for resource, amount in free.items():
+            series[TOPOLOGY_FREE, (level, value, resource)] = amount / 1000
     for spec in queues:
         capability = spec.spec.capability
         for resource, amount in capability.items():

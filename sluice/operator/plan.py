@@ -12,7 +12,7 @@ update does not), and the Event to post once the write has landed. The executor
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
@@ -30,6 +30,13 @@ from sluice.api.views import split_pending_reason
 from sluice.api.workloads import Adapter, adapter_for
 from sluice.api.workloads.job import JOB
 from sluice.api.workloads.pods import PodMember, PodWorkload
+from sluice.operator.topology import (
+    admission_patch,
+    merged,
+    pod_annotation,
+    pod_ops,
+    restore_patch,
+)
 from sluice.scheduler.model import CycleResult, Decision, PendingJob
 from sluice.scheduler.readiness import backoff_reason
 
@@ -38,7 +45,7 @@ Obj = Mapping[str, Any]
 Basis = tuple[int, str]
 """What a decision about a workload rests on: its spec's generation and its queue."""
 
-WriteKind = Literal["admit", "reclaim", "preempt", "requeue", "reason"]
+WriteKind = Literal["admit", "reclaim", "preempt", "requeue", "reason", "restore"]
 
 POSITION_REFRESH = 30.0
 """Seconds between two writes of a pending job's reason that differ only in its position."""
@@ -194,9 +201,11 @@ def plan(
         if workload is not None:
             (admissions if d.action == "admit" else victims).append(_pod_decision(d, workload, now))
         elif d.action == "admit":
-            admissions.append(
-                _admission(d, now, decided_on.get(d.job), adapter_of(workloads.get(d.job)))
-            )
+            adapter = adapter_of(workloads.get(d.job))
+            write = _admission(d, now, decided_on.get(d.job), adapter)
+            if extra := admission_patch(d.domain, workloads.get(d.job), adapter):
+                write = replace(write, patch=merged(write.patch, extra))
+            admissions.append(write)
         else:
             victims.append(
                 _eviction(d, now, decided_on.get(d.job), adapter_of(workloads.get(d.job)))
@@ -210,17 +219,48 @@ def plan(
             previous = workload.view.pending_reason if workload.view is not None else None
             reasons.append(_pod_reason(p, previous, workload, clock, positions_written))
     admitted = {d.job for d in result.decisions if d.action == "admit"}
+    reasons = _with_restores(result, workloads, admitted, reasons)
     for key, workload in pods.items():
         if workload.view is None:
             reasons.append(_group_waiting(workload, now))
         elif workload.stragglers and key not in admitted:
-            admissions.append(_release(key, workload.stragglers, now, None))
+            where = workload.view.assignment
+            domain = where.text() if where is not None else ""
+            admissions.append(_release(key, workload.stragglers, now, None, domain))
     return Plan(
         victims=tuple(victims),
         admissions=tuple(admissions),
         reasons=tuple(w for w in reasons if w is not None),
         pending=frozenset(p.job for p in result.pending),
     )
+
+
+def _with_restores(
+    result: CycleResult,
+    jobs: Mapping[str, Obj],
+    admitted: set[str],
+    reasons: list[Write | None],
+) -> list[Write | None]:
+    """Each waiting Job that sluice had confined to a Topology domain and that is suspended
+    now gets its template back as before (operator.topology), in the same write as its
+    pending reason when it has one."""
+    by_job = {w.workload: i for i, w in enumerate(reasons) if w is not None and w.pods is None}
+    out = list(reasons)
+    for pending in result.pending:
+        obj = jobs.get(pending.job)
+        if obj is None or pending.job in admitted:
+            continue
+        restore = restore_patch(obj, adapter_of(obj))
+        if restore is None:
+            continue
+        i = by_job.get(pending.job)
+        if i is None:
+            out.append(Write("restore", pending.job, restore))
+        else:
+            write = out[i]
+            assert write is not None
+            out[i] = replace(write, patch=merged(write.patch, restore))
+    return out
 
 
 # Plain pods (docs/workloads.md, "Plain pods and pod groups") ---------------------------------
@@ -230,37 +270,36 @@ def _annotation_path(key: str) -> str:
     return "/metadata/annotations/" + key.replace("~", "~0").replace("/", "~1")
 
 
-def _release_patch(member: PodMember, now: datetime) -> list[dict[str, Any]]:
+def _release_patch(member: PodMember, now: datetime, domain: str = "") -> list[dict[str, Any]]:
     """Remove sluice's gate from a pod that has not changed since the cycle saw it, and stamp
-    its admission."""
+    its admission; put it in its Topology ``domain`` first (operator.topology)."""
     gate = f"/spec/schedulingGates/{member.gate_index}"
     ops: list[dict[str, Any]] = [
         {"op": "replace", "path": "/metadata/resourceVersion", "value": member.resource_version},
         {"op": "test", "path": f"{gate}/name", "value": ADMISSION_GATE},
+        *pod_ops(member, domain),
         {"op": "remove", "path": gate},
     ]
+    stamps = {ADMITTED_AT_ANNOTATION: rfc3339(now), **pod_annotation(domain, member)}
     if not member.has_annotations:
-        ops.append(
-            {
-                "op": "add",
-                "path": "/metadata/annotations",
-                "value": {ADMITTED_AT_ANNOTATION: rfc3339(now)},
-            }
-        )
+        ops.append({"op": "add", "path": "/metadata/annotations", "value": stamps})
         return ops
-    ops.append(
-        {"op": "add", "path": _annotation_path(ADMITTED_AT_ANNOTATION), "value": rfc3339(now)}
-    )
+    for key, value in stamps.items():
+        ops.append({"op": "add", "path": _annotation_path(key), "value": value})
     if member.pending_reason is not None:
         ops.append({"op": "remove", "path": _annotation_path(PENDING_REASON_ANNOTATION)})
     return ops
 
 
 def _release(
-    key: str, members: Sequence[PodMember], now: datetime, event: EventSpec | None
+    key: str,
+    members: Sequence[PodMember],
+    now: datetime,
+    event: EventSpec | None,
+    domain: str = "",
 ) -> Write:
     changes = tuple(
-        PodChange(m.key, m.uid, m.resource_version, _release_patch(m, now)) for m in members
+        PodChange(m.key, m.uid, m.resource_version, _release_patch(m, now, domain)) for m in members
     )
     return Write("admit", key, {}, None, event, changes)
 
@@ -271,7 +310,7 @@ def _pod_decision(decision: Decision, workload: PodWorkload, now: datetime) -> W
     if decision.action == "admit":
         gated = [m for m in workload.members if m.gated]
         event = EventSpec("Admitted", f"admitted by queue {decision.queue}: {decision.reason}")
-        return _release(workload.key, gated, now, event)
+        return _release(workload.key, gated, now, event, decision.domain)
     doomed = tuple(
         PodChange(m.key, m.uid) for m in workload.members if not m.gated and not m.finished
     )

@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from sluice.api.config import DEFAULT_CONFIG, SchedulerConfig
-from sluice.api.constants import CLOSED_BY_PARENT_ANNOTATION
+from sluice.api.constants import CLOSED_BY_PARENT_ANNOTATION, TOPOLOGY_KIND
 from sluice.api.errors import InvalidObject
 from sluice.api.pod_defaults import (
     PodDefaultsTable,
@@ -144,6 +144,7 @@ class ClusterState:
     """Every managed workload, of whatever kind (docs/workloads.md), by namespace/name."""
     nodes: dict[str, Obj] = field(default_factory=dict)
     priority_classes: dict[str, Obj] = field(default_factory=dict)
+    topologies: dict[str, Obj] = field(default_factory=dict)
     namespaces: dict[str, Obj] = field(default_factory=dict)
     pods: dict[str, Obj] = field(default_factory=dict)
     """Every pod, with only the metadata that orders its events (its view is in ``reads``)."""
@@ -269,6 +270,9 @@ class ClusterState:
 
     def on_priority_class(self, event: str, obj: Obj) -> None:
         self._store("PriorityClass", self.priority_classes, _name(obj), event, obj)
+
+    def on_topology(self, event: str, obj: Obj) -> None:
+        self._store(TOPOLOGY_KIND, self.topologies, _name(obj), event, obj)
 
     def on_namespace(self, event: str, obj: Obj) -> None:
         self._store("Namespace", self.namespaces, _name(obj), event, obj)

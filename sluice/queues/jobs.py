@@ -30,6 +30,7 @@ from sluice.api.views import pod_request
 from sluice.api.workloads import POD_LABELS, Adapter
 from sluice.api.workloads.job import JOB
 from sluice.queues.admission import closed_ancestor
+from sluice.queues.topology import REQUEST_ANNOTATIONS
 from sluice.queues.tree import children_of
 from sluice.queues.verdict import ALLOW, Verdict, deny
 
@@ -213,6 +214,8 @@ def check_annotations(
     for key in sorted(set(before) | set(after)):
         if before.get(key) == after.get(key) or key == POD_GROUP_TOTAL_ANNOTATION:
             continue  # the group's size is its owner's to say (queues.pods keeps it)
+        if key in REQUEST_ANNOTATIONS:
+            continue  # its owner's to say (queues.topology checks them)
         if key == PREEMPTABLE_ANNOTATION:
             if writer.may_protect or (opting_in and after.get(key, "").lower() == "true"):
                 continue

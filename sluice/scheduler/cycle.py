@@ -61,6 +61,7 @@ def _run_cycle(snapshot: Snapshot) -> CycleResult:
         decisions=tuple(outcome.decisions),
         pending=tuple(_pending(session, outcome, queue_order)),
         cluster_total=session.total,
+        domains_free=session.domains.widest_free(),
     )
 
 

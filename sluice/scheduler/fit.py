@@ -10,6 +10,7 @@ from sluice.api.quantity import format_quantity
 from sluice.api.resources import describe_amount
 from sluice.scheduler.placement import Footprint
 from sluice.scheduler.session import JobInfo, Session
+from sluice.scheduler.topology import Domain, Placed
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,20 +148,42 @@ def queue_overage(session: Session, job: JobInfo) -> dict[str, dict[str, int]]:
 # Placement ---------------------------------------------------------------------------------
 
 
-def place(session: Session, job: JobInfo, freed: Footprint | None = None) -> Footprint | None:
+def place_where(
+    session: Session, job: JobInfo, freed: Footprint | None = None, domain: Domain | None = None
+) -> Placed | None:
     """Where every pod of every pod set of the job would go now (or with ``freed`` given
-    back), as what it would hold on each node; None when they do not all fit."""
+    back), as what it would hold on each node, and the Topology domain it goes in (``domain``
+    alone when given; docs/scheduler.md, *Topology*); None when they do not all fit."""
+    view = job.view
+    if domain is not None:
+        inside = session.domains.place_in(view, domain, freed)
+        return None if inside is None else (inside, domain)
+    if view.topology is not None:
+        found = session.domains.place(view, freed)
+        if found is not None or view.topology.required:
+            return found
     placement = session.placement
-    sets = job.view.pod_sets
+    sets = view.pod_sets
     if len(sets) == 1:
         pods = sets[0]
         assignment = placement.place(pods.pod, pods.pod_count, freed)
-        return None if assignment is None else placement.footprint(pods.pod, assignment)
-    return placement.place_all([(p.pod, p.pod_count) for p in sets], freed)
+        return None if assignment is None else (placement.footprint(pods.pod, assignment), None)
+    anywhere = placement.place_all([(p.pod, p.pod_count) for p in sets], freed)
+    return None if anywhere is None else (anywhere, None)
+
+
+def place(
+    session: Session, job: JobInfo, freed: Footprint | None = None, domain: Domain | None = None
+) -> Footprint | None:
+    """``place_where`` without the domain."""
+    found = place_where(session, job, freed, domain)
+    return None if found is None else found[0]
 
 
 def placeable(session: Session, job: JobInfo) -> bool:
     """Whether every pod of the job fits on the nodes now (``place`` without the where)."""
+    if job.view.topology is not None:
+        return place_where(session, job) is not None
     sets = job.view.pod_sets
     if len(sets) == 1:
         return session.placement.place(sets[0].pod, sets[0].pod_count) is not None
@@ -173,6 +196,8 @@ def unplaced(session: Session, job: JobInfo) -> str:
     alone, else all of them."""
     placement = session.placement
     sets = job.view.pod_sets
+    if job.view.topology is not None and job.view.topology.required:
+        return session.domains.explain(job.view)
     if len(sets) == 1:
         return placement.explain(sets[0].pod, sets[0].pod_count)
     for pods in sets:
@@ -186,7 +211,10 @@ def unplaced(session: Session, job: JobInfo) -> str:
 
 def lacking(session: Session, job: JobInfo) -> set[str]:
     """What the nodes that may take the job's pods were found short of when they were placed
-    this cycle (placement.lacking), over its pod sets."""
+    this cycle (placement.lacking), over its pod sets; for a job that asks a Topology, all it
+    requests (its domain is not chosen yet)."""
+    if job.view.topology is not None:
+        return {r for r, a in job.request.items() if a > 0}
     out: set[str] = set()
     for pods in job.view.pod_sets:
         out |= session.placement.lacking(pods.pod)
@@ -198,6 +226,8 @@ def as_hard(job: JobInfo, other: JobInfo) -> bool:
     total, and pod set by pod set as much per pod, for as many pods, of the same nodes. What
     stops ``other`` stops it."""
     mine, theirs = job.view.pod_sets, other.view.pod_sets
+    if job.view.topology != other.view.topology:
+        return False
     if len(mine) == 1 == len(theirs):  # reclaim asks this thousands of times a cycle
         m, t = mine[0], theirs[0]
         return (

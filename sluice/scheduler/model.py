@@ -16,6 +16,7 @@ from sluice.api.config import DEFAULT_CONFIG, SchedulerConfig
 from sluice.api.constants import DEFAULT_MAX_QUEUE_DEPTH
 from sluice.api.queue import Queue, QueueState, QueueUsage
 from sluice.api.resources import EMPTY, Resources
+from sluice.api.topology import TopologyView
 from sluice.api.views import (
     NamespaceView,
     NodeView,
@@ -54,6 +55,8 @@ class Snapshot:
     usage: Mapping[str, QueueUsage] = field(default_factory=dict)
     """Queue -> its usage as the previous cycle sampled it (the usage plugin); a queue not
     here starts from its status.usage, else from zero."""
+    topologies: Sequence[TopologyView] = ()
+    """The cluster's Topologies: the levels workloads may ask to be placed in one domain of."""
 
 
 DecisionAction = Literal["admit", "reclaim", "preempt", "requeue"]
@@ -73,6 +76,8 @@ class Decision:
     reason: str = ""
     for_job: str | None = None
     requeues: int = 0
+    domain: str = ""
+    """An admission into one domain of a Topology: ``<level>=<value>`` (its pods' nodeSelector)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,3 +132,6 @@ class CycleResult:
     pending: Sequence[PendingJob] = ()
     cluster_total: Resources = EMPTY
     notes: Sequence[str] = field(default_factory=tuple)
+    domains_free: Mapping[str, Resources] = field(default_factory=dict)
+    """The free room left in each domain of each Topology's widest level, by
+    ``<level>=<value>`` (docs/scheduler.md, *Topology*); empty without Topologies."""

@@ -18,7 +18,7 @@ grows, the smallest count that did not fit.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from sluice.api.constraints import BLOCKING_EFFECTS, NodeRequirement, PodSpecView, Taint, Toleration
 from sluice.api.resources import describe_amount
@@ -149,6 +149,8 @@ class Placement:
             if node.usable:
                 _add(self.total, node.allocatable)
         self.grown: list[int] = []  # every node room was given back on, in order
+        self.watchers: list[Callable[[Footprint, int], None]] = []
+        """Told of every room held (-1) or given back (+1): what keeps sums of it (topology)."""
         self.version = 0  # changed whenever room is held or given back
         self._eligible: dict[tuple[object, ...], tuple[list[int], dict[int, int]]] = {}
         """Constraints -> the nodes that may take such pods, in order, and their positions."""
@@ -159,6 +161,8 @@ class Placement:
     # Room --------------------------------------------------------------------------------
     def hold(self, footprint: Footprint) -> None:
         self.version += 1
+        for watcher in self.watchers:
+            watcher(footprint, -1)
         for i, room in footprint.items():
             _add(self.free[i], room, -1)
         self._most.clear()
@@ -166,6 +170,8 @@ class Placement:
 
     def release(self, footprint: Footprint) -> None:
         self.version += 1
+        for watcher in self.watchers:
+            watcher(footprint, 1)
         for i, room in footprint.items():
             _add(self.free[i], room)
             self.grown.append(i)
@@ -193,6 +199,12 @@ class Placement:
             items = [(r, a) for r, a in pod.request.items() if a > 0]
             shape = self._shapes[pod] = _Shape(items, *known, len(self.grown))
         return shape
+
+    def seed(self, pod: PodSpecView, nodes: list[int]) -> None:
+        """The nodes (in order) that may take pods of these constraints, when the caller knows
+        them already (a topology domain's nodes among another shape's): not looked up again."""
+        if pod.constraints not in self._eligible:
+            self._eligible[pod.constraints] = (nodes, {i: p for p, i in enumerate(nodes)})
 
     def eligible(self, pod: PodSpecView) -> list[int]:
         """The nodes that may take the pod, in placement order."""

@@ -27,6 +27,7 @@ from sluice.scheduler.model import Snapshot
 from sluice.scheduler.placement import Footprint, Placement
 from sluice.scheduler.plugins import deserved as deserved_plugins
 from sluice.scheduler.readiness import backing_off
+from sluice.scheduler.topology import Domains
 
 
 @dataclass(slots=True, eq=False)
@@ -101,6 +102,7 @@ class Session:
         self.default_never = top is not None and top.never_preempts
         self.placement = Placement(snapshot.nodes)
         self.total = Resources(self.placement.total)
+        self.domains = Domains(snapshot.topologies, self.placement)
         self.used: dict[str, int] = {}
         self.queues: dict[str, QueueInfo] = {}
         self.orphans: list[JobInfo] = []  # jobs whose queue is missing

@@ -18,11 +18,12 @@ from functools import partial
 from typing import Any
 
 from sluice.api.config import DEFAULT_CONFIG, SchedulerConfig
-from sluice.api.constants import DEFAULT_MAX_QUEUE_DEPTH
+from sluice.api.constants import DEFAULT_MAX_QUEUE_DEPTH, TOPOLOGY_KIND
 from sluice.api.errors import InvalidObject
 from sluice.api.pod_defaults import DefaultsOf, no_defaults
 from sluice.api.pod_views import pod_from_object
 from sluice.api.queue import Queue
+from sluice.api.topology import TopologyView, topology_from_object
 from sluice.api.views import (
     JOB_KIND,
     NamespaceView,
@@ -38,7 +39,7 @@ from sluice.api.workloads import ADAPTERS, POD_LABELS, controlled_by
 from sluice.api.workloads.pods import PodMember, PodWorkload, pod_member, pod_workloads
 from sluice.scheduler.model import Snapshot
 
-View = Queue | WorkloadView | NodeView | PodView | PriorityClassView | NamespaceView
+View = Queue | WorkloadView | NodeView | PodView | PriorityClassView | NamespaceView | TopologyView
 Reader = Callable[[Mapping[str, Any]], View | None]
 
 WORKLOAD_KINDS = tuple(adapter.kind for adapter in ADAPTERS)
@@ -46,7 +47,7 @@ WORKLOAD_KINDS = tuple(adapter.kind for adapter in ADAPTERS)
 OTHER_WORKLOAD_KINDS = frozenset(WORKLOAD_KINDS) - {JOB_KIND}
 PLAIN_PODS = "PlainPods"
 """The kind of the reads of workloads formed of plain pods (``plain_pod_workloads``)."""
-KINDS = ("Namespace", "Queue", *WORKLOAD_KINDS, "Node", "Pod", "PriorityClass")
+KINDS = ("Namespace", "Queue", *WORKLOAD_KINDS, "Node", "Pod", "PriorityClass", TOPOLOGY_KIND)
 """The kinds a Snapshot is built from, in the order a strict build reports the first error."""
 
 
@@ -72,6 +73,7 @@ def readers(
         "Node": node_from_object,
         "Pod": partial(pod_from_object, workload_labels=POD_LABELS),
         "PriorityClass": priority_class_from_object,
+        TOPOLOGY_KIND: topology_from_object,
     }
     for adapter in ADAPTERS:
         if adapter.kind in kinds:
@@ -210,6 +212,7 @@ def build_snapshot(
         max_queue_depth=max_queue_depth,
         namespaces=views["Namespace"],
         pods=views["Pod"] if pods_known else None,
+        topologies=views[TOPOLOGY_KIND],
     )
     return Built(snapshot, unreadable)
 

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from kubernetes import client
 
-from sluice.api.constants import GROUP, PLURAL, QUEUE_LABEL, VERSION
+from sluice.api.constants import GROUP, PLURAL, QUEUE_LABEL, TOPOLOGY_PLURAL, VERSION
 from sluice.api.errors import InvalidObject
 from sluice.api.queue import Queue
 from sluice.api.resources import Resources
@@ -117,6 +117,8 @@ class ClusterFactsSource(Protocol):
 
     def cluster_capacity(self) -> Resources | None: ...
 
+    async def topology_levels(self) -> frozenset[str]: ...
+
 
 class KubeFacts:
     """ClusterFactsSource backed by the API server, with short caches where staleness is fine."""
@@ -188,6 +190,22 @@ class KubeFacts:
 
     def cluster_capacity(self) -> Resources | None:
         return self._capacity[1]
+
+    async def topology_levels(self) -> frozenset[str]:
+        """The node labels of every Topology's levels, read when a workload asks one (rare:
+        not cached, so a Topology just created or deleted counts at once)."""
+        return await asyncio.to_thread(self._topology_levels)
+
+    def _topology_levels(self) -> frozenset[str]:
+        raw: Any = self.custom.list_cluster_custom_object(
+            GROUP, VERSION, TOPOLOGY_PLURAL, _preload_content=False
+        )
+        levels: set[str] = set()
+        for item in json.loads(raw.data).get("items") or ():
+            for level in (item.get("spec") or {}).get("levels") or ():
+                if isinstance(level, Mapping) and isinstance(level.get("nodeLabel"), str):
+                    levels.add(level["nodeLabel"])
+        return frozenset(levels)
 
     async def refresh_capacity(self) -> None:
         nodes = await asyncio.to_thread(self.core.list_node)

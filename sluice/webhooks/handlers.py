@@ -10,8 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sluice.api.constants import DEFAULT_MAX_QUEUE_DEPTH, KIND, QUEUE_LABEL
+from sluice.api.constants import DEFAULT_MAX_QUEUE_DEPTH, KIND, QUEUE_LABEL, TOPOLOGY_KIND
 from sluice.api.errors import InvalidObject
+from sluice.api.pod_views import gated
 from sluice.api.queue import Queue
 from sluice.api.workloads import BY_KIND, Adapter, controlled_by
 from sluice.api.workloads.job import JOB
@@ -29,6 +30,7 @@ from sluice.queues.jobs import (
     check_job_delete,
     check_job_update,
     check_pod_update,
+    job_admitted,
     job_queue,
     job_settings,
     needs_namespace_labels,
@@ -39,6 +41,7 @@ from sluice.queues.pods import (
     is_plain_pod,
     pod_settings,
 )
+from sluice.queues.topology import asks_topology, check_topology, check_topology_request
 from sluice.queues.verdict import ALLOW, Verdict, deny
 from sluice.webhooks.cache import ClusterFactsSource, QueueCache
 from sluice.webhooks.review import Request, ReviewError, respond
@@ -276,13 +279,36 @@ async def _validate(request: Request, ctx: Context, adapter: Adapter) -> Answer:
         verdict = check_job_create(
             request.obj, request.namespace, queues, labels, writer, adapter=adapter
         )
-        return _answer(request, verdict)
+        return _answer(request, await _topology(request, ctx, verdict, adapter, False))
     if request.operation == "UPDATE" and request.old is not None:
         verdict = check_job_update(
             request.old, request.obj, request.namespace, queues, labels, writer, adapter
         )
-        return _answer(request, verdict)
+        admitted = job_admitted(request.old, adapter)
+        return _answer(request, await _topology(request, ctx, verdict, adapter, admitted))
     return _answer(request, ALLOW)
+
+
+async def _topology(
+    request: Request, ctx: Context, verdict: Verdict, adapter: Adapter, admitted: bool
+) -> Verdict:
+    """What a workload (or plain pod) of a queue asks of a Topology (queues.topology); the
+    Topologies are read only for one that asks, or asked, anything."""
+    new, old = request.obj, request.old
+    if not verdict.allowed or new is None or job_queue(new) is None:
+        return verdict
+    if not asks_topology(new, adapter) and (old is None or not asks_topology(old, adapter)):
+        return verdict
+    who = f"{(new.get('kind') or adapter.kind).lower()} {request.namespace}/{request.name}"
+    levels = await ctx.facts.topology_levels()
+    return check_topology_request(old, new, who, admitted, levels, adapter)
+
+
+async def validate_topology(request: Request, ctx: Context) -> Answer:
+    _expect(request, TOPOLOGY_KIND)
+    if request.sub_resource or request.obj is None or request.operation == "DELETE":
+        return _answer(request, ALLOW)
+    return _answer(request, check_topology(request.obj))
 
 
 def _adapter(request: Request, ctx: Context) -> Adapter:
@@ -332,7 +358,7 @@ async def validate_pod(request: Request, ctx: Context) -> Answer:
         verdict = check_pod_create(
             request.obj, request.namespace, ctx.cache.queues, labels, _writer(request, ctx)
         )
-        return _answer(request, verdict)
+        return _answer(request, await _topology(request, ctx, verdict, JOB, False))
     if request.operation != "UPDATE" or request.obj is None or request.old is None:
         return _answer(request, ALLOW)
     if QUEUE_LABEL not in _labels(request.old) and QUEUE_LABEL not in _labels(request.obj):
@@ -340,6 +366,9 @@ async def validate_pod(request: Request, ctx: Context) -> Answer:
     writer = _writer(request, ctx)
     if is_plain_pod(request.old):
         verdict = check_plain_pod_update(request.old, request.obj, request.namespace, writer)
+        if not writer.operator:
+            admitted = not gated(request.old.get("spec") or {})
+            verdict = await _topology(request, ctx, verdict, JOB, admitted)
     else:
         verdict = check_pod_update(request.old, request.obj, request.namespace, writer)
     return _answer(request, verdict)

@@ -416,18 +416,18 @@ def installed(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Installed]:
     """The chart installed with both components off and the API server pointed at a webhook
-    server on 127.0.0.1; the CRD the fixture installed is adopted by the release."""
+    server on 127.0.0.1; the CRDs the fixture installed are adopted by the release."""
     kubectl.run("create", "namespace", NAMESPACE, check=False)
-    crd = "queues.scheduling.sluice.dev"
-    kubectl.run("label", "crd", crd, "app.kubernetes.io/managed-by=Helm", "--overwrite")
-    kubectl.run(
-        "annotate",
-        "crd",
-        crd,
-        f"meta.helm.sh/release-name={RELEASE}",
-        f"meta.helm.sh/release-namespace={NAMESPACE}",
-        "--overwrite",
-    )
+    for crd in ("queues.scheduling.sluice.dev", "topologies.scheduling.sluice.dev"):
+        kubectl.run("label", "crd", crd, "app.kubernetes.io/managed-by=Helm", "--overwrite")
+        kubectl.run(
+            "annotate",
+            "crd",
+            crd,
+            f"meta.helm.sh/release-name={RELEASE}",
+            f"meta.helm.sh/release-namespace={NAMESPACE}",
+            "--overwrite",
+        )
     workdir = tmp_path_factory.mktemp("chart")
     ca = base64.b64encode(control_plane.ca_cert.read_bytes()).decode()
     with webhook_server(control_plane, workdir) as port:
@@ -475,7 +475,8 @@ def test_install_prints_what_it_installed_and_the_next_commands(installed: Insta
         f"the API server calls https://127.0.0.1:{installed.webhook_port} (webhooks.url)" in notes
     )
     assert "Scheduler: ConfigMap sluice-scheduler, the built-in default" in notes
-    assert "CRD:       queues.scheduling.sluice.dev, kept on uninstall." in notes
+    crds = "queues.scheduling.sluice.dev, topologies.scheduling.sluice.dev"
+    assert f"CRDs:      {crds}, kept on uninstall." in notes
     after = notes.split("\nNext:\n", 1)[1]
     commands = [line.strip() for line in after.splitlines() if line.startswith("       ")]
     assert commands == [

@@ -386,13 +386,13 @@ def test_helm_lint_passes(helm: Path) -> None:
     assert "1 chart(s) linted, 0 chart(s) failed" in output
 
 
-def test_helm_template_renders_the_crd_from_crds_dir(helm: Path, kubectl: Kubectl) -> None:
+def test_helm_template_renders_the_crds_from_crds_dir(helm: Path, kubectl: Kubectl) -> None:
     rendered = _helm(helm, "template", "sluice", str(CHART))
     documents = [d for d in yaml.safe_load_all(rendered) if d]
     crds = [d for d in documents if d["kind"] == "CustomResourceDefinition"]
-    assert [c["metadata"]["name"] for c in crds] == [QUEUE_CRD]
+    assert [c["metadata"]["name"] for c in crds] == [QUEUE_CRD, "topologies.scheduling.sluice.dev"]
     assert crds[0]["spec"] == _crd_manifest()["spec"]
-    assert crds[0]["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+    assert all(c["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep" for c in crds)
     # The rendered chart is acceptable to the API server as it stands.
     kubectl.apply(rendered, "--server-side", "--force-conflicts", "--dry-run=server")
 

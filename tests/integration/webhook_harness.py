@@ -37,6 +37,7 @@ class FakeFacts:
     namespaces: dict[str, str] = field(default_factory=dict)
     namespace_labels_by_name: dict[str, dict[str, str]] = field(default_factory=dict)
     capacity: Resources | None = None
+    levels: frozenset[str] = frozenset()
     asked: list[str] = field(default_factory=list)
     gate: asyncio.Event | None = None  # when set by a test, answers wait for it
 
@@ -54,6 +55,9 @@ class FakeFacts:
 
     def cluster_capacity(self) -> Resources | None:
         return self.capacity
+
+    async def topology_levels(self) -> frozenset[str]:
+        return self.levels
 
 
 @dataclass

@@ -164,8 +164,11 @@ class Adapter:
         phase = job_phase(
             finished=self.finished(obj), suspended=self.suspended(obj), active=self.active(obj)
         )
+        templates = tuple(
+            t for path in self.template_paths(obj) if isinstance(t := at(obj, path), Mapping)
+        )
         return workload_view(
-            obj, self.kind, queue, from_namespace, pod_sets, phase, self.pods_by(obj)
+            obj, self.kind, queue, from_namespace, pod_sets, phase, self.pods_by(obj), templates
         )
 
     def pods_by(self, obj: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
@@ -213,6 +216,19 @@ def dig(obj: Mapping[str, Any], path: tuple[str, ...]) -> Any:
         if not isinstance(value, Mapping):
             return None
         value = value.get(key)
+    return value
+
+
+def at(obj: Mapping[str, Any], path: TemplatePath) -> Any:
+    """The value at a path of keys and list indexes, None where any step is missing."""
+    value: Any = obj
+    for key in path:
+        if isinstance(key, int):
+            value = value[key] if isinstance(value, list) and 0 <= key < len(value) else None
+        elif isinstance(value, Mapping):
+            value = value.get(key)
+        else:
+            return None
     return value
 
 

@@ -27,6 +27,7 @@ from sluice.api.constraints import PodSpecView, pod_spec_view
 from sluice.api.errors import InvalidObject
 from sluice.api.pod_views import plain_pod_workload_uid, pod_group_uid
 from sluice.api.resources import EMPTY
+from sluice.api.topology import Assignment, TopologyRequest, assignment_of, request_of
 from sluice.api.views import (
     EPOCH,
     MAIN_POD_SET,
@@ -73,6 +74,10 @@ class PodMember:
     never_preempts: bool = False
     creation_timestamp: datetime = EPOCH
     resource_version: str = ""
+    topology: TopologyRequest | None = None
+    """What it asks of a Topology (its own annotations): its whole workload in one domain."""
+    assignment: Assignment | None = None
+    """The domain sluice put it in when it released its gate (sluice.dev/topology-assignment)."""
 
     @property
     def key(self) -> str:
@@ -141,6 +146,8 @@ def pod_member(obj: Mapping[str, Any]) -> PodMember | None:
         ),
         pending_reason=annotations.get(PENDING_REASON_ANNOTATION),
         has_annotations=bool(annotations),
+        topology=request_of(annotations, KIND, full, "metadata.annotations"),
+        assignment=assignment_of(annotations),
         running=phase == "Running",
         finished=phase in ("Succeeded", "Failed"),
         controlled=controlled,
@@ -291,5 +298,7 @@ def _workload(key: str, members: tuple[PodMember, ...]) -> PodWorkload:
         pending_reason=next((m.pending_reason for m in members if m.gated), None),
         never_preempts=any(s.never_preempts for s in pod_sets),
         pod_sets=pod_sets,
+        topology=next((m.topology for m in members if m.topology is not None), None),
+        assignment=next((m.assignment for m in admitted if m.assignment is not None), None),
     )
     return PodWorkload(key, members, view)

@@ -16,7 +16,7 @@ from sluice.scheduler.actions.outcome import Outcome
 from sluice.scheduler.fit import (
     cluster_failure,
     over_capability_failure,
-    place,
+    place_where,
     queue_failure,
 )
 from sluice.scheduler.order import QueueKey, global_job_key, leaf_order, queue_key_function
@@ -60,16 +60,20 @@ def try_admit(session: Session, outcome: Outcome, job: JobInfo, action: str) -> 
     # A job alike to one that did not fit in the same queue, with nothing admitted or
     # evicted since, does not fit for the same reason: thousands waiting alike cost one look.
     view = job.view
-    alike = (job.queue, view.request, view.pod_sets)
+    alike = (job.queue, view.request, view.pod_sets, view.topology)
     known = session.failed.get(alike)
     if known is not None and known[0] == session.placement.version:
         failure = known[1]
     else:
         failure = queue_failure(session, job) or cluster_failure(session, job)
         if failure is None:
-            assignment = place(session, job)
-            if assignment is not None:
-                outcome.admit(session, job, f"{action}: fits in queue {job.queue}", assignment)
+            placed = place_where(session, job)
+            if placed is not None:
+                footprint, domain = placed
+                reason = f"{action}: fits in queue {job.queue}"
+                if domain is not None:
+                    reason += f", in {domain.text}"
+                outcome.admit(session, job, reason, footprint, domain)
                 return True
         session.failed[alike] = (session.placement.version, failure)
     if failure is None:

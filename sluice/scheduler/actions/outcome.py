@@ -10,6 +10,7 @@ from sluice.scheduler.model import Decision
 from sluice.scheduler.placement import Footprint
 from sluice.scheduler.readiness import backoff_reason
 from sluice.scheduler.session import JobInfo, Session
+from sluice.scheduler.topology import Domain
 
 WAITS_FOR_ROOM = "its preemptionPolicy is Never: it waits for room and takes none back"
 
@@ -48,10 +49,18 @@ class Outcome:
             said = f"{said}; {WAITS_FOR_ROOM}"
         return said
 
-    def admit(self, session: Session, job: JobInfo, reason: str, footprint: Footprint) -> None:
+    def admit(
+        self,
+        session: Session,
+        job: JobInfo,
+        reason: str,
+        footprint: Footprint,
+        domain: Domain | None = None,
+    ) -> None:
         session.admit(job, footprint)
         self.reasons.pop(job.key, None)
-        self.decisions.append(Decision("admit", job.key, job.queue, reason))
+        where = domain.text if domain is not None else ""
+        self.decisions.append(Decision("admit", job.key, job.queue, reason, domain=where))
 
     def evict(
         self,

@@ -16,6 +16,7 @@ from sluice.scheduler.actions.victims import Victims
 from sluice.scheduler.fit import as_hard, fits, placeable, queue_overage
 from sluice.scheduler.order import leaf_order
 from sluice.scheduler.session import JobInfo, Session
+from sluice.scheduler.topology import Domain, Placed
 
 
 def preempt(session: Session, outcome: Outcome) -> None:
@@ -57,19 +58,62 @@ def _preempt_in(session: Session, outcome: Outcome, leaf: str, victims: list[Job
             continue
         if fits(session, job) and placeable(session, job):
             continue
-        chosen = Victims(session, job, queue_overage(session, job))
-        for victim in victims:
-            if victim.priority >= job.priority:
-                break
-            if chosen.counted() and not chosen.helps_pods(victim):
-                continue  # enough in total: only room on a node its pods may use helps
-            chosen.add(victim)
-            if chosen.placeable():
-                assignment = chosen.prune()
-                for v in chosen.chosen:
-                    outcome.evict(session, "preempt", v, job)
-                    victims.remove(v)
-                outcome.admit(session, job, f"preempt: higher priority in queue {leaf}", assignment)
-                break
+        if job.view.topology is None:
+            found = _choose(session, job, victims, None)
+        else:
+            found = _in_one_domain(session, job, victims)
+        if found is not None:
+            chosen, (footprint, domain) = found
+            for v in chosen.chosen:
+                outcome.evict(session, "preempt", v, job)
+                victims.remove(v)
+            reason = f"preempt: higher priority in queue {leaf}"
+            if domain is not None:
+                reason += f", in {domain.text}"
+            outcome.admit(session, job, reason, footprint, domain)
         if not job.admitted:
             failed.append(job)
+
+
+def _choose(
+    session: Session, job: JobInfo, victims: list[JobInfo], domain: Domain | None
+) -> tuple[Victims, Placed] | None:
+    """The victims, in victim order, that make the job fit (inside ``domain`` when given,
+    none outside it), and where it then goes; None when they cannot. Nothing is taken yet."""
+    chosen = Victims(session, job, queue_overage(session, job), domain)
+    inside = frozenset(domain.nodes) if domain is not None else None
+    for victim in victims:
+        if victim.priority >= job.priority:
+            break
+        if inside is not None and inside.isdisjoint(victim.footprint):
+            continue
+        if chosen.counted() and not chosen.helps_pods(victim):
+            continue  # enough in total: only room on a node its pods may use helps
+        chosen.add(victim)
+        if chosen.placeable():
+            return chosen, chosen.prune()
+    return None
+
+
+def _in_one_domain(
+    session: Session, job: JobInfo, victims: list[JobInfo]
+) -> tuple[Victims, Placed] | None:
+    """For a job that asks a Topology: the domain of its level whose victims make it fit
+    with the fewest of them, then the lowest priorities in total, then by name (a preferred
+    level widens level by level, then to anywhere)."""
+    request = job.view.topology
+    assert request is not None
+    domains = session.domains
+    for level in domains.levels(request):
+        best: tuple[tuple[int, int, str], tuple[Victims, Placed]] | None = None
+        for domain in domains.domains(level):
+            found = _choose(session, job, victims, domain)
+            if found is None:
+                continue
+            chosen = found[0].chosen
+            key = (len(chosen), sum(v.priority for v in chosen), domain.value)
+            if best is None or key < best[0]:
+                best = (key, found)
+        if best is not None:
+            return best[1]
+    return None if request.required else _choose(session, job, victims, None)

@@ -33,6 +33,7 @@ from sluice.scheduler.fit import (
 from sluice.scheduler.order import leaf_order
 from sluice.scheduler.placement import Footprint
 from sluice.scheduler.session import JobInfo, Session
+from sluice.scheduler.topology import Domain, Placed
 
 Taken = dict[str, dict[str, int]]
 Order = tuple[int, float, float, float, str]
@@ -238,9 +239,17 @@ class _Reclaim:
                     self.ranked.pop(above, None)
                 return
 
-    def candidates(self, job: JobInfo, short: dict[str, int], taken: Taken) -> Iterator[JobInfo]:
+    def candidates(
+        self,
+        job: JobInfo,
+        short: dict[str, int],
+        taken: Taken,
+        paths: list[tuple[str, ...]] | None = None,
+    ) -> Iterator[JobInfo]:
         """Victims in order: nearest relatives first, then lower queue priority, then lower
         job priority, then victim order (the most recently admitted, then created, first).
+        With ``paths``, each victim's path below its common ancestor with the job is appended
+        to it as the victim is yielded.
 
         Each level (common ancestor) is a best-first search down its subtrees: every heap entry
         carries a key no larger than that of any victim it stands for, so victims come out in
@@ -301,6 +310,8 @@ class _Reclaim:
                     heapq.heappush(heap, (key, next(sequence), VICTIM, name, index + 1, path))
                 victim = victims[index]
                 if all(self.gives_up(q, victim, taken, short) for q in path):
+                    if paths is not None:
+                        paths.append(path)
                     yield victim
 
     def order(self, job: JobInfo) -> Order:
@@ -321,32 +332,95 @@ class _Reclaim:
     def reclaim_for(
         self, job: JobInfo, short: dict[str, int], over: Taken | None = None
     ) -> Footprint | None:
+        """``reclaim_where`` without the domain."""
+        placed = self.reclaim_where(job, short, over)
+        return None if placed is None else placed[0]
+
+    def reclaim_where(
+        self, job: JobInfo, short: dict[str, int], over: Taken | None = None
+    ) -> Placed | None:
         """Take victims until the job fits: the cluster, each ancestor in ``over`` (what
         admitting it would take that queue past its limit, freed only by victims below it),
-        and the nodes its pods would go on. Returns where they go, or None (nothing taken)."""
-        session = self.session
-        taken: Taken = {}
+        and the nodes its pods would go on. A job that asks a Topology takes them inside one
+        domain only (``_in_one_domain``). Returns where it goes, or None (nothing taken)."""
         over = over or {}
-        chosen = Victims(session, job, over)
+        if job.view.topology is None:
+            found = self._choose(job, short, over, None)
+        else:
+            found = self._in_one_domain(job, short, over)
+        if found is None:
+            return None
+        chosen, placed = found
+        self._take(job, chosen.chosen)
+        return placed
+
+    def _choose(
+        self, job: JobInfo, short: dict[str, int], over: Taken, domain: Domain | None
+    ) -> tuple[Victims, Placed] | None:
+        """The victims that make the job fit, and where it then goes; None when they cannot.
+        Nothing is taken yet."""
+        taken: Taken = {}
+        chosen = Victims(self.session, job, over, domain)
         for victim in self.candidates(job, short, taken):
-            if chosen.counted():
-                # Enough in total: only room on a node its pods may use still helps.
-                if not chosen.helps_pods(victim):
-                    continue
-            elif over and not self._helps(victim, chosen.need, over):
-                continue
-            if not self.keeps_guarantee(victim.queue, victim, taken):
-                continue
-            chosen.add(victim)
-            for q in session.chain(victim.queue):
-                slot = taken.setdefault(q, {})
-                for r, a in victim.held.items():
-                    slot[r] = slot.get(r, 0) + a
-            if chosen.placeable():
-                assignment = chosen.prune()
-                self._take(job, chosen.chosen)
-                return assignment
+            if self._adds(chosen, taken, victim, over) and chosen.placeable():
+                return chosen, chosen.prune()
         return None
+
+    def _adds(self, chosen: Victims, taken: Taken, victim: JobInfo, over: Taken) -> bool:
+        """Whether the victim helps and may go (then it is chosen, and counted in ``taken``)."""
+        if chosen.counted():
+            # Enough in total: only room on a node its pods may use still helps.
+            if not chosen.helps_pods(victim):
+                return False
+        elif over and not self._helps(victim, chosen.need, over):
+            return False
+        if not self.keeps_guarantee(victim.queue, victim, taken):
+            return False
+        chosen.add(victim)
+        for q in self.session.chain(victim.queue):
+            slot = taken.setdefault(q, {})
+            for r, a in victim.held.items():
+                slot[r] = slot.get(r, 0) + a
+        return True
+
+    def _in_one_domain(
+        self, job: JobInfo, short: dict[str, int], over: Taken
+    ) -> tuple[Victims, Placed] | None:
+        """For a job that asks a Topology: the domain of its level whose victims make it fit
+        with the fewest of them, then the lowest priorities in total, then by name (a
+        preferred level widens level by level, then to anywhere). One walk over the
+        candidates, in order, serves every domain: each takes, as a search of its own would,
+        those that hold room in it and still qualify after what it took before them."""
+        request = job.view.topology
+        assert request is not None
+        domains = self.session.domains
+        for level in domains.levels(request):
+            of_node = {i: d for d in domains.domains(level) for i in d.nodes}
+            searches: dict[str, tuple[Victims, Taken]] = {}
+            done: set[str] = set()
+            best: tuple[tuple[int, int, str], tuple[Victims, Placed]] | None = None
+            paths: list[tuple[str, ...]] = []
+            for victim in self.candidates(job, short, {}, paths):
+                path = paths[-1]
+                touched = {of_node[i] for i in victim.footprint if i in of_node}
+                for domain in sorted(touched, key=lambda d: d.value):
+                    if domain.value in done:
+                        continue
+                    chosen, taken = searches.get(domain.value) or searches.setdefault(
+                        domain.value, (Victims(self.session, job, over, domain), {})
+                    )
+                    if not all(self.gives_up(q, victim, taken, short) for q in path):
+                        continue  # this domain's victims so far brought that queue back
+                    if not self._adds(chosen, taken, victim, over) or not chosen.placeable():
+                        continue
+                    done.add(domain.value)
+                    found = (chosen, chosen.prune())
+                    key = (len(chosen.chosen), sum(v.priority for v in chosen.chosen), domain.value)
+                    if best is None or key < best[0]:
+                        best = (key, found)
+            if best is not None:
+                return best[1]
+        return None if request.required else self._choose(job, short, over, None)
 
     def _helps(self, victim: JobInfo, need: dict[str, int], over: Taken) -> bool:
         """Whether the victim frees something the cluster lacks, or frees room below an
@@ -423,11 +497,13 @@ class _Reclaim:
                     for other, lacked in failed
                 ):
                     continue
-                assignment = self.reclaim_for(job, short, over) if self.supply(short) else None
-                if assignment is not None:
-                    self.outcome.admit(
-                        session, job, f"reclaim: room taken back for queue {leaf}", assignment
-                    )
+                placed = self.reclaim_where(job, short, over) if self.supply(short) else None
+                if placed is not None:
+                    footprint, domain = placed
+                    reason = f"reclaim: room taken back for queue {leaf}"
+                    if domain is not None:
+                        reason += f", in {domain.text}"
+                    self.outcome.admit(session, job, reason, footprint, domain)
                     self.admitted(job)
                 else:
                     failed.append((job, frozenset(short)))

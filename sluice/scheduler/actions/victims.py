@@ -5,21 +5,27 @@ room when all three are enough; victims it turns out not to need are then let go
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
-from sluice.scheduler.fit import place
+from sluice.scheduler.fit import place, place_where
 from sluice.scheduler.placement import Footprint
 from sluice.scheduler.session import JobInfo, Session
+from sluice.scheduler.topology import Domain, Placed
 
 Taken = dict[str, dict[str, int]]
 
 
 class Victims:
-    def __init__(self, session: Session, job: JobInfo, over: Taken) -> None:
+    def __init__(
+        self, session: Session, job: JobInfo, over: Taken, domain: Domain | None = None
+    ) -> None:
         """``over``: queue -> resource -> how far admitting the job takes it past its limit
-        (fit.queue_overage), freed only by victims below that queue."""
+        (fit.queue_overage), freed only by victims below that queue; ``domain``: the
+        Topology domain its pods must go in (they are then placed there alone)."""
         self.session = session
         self.job = job
         self.over = over
+        self.domain = domain
         total, used = session.total, session.used
         # What the cluster must free; more than it lacks where free room is below zero.
         self.need = {
@@ -36,7 +42,10 @@ class Victims:
         # how many more fit on the victims' nodes, ``fits_on`` how many fit on each of those.
         # A workload of several pod sets is placed whole instead (``alike`` None).
         sets = job.view.pod_sets
-        self.alike = sets[0] if len(sets) == 1 else None
+        if domain is not None:
+            sets = tuple(replace(s, pod=session.domains.pod_in(s.pod, domain)) for s in sets)
+        one = len(sets) == 1 and (job.view.topology is None or domain is not None)
+        self.alike = sets[0] if one else None
         self.pods = [p.pod for p in sets]
         self.base: int | None = None
         self.gain = 0
@@ -94,19 +103,19 @@ class Victims:
             return False
         alike = self.alike
         if alike is None:
-            return place(self.session, self.job, self.room) is not None
+            return place(self.session, self.job, self.room, self.domain) is not None
         count = alike.pod_count
         if self.base is None:
             placed = self.session.placement.place(alike.pod, count, partial=True) or []
             self.base = sum(n for _, n in placed)
         return self.base + self.gain >= count
 
-    def prune(self) -> Footprint:
+    def prune(self) -> Placed:
         """Let go the victims the job does not need after all, the last chosen first, and
         return where its pods go. Only two kinds may go: one chosen for the nodes alone (the
         total was enough already), and one whose room the pods do not use; the others
         free what the cluster or a limit lacks, and go in the order they were chosen."""
-        assignment = place(self.session, self.job, self.room)
+        assignment = place(self.session, self.job, self.room, self.domain)
         assert assignment is not None  # placeable() said so
         used = set(assignment)
         for victim in reversed(list(self.chosen)):
@@ -117,9 +126,9 @@ class Victims:
                 self.chosen.remove(victim)
             else:
                 self._count(victim, 1)
-        assignment = place(self.session, self.job, self.room)
-        assert assignment is not None  # pruning keeps it placeable
-        return assignment
+        placed = place_where(self.session, self.job, self.room, self.domain)
+        assert placed is not None  # pruning keeps it placeable
+        return placed
 
 
 def _add(target: dict[str, int], amounts: Mapping[str, int], sign: int) -> None:

@@ -1,0 +1,98 @@
+"""Topology benchmark: the scheduler's full cycle at the base size (bench_scheduler's), its
+2,000 nodes labelled in 8 blocks x 25 racks (10 nodes a rack) under one Topology, and every
+other pending job annotated rack-required; beside it, the very same cluster and jobs without
+the Topology and the annotations (the floor). Target: the median cycle within 1.3x the floor.
+
+Run: ``.venv/bin/python -m bench.bench_topology`` (``--quick`` for bench_scheduler's quick size).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import sys
+import time
+from dataclasses import replace
+
+from bench.bench_scheduler import QUICK
+from bench.gen_cluster import BASE, generate
+from sluice.api.topology import TopologyRequest, TopologyView
+from sluice.api.views import JobPhase
+from sluice.scheduler.cycle import run_cycle
+from sluice.scheduler.model import Snapshot
+
+BLOCK, RACK = "example.com/block", "example.com/rack"
+BLOCKS, RACKS_PER_BLOCK = 8, 25
+TARGET_RATIO = 1.3
+
+
+def clusters(base: Snapshot) -> tuple[Snapshot, Snapshot]:
+    """(without topology, with it): the same nodes, labelled in both, and the same jobs."""
+    per_rack = max(len(base.nodes) // (BLOCKS * RACKS_PER_BLOCK), 1)
+    nodes = []
+    for n, node in enumerate(base.nodes):
+        rack = min(n // per_rack, BLOCKS * RACKS_PER_BLOCK - 1)
+        labels = {**node.labels, BLOCK: f"b{rack // RACKS_PER_BLOCK}", RACK: f"r{rack}"}
+        nodes.append(replace(node, labels=labels))
+    plain = replace(base, nodes=nodes)
+    jobs = []
+    waiting = 0
+    for job in base.workloads:
+        if job.phase is JobPhase.PENDING:
+            waiting += 1
+            if waiting % 2 == 0:
+                job = replace(job, topology=TopologyRequest(RACK, True))
+        jobs.append(job)
+    racked = replace(plain, jobs=jobs, topologies=(TopologyView("racks", (BLOCK, RACK)),))
+    return plain, racked
+
+
+def cycles(snapshot: Snapshot, repeat: int) -> tuple[list[float], int, int]:
+    """Cycle times, decisions, and admissions into a domain."""
+    times: list[float] = []
+    decisions = domains = 0
+    for _ in range(repeat):
+        gc.collect()
+        started = time.perf_counter()
+        result = run_cycle(snapshot)
+        times.append(time.perf_counter() - started)
+        decisions = len(result.decisions)
+        domains = sum(1 for d in result.decisions if d.domain)
+    return times, decisions, domains
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description="Topology benchmark")
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args(argv)
+    size = QUICK if args.quick else BASE
+    plain, racked = clusters(generate(size))
+    # Alternate, so that a busy neighbour slows both alike.
+    floor: list[float] = []
+    timed: list[float] = []
+    for _ in range(args.repeat):
+        t, plain_decisions, _ = cycles(plain, 1)
+        floor += t
+        t, racked_decisions, in_domain = cycles(racked, 1)
+        timed += t
+    f, m = statistics.median(floor), statistics.median(timed)
+    print(
+        f"{size.queues:,} queues, {size.pending:,} pending + {size.admitted:,} admitted jobs,"
+        f" {size.nodes:,} nodes in {BLOCKS} blocks x {RACKS_PER_BLOCK} racks,"
+        f" {args.repeat} cycles each"
+    )
+    print(f"  without topology: median {f:.3f}s, {plain_decisions:,} decisions")
+    print(
+        f"  half the pending rack-required: median {m:.3f}s, {racked_decisions:,} decisions,"
+        f" {in_domain:,} admitted into a rack"
+    )
+    ratio = m / f
+    verdict = "met" if ratio <= TARGET_RATIO else "NOT met"
+    print(f"  ratio {ratio:.2f} (target <= {TARGET_RATIO}): {verdict}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,347 @@
+"""Topology: placing a workload whole into one domain of a level (docs/scheduler.md, *Topology*).
+
+A domain of a level is the nodes that carry one value of its label. Placing a workload in a
+domain is placing its pods as any pods (placement.py) with that label added to their
+nodeSelector: the very constraint kube-scheduler is given once it is admitted. Among the
+domains that hold all its pods, the one left with the least room free is chosen (big domains
+stay whole for big jobs), ties by name; a preferred level widens level by level, then to the
+whole cluster. What stops a required one is said with the level, the best domain and what it
+lacks.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from sluice.api.constraints import PodSpecView, interned
+from sluice.api.quantity import format_quantity
+from sluice.api.resources import Resources, describe_amount
+from sluice.api.topology import TopologyRequest, TopologyView, not_nested
+from sluice.api.views import WorkloadView
+from sluice.scheduler.placement import Footprint, Placement
+
+
+@dataclass(frozen=True, slots=True)
+class Domain:
+    """The nodes (placement indexes, in order) whose ``level`` label is ``value``."""
+
+    level: str
+    value: str
+    nodes: tuple[int, ...]
+
+    @property
+    def text(self) -> str:
+        """As sluice.dev/topology-assignment writes it: ``<level>=<value>``."""
+        return f"{self.level}={self.value}"
+
+    @property
+    def short(self) -> str:
+        """``rack r7`` for the level example.com/rack."""
+        return f"{self.level.rpartition('/')[2]} {self.value}"
+
+
+Placed = tuple[Footprint, Domain | None]
+"""Where a workload's pods go, and the domain they go in (None: anywhere)."""
+
+
+class Domains:
+    """The levels of the cluster's Topologies and their domains over one cycle's nodes."""
+
+    def __init__(self, topologies: Sequence[TopologyView], placement: Placement) -> None:
+        self.placement = placement
+        self.widening: dict[str, tuple[str, ...]] = {}
+        """Level -> itself, then each wider level of its Topology."""
+        self.broken: dict[str, str] = {}
+        """Level -> why its Topology cannot be relied on (its levels do not nest)."""
+        for topology in sorted(topologies, key=lambda t: t.name):
+            problem = not_nested(topology, placement.nodes) if len(topology.levels) > 1 else None
+            for k, level in enumerate(topology.levels):
+                if level in self.widening:
+                    continue
+                self.widening[level] = tuple(reversed(topology.levels[: k + 1]))
+                if problem:
+                    self.broken[level] = f"Topology {topology.name} is not nested: {problem}"
+        self._domains: dict[str, list[Domain]] = {}
+        self._pods: dict[tuple[PodSpecView, str, str], PodSpecView] = {}
+        self._sums: dict[str, dict[str, int]] = {}
+        """Domain text -> the free room of its usable nodes, kept as room is held and given
+        back (``_changed``), for the levels looked at so far."""
+        self._of_node: dict[str, dict[int, str]] = {}  # level -> node -> its domain's text
+        self._explained: dict[tuple[object, ...], str] = {}
+        self._ranks: dict[
+            tuple[str, tuple[str, ...]], tuple[list[tuple[float, str]], dict[str, float]]
+        ] = {}
+        """(level, the resources a workload asks) -> its domains by the room they have free
+        in those resources (a share of the cluster's each, added up), then by name; and each
+        domain's figure: kept in order as room is held and given back."""
+        self._by_value: dict[str, dict[str, Domain]] = {}
+        self._failed: dict[tuple[object, ...], int] = {}
+        """(pod sets, level) -> how much room had been given back (``Placement.grown``) when
+        no domain of the level held them: none will until more is."""
+        if self.widening:
+            placement.watchers.append(self._changed)
+
+    # Domains -------------------------------------------------------------------------------
+    def domains(self, level: str) -> list[Domain]:
+        """The domains of a level, by name."""
+        found = self._domains.get(level)
+        if found is None:
+            members: dict[str, list[int]] = {}
+            for i, node in enumerate(self.placement.nodes):
+                value = node.labels.get(level)
+                if value is not None:
+                    members.setdefault(value, []).append(i)
+            found = self._domains[level] = [
+                Domain(level, value, tuple(nodes)) for value, nodes in sorted(members.items())
+            ]
+            nodes, free = self.placement.nodes, self.placement.free
+            of_node = self._of_node[level] = {}
+            for domain in found:
+                room: dict[str, int] = {}
+                for i in domain.nodes:
+                    if nodes[i].usable:
+                        of_node[i] = domain.text
+                        for r, a in free[i].items():
+                            room[r] = room.get(r, 0) + a
+                self._sums[domain.text] = room
+            self._by_value[level] = {d.value: d for d in found}
+        return found
+
+    def _score(self, text: str, asked: tuple[str, ...]) -> float:
+        room, total = self._sums[text], self.placement.total
+        return sum(room.get(r, 0) / total[r] for r in asked)
+
+    def _ranking(self, level: str, asked: tuple[str, ...]) -> list[tuple[float, str]]:
+        key = (level, asked)
+        found = self._ranks.get(key)
+        if found is None:
+            scores = {d.value: self._score(d.text, asked) for d in self.domains(level)}
+            found = self._ranks[key] = (sorted((v, k) for k, v in scores.items()), scores)
+        return found[0]
+
+    def _changed(self, footprint: Footprint, sign: int) -> None:
+        for level, of_node in self._of_node.items():
+            touched: set[str] = set()
+            for i, amounts in footprint.items():
+                text = of_node.get(i)
+                if text is not None:
+                    touched.add(text)
+                    room = self._sums[text]
+                    for r, a in amounts.items():
+                        room[r] = room.get(r, 0) + sign * a
+            if not touched:
+                continue
+            for (ranked_level, asked), (order, scores) in self._ranks.items():
+                if ranked_level != level:
+                    continue
+                for text in touched:
+                    value = text[len(level) + 1 :]
+                    old = scores[value]
+                    del order[bisect.bisect_left(order, (old, value))]
+                    scores[value] = new = self._score(text, asked)
+                    bisect.insort(order, (new, value))
+
+    def domain(self, level: str, value: str) -> Domain | None:
+        return next((d for d in self.domains(level) if d.value == value), None)
+
+    def levels(self, request: TopologyRequest) -> tuple[str, ...]:
+        """The levels a request may be placed at, narrowest first: its own, then (preferred)
+        each wider one; none when it is no level of a Topology or its Topology is broken."""
+        if request.level not in self.widening or request.level in self.broken:
+            return ()
+        return self.widening[request.level] if not request.required else (request.level,)
+
+    def free(self, domain: Domain) -> dict[str, int]:
+        """The free room of a domain's usable nodes now."""
+        self.domains(domain.level)
+        return self._sums[domain.text]
+
+    def widest_free(self) -> dict[str, Resources]:
+        """The free room of each domain of each Topology's widest level, by its text."""
+        widest = {levels[-1] for levels in self.widening.values()}
+        return {
+            domain.text: Resources(self.free(domain))
+            for level in sorted(widest)
+            for domain in self.domains(level)
+        }
+
+    def total(self, domain: Domain) -> dict[str, int]:
+        room: dict[str, int] = {}
+        for i in domain.nodes:
+            node = self.placement.nodes[i]
+            if node.usable:
+                for r, a in node.allocatable.items():
+                    room[r] = room.get(r, 0) + a
+        return room
+
+    # Placing -------------------------------------------------------------------------------
+    def pod_in(self, pod: PodSpecView, domain: Domain) -> PodSpecView:
+        """The pod with the domain's label added to its nodeSelector; its nodes are those of
+        the domain the pod may go on."""
+        key = (pod, domain.level, domain.value)
+        found = self._pods.get(key)
+        if found is None:
+            selector = dict(pod.node_selector)
+            clash = selector.get(domain.level, domain.value) != domain.value
+            selector[domain.level] = domain.value
+            found = self._pods[key] = interned(
+                PodSpecView(
+                    request=pod.request,
+                    node_selector=tuple(sorted(selector.items())),
+                    affinity=pod.affinity,
+                    tolerations=pod.tolerations,
+                )
+            )
+            allowed = set(self.placement.eligible(pod))
+            nodes = [] if clash else [i for i in domain.nodes if i in allowed]
+            self.placement.seed(found, nodes)
+        return found
+
+    def place_in(
+        self,
+        view: WorkloadView,
+        domain: Domain,
+        freed: Mapping[int, Mapping[str, int]] | None = None,
+    ) -> Footprint | None:
+        """Where every pod of the workload goes inside the domain, or None."""
+        placement = self.placement
+        sets = [(self.pod_in(s.pod, domain), s.pod_count) for s in view.pod_sets]
+        if len(sets) == 1:
+            pod, count = sets[0]
+            assignment = placement.place(pod, count, freed)
+            return None if assignment is None else placement.footprint(pod, assignment)
+        return placement.place_all(sets, freed)
+
+    def left(self, view: WorkloadView, domain: Domain, freed: Footprint | None) -> float | None:
+        """What the choice minimises: the room a domain has free in the resources the
+        workload asks, each as a share of the cluster's, added up (the room it would have
+        left differs from it by the workload's own request, the same for every domain);
+        None when the domain has not as much free in total as the workload asks."""
+        room = self.free(domain)
+        total = self.placement.total
+        extra: dict[str, int] = {}
+        if freed:
+            for i in domain.nodes:
+                for r, a in freed.get(i, {}).items():
+                    extra[r] = extra.get(r, 0) + a
+        out = 0.0
+        for r, a in sorted(view.request.items()):
+            if a <= 0:
+                continue
+            have = room.get(r, 0) + extra.get(r, 0)
+            if have < a:
+                return None
+            if total.get(r):
+                out += have / total[r]
+        return out
+
+    def best_at(
+        self, view: WorkloadView, level: str, freed: Footprint | None = None
+    ) -> Placed | None:
+        """Among the domains of a level that hold the workload, the one left with the least
+        room free, ties by name; None when none holds it. Domains are tried from the least
+        room left, so the first whose nodes take every pod is the one."""
+        if freed:
+            return self._best_freed(view, level, freed)
+        grown = len(self.placement.grown)
+        memo = (view.pod_sets, level)
+        if self._failed.get(memo) == grown:
+            return None
+        total = self.placement.total
+        need = [(r, a) for r, a in view.request.items() if a > 0]
+        asked = tuple(sorted(r for r, _ in need if total.get(r)))
+        ranking = self._ranking(level, asked)
+        by_value, sums, pods = self._by_value[level], self._sums, self._pods
+        sets = view.pod_sets
+        only = sets[0] if len(sets) == 1 else None
+        placement = self.placement
+        for _, value in ranking:
+            domain = by_value[value]
+            room = sums[domain.text]
+            if any(room.get(r, 0) < a for r, a in need):
+                continue
+            if only is not None:  # the common case, without building anything
+                pod = pods.get((only.pod, level, value)) or self.pod_in(only.pod, domain)
+                where = placement.place(pod, only.pod_count)
+                if where is not None:
+                    return placement.footprint(pod, where), domain
+                continue
+            footprint = self.place_in(view, domain)
+            if footprint is not None:
+                return footprint, domain
+        self._failed[memo] = grown
+        return None
+
+    def _best_freed(self, view: WorkloadView, level: str, freed: Footprint) -> Placed | None:
+        """``best_at`` with victims' room given back (reclaim, preempt): each domain's room
+        left is worked out anew."""
+        ranked: list[tuple[float, str, Domain]] = []
+        for domain in self.domains(level):
+            left = self.left(view, domain, freed)
+            if left is not None:
+                ranked.append((left, domain.value, domain))
+        ranked.sort(key=lambda entry: (entry[0], entry[1]))
+        for _, _, domain in ranked:
+            footprint = self.place_in(view, domain, freed)
+            if footprint is not None:
+                return footprint, domain
+        return None
+
+    def place(self, view: WorkloadView, freed: Footprint | None = None) -> Placed | None:
+        """Where a workload that asks a Topology goes: one domain of its level (preferred:
+        of the narrowest level that holds it), else, preferred only, anywhere (``None``
+        domain, the caller places it as any workload)."""
+        request = view.topology
+        assert request is not None
+        for level in self.levels(request):
+            found = self.best_at(view, level, freed)
+            if found is not None:
+                return found
+        return None
+
+    # Words ---------------------------------------------------------------------------------
+    def explain(self, view: WorkloadView) -> str:
+        """Why a workload that requires a domain is not placed: the level, the domain with
+        the most room free in what it asks (ties by name) and what that is."""
+        request = view.topology
+        assert request is not None
+        key = (view.pod_sets, request, self.placement.version)
+        said = self._explained.get(key)
+        if said is None:
+            said = self._explained[key] = self._explain(view, request)
+        return said
+
+    def _explain(self, view: WorkloadView, request: TopologyRequest) -> str:
+        level = request.level
+        if level not in self.widening:
+            return f"no Topology has the level {level}"
+        if level in self.broken:
+            return self.broken[level]
+        what = " + ".join(
+            f"{s.pod_count} x {s.pod.request.describe()}" for s in view.pod_sets if s.pod_count
+        )
+        domains = self.domains(level)
+        if not domains:
+            return f"no node has the label {level}, so no {level} holds {what}"
+        best = max(domains, key=lambda d: self._room(view, d))
+        free, total = self.free(best), self.total(best)
+        room = ", ".join(
+            f"{describe_amount(r, max(free.get(r, 0), 0))} free of"
+            f" {format_quantity(total.get(r, 0), r)}"
+            for r, a in sorted(view.request.items())
+            if a > 0
+        )
+        names = [self.placement.nodes[i].name for i in best.nodes]
+        nodes = ", ".join(names[:3]) + (" ..." if len(names) > 3 else "")
+        return f"no {level} holds {what}: best {best.short} has {room} (nodes {nodes})"
+
+    def _room(self, view: WorkloadView, domain: Domain) -> tuple[float, str]:
+        """The domain's free room in what the workload asks, a share of the cluster's; then
+        the name backwards, so that on a tie the first by name is the best."""
+        free, total = self.free(domain), self.placement.total
+        share = sum(
+            free.get(r, 0) / total[r] for r, a in view.request.items() if a > 0 and total.get(r)
+        )
+        return share, "".join(chr(0x10FFFF - ord(c)) for c in domain.value)
