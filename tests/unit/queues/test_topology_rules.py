@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sluice.queues.jobs import Writer, check_annotations
 
 from sluice.api.constants import (
     TOPOLOGY_ASSIGNMENT_ANNOTATION,
@@ -13,6 +12,7 @@ from sluice.api.constants import (
     TOPOLOGY_REQUIRED_ANNOTATION,
 )
 from sluice.api.workloads.jobset import JOBSET
+from sluice.queues.jobs import Writer, check_annotations
 from sluice.queues.topology import asks_topology, check_topology, check_topology_request
 
 RACK, BLOCK = "example.com/rack", "example.com/block"
