@@ -39,6 +39,15 @@ def _to_resources(raw: Any) -> Resources:
         raise ValueError(str(err)) from None
 
 
+def _to_limit(raw: Any) -> Resources:
+    """A capability: a resource it names at 0 allows none, where an absent one is unlimited,
+    so its zeros are kept."""
+    if isinstance(raw, Resources) or not raw:
+        return _to_resources(raw)
+    parsed = _to_resources(raw)  # a map of quantities, or a ValueError naming what is not
+    return Resources.limit({str(name): parsed.get_amount(str(name)) for name in raw})
+
+
 ResourceMap = Annotated[
     Resources,
     BeforeValidator(_to_resources),
@@ -50,6 +59,19 @@ ResourceMap = Annotated[
         }
     ),
 ]
+
+LimitMap = Annotated[
+    Resources,
+    BeforeValidator(_to_limit),
+    PlainSerializer(lambda r: r.to_kube(), return_type=dict[str, str]),
+    WithJsonSchema(
+        {
+            "type": "object",
+            "additionalProperties": {"type": "string", "pattern": QUANTITY_PATTERN},
+        }
+    ),
+]
+"""A resource map whose named zeros count (``capability``)."""
 
 QueueSpecState = Literal["Open", "Closed"]
 QueueState = Literal["Open", "Closing", "Closed", "Unknown"]
@@ -72,7 +94,7 @@ class Guarantee(_Model):
 
 class QueueSpec(_Model):
     weight: int = Field(default=1, ge=1, le=65535)
-    capability: ResourceMap = EMPTY
+    capability: LimitMap = EMPTY
     deserved: ResourceMap = EMPTY
     guarantee: Guarantee = Guarantee()
     reclaimable: bool = True

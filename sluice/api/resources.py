@@ -16,7 +16,8 @@ _T = TypeVar("_T")
 
 
 class Resources(Mapping[str, int]):
-    """An immutable mapping of resource name to milli-units, without zero entries."""
+    """An immutable mapping of resource name to milli-units, without zero entries (but for a
+    limit made by ``Resources.limit``, which keeps the zeros it names)."""
 
     __slots__ = ("_hash", "_m")
 
@@ -24,6 +25,14 @@ class Resources(Mapping[str, int]):
         items = values.items() if isinstance(values, Mapping) else values
         self._m: dict[str, int] = {name: amount for name, amount in items if amount != 0}
         self._hash: int | None = None
+
+    @classmethod
+    def limit(cls, values: Mapping[str, int]) -> Resources:
+        """A limit that keeps the resources it names at 0: in a ``capability`` a named 0
+        allows none of that resource, where an absent one is unlimited."""
+        out = cls()
+        out._m = dict(values)
+        return out
 
     @classmethod
     def parse(cls, raw: Any, field: str = "resources") -> Resources:

@@ -33,6 +33,18 @@ def test_admits_within_capability_and_explains_the_rest_with_numbers() -> None:
     }
 
 
+def test_a_capability_of_zero_allows_none_of_that_resource() -> None:
+    # A named 0 is a limit (no GPUs in this queue); an absent resource is unlimited.
+    queues = [queue("cpu-only", capability={"nvidia.com/gpu": "0"})]
+    jobs = [job("gpu", "cpu-only", cpu=1, nvidia_com_gpu=1), job("plain", "cpu-only", cpu=64)]
+    nodes = [node(cpu=100, nvidia_com_gpu=8)]
+    result = run_cycle(snapshot(queues, jobs, nodes, config=ONLY_ADMIT))
+    assert admitted(result) == ["ns/plain"]
+    assert reasons(result) == {
+        "ns/gpu": "position 1 in cpu-only; cpu-only would use nvidia.com/gpu 1 > capability 0"
+    }
+
+
 def test_the_limiting_level_of_the_tree_is_named() -> None:
     queues = [queue("dept", capability={"nvidia.com/gpu": 2}), queue("team", "dept")]
     jobs = [
