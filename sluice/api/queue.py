@@ -60,18 +60,9 @@ ResourceMap = Annotated[
     ),
 ]
 
-LimitMap = Annotated[
-    Resources,
-    BeforeValidator(_to_limit),
-    PlainSerializer(lambda r: r.to_kube(), return_type=dict[str, str]),
-    WithJsonSchema(
-        {
-            "type": "object",
-            "additionalProperties": {"type": "string", "pattern": QUANTITY_PATTERN},
-        }
-    ),
-]
-"""A resource map whose named zeros count (``capability``)."""
+LimitMap = Annotated[ResourceMap, BeforeValidator(_to_limit)]
+"""A resource map whose named zeros count (``capability``): read by ``_to_limit`` first,
+whose result the resource map's own reader keeps as it is."""
 
 QueueSpecState = Literal["Open", "Closed"]
 QueueState = Literal["Open", "Closing", "Closed", "Unknown"]

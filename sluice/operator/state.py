@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sluice.api.config import DEFAULT_CONFIG, SchedulerConfig
 from sluice.api.constants import CLOSED_BY_PARENT_ANNOTATION, TOPOLOGY_KIND
@@ -135,6 +135,23 @@ def _gone(obj: Obj) -> bool:
     """A write answered with a deleting object that has no finalizer left: it is gone."""
     meta = obj.get("metadata") or {}
     return meta.get("deletionTimestamp") is not None and not meta.get("finalizers")
+
+
+_V = TypeVar("_V")
+
+
+def _read_or_none(
+    kind: str, key: str, event: str, obj: Obj, reader: Callable[[Obj], _V]
+) -> _V | None:
+    """What an object of a kind the readers do not keep reads as; None when it is gone, or
+    does not read (logged: it then adds nothing)."""
+    if event == "DELETED" or _gone(obj):
+        return None
+    try:
+        return reader(obj)
+    except InvalidObject as err:
+        log.warning("event=unreadable-object object=%s/%s error=%r", kind, key, str(err))
+        return None
 
 
 @dataclass
@@ -298,12 +315,7 @@ class ClusterState:
         """A LimitRange: when its namespace's default requests change, the workloads of that
         namespace are read again (their pods will ask differently)."""
         key = object_key(obj)
-        view = None
-        if event != "DELETED" and not _gone(obj):
-            try:
-                view = limit_range_from_object(obj)
-            except InvalidObject as err:
-                log.warning("event=unreadable-object object=limitrange/%s error=%r", key, str(err))
+        view = _read_or_none("limitrange", key, event, obj, limit_range_from_object)
         with self.lock:
             changed = self.pod_defaults.set_limit_range(key, view)
         if changed:
@@ -312,14 +324,7 @@ class ClusterState:
     def on_runtime_class(self, event: str, obj: Obj) -> None:
         """A RuntimeClass: when its overhead changes, every workload is read again."""
         name = _name(obj)
-        view = None
-        if event != "DELETED" and not _gone(obj):
-            try:
-                view = runtime_class_from_object(obj)
-            except InvalidObject as err:
-                log.warning(
-                    "event=unreadable-object object=runtimeclass/%s error=%r", name, str(err)
-                )
+        view = _read_or_none("runtimeclass", name, event, obj, runtime_class_from_object)
         with self.lock:
             changed = self.pod_defaults.set_runtime_class(name, view)
         if changed:
