@@ -3,33 +3,18 @@ the domain, kube-scheduler places the pods inside it (sluice never writes a pod'
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from .components import Operator
-from .helpers import Kubectl, controlplane, unique_name, wait_for
+from .helpers import Kubectl, unique_name, wait_for
 from .scenario import Scenario, kwok
+from .test_operator import operator
+
+__all__ = ["operator"]  # the fixture: sluice's operator, started once for the module
 
 PER_NODE = 4  # of the test's resource: a rack holds 8, a block 32
-
-
-@pytest.fixture(scope="module")
-def operator(
-    control_plane: controlplane.Cluster, kubectl: Kubectl, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Operator]:
-    kubectl.run("create", "namespace", "sluice-system", check=False)
-    op = Operator(control_plane, tmp_path_factory.mktemp("operator"), "e2e-topology")
-    try:
-        wait_for(
-            lambda: kubectl.run("get", "queue", "default", "--ignore-not-found", "-o", "name"),
-            timeout=30,
-            what="the operator to create root and default",
-        )
-        yield op
-    finally:
-        op.stop()
 
 
 class Racks:
