@@ -8,11 +8,15 @@ running kubectl sees.
 from __future__ import annotations
 
 import json
+import ssl
 import subprocess
 import sys
+import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -151,3 +155,45 @@ def set_scheduler_config(kubectl: Kubectl, text: str) -> str:
     )
     config_map = kubectl.get("configmap", "sluice-scheduler", "sluice-system")
     return str(config_map["metadata"]["uid"])
+
+
+@contextmanager
+def review_server(
+    cluster: controlplane.Cluster,
+    directory: Path,
+    respond: Callable[[dict[str, Any]], dict[str, Any]],
+) -> Iterator[int]:
+    """An HTTPS admission webhook of a test's own on 127.0.0.1 (its certificate from the
+    cluster CA, the caBundle to register it with): ``respond`` turns each review's request
+    into its response (the uid is added). Yields its port."""
+    cert, key = controlplane.issue_serving_cert(cluster, directory)
+
+    class Reviews(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            review = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            request = review["request"]
+            answer = {
+                "apiVersion": "admission.k8s.io/v1",
+                "kind": "AdmissionReview",
+                "response": {"uid": request["uid"], **respond(request)},
+            }
+            body = json.dumps(answer).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            """Quiet."""
+
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Reviews)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()

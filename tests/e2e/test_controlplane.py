@@ -4,12 +4,8 @@ by a real kube-apiserver, and the chart renders into objects it accepts."""
 from __future__ import annotations
 
 import base64
-import json
-import ssl
 import subprocess
-import threading
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +19,7 @@ from .helpers import (
     KubectlError,
     controlplane,
     queue,
+    review_server,
     unique_name,
     wait_for,
 )
@@ -272,49 +269,19 @@ def test_rbac_is_enforced_for_a_service_account(
 # -- admission webhooks ----------------------------------------------------------------------
 
 
-class _DenyingWebhook(BaseHTTPRequestHandler):
-    """Refuses every object it is asked about, naming it."""
-
-    def do_POST(self) -> None:
-        review = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        request = review["request"]
-        answer = {
-            "apiVersion": "admission.k8s.io/v1",
-            "kind": "AdmissionReview",
-            "response": {
-                "uid": request["uid"],
-                "allowed": False,
-                "status": {"code": 403, "message": f"e2e webhook refuses {request['name']}"},
-            },
-        }
-        body = json.dumps(answer).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture
 def denying_webhook(
     control_plane: controlplane.Cluster, tmp_path: Path
 ) -> Iterator[tuple[int, bytes]]:
-    """An HTTPS admission webhook on 127.0.0.1 with a cert from the cluster CA."""
-    cert, key = controlplane.issue_serving_cert(control_plane, tmp_path)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert, key)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _DenyingWebhook)
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server.server_address[1], control_plane.ca_cert.read_bytes()
-    finally:
-        server.shutdown()
-        server.server_close()
+    """An HTTPS admission webhook on 127.0.0.1 that refuses every object it is asked about,
+    naming it."""
+
+    def deny(request: dict[str, Any]) -> dict[str, Any]:
+        message = f"e2e webhook refuses {request['name']}"
+        return {"allowed": False, "status": {"code": 403, "message": message}}
+
+    with review_server(control_plane, tmp_path, deny) as port:
+        yield port, control_plane.ca_cert.read_bytes()
 
 
 def test_validating_webhook_on_loopback_is_called(

@@ -8,10 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
-import ssl
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +16,7 @@ import pytest
 
 from sluice.api.resources import Resources
 
-from .components import free_port
-from .helpers import Kubectl, controlplane, unique_name, wait_for
+from .helpers import Kubectl, controlplane, review_server, unique_name, wait_for
 from .scenario import Scenario, kwok
 from .test_operator import operator, s
 
@@ -102,31 +98,11 @@ def test_limit_range_defaults_and_runtime_class_overhead_are_what_is_admitted(
         kubectl.delete("runtimeclass", runtime)
 
 
-class _Sidecars(BaseHTTPRequestHandler):
-    """A mutating webhook that adds a 1Gi container to every pod it is asked about."""
-
-    def do_POST(self) -> None:
-        review = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        patch = [{"op": "add", "path": "/spec/containers/-", "value": SIDECAR}]
-        answer = {
-            "apiVersion": "admission.k8s.io/v1",
-            "kind": "AdmissionReview",
-            "response": {
-                "uid": review["request"]["uid"],
-                "allowed": True,
-                "patchType": "JSONPatch",
-                "patch": base64.b64encode(json.dumps(patch).encode()).decode(),
-            },
-        }
-        body = json.dumps(answer).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Quiet."""
+def _add_sidecar(request: dict[str, Any]) -> dict[str, Any]:
+    """A mesh's answer to any pod: a 1Gi container more."""
+    patch = [{"op": "add", "path": "/spec/containers/-", "value": SIDECAR}]
+    encoded = base64.b64encode(json.dumps(patch).encode()).decode()
+    return {"allowed": True, "patchType": "JSONPatch", "patch": encoded}
 
 
 @pytest.fixture
@@ -134,49 +110,42 @@ def sidecars(
     control_plane: controlplane.Cluster, kubectl: Kubectl, tmp_path: Path
 ) -> Iterator[None]:
     """A mesh-like webhook that injects a sidecar into the pods labelled SIDECAR_LABEL."""
-    cert, key = controlplane.issue_serving_cert(control_plane, tmp_path)
-    server = ThreadingHTTPServer(("127.0.0.1", free_port()), _Sidecars)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert, key)
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    name = unique_name("sidecars")
-    port = server.server_address[1]
-    kubectl.create(
-        {
-            "apiVersion": "admissionregistration.k8s.io/v1",
-            "kind": "MutatingWebhookConfiguration",
-            "metadata": {"name": name},
-            "webhooks": [
-                {
-                    "name": "sidecars.e2e.sluice.dev",
-                    "clientConfig": {
-                        "url": f"https://127.0.0.1:{port}/mutate",
-                        "caBundle": base64.b64encode(control_plane.ca_cert.read_bytes()).decode(),
-                    },
-                    "rules": [
-                        {
-                            "operations": ["CREATE"],
-                            "apiGroups": [""],
-                            "apiVersions": ["v1"],
-                            "resources": ["pods"],
-                        }
-                    ],
-                    "objectSelector": {"matchLabels": {SIDECAR_LABEL: "yes"}},
-                    "admissionReviewVersions": ["v1"],
-                    "sideEffects": "None",
-                    "failurePolicy": "Fail",
-                }
-            ],
-        }
-    )
-    try:
-        yield
-    finally:
-        kubectl.delete("mutatingwebhookconfiguration", name)
-        server.shutdown()
-        server.server_close()
+    with review_server(control_plane, tmp_path, _add_sidecar) as port:
+        name = unique_name("sidecars")
+        kubectl.create(
+            {
+                "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "MutatingWebhookConfiguration",
+                "metadata": {"name": name},
+                "webhooks": [
+                    {
+                        "name": "sidecars.e2e.sluice.dev",
+                        "clientConfig": {
+                            "url": f"https://127.0.0.1:{port}/mutate",
+                            "caBundle": base64.b64encode(
+                                control_plane.ca_cert.read_bytes()
+                            ).decode(),
+                        },
+                        "rules": [
+                            {
+                                "operations": ["CREATE"],
+                                "apiGroups": [""],
+                                "apiVersions": ["v1"],
+                                "resources": ["pods"],
+                            }
+                        ],
+                        "objectSelector": {"matchLabels": {SIDECAR_LABEL: "yes"}},
+                        "admissionReviewVersions": ["v1"],
+                        "sideEffects": "None",
+                        "failurePolicy": "Fail",
+                    }
+                ],
+            }
+        )
+        try:
+            yield
+        finally:
+            kubectl.delete("mutatingwebhookconfiguration", name)
 
 
 def test_a_sidecar_nobody_declared_puts_the_queue_over_its_capability(
