@@ -30,7 +30,8 @@ from sluice.api.pod_defaults import (
 )
 from sluice.api.pod_views import gated
 from sluice.api.queue import Queue
-from sluice.api.views import JOB_KIND, PodView, WorkloadView
+from sluice.api.topology import TopologyView
+from sluice.api.views import JOB_KIND, NodeView, PodView, WorkloadView
 from sluice.api.workloads.pods import PodMember, PodWorkload
 from sluice.scheduler.model import Snapshot
 from sluice.scheduler.snapshot import (
@@ -290,6 +291,17 @@ class ClusterState:
 
     def on_topology(self, event: str, obj: Obj) -> None:
         self._store(TOPOLOGY_KIND, self.topologies, _name(obj), event, obj)
+
+    def topology_views(self) -> tuple[list[tuple[Obj, TopologyView]], list[NodeView]]:
+        """Each readable Topology as stored and as read, by name, and every node as read."""
+        with self.lock:
+            topologies = [
+                (self.topologies[name], one.view)
+                for name, one in sorted(self.reads[TOPOLOGY_KIND].items())
+                if isinstance(one.view, TopologyView) and name in self.topologies
+            ]
+            nodes = [one.view for one in self.reads["Node"].values()]
+        return topologies, [n for n in nodes if isinstance(n, NodeView)]
 
     def on_namespace(self, event: str, obj: Obj) -> None:
         self._store("Namespace", self.namespaces, _name(obj), event, obj)
