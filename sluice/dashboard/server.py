@@ -58,6 +58,11 @@ def build_app(view: DashboardView) -> web.Application:
     async def tree(request: web.Request) -> web.Response:
         return web.json_response(request.app[VIEW_KEY].tree(), dumps=json.dumps)
 
+    async def domains(request: web.Request) -> web.Response:
+        # Off the event loop: it goes over every pod (the operator's watches share the loop).
+        found = await asyncio.to_thread(request.app[VIEW_KEY].domains)
+        return web.json_response(found)
+
     async def jobs(request: web.Request) -> web.Response:
         try:
             offset = int(request.query.get("offset", "0"))
@@ -97,6 +102,7 @@ def build_app(view: DashboardView) -> web.Application:
     app.router.add_get("/static/{name}", asset)
     app.router.add_get("/api/tree", tree)
     app.router.add_get("/api/queues/{queue}/jobs", jobs)
+    app.router.add_get("/api/topology", domains)
     app.router.add_get("/api/events", events)
     return app
 

@@ -1,5 +1,6 @@
 """What the dashboard shows, kept up to date from watched Queues and Jobs: the queue tree with
-each queue's numbers, each queue's jobs in order, and a timeline of decisions.
+each queue's numbers, each queue's jobs in order (with their Topology domain), a timeline of
+decisions, and the domains of the Topologies with their free room (``domains.py``).
 
 Everything comes from what the operator publishes (Queue status, the Jobs' annotations), so
 every operator replica, and ``sluice dashboard`` on a laptop, shows the same thing. Each
@@ -12,6 +13,7 @@ someone opens their queue. The JSON it produces is the one the page and ``sluice
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
@@ -23,9 +25,12 @@ from sluice.api.queue import Queue
 from sluice.api.resources import Resources
 from sluice.api.views import PublishedJob, published_job
 from sluice.api.workloads.job import JOB
+from sluice.dashboard.domains import Source, topology_json
 
 TIMELINE = 200
 """Decisions kept for the timeline (the newest)."""
+DOMAINS_SECONDS = 2.0
+"""The domain view is worked out again at most this often."""
 
 
 def job_row(obj: Mapping[str, Any]) -> PublishedJob | None:
@@ -45,6 +50,9 @@ def job_json(job: PublishedJob) -> dict[str, Any]:
         "position": job.position,
         "reason": job.reason,
         "admittedAt": job.admitted_at,
+        # The Topology domain it runs in (<level>=<value>), or what it asks while it waits.
+        "domain": job.domain,
+        "asks": job.asks,
     }
 
 
@@ -109,7 +117,13 @@ class DashboardView:
     wake the pages' event streams.
     """
 
-    def __init__(self, clock: Callable[[], datetime] | None = None) -> None:
+    def __init__(
+        self, clock: Callable[[], datetime] | None = None, cluster: Source | None = None
+    ) -> None:
+        """``cluster``: the Topologies, nodes and pods as read (the domain view); None:
+        no domain view."""
+        self.cluster = cluster
+        self._domains: tuple[float, dict[str, Any]] | None = None
         self._lock = threading.Lock()
         self._queues: dict[str, dict[str, Any]] = {}
         self._jobs: dict[str, PublishedJob] = {}
@@ -172,6 +186,20 @@ class DashboardView:
             "queues": sorted(queues, key=lambda q: q["name"]),
             "timeline": timeline[::-1],
         }
+
+    def domains(self) -> dict[str, Any]:
+        """The domain view (``sluice.dashboard.domains``), worked out at most every
+        ``DOMAINS_SECONDS``: it goes over every pod."""
+        if self.cluster is None:
+            return {"topologies": []}
+        cached = self._domains
+        if cached is not None and time.monotonic() - cached[0] < DOMAINS_SECONDS:
+            return cached[1]
+        with self._lock:
+            admitted = [job for job in self._jobs.values() if job.domain]
+        found = topology_json(self.cluster(), admitted)
+        self._domains = (time.monotonic(), found)
+        return found
 
     def jobs_page(self, queue: str, offset: int = 0, limit: int = 50) -> dict[str, Any]:
         """One queue's jobs: running first, then the line in order, then finished ones."""

@@ -170,7 +170,7 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> int:
     await asyncio.to_thread(prime, api, state, workloads)
     loop.memory.settle()
     loop.synced.set()
-    view = DashboardView()
+    view = DashboardView(cluster=state.cluster_views)
     if options.dashboard_port:
         jobs = [o for o in state.workloads.values() if o.get("kind") == JOB.kind]  # it shows Jobs
         view.load(list(state.queues.values()), jobs)

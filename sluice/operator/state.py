@@ -33,6 +33,7 @@ from sluice.api.queue import Queue
 from sluice.api.topology import TopologyView
 from sluice.api.views import JOB_KIND, NodeView, PodView, WorkloadView
 from sluice.api.workloads.pods import PodMember, PodWorkload
+from sluice.dashboard.domains import ClusterViews
 from sluice.scheduler.model import Snapshot
 from sluice.scheduler.snapshot import (
     KINDS,
@@ -302,6 +303,18 @@ class ClusterState:
             ]
             nodes = [one.view for one in self.reads["Node"].values()]
         return topologies, [n for n in nodes if isinstance(n, NodeView)]
+
+    def cluster_views(self) -> ClusterViews:
+        """The Topologies, nodes and pods as read: the dashboard's domain view."""
+        with self.lock:
+            topologies = [one.view for one in self.reads[TOPOLOGY_KIND].values()]
+            nodes = [one.view for one in self.reads["Node"].values()]
+            pods = [one.view for one in self.reads["Pod"].values()]
+        return ClusterViews(
+            [t for t in topologies if isinstance(t, TopologyView)],
+            [n for n in nodes if isinstance(n, NodeView)],
+            [p for p in pods if isinstance(p, PodView)],
+        )
 
     def on_namespace(self, event: str, obj: Obj) -> None:
         self._store("Namespace", self.namespaces, _name(obj), event, obj)
