@@ -1,7 +1,8 @@
 """The operator's dashboard in a real headless browser (Debian's Chromium, driven by
 Playwright), on the living cluster with the demo's queue tree: the tree shows the queues'
 numbers, and a job created meanwhile appears in its queue's list and turns running once
-admitted, all without a reload."""
+admitted, all without a reload; on nodes labelled in blocks and racks, the domains of the
+Topology with their free room and jobs, and each job's domain."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from playwright.sync_api import Browser, Page, expect, sync_playwright
 from .components import free_port, sluice_system
 from .helpers import Kubectl, controlplane, wait_for
 from .scenario import Scenario
+from .test_topology import Racks
 
 DEMO = Path(__file__).parents[2] / "examples" / "demo" / "queues.yaml"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -96,5 +98,49 @@ def test_the_page_shows_the_tree_and_a_job_moving_without_reload(
     expect(job).to_have_attribute("data-state", "running", timeout=30_000)
     expect(page.locator("#timeline li", has_text=f"{namespace}/train")).to_contain_text("Admitted")
     expect(page.locator(f'[data-queue="{nlp}"] [data-counts]')).to_have_text("0/1", timeout=20_000)
+    assert errors == []
+    page.close()
+
+
+def test_the_page_shows_each_jobs_domain_and_the_free_room_of_each_domain(
+    dashboard: str, browser: Browser, kubectl: Kubectl, namespace: str
+) -> None:
+    s = Scenario(kubectl, namespace)
+    t = Racks(s, kubectl)  # 16 nodes of 4: 2 blocks x 4 racks x 2 nodes
+    team = s.queue("team")
+    t.job("train", "team", 2, 4, t.required())  # 4 x 2: all of rack r0
+    s.wait_admitted("train")
+    t.nodes_of("train", 4)  # bound: their room is taken
+    t.job("big", "team", 4, 4, t.required())  # 4 x 4: more than any rack holds
+    wait_for(lambda: s.annotation("big", "pending-reason"), what="big's reason")
+    page: Page = browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda err: errors.append(str(err)))
+    page.goto(dashboard)
+    topology = page.locator(f'[data-topology="{t.topology}"]')
+    expect(topology).to_be_visible(timeout=20_000)
+    # The widest level first: block b0 holds the job, admitted into its rack r0.
+    b0 = topology.locator(f'[data-domain="{t.block}=b0"]')
+    expect(b0.locator("[data-nodes]")).to_have_text("8")
+    expect(b0.locator(f'[data-room="{s.resource}"]')).to_contain_text(
+        f"{s.resource} 24 free of 32", timeout=20_000
+    )
+    expect(b0.locator("[data-jobs]")).to_have_text(f"1: {namespace}/train")
+    b1 = topology.locator(f'[data-domain="{t.block}=b1"]')
+    expect(b1.locator(f'[data-room="{s.resource}"]')).to_contain_text("32 free of 32")
+    expect(b1.locator("[data-jobs]")).to_have_text("-")
+    topology.locator(f'[data-level="{t.rack}"]').click()
+    r0 = topology.locator(f'[data-domain="{t.rack}=r0"]')
+    expect(r0.locator(f'[data-room="{s.resource}"]')).to_contain_text("0 free of 8")
+    expect(r0.locator("[data-jobs]")).to_have_text(f"1: {namespace}/train")
+    expect(topology.locator(f'[data-domain="{t.rack}=r1"] [data-jobs]')).to_have_text("-")
+    # The queue's jobs: where the admitted one runs, what the waiting one asks.
+    page.locator(f'[data-queue="{team}"] .name').click()
+    expect(page.locator(f'[data-job="{namespace}/train"] [data-domain]')).to_have_text(
+        f"{t.rack}=r0"
+    )
+    expect(page.locator(f'[data-job="{namespace}/big"] [data-domain]')).to_have_text(
+        f"asks required {t.rack}"
+    )
     assert errors == []
     page.close()
