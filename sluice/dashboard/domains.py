@@ -24,6 +24,8 @@ from sluice.scheduler.snapshot import READERS
 
 JOBS_LISTED = 20
 """The jobs named per domain (all are counted)."""
+DOMAINS_LISTED = 100
+"""The domains of a level sent unless more are asked for."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,14 +79,41 @@ def _jobs_by_domain(
     return out
 
 
-def topology_json(views: ClusterViews, jobs: Iterable[PublishedJob]) -> dict[str, Any]:
-    """The page's data: per Topology (by name) and level (widest first) its domains (by
-    name)."""
+@dataclass(frozen=True, slots=True)
+class DomainRoom:
+    value: str
+    nodes: int
+    unusable: int
+    """Of its nodes, those not ready or cordoned: they count in neither free nor total."""
+    free: Mapping[str, int]
+    total: Mapping[str, int]
+    jobs: Sequence[str]
+    """The jobs in it, by key."""
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyRoom:
+    name: str
+    not_nested: str
+    """Why its levels do not nest on the nodes ("" while they do)."""
+    levels: Sequence[tuple[str, Sequence[DomainRoom]]]
+    """(level, its domains by name), widest first."""
+
+
+def domain_rooms(views: ClusterViews, jobs: Iterable[PublishedJob]) -> list[TopologyRoom]:
+    """Per Topology (by name) and level, each domain's room and jobs."""
     if not views.topologies:
-        return {"topologies": []}
+        return []
     used = _used(views.nodes, views.pods)
+    free_of: dict[str, dict[str, int]] = {}
+    for node in views.nodes:
+        if node.usable:
+            taken = used[node.name]
+            free_of[node.name] = {
+                r: max(a - taken.get(r, 0), 0) for r, a in node.allocatable.items()
+            }
     admitted = list(jobs)
-    out: list[dict[str, Any]] = []
+    out: list[TopologyRoom] = []
     for topology in sorted(views.topologies, key=lambda t: t.name):
         members: dict[str, dict[str, list[NodeView]]] = {}
         for level in topology.levels:
@@ -94,40 +123,76 @@ def topology_json(views: ClusterViews, jobs: Iterable[PublishedJob]) -> dict[str
                 if value is not None:
                     by_value.setdefault(value, []).append(node)
         in_domain = _jobs_by_domain(topology, members, admitted)
-        levels = []
+        levels: list[tuple[str, Sequence[DomainRoom]]] = []
         for level in topology.levels:
             domains = []
             for value, nodes in sorted(members[level].items()):
                 free: dict[str, int] = {}
                 total: dict[str, int] = {}
                 for node in nodes:
-                    if not node.usable:
+                    room = free_of.get(node.name)
+                    if room is None:
                         continue
-                    taken = used.get(node.name, {})
                     for r, a in node.allocatable.items():
                         total[r] = total.get(r, 0) + a
-                        free[r] = free.get(r, 0) + max(a - taken.get(r, 0), 0)
+                    for r, a in room.items():
+                        free[r] = free.get(r, 0) + a
+                unusable = sum(1 for n in nodes if n.name not in free_of)
                 keys = sorted(in_domain.get((level, value), []))
-                domains.append(
-                    {
-                        "value": value,
-                        "nodes": len(nodes),
-                        "unusable": sum(1 for n in nodes if not n.usable),
-                        "free": _amounts(free),
-                        "total": _amounts(total),
-                        "jobCount": len(keys),
-                        "jobs": keys[:JOBS_LISTED],
-                    }
-                )
-            levels.append({"nodeLabel": level, "domains": domains})
+                domains.append(DomainRoom(value, len(nodes), unusable, free, total, keys))
+            levels.append((level, domains))
+        out.append(TopologyRoom(topology.name, not_nested(topology, views.nodes) or "", levels))
+    return out
+
+
+def _domain_json(domain: DomainRoom) -> dict[str, Any]:
+    return {
+        "value": domain.value,
+        "nodes": domain.nodes,
+        "unusable": domain.unusable,
+        "free": _amounts(domain.free),
+        "total": _amounts(domain.total),
+        "jobCount": len(domain.jobs),
+        "jobs": list(domain.jobs[:JOBS_LISTED]),
+    }
+
+
+def rooms_json(
+    rooms: Sequence[TopologyRoom], shown: Mapping[str, str], limit: int = DOMAINS_LISTED
+) -> dict[str, Any]:
+    """The page's data: per Topology each level and how many domains it has, and the domains
+    of one level (``shown``: Topology -> level; its widest unless told), the first ``limit``
+    of them (a level of hosts may have thousands)."""
+    out: list[dict[str, Any]] = []
+    for topology in rooms:
+        labels = [level for level, _ in topology.levels]
+        pick = shown.get(topology.name)
+        pick = pick if pick in labels else labels[0]
+        levels = []
+        for level, domains in topology.levels:
+            entry: dict[str, Any] = {"nodeLabel": level, "domainCount": len(domains)}
+            if level == pick:
+                entry["domains"] = [_domain_json(d) for d in domains[: max(limit, 0)]]
+            levels.append(entry)
         out.append(
             {
                 "name": topology.name,
-                "notNested": not_nested(topology, views.nodes) or "",
+                "notNested": topology.not_nested,
+                "shown": pick,
                 "levels": levels,
             }
         )
     return {"topologies": out}
+
+
+def topology_json(
+    views: ClusterViews,
+    jobs: Iterable[PublishedJob],
+    shown: Mapping[str, str] | None = None,
+    limit: int = DOMAINS_LISTED,
+) -> dict[str, Any]:
+    """``rooms_json`` of ``domain_rooms``."""
+    return rooms_json(domain_rooms(views, jobs), shown or {}, limit)
 
 
 class Watched:

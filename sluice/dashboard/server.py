@@ -14,6 +14,7 @@ from importlib import resources
 
 from aiohttp import web
 
+from sluice.dashboard.domains import DOMAINS_LISTED
 from sluice.dashboard.view import DashboardView
 
 PUSH_INTERVAL = 0.5
@@ -59,8 +60,12 @@ def build_app(view: DashboardView) -> web.Application:
         return web.json_response(request.app[VIEW_KEY].tree(), dumps=json.dumps)
 
     async def domains(request: web.Request) -> web.Response:
+        # ?show=<topology>:<level> (repeated) picks the level listed; ?all=1 lists every domain.
+        shown = dict(one.partition(":")[::2] for one in request.query.getall("show", []))
+        limit = 1_000_000 if request.query.get("all") == "1" else DOMAINS_LISTED
+        view = request.app[VIEW_KEY]
         # Off the event loop: it goes over every pod (the operator's watches share the loop).
-        found = await asyncio.to_thread(request.app[VIEW_KEY].domains)
+        found = await asyncio.to_thread(view.domains, shown, limit)
         return web.json_response(found)
 
     async def jobs(request: web.Request) -> web.Response:

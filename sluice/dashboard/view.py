@@ -25,7 +25,13 @@ from sluice.api.queue import Queue
 from sluice.api.resources import Resources
 from sluice.api.views import PublishedJob, published_job
 from sluice.api.workloads.job import JOB
-from sluice.dashboard.domains import Source, topology_json
+from sluice.dashboard.domains import (
+    DOMAINS_LISTED,
+    Source,
+    TopologyRoom,
+    domain_rooms,
+    rooms_json,
+)
 
 TIMELINE = 200
 """Decisions kept for the timeline (the newest)."""
@@ -123,7 +129,7 @@ class DashboardView:
         """``cluster``: the Topologies, nodes and pods as read (the domain view); None:
         no domain view."""
         self.cluster = cluster
-        self._domains: tuple[float, dict[str, Any]] | None = None
+        self._domains: tuple[float, list[TopologyRoom]] | None = None
         self._lock = threading.Lock()
         self._queues: dict[str, dict[str, Any]] = {}
         self._jobs: dict[str, PublishedJob] = {}
@@ -187,19 +193,22 @@ class DashboardView:
             "timeline": timeline[::-1],
         }
 
-    def domains(self) -> dict[str, Any]:
-        """The domain view (``sluice.dashboard.domains``), worked out at most every
-        ``DOMAINS_SECONDS``: it goes over every pod."""
+    def domains(
+        self, shown: Mapping[str, str] | None = None, limit: int = DOMAINS_LISTED
+    ) -> dict[str, Any]:
+        """The domain view (``sluice.dashboard.domains.rooms_json``), its rooms worked out at
+        most every ``DOMAINS_SECONDS``: that goes over every pod."""
         if self.cluster is None:
             return {"topologies": []}
         cached = self._domains
         if cached is not None and time.monotonic() - cached[0] < DOMAINS_SECONDS:
-            return cached[1]
-        with self._lock:
-            admitted = [job for job in self._jobs.values() if job.domain]
-        found = topology_json(self.cluster(), admitted)
-        self._domains = (time.monotonic(), found)
-        return found
+            rooms = cached[1]
+        else:
+            with self._lock:
+                admitted = [job for job in self._jobs.values() if job.domain]
+            rooms = domain_rooms(self.cluster(), admitted)
+            self._domains = (time.monotonic(), rooms)
+        return rooms_json(rooms, shown or {}, limit)
 
     def jobs_page(self, queue: str, offset: int = 0, limit: int = 50) -> dict[str, Any]:
         """One queue's jobs: running first, then the line in order, then finished ones."""

@@ -10,8 +10,7 @@ let tree = { queues: [], timeline: [] };
 const jobPages = new Map(); // queue -> {total, jobs}
 let topologies = []; // the domain view: per Topology and level, its domains
 const levelShown = new Map(); // Topology -> the level whose domains are listed
-const DOMAIN_ROWS = 100; // domains listed per level until asked for all
-const allDomains = new Set(); // "topology/level" listed whole
+const allDomains = new Set(); // "topology:level" listed whole
 
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
@@ -161,9 +160,7 @@ function roomBar(domain, resource) {
 }
 
 function domainTable(topology, level) {
-  const key = `${topology.name}/${level.nodeLabel}`;
-  const listed = allDomains.has(key) ? level.domains : level.domains.slice(0, DOMAIN_ROWS);
-  const rows = listed.map((d) => {
+  const rows = level.domains.map((d) => {
     const nodes = d.unusable ? `${d.nodes} (${d.unusable} not usable)` : String(d.nodes);
     const jobs = d.jobCount ? `${d.jobCount}: ${d.jobs.join(", ")}${d.jobCount > d.jobs.length ? " …" : ""}` : "-";
     return el("tr", { "data-domain": `${level.nodeLabel}=${d.value}` },
@@ -174,9 +171,14 @@ function domainTable(topology, level) {
   const box = el("div", {}, el("table", { class: "domains" },
     el("thead", {}, el("tr", {}, ...["domain", "nodes", "free / total", "jobs admitted"].map((h) => el("th", {}, h)))),
     el("tbody", {}, ...rows)));
-  if (listed.length < level.domains.length) {
-    box.append(el("button", { class: "more", onclick: () => { allDomains.add(key); renderDomains(); } },
-      `${level.domains.length - listed.length} more`));
+  if (level.domains.length < level.domainCount) {
+    const key = `${topology.name}:${level.nodeLabel}`;
+    box.append(el("button", { class: "more", onclick: () => {
+      levelShown.set(topology.name, level.nodeLabel);
+      allDomains.add(key);
+      fetchDomains();
+    } },
+      `${level.domainCount - level.domains.length} more`));
   }
   return box;
 }
@@ -185,12 +187,11 @@ function renderDomains() {
   const section = document.getElementById("domains");
   section.hidden = !topologies.length;
   const parts = topologies.map((t) => {
-    const shown = levelShown.get(t.name) || t.levels[0].nodeLabel;
-    const level = t.levels.find((l) => l.nodeLabel === shown) || t.levels[0];
+    const level = t.levels.find((l) => l.nodeLabel === t.shown);
     const buttons = t.levels.map((l) => el("button", {
-      class: l.nodeLabel === level.nodeLabel ? "on" : "", "data-level": l.nodeLabel,
-      onclick: () => { levelShown.set(t.name, l.nodeLabel); renderDomains(); },
-    }, `${l.nodeLabel} (${l.domains.length})`));
+      class: l.nodeLabel === t.shown ? "on" : "", "data-level": l.nodeLabel,
+      onclick: () => { levelShown.set(t.name, l.nodeLabel); fetchDomains(); },
+    }, `${l.nodeLabel} (${l.domainCount})`));
     return el("div", { class: "topology", "data-topology": t.name },
       el("h3", {}, t.name),
       t.notNested ? el("p", { class: "bad", "data-not-nested": "" }, `not nested: ${t.notNested}`) : null,
@@ -201,7 +202,12 @@ function renderDomains() {
 
 async function fetchDomains() {
   if (STATIC) return;
-  const resp = await fetch("api/topology");
+  // Only the level shown of each Topology travels: a level of hosts may have thousands.
+  const query = new URLSearchParams();
+  for (const [name, level] of levelShown) query.append("show", `${name}:${level}`);
+  const shown = [...levelShown].map(([name, level]) => `${name}:${level}`);
+  if (shown.some((key) => allDomains.has(key))) query.set("all", "1");
+  const resp = await fetch(`api/topology?${query}`);
   if (resp.ok) topologies = (await resp.json()).topologies;
   renderDomains();
 }

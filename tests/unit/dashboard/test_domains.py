@@ -49,15 +49,29 @@ def admitted(name: str, domain: str) -> PublishedJob:
 
 
 def domains(data: dict[str, Any], level: str) -> dict[str, dict[str, Any]]:
+    """The domains of the level shown (which must be ``level``)."""
     (topology,) = data["topologies"]
+    assert topology["shown"] == level
     (found,) = [lv for lv in topology["levels"] if lv["nodeLabel"] == level]
     return {d["value"]: d for d in found["domains"]}
 
 
+def both(views: ClusterViews, jobs: list[PublishedJob]) -> tuple[dict[str, Any], ...]:
+    """The data with blocks shown (the widest, unless told), and with racks shown."""
+    return topology_json(views, jobs), topology_json(views, jobs, {"default": RACK})
+
+
 def test_each_domain_has_its_nodes_free_room_of_total_and_the_jobs_in_it() -> None:
     jobs = [admitted("train", f"{RACK}=r0"), admitted("wide", f"{BLOCK}=b0")]
-    data = topology_json(ClusterViews([TOPOLOGY], NODES, PODS), jobs)
-    racks = domains(data, RACK)
+    data, by_rack = both(ClusterViews([TOPOLOGY], NODES, PODS), jobs)
+    assert [
+        (lv["nodeLabel"], lv["domainCount"], "domains" in lv)
+        for lv in data["topologies"][0]["levels"]
+    ] == [
+        (BLOCK, 2, True),
+        (RACK, 3, False),
+    ]
+    racks = domains(by_rack, RACK)
     assert list(racks) == ["r0", "r1", "r2"]
     r0 = racks["r0"]
     assert (r0["nodes"], r0["unusable"]) == (2, 0)
@@ -75,12 +89,12 @@ def test_each_domain_has_its_nodes_free_room_of_total_and_the_jobs_in_it() -> No
 
 def test_a_topology_that_does_not_nest_says_so_and_places_no_job_in_a_wider_domain() -> None:
     split = [*NODES, node("n4", "b1", "r0")]  # r0 in two blocks
-    data = topology_json(ClusterViews([TOPOLOGY], split, PODS), [admitted("t", f"{RACK}=r0")])
+    data, by_rack = both(ClusterViews([TOPOLOGY], split, PODS), [admitted("t", f"{RACK}=r0")])
     assert (
         "example.com/rack=r0 is in two example.com/block domains"
         in (data["topologies"][0]["notNested"])
     )
-    assert domains(data, RACK)["r0"]["jobs"] == ["ml/t"]
+    assert domains(by_rack, RACK)["r0"]["jobs"] == ["ml/t"]
     assert all(d["jobCount"] == 0 for d in domains(data, BLOCK).values())
 
 
@@ -119,8 +133,10 @@ async def test_the_view_serves_the_jobs_domains_and_the_domain_view() -> None:
             "running": (f"{RACK}=r1", f"required {RACK}"),
             "waiting": ("", f"required {RACK}"),
         }
-        data = await (await client.get("/api/topology")).json()
-    assert domains(data, RACK)["r1"]["jobs"] == ["ml/running"]
+        data = await (await client.get(f"/api/topology?show=default:{RACK}")).json()
+        assert domains(data, RACK)["r1"]["jobs"] == ["ml/running"]
+        blocks = await (await client.get("/api/topology?show=default:nothing")).json()
+        assert list(domains(blocks, BLOCK)) == ["b0", "b1"]
 
 
 def test_the_domain_view_is_worked_out_again_only_after_a_while() -> None:
@@ -131,9 +147,24 @@ def test_the_domain_view_is_worked_out_again_only_after_a_while() -> None:
         return ClusterViews([TOPOLOGY], NODES, PODS)
 
     view = DashboardView(cluster=cluster)
-    first = view.domains()
-    assert view.domains() is first
+    assert view.domains() == view.domains({"default": BLOCK})
     assert len(asked) == 1
+
+
+def test_a_level_of_many_domains_sends_the_first_ones_unless_all_are_asked() -> None:
+    hosts = TopologyView("hosts", ("kubernetes.io/hostname",))
+    many = [
+        NodeView(
+            f"h{i:03d}", Resources({GPU: 8000}), labels={"kubernetes.io/hostname": f"h{i:03d}"}
+        )
+        for i in range(150)
+    ]
+    first = topology_json(ClusterViews([hosts], many, []), [])
+    (level,) = first["topologies"][0]["levels"]
+    assert (level["domainCount"], len(level["domains"])) == (150, 100)
+    assert level["domains"][-1]["value"] == "h099"
+    every = topology_json(ClusterViews([hosts], many, []), [], limit=1000)
+    assert len(every["topologies"][0]["levels"][0]["domains"]) == 150
 
 
 def obj(name: str, **extra: Any) -> dict[str, Any]:
@@ -156,6 +187,6 @@ def test_sluice_dashboard_keeps_what_its_watches_list_and_tell() -> None:
     views = watched()
     assert [t.name for t in views.topologies] == ["default"]
     assert [n.name for n in views.nodes] == ["n0"]
-    assert domains(topology_json(views, []), RACK)["r0"]["free"][GPU]["s"] == "5"
+    assert domains(topology_json(views, [], {"default": RACK}), RACK)["r0"]["free"][GPU]["s"] == "5"
     watched.on_listing("Pod", [])  # listed again: the pod is gone
     assert watched().pods == []
