@@ -219,6 +219,7 @@ def test_the_topology_says_whether_its_levels_nest_in_its_status_and_events(t: R
     assert (broken["reason"], broken["message"]) == ("NotNested", problem)
     assert broken["levels"][0] == {"nodeLabel": t.block, "domains": 2, "nodes": 16}
     wait_for(lambda: ("Warning", "NotNested") in events(), what="the Warning Event")
+    assert "NotNested" in kubectl.run("describe", "topology", t.topology)
     table = kubectl.run("get", "topology", t.topology)
     assert table.splitlines()[0].split()[:3] == ["NAME", "LEVELS", "NESTED"], table
     assert table.splitlines()[1].split()[2] == "False", table

@@ -1,4 +1,4 @@
-"""The Topology status writer: it writes what the nodes say, only when that changes, tells the
+"""The Topology reconciler: it writes what the nodes say, only when that changes, tells the
 Event once the write is accepted, and writes nothing without the Lease."""
 
 from __future__ import annotations
