@@ -40,7 +40,11 @@ class ClusterViews:
 Source = Callable[[], ClusterViews]
 
 
-def _amounts(milli: Mapping[str, int]) -> dict[str, dict[str, Any]]:
+def amounts_json(milli: Mapping[str, int] | None) -> dict[str, dict[str, Any]]:
+    """Resource amounts as the page shows them: milli-units (``m``, to scale bars by) and as
+    written (``s``); {} for None."""
+    if milli is None:
+        return {}
     return {r: {"m": m, "s": format_quantity(m, r)} for r, m in sorted(milli.items())}
 
 
@@ -150,8 +154,8 @@ def _domain_json(domain: DomainRoom) -> dict[str, Any]:
         "value": domain.value,
         "nodes": domain.nodes,
         "unusable": domain.unusable,
-        "free": _amounts(domain.free),
-        "total": _amounts(domain.total),
+        "free": amounts_json(domain.free),
+        "total": amounts_json(domain.total),
         "jobCount": len(domain.jobs),
         "jobs": list(domain.jobs[:JOBS_LISTED]),
     }

@@ -20,15 +20,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sluice.api.errors import InvalidObject
-from sluice.api.quantity import format_quantity
 from sluice.api.queue import Queue
-from sluice.api.resources import Resources
 from sluice.api.views import PublishedJob, published_job
 from sluice.api.workloads.job import JOB
 from sluice.dashboard.domains import (
     DOMAINS_LISTED,
     Source,
     TopologyRoom,
+    amounts_json,
     domain_rooms,
     rooms_json,
 )
@@ -88,10 +87,6 @@ def decision(
     return None
 
 
-def _amounts(resources: Resources) -> dict[str, dict[str, Any]]:
-    return {r: {"m": m, "s": format_quantity(m, r)} for r, m in sorted(resources.items())}
-
-
 def queue_json(queue: Queue) -> dict[str, Any]:
     status, spec = queue.status, queue.spec
     valid = next((c for c in status.conditions if c.type == "Valid"), None)
@@ -106,10 +101,10 @@ def queue_json(queue: Queue) -> dict[str, Any]:
         "pending": status.pending,
         "running": status.running + status.inqueue,
         "namespaces": spec.namespace_selector.describe() if spec.namespace_selector else "",
-        "guarantee": _amounts(spec.guarantee.resource),
-        "deserved": _amounts(status.deserved),
-        "allocated": _amounts(status.allocated),
-        "capability": _amounts(spec.capability),
+        "guarantee": amounts_json(spec.guarantee.resource),
+        "deserved": amounts_json(status.deserved),
+        "allocated": amounts_json(status.allocated),
+        "capability": amounts_json(spec.capability),
         "overCapability": status.over_capability,
         # The usage plugin's dominant usage over time ("" without it).
         "usage": status.usage.dominant if status.usage is not None else "",
