@@ -48,7 +48,7 @@ class Feed:
         ):  # fmt: skip
             self.watches.append(
                 ListWatch(
-                    f"dashboard-{kind.lower()}s",
+                    f"dashboard-{kind.lower()}",
                     call,
                     partial(watched.on_listing, kind),
                     partial(watched.on_event, kind),

@@ -2,11 +2,14 @@
 Playwright), on the living cluster with the demo's queue tree: the tree shows the queues'
 numbers, and a job created meanwhile appears in its queue's list and turns running once
 admitted, all without a reload; on nodes labelled in blocks and racks, the domains of the
-Topology with their free room and jobs, and each job's domain."""
+Topology with their free room and jobs, and each job's domain; and ``sluice dashboard``'s own
+watches (a laptop's) giving the same domains as the operator's."""
 
 from __future__ import annotations
 
+import json
 import shutil
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +17,10 @@ from typing import Any
 import pytest
 import yaml
 from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from sluice.dashboard.feed import Feed
+from sluice.dashboard.view import DashboardView
+from sluice.kube import api_client
 
 from .components import free_port, sluice_system
 from .helpers import Kubectl, controlplane, wait_for
@@ -144,3 +151,43 @@ def test_the_page_shows_each_jobs_domain_and_the_free_room_of_each_domain(
     )
     assert errors == []
     page.close()
+
+
+def test_sluice_dashboard_on_a_laptop_shows_the_domains_the_operator_shows(
+    dashboard: str, control_plane: controlplane.Cluster, kubectl: Kubectl, namespace: str
+) -> None:
+    s = Scenario(kubectl, namespace)
+    t = Racks(s, kubectl)
+    s.queue("team")
+    t.job("train", "team", 2, 4, t.required())  # all of rack r0
+    s.wait_admitted("train")
+    t.nodes_of("train", 4)
+    view = DashboardView()
+    feed = Feed(api_client(str(control_plane.kubeconfig)), view)
+    feed.start()
+    shown = {t.topology: t.rack}
+
+    def ours(data: dict[str, Any]) -> dict[str, Any]:
+        return next((dict(one) for one in data["topologies"] if one["name"] == t.topology), {})
+
+    def operators() -> dict[str, Any]:
+        url = f"{dashboard}api/topology?show={t.topology}:{t.rack}"
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            return ours(json.load(resp))
+
+    def both_settled() -> tuple[dict[str, Any], dict[str, Any]] | None:
+        laptop, operator = ours(view.domains(shown)), operators()
+        racks = laptop.get("levels", [{}, {}])[1].get("domains", [])
+        r0 = next((d for d in racks if d["value"] == "r0"), {"free": {}, "jobs": []})
+        full = r0["free"].get(s.resource, {}).get("m") == 0
+        done = full and r0["jobs"] == [f"{namespace}/train"]
+        return (laptop, operator) if done and laptop == operator else None
+
+    try:
+        laptop, _ = wait_for(both_settled, timeout=30, what="the same domains on both")
+    finally:
+        feed.stop.set()
+    assert [(lv["nodeLabel"], lv["domainCount"]) for lv in laptop["levels"]] == [
+        (t.block, 2),
+        (t.rack, 8),
+    ]
