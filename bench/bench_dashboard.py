@@ -10,7 +10,8 @@ same /api/tree and only parses it). Then opening one queue's first page of jobs;
 the domain view (against the floor of a bare pass adding up the pods' requests per node) and
 the page's domains drawn.
 
-Run: ``.venv/bin/python -m bench.bench_dashboard``. Target: the page drawn in <= 1 s.
+Run: ``.venv/bin/python -m bench.bench_dashboard``. Target: the page drawn in <= 1 s, and its
+domains too.
 """
 
 from __future__ import annotations
@@ -248,6 +249,8 @@ def main() -> int:
     print(f"{'/api/topology size (KiB)':<44} {domains_bytes / 1024:>9.0f}")
     met = load <= TARGET_LOAD_S
     print(f"\ntarget: page drawn in <= {TARGET_LOAD_S:g} s: {'met' if met else 'NOT met'}")
+    met = statistics.median(drawn_times) <= TARGET_LOAD_S
+    print(f"target: domains drawn in <= {TARGET_LOAD_S:g} s: {'met' if met else 'NOT met'}")
     return 0
 
 
