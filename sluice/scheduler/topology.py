@@ -80,6 +80,11 @@ class Domains:
         self._failed: dict[tuple[object, ...], int] = {}
         """(pod sets, level) -> how much room had been given back (``Placement.grown``) when
         no domain of the level held them: none will until more is."""
+        self._version: dict[str, int] = {}
+        """Domain text -> how many times room was held or given back on its nodes."""
+        self._holds: dict[tuple[PodSpecView, str], dict[str, tuple[int, int]]] = {}
+        """(pod, level) -> domain value -> (its ``_version`` then, how many such pods its
+        nodes the pod may go on hold at once): what first fit inside it adds up to."""
         if self.widening:
             placement.watchers.append(self._changed)
 
@@ -133,6 +138,9 @@ class Domains:
                         room[r] = room.get(r, 0) + sign * a
             if not touched:
                 continue
+            version = self._version
+            for text in touched:
+                version[text] = version.get(text, 0) + 1
             for (ranked_level, asked), (order, scores) in self._ranks.items():
                 if ranked_level != level:
                     continue
@@ -257,13 +265,22 @@ class Domains:
         sets = view.pod_sets
         only = sets[0] if len(sets) == 1 else None
         placement = self.placement
+        holds = self._holds.setdefault((only.pod, level), {}) if only is not None else {}
+        version = self._version
         for _, value in ranking:
             domain = by_value[value]
-            room = sums[domain.text]
+            text = domain.text
+            room = sums[text]
             if any(room.get(r, 0) < a for r, a in need):
                 continue
             if only is not None:  # the common case, without building anything
                 pod = pods.get((only.pod, level, value)) or self.pod_in(only.pod, domain)
+                now = version.get(text, 0)
+                known = holds.get(value)
+                if known is None or known[0] != now:
+                    known = holds[value] = (now, self._holding(pod))
+                if known[1] < only.pod_count:
+                    continue
                 where = placement.place(pod, only.pod_count)
                 if where is not None:
                     return placement.footprint(pod, where), domain
@@ -273,6 +290,56 @@ class Domains:
                 return footprint, domain
         self._failed[memo] = grown
         return None
+
+    def _holding(self, pod: PodSpecView) -> int:
+        """How many pods alike (a domain's ``pod_in``) its nodes hold at once now: first fit
+        places exactly as many as each node takes, added up."""
+        placement = self.placement
+        free = placement.free
+        items = [(r, a) for r, a in pod.request.items() if a > 0]
+        if not items:
+            return 1 << 62
+        n = 0
+        for i in placement.eligible(pod):
+            room = free[i]
+            most = 1 << 62
+            for r, a in items:
+                have = room.get(r, 0)
+                if have < a:
+                    most = 0
+                    break
+                most = min(most, have // a)
+            n += most
+        return n
+
+    def could_hold(
+        self, view: WorkloadView, domain: Domain, more: Mapping[int, Mapping[str, int]]
+    ) -> bool:
+        """Whether the domain could hold every pod of the workload were ``more`` room given
+        back on some nodes (all that every possible victim holds there): each pod set alone
+        fits on the nodes of the domain it may go on. When not, no choice of those victims
+        makes it fit there."""
+        placement = self.placement
+        free = placement.free
+        for pod_set in view.pod_sets:
+            pod = self.pod_in(pod_set.pod, domain)
+            items = [(r, a) for r, a in pod.request.items() if a > 0]
+            left = pod_set.pod_count
+            for i in placement.eligible(pod) if items and left > 0 else ():
+                room, extra = free[i], more.get(i)
+                most = left
+                for r, a in items:
+                    have = room.get(r, 0) + (extra.get(r, 0) if extra else 0)
+                    if have < a:
+                        most = 0
+                        break
+                    most = min(most, have // a)
+                left -= most
+                if left <= 0:
+                    break
+            if items and left > 0:
+                return False
+        return True
 
     def _best_freed(self, view: WorkloadView, level: str, freed: Footprint) -> Placed | None:
         """``best_at`` with victims' room given back (reclaim, preempt): each domain's room
