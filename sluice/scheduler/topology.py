@@ -82,6 +82,8 @@ class Domains:
         no domain of the level held them: none will until more is."""
         self._version: dict[str, int] = {}
         """Domain text -> how many times room was held or given back on its nodes."""
+        self._fitting: dict[PodSpecView, tuple[int, dict[int, int], int]] = {}
+        """Pod (a domain's ``pod_in``) -> room's version, how many each node takes, their sum."""
         self._holds: dict[tuple[PodSpecView, str], dict[str, tuple[int, int]]] = {}
         """(pod, level) -> domain value -> (its ``_version`` then, how many such pods its
         nodes the pod may go on hold at once): what first fit inside it adds up to."""
@@ -267,7 +269,11 @@ class Domains:
         placement = self.placement
         holds = self._holds.setdefault((only.pod, level), {}) if only is not None else {}
         version = self._version
-        for _, value in ranking:
+        # A domain with less free than asked in some resource ranks below this: skipped.
+        asks = dict(need)
+        start = bisect.bisect_left(ranking, (sum(asks[r] / total[r] for r in asked), ""))
+        for k in range(start, len(ranking)):
+            value = ranking[k][1]
             domain = by_value[value]
             text = domain.text
             room = sums[text]
@@ -294,52 +300,44 @@ class Domains:
     def _holding(self, pod: PodSpecView) -> int:
         """How many pods alike (a domain's ``pod_in``) its nodes hold at once now: first fit
         places exactly as many as each node takes, added up."""
-        placement = self.placement
-        free = placement.free
         items = [(r, a) for r, a in pod.request.items() if a > 0]
-        if not items:
-            return 1 << 62
-        n = 0
-        for i in placement.eligible(pod):
-            room = free[i]
-            most = 1 << 62
-            for r, a in items:
-                have = room.get(r, 0)
-                if have < a:
-                    most = 0
-                    break
-                most = min(most, have // a)
-            n += most
-        return n
+        return self._fits(pod, items)[1] if items else 1 << 62
 
     def could_hold(
         self, view: WorkloadView, domain: Domain, more: Mapping[int, Mapping[str, int]]
     ) -> bool:
         """Whether the domain could hold every pod of the workload were ``more`` room given
-        back on some nodes (all that every possible victim holds there): each pod set alone
-        fits on the nodes of the domain it may go on. When not, no choice of those victims
-        makes it fit there."""
-        placement = self.placement
-        free = placement.free
+        back on some nodes (what some victims hold there): each pod set alone fits on the
+        nodes of the domain it may go on. When not, no choice among those victims makes it
+        fit there."""
+        free = self.placement.free
         for pod_set in view.pod_sets:
             pod = self.pod_in(pod_set.pod, domain)
             items = [(r, a) for r, a in pod.request.items() if a > 0]
-            left = pod_set.pod_count
-            for i in placement.eligible(pod) if items and left > 0 else ():
-                room, extra = free[i], more.get(i)
-                most = left
-                for r, a in items:
-                    have = room.get(r, 0) + (extra.get(r, 0) if extra else 0)
-                    if have < a:
-                        most = 0
-                        break
-                    most = min(most, have // a)
-                left -= most
-                if left <= 0:
-                    break
-            if items and left > 0:
+            if not items or pod_set.pod_count <= 0:
+                continue
+            fits, n = self._fits(pod, items)
+            nodes = more if len(more) < len(fits) else fits
+            for i in nodes:  # how many more each node takes with its room
+                before, extra = fits.get(i), more.get(i)
+                if before is not None and extra:
+                    room = free[i]
+                    n += _count({r: room.get(r, 0) + extra.get(r, 0) for r, _ in items}, items)
+                    n -= before
+            if n < pod_set.pod_count:
                 return False
         return True
+
+    def _fits(self, pod: PodSpecView, items: list[tuple[str, int]]) -> tuple[dict[int, int], int]:
+        """Node -> how many of the pods each node they may go on takes now, and their sum:
+        kept while room is as it was."""
+        version = self.placement.version
+        known = self._fitting.get(pod)
+        if known is None or known[0] != version:
+            free = self.placement.free
+            fits = {i: _count(free[i], items) for i in self.placement.eligible(pod)}
+            known = self._fitting[pod] = (version, fits, sum(fits.values()))
+        return known[1], known[2]
 
     def _best_freed(self, view: WorkloadView, level: str, freed: Footprint) -> Placed | None:
         """``best_at`` with victims' room given back (reclaim, preempt): each domain's room
@@ -392,7 +390,13 @@ class Domains:
         domains = self.domains(level)
         if not domains:
             return f"no node has the label {level}, so no {level} holds {what}"
-        best = max(domains, key=lambda d: self._room(view, d))
+        best, most = domains[0], self._share(view, domains[0])
+        for domain in domains[1:]:
+            share = self._share(view, domain)
+            if share > most or (
+                share == most and _backwards(domain.value) > _backwards(best.value)
+            ):
+                best, most = domain, share
         free, total = self.free(best), self.total(best)
         room = ", ".join(
             f"{describe_amount(r, max(free.get(r, 0), 0))} free of"
@@ -404,11 +408,26 @@ class Domains:
         nodes = ", ".join(names[:3]) + (" ..." if len(names) > 3 else "")
         return f"no {level} holds {what}: best {best.short} has {room} (nodes {nodes})"
 
-    def _room(self, view: WorkloadView, domain: Domain) -> tuple[float, str]:
-        """The domain's free room in what the workload asks, a share of the cluster's; then
-        the name backwards, so that on a tie the first by name is the best."""
+    def _share(self, view: WorkloadView, domain: Domain) -> float:
+        """The domain's free room in what the workload asks, a share of the cluster's."""
         free, total = self.free(domain), self.placement.total
-        share = sum(
+        return sum(
             free.get(r, 0) / total[r] for r, a in view.request.items() if a > 0 and total.get(r)
         )
-        return share, "".join(chr(0x10FFFF - ord(c)) for c in domain.value)
+
+
+def _backwards(name: str) -> str:
+    """The name with every character turned around: on a tie of room, the greatest of these
+    is the best domain (the first by name; of two where one begins the other, the longer)."""
+    return "".join(chr(0x10FFFF - ord(c)) for c in name)
+
+
+def _count(room: Mapping[str, int], items: list[tuple[str, int]]) -> int:
+    """How many pods asking ``items`` (their positive requests) fit in ``room``."""
+    most = 1 << 62
+    for r, a in items:
+        have = room.get(r, 0)
+        if have < a:
+            return 0
+        most = min(most, have // a)
+    return most

@@ -132,9 +132,7 @@ def _in_one_domain(
                         slot[r] = slot.get(r, 0) + a
             if not domains.could_hold(job.view, domain, room):
                 continue
-            alone = [
-                v.priority for v in those if frees_alone(session, job, need, over, v, domain)
-            ]
+            alone = [v.priority for v in those if frees_alone(session, job, need, over, v, domain)]
             bound = (1, float(min(alone)), value) if alone else (2, float("-inf"), value)
             bounds.append((bound, domain))
         bounds.sort(key=lambda entry: entry[0])

@@ -464,33 +464,6 @@ class _Reclaim:
                 jobs.sort(key=lambda j: (j.priority, j.key))
         return found
 
-    def may_come(self, job: JobInfo, victim: JobInfo, short: dict[str, int]) -> bool:
-        """Whether ``candidates`` (nothing taken) may yield the victim for the job: what it
-        asks of a victim, its leaf and the queues between it and the job's, whatever the
-        order. False only when it never does."""
-        assert self.reachable is not None
-        if victim.key not in self.reachable:
-            return False
-        if not any(victim.held.get(r, 0) > 0 for r in short):
-            return False
-        excess = self.excess.get(victim.queue)
-        if not excess or not any(r in excess for r in short):
-            return False
-        mine = self.session.chain(job.queue)
-        path: list[str] = []
-        for q in self.session.chain(victim.queue):
-            if q in mine:
-                level = mine.index(q)
-                break
-            path.append(q)
-        else:
-            return False
-        if level == 0 or not all(self.within_deserved(job, own) for own in mine[:level]):
-            return False
-        return all(
-            self.may_give(q, {}, short) and self.gives_up(q, victim, {}, short) for q in path
-        )
-
     def _helps(self, victim: JobInfo, need: dict[str, int], over: Taken) -> bool:
         """Whether the victim frees something the cluster lacks, or frees room below an
         ancestor whose limit stops the job (a victim outside it does not)."""
@@ -622,7 +595,9 @@ class _Walk:
         self.walked: set[str] = set()
         self.next: dict[str, int] = {}  # domain -> where in ``on`` its witness is
         self.witnesses: dict[str, set[str]] = {}  # victim -> the domains it is the witness of
-        self.comes: dict[str, bool] = {}
+        self.leaves: dict[str, tuple[str, ...] | None] = {}
+        """Leaf -> the queues between it and the job's whose share does not let every victim
+        go (``gives_up`` asks of the victim), or None when the walk never opens it."""
 
     def passed(self, victim: JobInfo) -> None:
         self.walked.add(victim.key)
@@ -659,8 +634,44 @@ class _Walk:
 
     def _frees(self, victim: JobInfo, value: str) -> bool:
         """Whether the walk may yet come to the victim and it alone frees the domain."""
-        comes = self.comes.get(victim.key)
-        if comes is None:
-            comes = self.comes[victim.key] = self.reclaim.may_come(self.job, victim, self.short)
-        session, domain = self.reclaim.session, self.domains[value]
-        return comes and frees_alone(session, self.job, self.need, self.over, victim, domain)
+        reclaim, leaf = self.reclaim, victim.queue
+        strict = self.leaves[leaf] if leaf in self.leaves else self._opens(leaf)
+        if strict is None:
+            return False
+        assert reclaim.reachable is not None
+        if victim.key not in reclaim.reachable:
+            return False
+        if not any(victim.held.get(r, 0) > 0 for r in self.short):
+            return False
+        if any(reclaim.asks_owed(victim, q) for q in strict):
+            return False
+        domain = self.domains[value]
+        return frees_alone(reclaim.session, self.job, self.need, self.over, victim, domain)
+
+    def _opens(self, leaf: str) -> tuple[str, ...] | None:
+        self.leaves[leaf] = found = self._open(leaf)
+        return found
+
+    def _open(self, leaf: str) -> tuple[str, ...] | None:
+        """What ``candidates`` asks of a leaf and the queues between it and the job's,
+        whatever the order (nothing taken): None when it never yields a victim of it; else
+        the queues on the way not above their share, where a victim that asks what their
+        deserved names does not qualify."""
+        reclaim, short = self.reclaim, self.short
+        excess = reclaim.excess.get(leaf)
+        if not excess or not any(r in excess for r in short):
+            return None
+        mine = reclaim.session.chain(self.job.queue)
+        path: list[str] = []
+        for q in reclaim.session.chain(leaf):
+            if q in mine:
+                level = mine.index(q)
+                break
+            path.append(q)
+        else:
+            return None
+        if level == 0 or not all(reclaim.within_deserved(self.job, own) for own in mine[:level]):
+            return None
+        if not all(reclaim.may_give(q, {}, short) for q in path):
+            return None
+        return tuple(q for q in path if not reclaim.above_deserved(q, {}, short))

@@ -48,7 +48,10 @@ def best_at_everywhere(
 
 
 def reclaim_everywhere(
-    self: reclaim_action._Reclaim, job: JobInfo, short: dict[str, int], over: dict[str, dict[str, int]]
+    self: reclaim_action._Reclaim,
+    job: JobInfo,
+    short: dict[str, int],
+    over: dict[str, dict[str, int]],
 ) -> tuple[Victims, Placed] | None:
     """Every candidate walked to the end for every domain, each domain searched on its own."""
     request = job.view.topology
@@ -127,7 +130,7 @@ def cluster(seed: int) -> Snapshot:
                 nodes.append(
                     node(
                         f"n-{b}-{r}-{n}",
-                        labels={BLOCK: f"b{b}", RACK: f"r{b}{r}", "pool": rng.choice("ab")},
+                        labels={BLOCK: f"b{b}", RACK: f"r{b * 4 + r}", "pool": rng.choice("ab")},
                         taints=(TAINT,) if gpu else (),
                         cpu=rng.choice((4, 8)),
                         memory=f"{rng.choice((16, 32))}Gi",
