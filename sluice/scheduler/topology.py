@@ -20,7 +20,7 @@ from sluice.api.quantity import format_quantity
 from sluice.api.resources import Resources, describe_amount
 from sluice.api.topology import TopologyRequest, TopologyView, not_nested
 from sluice.api.views import WorkloadView
-from sluice.scheduler.placement import Footprint, Placement
+from sluice.scheduler.placement import Footprint, Placement, fits_in
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +41,8 @@ class Domain:
         """``rack r7`` for the level example.com/rack."""
         return f"{self.level.rpartition('/')[2]} {self.value}"
 
+
+MANY = 1 << 62  # more pods than any node takes: how many fit, uncapped
 
 Placed = tuple[Footprint, Domain | None]
 """Where a workload's pods go, and the domain they go in (None: anywhere)."""
@@ -301,7 +303,7 @@ class Domains:
         """How many pods alike (a domain's ``pod_in``) its nodes hold at once now: first fit
         places exactly as many as each node takes, added up."""
         items = [(r, a) for r, a in pod.request.items() if a > 0]
-        return self._fits(pod, items)[1] if items else 1 << 62
+        return self._fits(pod, items)[1] if items else MANY
 
     def could_hold(
         self, view: WorkloadView, domain: Domain, more: Mapping[int, Mapping[str, int]]
@@ -322,7 +324,9 @@ class Domains:
                 before, extra = fits.get(i), more.get(i)
                 if before is not None and extra:
                     room = free[i]
-                    n += _count({r: room.get(r, 0) + extra.get(r, 0) for r, _ in items}, items)
+                    n += fits_in(
+                        {r: room.get(r, 0) + extra.get(r, 0) for r, _ in items}, items, MANY
+                    )
                     n -= before
             if n < pod_set.pod_count:
                 return False
@@ -335,7 +339,7 @@ class Domains:
         known = self._fitting.get(pod)
         if known is None or known[0] != version:
             free = self.placement.free
-            fits = {i: _count(free[i], items) for i in self.placement.eligible(pod)}
+            fits = {i: fits_in(free[i], items, MANY) for i in self.placement.eligible(pod)}
             known = self._fitting[pod] = (version, fits, sum(fits.values()))
         return known[1], known[2]
 
@@ -420,14 +424,3 @@ def _backwards(name: str) -> str:
     """The name with every character turned around: on a tie of room, the greatest of these
     is the best domain (the first by name; of two where one begins the other, the longer)."""
     return "".join(chr(0x10FFFF - ord(c)) for c in name)
-
-
-def _count(room: Mapping[str, int], items: list[tuple[str, int]]) -> int:
-    """How many pods asking ``items`` (their positive requests) fit in ``room``."""
-    most = 1 << 62
-    for r, a in items:
-        have = room.get(r, 0)
-        if have < a:
-            return 0
-        most = min(most, have // a)
-    return most
