@@ -44,7 +44,7 @@ def clusters(base: Snapshot) -> tuple[Snapshot, Snapshot]:
             if waiting % 2 == 0:
                 job = replace(job, topology=TopologyRequest(RACK, True))
         jobs.append(job)
-    racked = replace(plain, jobs=jobs, topologies=(TopologyView("racks", (BLOCK, RACK)),))
+    racked = replace(plain, workloads=jobs, topologies=(TopologyView("racks", (BLOCK, RACK)),))
     return plain, racked
 
 
