@@ -4,12 +4,15 @@ lists first, and a replica that could not renew stops writing before the Lease c
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import MaxRetryError, ProtocolError
 
 from sluice.operator.leader import LeaseElector
 from sluice.operator.loop import LoopSettings, SchedulingLoop
@@ -84,6 +87,39 @@ async def test_a_burst_of_events_makes_one_cycle_and_a_new_leader_lists_first() 
         assert not loop.state.wake.is_set()  # the burst was folded into that one cycle
     finally:
         task.cancel()
+
+
+async def test_a_new_leader_that_cannot_list_says_so_in_one_line_and_lists_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The API server unreachable as a replica becomes the leader (restarting, or the network
+    cut): a warning naming the error, no traceback, and the listing tried again until it
+    works; nothing is decided before it has."""
+    loop, recorder = start(Elector(leading=True), debounce=0)
+    failures = [
+        MaxRetryError(None, "/api/v1/nodes", ProtocolError("Connection aborted.")),  # type: ignore[arg-type]
+        ApiException(status=503, reason="Service Unavailable"),
+    ]
+
+    def relist() -> None:
+        recorder.calls.append("relist")
+        if failures:
+            raise failures.pop(0)
+
+    loop.relist = relist
+    task = asyncio.create_task(loop.run())
+    try:
+        with caplog.at_level(logging.WARNING, logger="sluice.operator.loop"):
+            loop.state.notify()
+            await asyncio.wait_for(recorder.ran.wait(), timeout=10)
+    finally:
+        task.cancel()
+    assert recorder.calls == ["relist", "relist", "relist", "config", "cycle"]
+    failed = [r for r in caplog.records if "event=relist-failed" in r.getMessage()]
+    assert len(failed) == 2
+    assert all(r.levelno == logging.WARNING and r.exc_info is None for r in failed)
+    assert "Connection aborted" in failed[0].getMessage()
+    assert "Service Unavailable" in failed[1].getMessage()
 
 
 async def test_a_follower_keeps_listening_but_never_cycles() -> None:
