@@ -16,7 +16,8 @@ class WebhookMetrics:
     def __post_init__(self) -> None:
         self.requests = Counter(
             "sluice_webhook_requests",
-            "Admission requests by path and outcome (allowed, denied, bad_request, abandoned, error).",
+            "Admission requests by path and outcome (allowed, denied, bad_request, abandoned,"
+            " error).",
             ["path", "outcome"],
             registry=self.registry,
         )
