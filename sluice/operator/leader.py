@@ -4,6 +4,9 @@ Every replica keeps its caches warm; the holder renews every ``renew_seconds``; 
 takes the Lease over once ``renewTime + leaseDurationSeconds`` has passed, trying again right
 then rather than at its next round, so a crash costs the Lease's duration and little more.
 Every update carries the resourceVersion it read, so two replicas never both believe they won.
+Every Lease call gives up after ``renew_seconds``: a connection that swallows requests (a
+network partition) must not hold a round, nor the release at shutdown, for as long as the
+kernel keeps a dead TCP connection open.
 """
 
 from __future__ import annotations
@@ -88,7 +91,9 @@ class LeaseElector:
     def try_acquire_or_renew(self) -> bool:
         """One round; returns whether this replica holds the Lease afterwards."""
         try:
-            lease = self.coordination.read_namespaced_lease(self.name, self.namespace)
+            lease = self.coordination.read_namespaced_lease(
+                self.name, self.namespace, _request_timeout=self.renew_seconds
+            )
         except API_ERRORS as err:
             if classify(err) is not Failure.GONE:
                 raise
@@ -99,7 +104,9 @@ class LeaseElector:
                 "spec": self._body(None, 0),
             }
             try:
-                self.coordination.create_namespaced_lease(self.namespace, body)
+                self.coordination.create_namespaced_lease(
+                    self.namespace, body, _request_timeout=self.renew_seconds
+                )
             except API_ERRORS as create_err:
                 if classify(create_err) is Failure.CONFLICT:
                     return False
@@ -133,7 +140,9 @@ class LeaseElector:
             "spec": self._body(acquire, transitions),
         }
         try:
-            self.coordination.replace_namespaced_lease(self.name, self.namespace, replacement)
+            self.coordination.replace_namespaced_lease(
+                self.name, self.namespace, replacement, _request_timeout=self.renew_seconds
+            )
         except API_ERRORS as err:
             if classify(err) is Failure.CONFLICT:
                 return False  # someone else wrote it first
@@ -151,11 +160,15 @@ class LeaseElector:
         if not self.is_leader:
             return
         try:
-            lease = self.coordination.read_namespaced_lease(self.name, self.namespace)
+            lease = self.coordination.read_namespaced_lease(
+                self.name, self.namespace, _request_timeout=self.renew_seconds
+            )
             if lease.spec and lease.spec.holder_identity == self.identity:
                 lease.spec.holder_identity = None
                 lease.spec.lease_duration_seconds = 1
-                self.coordination.replace_namespaced_lease(self.name, self.namespace, lease)
+                self.coordination.replace_namespaced_lease(
+                    self.name, self.namespace, lease, _request_timeout=self.renew_seconds
+                )
         except API_ERRORS as err:
             log.warning("event=lease-release-failed error=%s", message(err))
         self.is_leader = False

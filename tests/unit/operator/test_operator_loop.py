@@ -4,7 +4,10 @@ lists first, and a replica that could not renew stops writing before the Lease c
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import socket
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -14,6 +17,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import MaxRetryError, ProtocolError
 
+from sluice.kube.errors import API_ERRORS
 from sluice.operator.leader import LeaseElector
 from sluice.operator.loop import LoopSettings, SchedulingLoop
 from sluice.operator.state import ClusterState
@@ -201,15 +205,17 @@ class Coordination:
         self.conflict = conflict
         self.written: list[dict[str, Any]] = []
 
-    def read_namespaced_lease(self, name: str, namespace: str) -> client.V1Lease:
+    def read_namespaced_lease(self, name: str, namespace: str, **_: Any) -> client.V1Lease:
         if self.stored is None:
             raise ApiException(status=404)
         return self.stored
 
-    def create_namespaced_lease(self, namespace: str, body: dict[str, Any]) -> None:
+    def create_namespaced_lease(self, namespace: str, body: dict[str, Any], **_: Any) -> None:
         self.written.append(body)
 
-    def replace_namespaced_lease(self, name: str, namespace: str, body: dict[str, Any]) -> None:
+    def replace_namespaced_lease(
+        self, name: str, namespace: str, body: dict[str, Any], **_: Any
+    ) -> None:
         if self.conflict:
             raise ApiException(status=409)
         self.written.append(body)
@@ -266,6 +272,46 @@ def test_a_leader_that_could_not_renew_in_time_stops_writing_before_the_lease_ex
     assert found.holds()
     found.renewed_at = time.monotonic() - 11  # lease 15 s, renew 5 s: at most 10 s of writing
     assert not found.holds()
+
+
+def test_a_lease_call_into_a_connection_that_swallows_everything_gives_up_in_a_round() -> None:
+    """A network partition that blackholes the leader's connection (no reset, no answer): the
+    renewal fails after ``renew_seconds`` instead of waiting for the kernel to give up on
+    the connection (many minutes), which would also hold the release at shutdown, so the
+    replica could neither exit nor come back."""
+    blackhole = socket.create_server(("127.0.0.1", 0))
+    accepted: list[socket.socket] = []
+
+    def swallow() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                accepted.append(blackhole.accept()[0])  # read nothing, answer nothing
+
+    threading.Thread(target=swallow, daemon=True).start()
+    configuration = client.Configuration()
+    configuration.host = f"http://127.0.0.1:{blackhole.getsockname()[1]}"
+    configuration.retries = False
+    found = LeaseElector(client.ApiClient(configuration), "ns", "l", "me", renew_seconds=0.5)
+    outcome: list[BaseException | bool] = []
+
+    def attempt() -> None:
+        try:
+            outcome.append(found.try_acquire_or_renew())
+        except Exception as err:  # noqa: BLE001 - the failure is what is looked at
+            outcome.append(err)
+
+    started = time.monotonic()
+    worker = threading.Thread(target=attempt, daemon=True)
+    worker.start()
+    worker.join(timeout=10)
+    try:
+        assert not worker.is_alive(), "the Lease call still waits after 10 s"
+        assert isinstance(outcome[0], API_ERRORS)
+        assert time.monotonic() - started < 5
+    finally:
+        blackhole.close()
+        for sock in accepted:
+            sock.close()
 
 
 async def test_taking_the_lease_wakes_the_new_holder_at_once() -> None:
