@@ -177,19 +177,8 @@ def up(repo: Path, state: Path, scheduler_config: str, log: Callable[[str], None
         system.replicas[name] = Replica(name, start_webhooks)
         system.replicas[name].process = start_webhooks()
     values = state / "values.json"
-    values.write_text(
-        json.dumps(
-            {
-                "operator": {"enabled": False},
-                "webhooks": {
-                    "enabled": False,
-                    "url": f"https://127.0.0.1:{webhook_proxy.port}",
-                    "caBundle": cluster.ca_cert.read_text(),
-                },
-                "scheduler": {"config": scheduler_config},
-            }
-        )
-    )
+    chart = devenv.local_chart_values(webhook_proxy.port, cluster.ca_cert.read_text())
+    values.write_text(json.dumps({**chart, "scheduler": {"config": scheduler_config}}))
     log("installing the chart (sluice's components run locally)")
     subprocess.run(
         [
