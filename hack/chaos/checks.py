@@ -15,6 +15,7 @@ from chaos import audit
 from chaos.faults import Fault
 from chaos.load import Submission
 from chaos.observe import (
+    ADMITTED_AT,
     PENDING_REASON,
     Obj,
     Observer,
@@ -38,10 +39,14 @@ def _created(obj: Obj) -> float:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() if text else 0.0
 
 
+def _admitted_at(job: Obj) -> str:
+    return str(((job.get("metadata") or {}).get("annotations") or {}).get(ADMITTED_AT, ""))
+
+
 class Unscheduled:
-    """No admitted workload's pods stay unscheduled (or, for a Job, uncreated) past
-    podsReadyTimeout without a requeue, allowing a resync, a Lease's worth, and the length of
-    any fault in that time that could keep every replica from deciding."""
+    """No admitted workload's pods stay unscheduled (or, for a Job, none made since its
+    admission) past podsReadyTimeout without a requeue, allowing a resync, a Lease's worth,
+    and the length of any fault in that time that could keep every replica from deciding."""
 
     def __init__(self, observer: Observer, faults: list[Fault]) -> None:
         self.observer = observer
@@ -99,7 +104,9 @@ class Unscheduled:
             if unbound:
                 since = max(admitted, min(_created(p) for p in unbound))
                 waiting.append((key, since, f"{len(unbound)} pod(s) unscheduled"))
-            elif not live and not started:
+            elif not live and not started and record.newest_pod < _admitted_at(job):
+                # No pod made since its admission (pods made then lost are the Job
+                # controller's to make again: they do not count).
                 waiting.append((key, admitted, "no pod created"))
         for pod in pods:
             if pod_owned_by_job(pod) or pod_terminal(pod) or not pod_admitted(pod):

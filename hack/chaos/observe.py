@@ -141,6 +141,9 @@ class History:
     evictions: list[tuple[float, str]] = field(default_factory=list)
     finished: float | None = None
     deleted: float | None = None
+    newest_pod: str = ""
+    """A Job's: the creationTimestamp of its newest pod seen (RFC 3339, as the API server
+    writes it, so it compares with ``sluice.dev/admitted-at``)."""
 
 
 @dataclass
@@ -242,7 +245,14 @@ class Observer:
         assert obj is not None
         is_job = key.startswith("Job:")
         if not is_job and pod_owned_by_job(obj):
-            return  # a Job's pod: the Job is the workload
+            # A Job's pod: the Job is the workload; remember when it last got a pod.
+            meta = _meta(obj)
+            owner = next(o for o in meta.get("ownerReferences") or [] if o.get("kind") == "Job")
+            record = self.history.get(f"Job:{meta.get('namespace')}/{owner.get('name')}")
+            created = str(meta.get("creationTimestamp") or "")
+            if record is not None and created > record.newest_pod:
+                record.newest_pod = created
+            return
         labels = _meta(obj).get("labels") or {}
         history = self.history.get(key)
         if history is None:

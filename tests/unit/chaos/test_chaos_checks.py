@@ -143,3 +143,32 @@ def test_a_clean_handover_is_measured_from_the_last_write_to_the_next_leaders(
     assert moved is not None and moved.new == "b"
     assert round(moved.first_new - moved.last_old, 3) == 15.0
     assert round(moved.first_decision - moved.last_old, 3) == 15.5
+
+
+def test_an_admitted_job_with_no_pod_since_its_admission_must_be_requeued_in_time() -> None:
+    """As sluice's own rule: no pod made since the admission counts; pods made and lost
+    since (evicted, their node gone) are the Job controller's to make again."""
+    seen = observe.Observer(api=None, log=lambda _: None)  # type: ignore[arg-type]
+    late = job("late", "vision", 1, "1")
+    late["metadata"]["annotations"][observe.ADMITTED_AT] = "2026-01-01T00:01:00Z"
+    lost = json.loads(json.dumps(late))
+    lost["metadata"]["name"] = "lost"
+    for one in (late, lost):
+        seen._seen("ADDED", one, seen.jobs)
+    evicted = {
+        "kind": "Pod",
+        "metadata": {"name": "lost-x", "namespace": "team-a", "creationTimestamp":
+                     "2026-01-01T00:01:01Z", "labels": {observe.QUEUE_LABEL: "vision"},
+                     "ownerReferences": [{"kind": "Job", "name": "lost"}]},
+        "spec": {"nodeName": "node-03", "containers": []},
+        "status": {"phase": "Running"},
+    }  # fmt: skip
+    seen._seen("ADDED", evicted, seen.pods)
+    seen._seen("DELETED", evicted, seen.pods)
+    check = checks.Unscheduled(seen, [])
+    admitted = seen.history["Job:team-a/late"].admissions[-1]
+    check.check(admitted + 30)
+    assert seen.violations == []  # within podsReadyTimeout and its allowance
+    check.check(admitted + check.allowance(admitted, admitted + 200) + 1)
+    assert len(seen.violations) == 1
+    assert seen.violations[0].startswith("Job:team-a/late admitted, no pod created for")
