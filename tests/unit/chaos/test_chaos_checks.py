@@ -97,6 +97,7 @@ def test_a_tenant_write_taken_while_no_webhook_ran_is_a_violation() -> None:
         Submission("job", "team-a/refused", 104.0, False),
         Submission("job", "team-a/taken", 105.0, True),
         Submission("job", "team-a/after", 109.0, True),
+        Submission("deployment", "team-b/web", 106.0, True),  # its pods are judged, not it
     ]
     found = checks.taken_without_webhooks([fault], writes)
     assert found == ["job team-a/taken accepted at 105.000 while no webhook ran"]
