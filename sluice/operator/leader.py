@@ -27,6 +27,9 @@ from sluice.kube.errors import API_ERRORS, Failure, classify, message
 
 log = logging.getLogger("sluice.operator.leader")
 
+RETRY_SECONDS = 1.0
+"""How soon a round that failed is tried again."""
+
 
 def _now() -> datetime:
     return datetime.now(UTC)
@@ -189,11 +192,12 @@ class LeaseElector:
             with self._round:
                 if self._stop.is_set():
                     return  # stopped, perhaps released, while this round waited
+                failed = False
                 try:
                     leading = self.try_acquire_or_renew()
                 except Exception as err:  # noqa: BLE001 - an unreachable API server: not leading
                     log.warning("event=lease-error error=%r", err)
-                    leading = False
+                    leading, failed = False, True
             if leading:
                 self.renewed_at = started
             if leading != self.is_leader:
@@ -207,16 +211,21 @@ class LeaseElector:
                 )
                 if not loop.is_closed():
                     loop.call_soon_threadsafe(self._tell)
-            self._stop.wait(self.next_round(leading))
+            self._stop.wait(self.next_round(leading, failed))
 
     def _tell(self) -> None:
         """On the event loop: leadership changed."""
         for listener in self.listeners:
             listener()
 
-    def next_round(self, leading: bool) -> float:
+    def next_round(self, leading: bool, failed: bool = False) -> float:
         """Seconds to the next round: the renewal interval, or for a follower the moment the
-        holder's Lease expires if that comes sooner."""
+        holder's Lease expires if that comes sooner. After a round that failed (the API server
+        slow or away) again within a second: a leader's call gives up after the renewal
+        interval, and one more full interval would use up the margin it may write in, so a
+        stall shorter than the margin would cost a change of leader."""
+        if failed:
+            return min(self.renew_seconds, RETRY_SECONDS)
         if leading or self.expires_in is None:
             return self.renew_seconds
         return min(self.renew_seconds, max(self.expires_in, 0.0) + 0.05)

@@ -250,6 +250,14 @@ def test_a_follower_tries_again_when_the_holders_lease_expires_not_later() -> No
     assert found.next_round(leading=True) == 5
 
 
+def test_a_round_that_failed_is_tried_again_within_a_second() -> None:
+    """A leader whose renewal timed out (etcd stalled a few seconds) tries again at once
+    rather than a full round later, when its margin to write would already be spent."""
+    found = elector(Coordination(None))
+    assert found.next_round(leading=False, failed=True) == 1.0
+    assert found.next_round(leading=True) == 5
+
+
 def test_an_expired_lease_is_taken_over_with_its_version_as_precondition() -> None:
     fake = Coordination(lease("other", renewed_ago=20))
     assert elector(fake).try_acquire_or_renew()
