@@ -4,9 +4,9 @@ Every replica keeps its caches warm; the holder renews every ``renew_seconds``; 
 takes the Lease over once ``renewTime + leaseDurationSeconds`` has passed, trying again right
 then rather than at its next round, so a crash costs the Lease's duration and little more.
 Every update carries the resourceVersion it read, so two replicas never both believe they won.
-Every Lease call gives up after ``renew_seconds``: a connection that swallows requests (a
-network partition) must not hold a round, nor the release at shutdown, for as long as the
-kernel keeps a dead TCP connection open.
+Every Lease call gives up after the margin a leader may write in (``call_timeout``): a
+connection that swallows requests (a network partition) must not hold a round, nor the
+release at shutdown, for as long as the kernel keeps a dead TCP connection open.
 """
 
 from __future__ import annotations
@@ -68,6 +68,12 @@ class LeaseElector:
         self.expires_in: float | None = None
         """Seconds until another holder's Lease expires, as last read (None: not known)."""
 
+    @property
+    def call_timeout(self) -> float:
+        """How long a Lease call may take: the margin a leader may write in after a renewal
+        began (a renewal that lands later is of no use: the leader has stopped by then)."""
+        return max(1.0, self.lease_seconds - self.renew_seconds)
+
     def holds(self) -> bool:
         """Whether writing is still safe: the last successful renewal started less than
         ``lease_seconds - renew_seconds`` ago. A replica that stalled (a long pause, an
@@ -95,7 +101,7 @@ class LeaseElector:
         """One round; returns whether this replica holds the Lease afterwards."""
         try:
             lease = self.coordination.read_namespaced_lease(
-                self.name, self.namespace, _request_timeout=self.renew_seconds
+                self.name, self.namespace, _request_timeout=self.call_timeout
             )
         except API_ERRORS as err:
             if classify(err) is not Failure.GONE:
@@ -108,7 +114,7 @@ class LeaseElector:
             }
             try:
                 self.coordination.create_namespaced_lease(
-                    self.namespace, body, _request_timeout=self.renew_seconds
+                    self.namespace, body, _request_timeout=self.call_timeout
                 )
             except API_ERRORS as create_err:
                 if classify(create_err) is Failure.CONFLICT:
@@ -144,7 +150,7 @@ class LeaseElector:
         }
         try:
             self.coordination.replace_namespaced_lease(
-                self.name, self.namespace, replacement, _request_timeout=self.renew_seconds
+                self.name, self.namespace, replacement, _request_timeout=self.call_timeout
             )
         except API_ERRORS as err:
             if classify(err) is Failure.CONFLICT:
@@ -164,13 +170,13 @@ class LeaseElector:
             return
         try:
             lease = self.coordination.read_namespaced_lease(
-                self.name, self.namespace, _request_timeout=self.renew_seconds
+                self.name, self.namespace, _request_timeout=self.call_timeout
             )
             if lease.spec and lease.spec.holder_identity == self.identity:
                 lease.spec.holder_identity = None
                 lease.spec.lease_duration_seconds = 1
                 self.coordination.replace_namespaced_lease(
-                    self.name, self.namespace, lease, _request_timeout=self.renew_seconds
+                    self.name, self.namespace, lease, _request_timeout=self.call_timeout
                 )
         except API_ERRORS as err:
             log.warning("event=lease-release-failed error=%s", message(err))
@@ -221,9 +227,9 @@ class LeaseElector:
     def next_round(self, leading: bool, failed: bool = False) -> float:
         """Seconds to the next round: the renewal interval, or for a follower the moment the
         holder's Lease expires if that comes sooner. After a round that failed (the API server
-        slow or away) again within a second: a leader's call gives up after the renewal
-        interval, and one more full interval would use up the margin it may write in, so a
-        stall shorter than the margin would cost a change of leader."""
+        slow or away, a call that timed out) again within a second: one more full interval
+        could use up the margin a leader may write in, so a stall shorter than the margin
+        would cost a change of leader."""
         if failed:
             return min(self.renew_seconds, RETRY_SECONDS)
         if leading or self.expires_in is None:

@@ -251,8 +251,8 @@ def test_a_follower_tries_again_when_the_holders_lease_expires_not_later() -> No
 
 
 def test_a_round_that_failed_is_tried_again_within_a_second() -> None:
-    """A leader whose renewal timed out (etcd stalled a few seconds) tries again at once
-    rather than a full round later, when its margin to write would already be spent."""
+    """A leader whose renewal failed (the API server restarting) tries again at once rather
+    than a full round later, when its margin to write could already be spent."""
     found = elector(Coordination(None))
     assert found.next_round(leading=False, failed=True) == 1.0
     assert found.next_round(leading=True) == 5
@@ -282,11 +282,12 @@ def test_a_leader_that_could_not_renew_in_time_stops_writing_before_the_lease_ex
     assert not found.holds()
 
 
-def test_a_lease_call_into_a_connection_that_swallows_everything_gives_up_in_a_round() -> None:
+def test_a_lease_call_into_a_connection_that_swallows_everything_gives_up_in_the_margin() -> None:
     """A network partition that blackholes the leader's connection (no reset, no answer): the
-    renewal fails after ``renew_seconds`` instead of waiting for the kernel to give up on
-    the connection (many minutes), which would also hold the release at shutdown, so the
-    replica could neither exit nor come back."""
+    renewal fails after the margin a leader may write in (the Lease less the renewal
+    interval) instead of waiting for the kernel to give up on the connection (many minutes),
+    which would also hold the release at shutdown, so the replica could neither exit nor come
+    back."""
     blackhole = socket.create_server(("127.0.0.1", 0))
     accepted: list[socket.socket] = []
 
@@ -299,7 +300,10 @@ def test_a_lease_call_into_a_connection_that_swallows_everything_gives_up_in_a_r
     configuration = client.Configuration()
     configuration.host = f"http://127.0.0.1:{blackhole.getsockname()[1]}"
     configuration.retries = False
-    found = LeaseElector(client.ApiClient(configuration), "ns", "l", "me", renew_seconds=0.5)
+    found = LeaseElector(
+        client.ApiClient(configuration), "ns", "l", "me", lease_seconds=3, renew_seconds=1
+    )
+    assert found.call_timeout == 2
     outcome: list[BaseException | bool] = []
 
     def attempt() -> None:
