@@ -4,6 +4,9 @@ Every replica keeps its caches warm; the holder renews every ``renew_seconds``; 
 takes the Lease over once ``renewTime + leaseDurationSeconds`` has passed, trying again right
 then rather than at its next round, so a crash costs the Lease's duration and little more.
 Every update carries the resourceVersion it read, so two replicas never both believe they won.
+Every Lease call gives up after the margin a leader may write in (``call_timeout``): a
+connection that swallows requests (a network partition) must not hold a round, nor the
+release at shutdown, for as long as the kernel keeps a dead TCP connection open.
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ from kubernetes import client
 from sluice.kube.errors import API_ERRORS, Failure, classify, message
 
 log = logging.getLogger("sluice.operator.leader")
+
+RETRY_SECONDS = 1.0
+"""How soon a round that failed is tried again."""
 
 
 def _now() -> datetime:
@@ -62,6 +68,12 @@ class LeaseElector:
         self.expires_in: float | None = None
         """Seconds until another holder's Lease expires, as last read (None: not known)."""
 
+    @property
+    def call_timeout(self) -> float:
+        """How long a Lease call may take: the margin a leader may write in after a renewal
+        began (a renewal that lands later is of no use: the leader has stopped by then)."""
+        return max(1.0, self.lease_seconds - self.renew_seconds)
+
     def holds(self) -> bool:
         """Whether writing is still safe: the last successful renewal started less than
         ``lease_seconds - renew_seconds`` ago. A replica that stalled (a long pause, an
@@ -88,7 +100,9 @@ class LeaseElector:
     def try_acquire_or_renew(self) -> bool:
         """One round; returns whether this replica holds the Lease afterwards."""
         try:
-            lease = self.coordination.read_namespaced_lease(self.name, self.namespace)
+            lease = self.coordination.read_namespaced_lease(
+                self.name, self.namespace, _request_timeout=self.call_timeout
+            )
         except API_ERRORS as err:
             if classify(err) is not Failure.GONE:
                 raise
@@ -99,7 +113,9 @@ class LeaseElector:
                 "spec": self._body(None, 0),
             }
             try:
-                self.coordination.create_namespaced_lease(self.namespace, body)
+                self.coordination.create_namespaced_lease(
+                    self.namespace, body, _request_timeout=self.call_timeout
+                )
             except API_ERRORS as create_err:
                 if classify(create_err) is Failure.CONFLICT:
                     return False
@@ -133,7 +149,9 @@ class LeaseElector:
             "spec": self._body(acquire, transitions),
         }
         try:
-            self.coordination.replace_namespaced_lease(self.name, self.namespace, replacement)
+            self.coordination.replace_namespaced_lease(
+                self.name, self.namespace, replacement, _request_timeout=self.call_timeout
+            )
         except API_ERRORS as err:
             if classify(err) is Failure.CONFLICT:
                 return False  # someone else wrote it first
@@ -151,11 +169,15 @@ class LeaseElector:
         if not self.is_leader:
             return
         try:
-            lease = self.coordination.read_namespaced_lease(self.name, self.namespace)
+            lease = self.coordination.read_namespaced_lease(
+                self.name, self.namespace, _request_timeout=self.call_timeout
+            )
             if lease.spec and lease.spec.holder_identity == self.identity:
                 lease.spec.holder_identity = None
                 lease.spec.lease_duration_seconds = 1
-                self.coordination.replace_namespaced_lease(self.name, self.namespace, lease)
+                self.coordination.replace_namespaced_lease(
+                    self.name, self.namespace, lease, _request_timeout=self.call_timeout
+                )
         except API_ERRORS as err:
             log.warning("event=lease-release-failed error=%s", message(err))
         self.is_leader = False
@@ -176,11 +198,12 @@ class LeaseElector:
             with self._round:
                 if self._stop.is_set():
                     return  # stopped, perhaps released, while this round waited
+                failed = False
                 try:
                     leading = self.try_acquire_or_renew()
                 except Exception as err:  # noqa: BLE001 - an unreachable API server: not leading
                     log.warning("event=lease-error error=%r", err)
-                    leading = False
+                    leading, failed = False, True
             if leading:
                 self.renewed_at = started
             if leading != self.is_leader:
@@ -194,16 +217,21 @@ class LeaseElector:
                 )
                 if not loop.is_closed():
                     loop.call_soon_threadsafe(self._tell)
-            self._stop.wait(self.next_round(leading))
+            self._stop.wait(self.next_round(leading, failed))
 
     def _tell(self) -> None:
         """On the event loop: leadership changed."""
         for listener in self.listeners:
             listener()
 
-    def next_round(self, leading: bool) -> float:
+    def next_round(self, leading: bool, failed: bool = False) -> float:
         """Seconds to the next round: the renewal interval, or for a follower the moment the
-        holder's Lease expires if that comes sooner."""
+        holder's Lease expires if that comes sooner. After a round that failed (the API server
+        slow or away, a call that timed out) again within a second: one more full interval
+        could use up the margin a leader may write in, so a stall shorter than the margin
+        would cost a change of leader."""
+        if failed:
+            return min(self.renew_seconds, RETRY_SECONDS)
         if leading or self.expires_in is None:
             return self.renew_seconds
         return min(self.renew_seconds, max(self.expires_in, 0.0) + 0.05)

@@ -146,6 +146,13 @@ class SchedulingLoop:
                 try:
                     await asyncio.to_thread(self.relist)
                     self.memory.settle()
+                except API_ERRORS as err:
+                    # The API server away (restarting, unreachable): said in one line, and
+                    # tried again; a traceback is for what no outage explains.
+                    log.warning("event=relist-failed error=%s", message(err))
+                    await asyncio.sleep(1)
+                    self.state.wake.set()
+                    continue
                 except Exception:
                     log.exception("event=relist-failed")
                     await asyncio.sleep(1)
