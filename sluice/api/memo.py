@@ -59,6 +59,11 @@ def uncached() -> Iterator[None]:
             table.lookup = lookup
 
 
+def tables() -> tuple[Memo[Any, Any], ...]:
+    """Every memo table."""
+    return tuple(_tables)
+
+
 def clear_all() -> None:
     """Forget everything every table remembers."""
     for table in _tables:

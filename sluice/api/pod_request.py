@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import Any, Final, NamedTuple
 
 from sluice.api.errors import InvalidObject
-from sluice.api.memo import Memo, keyable
+from sluice.api.memo import Memo
 from sluice.api.pod_defaults import NO_DEFAULTS, PodDefaults
 from sluice.api.quantity import QuantityError
 from sluice.api.resources import EMPTY, Resources
@@ -54,12 +54,14 @@ class PodShape(NamedTuple):
     """Its RuntimeClass's overhead, what it gets if it names none (None: none)."""
 
     def plain(self) -> bool:
-        """Every quantity in it is a string or an integer (``sluice.api.memo.keyable``): only
-        such a shape is remembered."""
+        """Every quantity in it is a string, as the API server writes them: only such a shape
+        is remembered. (It is checked when a shape is remembered, not when one is looked
+        up: in Python ``True == 1``, so a table holding ``1`` would answer for ``True``,
+        which is no quantity; no string equals ``True``.)"""
         maps = [q for r in self.containers for q in r]
         maps += [q for r, _ in self.init_containers for q in r]
         maps += [*self.pod_level, self.overhead]
-        return all(keyable(value) for q in maps for _, value in q)
+        return all(type(value) is str for q in maps for _, value in q)
 
 
 class _Unreadable(ValueError):
