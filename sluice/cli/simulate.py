@@ -64,6 +64,13 @@ def simulate_file(
     when = now or datetime.now(UTC)
     chosen = load_config_file(config) if config is not None else None
     dump = read_dump(snapshot, when, chosen, config_map_name)
+    try:
+        return _simulate(dump, when, cycles, report)
+    finally:
+        gc.unfreeze()  # the dump's objects are the collector's again once the command is done
+
+
+def _simulate(dump: Dump, when: datetime, cycles: int, report: bool) -> Simulation:
     state = dump.snapshot
     untouched = replace(state, config=replace(state.config, actions=()))
     decisions: list[tuple[int, Decision]] = []
@@ -100,13 +107,15 @@ def read_dump(
 ) -> Dump:
     """The dump read into a Snapshot. Its objects, parsed and read, live until the command
     ends and hold no reference cycles: the garbage collector is paused while they are made
-    (it would walk all of them again and again for nothing) and then told to leave them."""
+    (it would walk all of them again and again for nothing) and then told to leave them
+    (``gc.freeze``) until ``simulate_file`` is done."""
     gc.disable()
     try:
-        return build_snapshot(load_objects(snapshot), now, config, config_map_name)
+        dump = build_snapshot(load_objects(snapshot), now, config, config_map_name)
     finally:
         gc.enable()
-        gc.freeze()
+    gc.freeze()
+    return dump
 
 
 def simulate(
