@@ -284,7 +284,8 @@ def _hey_load(
     body = tmp / f"{kind}.json"
     body.write_bytes(json.dumps(REVIEWS[kind](0)).encode())
     half = max(1, connections // 2)
-    flags = ["-n", str(requests // 2), "-c", str(half), "-m", "POST", "-T", "application/json"]
+    each = max(half, requests // 2 // half * half)  # hey gives each connection n/c requests
+    flags = ["-n", str(each), "-c", str(half), "-m", "POST", "-T", "application/json"]
     commands = [
         [str(binary), *flags, "-D", str(body), "-o", "csv", f"https://127.0.0.1:{port}/{v}/{kind}"]
         for v in ("mutate", "validate")
@@ -300,7 +301,7 @@ def _hey_load(
         rows = list(csv.DictReader(io.StringIO(output)))
         latencies += [float(row["response-time"]) for row in rows]
         errors += sum(row["status-code"] != "200" for row in rows)
-        errors += requests // 2 - len(rows)  # requests that got no answer at all
+        errors += each - len(rows)  # requests that got no answer at all
         spans.append(max((float(r["offset"]) + float(r["response-time"]) for r in rows), default=0))
     # hey's own start-up is not the server's time: from hey's first request to its last answer
     return {"latencies": latencies, "errors": errors, "elapsed": max(spans) or elapsed}
@@ -392,7 +393,7 @@ def _python_load(port: int, ca: str, requests: int, connections: int, kind: str)
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=20_000)
-    parser.add_argument("--connections", type=int, default=8)
+    parser.add_argument("--connections", type=int, default=32)
     args = parser.parse_args()
     print(
         f"[bench] webhooks: {args.requests:,} Job reviews over {args.connections} keep-alive"
