@@ -15,13 +15,14 @@ from typing import Any
 from sluice.api.constraints import pod_spec_view
 from sluice.api.errors import InvalidObject
 from sluice.api.pod_defaults import NO_DEFAULTS, DefaultsOf, PodDefaults, no_defaults
+from sluice.api.pod_request import pod_request
 from sluice.api.views import (
     NEVER,
     PodSet,
     WorkloadView,
     job_phase,
     job_queue_name,
-    pod_request,
+    pod_set,
     workload_view,
 )
 
@@ -213,7 +214,7 @@ def dig(obj: Mapping[str, Any], path: tuple[str, ...]) -> Any:
     """The value at a field path, None where any step is missing or not an object."""
     value: Any = obj
     for key in path:
-        if not isinstance(value, Mapping):
+        if type(value) is not dict and not isinstance(value, Mapping):
             return None
         value = value.get(key)
     return value
@@ -225,7 +226,7 @@ def at(obj: Mapping[str, Any], path: TemplatePath) -> Any:
     for key in path:
         if isinstance(key, int):
             value = value[key] if isinstance(value, list) and 0 <= key < len(value) else None
-        elif isinstance(value, Mapping):
+        elif type(value) is dict or isinstance(value, Mapping):
             value = value.get(key)
         else:
             return None
@@ -234,14 +235,17 @@ def at(obj: Mapping[str, Any], path: TemplatePath) -> Any:
 
 def full_name(obj: Mapping[str, Any], kind: str) -> str:
     meta = obj.get("metadata")
-    if not isinstance(meta, Mapping) or not isinstance(meta.get("name"), str):
+    if type(meta) is not dict and not isinstance(meta, Mapping):
         raise InvalidObject(kind, "<unnamed>", "metadata.name", "missing")
-    return f"{meta.get('namespace') or 'default'}/{meta['name']}"
+    name = meta.get("name")
+    if type(name) is not str:
+        raise InvalidObject(kind, "<unnamed>", "metadata.name", "missing")
+    return f"{meta.get('namespace') or 'default'}/{name}"
 
 
 def _status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     status = obj.get("status")
-    return status if isinstance(status, Mapping) else {}
+    return status if type(status) is dict or isinstance(status, Mapping) else {}
 
 
 def read_count(value: Any, default: int, kind: str, name: str, where: str) -> int:
@@ -257,7 +261,7 @@ def read_map(value: Any, kind: str, name: str, where: str) -> Mapping[str, Any]:
     """An object-valued field; empty when absent."""
     if value is None:
         return {}
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):
         raise InvalidObject(kind, name, where, "expected an object")
     return value
 
@@ -290,15 +294,16 @@ def template_pod_set(
             "initContainers": [*init, *injected],
             "containers": [*containers, *added],
         }
-    request = pod_request(counted, kind, full, f"{where}.spec", defaults)
-    return PodSet(
-        name=name,
-        count=count,
-        pod=pod_spec_view(spec, request, kind, full, f"{where}.spec"),
-        pod_count=pod_count,
-        priority_class_name=spec.get("priorityClassName") or None,
-        never_preempts=spec.get("preemptionPolicy") == NEVER,
-        pods_by=pods_by,
+    at_spec = f"{where}.spec"
+    request = pod_request(counted, kind, full, at_spec, defaults)
+    return pod_set(
+        name,
+        count,
+        pod_spec_view(spec, request, kind, full, at_spec),
+        pod_count,
+        spec.get("priorityClassName") or None,
+        spec.get("preemptionPolicy") == NEVER,
+        pods_by,
     )
 
 
