@@ -104,8 +104,8 @@ def _replica_job(
         read_active=_active,
         pod_label="training.kubeflow.org/job-name",
         pod_set_labels=(set_label,),
-        template_paths=lambda obj: tuple(
-            ("spec", field, replica_type, "template")
+        pod_set_templates=lambda obj: tuple(
+            (replica_type, ("spec", field, replica_type, "template"))
             for replica_type in keyed(obj, ("spec", field))
         ),
     )

@@ -16,7 +16,8 @@ from sluice.scheduler.actions.victims import Victims
 from sluice.scheduler.fit import as_hard, fits, placeable, queue_overage
 from sluice.scheduler.order import leaf_order
 from sluice.scheduler.session import JobInfo, Session
-from sluice.scheduler.topology import Domain, Placed
+from sluice.scheduler.set_domains import Placed, Search, Where, victim_search
+from sluice.scheduler.topology import Domain
 
 
 def preempt(session: Session, outcome: Outcome) -> None:
@@ -58,10 +59,11 @@ def _preempt_in(session: Session, outcome: Outcome, leaf: str, victims: list[Job
             continue
         if fits(session, job) and placeable(session, job):
             continue
-        if job.view.topology is None:
-            found = _choose(session, job, victims, None)
+        search = victim_search(session.domains, job.view)
+        if search is None or search.request is None:
+            found = _choose(session, job, victims, search.anywhere if search else None)
         else:
-            found = _in_one_domain(session, job, victims)
+            found = _in_one_domain(session, job, victims, search)
         if found is not None:
             chosen, (footprint, domain) = found
             for v in chosen.chosen:
@@ -76,11 +78,16 @@ def _preempt_in(session: Session, outcome: Outcome, leaf: str, victims: list[Job
 
 
 def _choose(
-    session: Session, job: JobInfo, victims: list[JobInfo], domain: Domain | None
+    session: Session,
+    job: JobInfo,
+    victims: list[JobInfo],
+    where: Where | None,
+    domain: Domain | None = None,
 ) -> tuple[Victims, Placed] | None:
-    """The victims, in victim order, that make the job fit (inside ``domain`` when given,
-    none outside it), and where it then goes; None when they cannot. Nothing is taken yet."""
-    chosen = Victims(session, job, queue_overage(session, job), domain)
+    """The victims, in victim order, that make the job fit at ``where`` (inside ``domain``
+    when given, none outside it), and where it then goes; None when they cannot. Nothing is
+    taken yet."""
+    chosen = Victims(session, job, queue_overage(session, job), where)
     inside = frozenset(domain.nodes) if domain is not None else None
     for victim in victims:
         if victim.priority >= job.priority:
@@ -96,18 +103,18 @@ def _choose(
 
 
 def _in_one_domain(
-    session: Session, job: JobInfo, victims: list[JobInfo]
+    session: Session, job: JobInfo, victims: list[JobInfo], search: Search
 ) -> tuple[Victims, Placed] | None:
-    """For a job that asks a Topology: the domain of its level whose victims make it fit
-    with the fewest of them, then the lowest priorities in total, then by name (a preferred
-    level widens level by level, then to anywhere)."""
-    request = job.view.topology
+    """For a job that asks a Topology: the domain of the level searched (set_domains.Search)
+    whose victims make it fit with the fewest of them, then the lowest priorities in total,
+    then by name (a preferred level widens level by level, then to anywhere)."""
+    request = search.request
     assert request is not None
     domains = session.domains
     for level in domains.levels(request):
         best: tuple[tuple[int, int, str], tuple[Victims, Placed]] | None = None
         for domain in domains.domains(level):
-            found = _choose(session, job, victims, domain)
+            found = _choose(session, job, victims, search.where(domain), domain)
             if found is None:
                 continue
             chosen = found[0].chosen
@@ -116,4 +123,4 @@ def _in_one_domain(
                 best = (key, found)
         if best is not None:
             return best[1]
-    return None if request.required else _choose(session, job, victims, None)
+    return None if request.required else _choose(session, job, victims, search.anywhere)

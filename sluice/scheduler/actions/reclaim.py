@@ -33,7 +33,7 @@ from sluice.scheduler.fit import (
 from sluice.scheduler.order import leaf_order
 from sluice.scheduler.placement import Footprint
 from sluice.scheduler.session import JobInfo, Session
-from sluice.scheduler.topology import Domain, Placed
+from sluice.scheduler.set_domains import Placed, Search, Where, victim_search
 
 Taken = dict[str, dict[str, int]]
 Order = tuple[int, float, float, float, str]
@@ -344,10 +344,11 @@ class _Reclaim:
         and the nodes its pods would go on. A job that asks a Topology takes them inside one
         domain only (``_in_one_domain``). Returns where it goes, or None (nothing taken)."""
         over = over or {}
-        if job.view.topology is None:
-            found = self._choose(job, short, over, None)
+        search = victim_search(self.session.domains, job.view)
+        if search is None or search.request is None:
+            found = self._choose(job, short, over, search.anywhere if search else None)
         else:
-            found = self._in_one_domain(job, short, over)
+            found = self._in_one_domain(job, short, over, search)
         if found is None:
             return None
         chosen, placed = found
@@ -355,7 +356,7 @@ class _Reclaim:
         return placed
 
     def _choose(
-        self, job: JobInfo, short: dict[str, int], over: Taken, domain: Domain | None
+        self, job: JobInfo, short: dict[str, int], over: Taken, domain: Where | None
     ) -> tuple[Victims, Placed] | None:
         """The victims that make the job fit, and where it then goes; None when they cannot.
         Nothing is taken yet."""
@@ -384,14 +385,15 @@ class _Reclaim:
         return True
 
     def _in_one_domain(
-        self, job: JobInfo, short: dict[str, int], over: Taken
+        self, job: JobInfo, short: dict[str, int], over: Taken, search: Search
     ) -> tuple[Victims, Placed] | None:
-        """For a job that asks a Topology: the domain of its level whose victims make it fit
-        with the fewest of them, then the lowest priorities in total, then by name (a
-        preferred level widens level by level, then to anywhere). One walk over the
-        candidates, in order, serves every domain: each takes, as a search of its own would,
-        those that hold room in it and still qualify after what it took before them."""
-        request = job.view.topology
+        """For a job that asks a Topology: the domain of the level searched
+        (set_domains.Search) whose victims make it fit with the fewest of them, then the
+        lowest priorities in total, then by name (a preferred level widens level by level,
+        then to anywhere). One walk over the candidates, in order, serves every domain: each
+        takes, as a search of its own would, those that hold room in it and still qualify
+        after what it took before them."""
+        request = search.request
         assert request is not None
         domains = self.session.domains
         for level in domains.levels(request):
@@ -407,7 +409,7 @@ class _Reclaim:
                     if domain.value in done:
                         continue
                     chosen, taken = searches.get(domain.value) or searches.setdefault(
-                        domain.value, (Victims(self.session, job, over, domain), {})
+                        domain.value, (Victims(self.session, job, over, search.where(domain)), {})
                     )
                     if not all(self.gives_up(q, victim, taken, short) for q in path):
                         continue  # this domain's victims so far brought that queue back
@@ -420,7 +422,7 @@ class _Reclaim:
                         best = (key, found)
             if best is not None:
                 return best[1]
-        return None if request.required else self._choose(job, short, over, None)
+        return None if request.required else self._choose(job, short, over, search.anywhere)
 
     def _helps(self, victim: JobInfo, need: dict[str, int], over: Taken) -> bool:
         """Whether the victim frees something the cluster lacks, or frees room below an
