@@ -117,13 +117,22 @@ def check_topology_request(
             )
     if not asked or asked == before:
         return ALLOW
-    if kind != "Pod" and not adapter.pod_set_templates(new):
+    if kind != "Pod" and not adapter.domain_templates(new):
         return deny(
             "topology-request-kind",
             f"{who}: sluice keeps a workload in its domain through the nodeSelector of its pod"
             f" templates, and a {kind} has none of its own (its pods come from elsewhere): it"
             f" cannot ask {asked[0][1].annotation}",
         )
+    for where, request in asked:
+        if where in adapter.made_at_creation:
+            return deny(
+                "topology-request-pod-set",
+                f"{who}: {request.annotation} (pod set {where}): the {kind}'s controller makes"
+                f" the pods of {where} from its template once, when the {kind} is created, so"
+                " sluice cannot keep them in a domain; ask on the other pod sets, or on the"
+                f" {kind}'s metadata to place those together",
+            )
     for where, request in asked:
         if request.level not in levels:
             known = ", ".join(sorted(levels)) or "none: no Topology exists"

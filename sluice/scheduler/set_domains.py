@@ -31,8 +31,8 @@ class SetDomains:
     """Where the pod sets that ask a domain of their own go."""
 
     domains: tuple[tuple[str, Domain | None], ...]
-    """Each such pod set by name, and its domain: None for one to be chosen as it is placed
-    (once placed: a preferred one placed anywhere)."""
+    """Each such pod set by name (once placed: in the workload's order), and its domain: None
+    for one to be chosen as it is placed (once placed: a preferred one placed anywhere)."""
 
     @property
     def text(self) -> str:
@@ -182,7 +182,9 @@ def place_sets(
     walk = _walk(domains, view, freed, where)
     if walk.footprint is None:
         return None
-    return walk.footprint, SetDomains(tuple(walk.chosen))
+    listed = {s.name: i for i, s in enumerate(view.pod_sets)}
+    chosen = sorted(walk.chosen, key=lambda entry: listed[entry[0]])
+    return walk.footprint, SetDomains(tuple(chosen))
 
 
 def explain_sets(domains: Domains, view: WorkloadView) -> str:

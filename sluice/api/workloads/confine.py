@@ -4,10 +4,11 @@ domain's label in the nodeSelector of each pod template it covers, and taken off
 them.
 
 A domain of all the pod sets together (``<level>=<value>``) covers every pod template of the
-workload; a pod set's (``<pod set>: <level>=<value>``) covers that pod set's template. A
+workload (but those of pod sets made at its creation: ``Adapter.made_at_creation``); a pod
+set's (``<pod set>: <level>=<value>``) covers that pod set's template. A
 template that selects the level's label already gets nothing. What was added is recorded in
-sluice.dev/topology-assignment, ``<level>=<value>`` when every template got the same,
-else ``<pod set>: <level>=<value>`` for each that got one; taking those off puts every
+sluice.dev/topology-assignment: ``<level>=<value>`` when every template got the domain of all
+the pod sets, else ``<pod set>: <level>=<value>`` for each that got one; taking those off puts every
 template back as it was (an empty nodeSelector counts as none).
 """
 
@@ -34,7 +35,7 @@ def covered(
     obj: Obj, adapter: Adapter, assignments: Sequence[Assignment]
 ) -> list[tuple[str, TemplatePath, Assignment]]:
     """Each pod template a domain covers: (its pod set, where it is, the domain)."""
-    templates = adapter.pod_set_templates(obj)
+    templates = adapter.domain_templates(obj)
     return [
         (name, path, a)
         for a in assignments
@@ -63,7 +64,8 @@ def confine(
     if not added:
         return {}, ()
     same = {(a.level, a.value) for a in added}
-    if len(same) == 1 and len(added) == len(adapter.pod_set_templates(obj)):
+    whole = all(not a.pod_set for a in assignments)
+    if whole and len(same) == 1 and len(added) == len(adapter.domain_templates(obj)):
         level, value = next(iter(same))
         return merge_diff(obj, after), (Assignment(level, value),)
     return merge_diff(obj, after), tuple(added)

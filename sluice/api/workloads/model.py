@@ -101,6 +101,11 @@ class Adapter:
     Topology domain writes the domain's label in the nodeSelector of each it confines
     (docs/scheduler.md, *Topology*). Empty for a kind whose pods come from elsewhere (a
     TrainJob's runtime)."""
+    made_at_creation: frozenset[str] = frozenset()
+    """The pod sets whose pods come from an object its controller makes from the template
+    once, when the workload is created, and only unsuspends later (an MPIJob's Launcher Job):
+    a change to their template while the workload is held never reaches their pods, so no
+    Topology domain is written there (docs/scheduler.md, *Topology*)."""
     orphans_by_default: bool = False
     """Deleting it with no propagationPolicy leaves its pods behind (a batch/v1 Job's
     default)."""
@@ -116,6 +121,11 @@ class Adapter:
     @property
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
+
+    def domain_templates(self, obj: Mapping[str, Any]) -> tuple[tuple[str, TemplatePath], ...]:
+        """The pod set templates a Topology domain's nodeSelector is written in."""
+        made = self.made_at_creation
+        return tuple(entry for entry in self.pod_set_templates(obj) if entry[0] not in made)
 
     def template_paths(self, obj: Mapping[str, Any]) -> tuple[TemplatePath, ...]:
         """Where the pod templates of the object are."""

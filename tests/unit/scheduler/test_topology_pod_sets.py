@@ -55,7 +55,7 @@ def test_the_largest_pod_set_chooses_first_and_each_takes_the_rack_left_with_lea
     job = sets("train", ("small", 1, 4, IN_RACK), ("big", 2, 8, IN_RACK), created=1)
     snap = snapshot([queue("q")], [busy, job], cluster(EIGHT), config=ONLY_ADMIT)
     result = run_cycle(with_topology(snap))
-    assert admissions(result) == {"train": f"big: {RACK}=r1, small: {RACK}=r0"}
+    assert admissions(result) == {"train": f"small: {RACK}=r0, big: {RACK}=r1"}
 
 
 def test_the_workloads_own_ask_puts_all_its_pod_sets_in_one_rack() -> None:

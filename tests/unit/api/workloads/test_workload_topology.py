@@ -19,6 +19,7 @@ from sluice.api.topology import TopologyRequest
 from sluice.api.workloads import BY_KIND, Adapter, workload_from_object
 from sluice.api.workloads.model import at
 from sluice.operator.plan import basis, plan
+from sluice.queues.topology import check_topology_request
 from sluice.scheduler.model import CycleResult, Decision, PendingJob
 
 REAL = Path(__file__).parent / "real"
@@ -71,7 +72,7 @@ def suspended_and_restored(obj: dict[str, Any], adapter: Adapter) -> dict[str, A
 def selectors(obj: Mapping[str, Any], adapter: Adapter) -> dict[str, Any]:
     return {
         name: (at(obj, path).get("spec") or {}).get("nodeSelector")
-        for name, path in adapter.pod_set_templates(obj)
+        for name, path in adapter.domain_templates(obj)
     }
 
 
@@ -84,7 +85,7 @@ def test_a_pod_sets_domain_goes_in_its_template_alone_and_comes_off_again(file: 
     assert at(running, path)["spec"]["nodeSelector"] == {RACK: "r3"}
     assert selectors(running, adapter) == {
         name: ({RACK: "r3"} if name == pod_set else None)
-        for name, _ in adapter.pod_set_templates(obj)
+        for name, _ in adapter.domain_templates(obj)
     }
     assert running["metadata"]["annotations"][ASSIGNMENT] == f"{pod_set}: {RACK}=r3"
     back = suspended_and_restored(running, adapter)
@@ -163,3 +164,18 @@ def test_a_workload_of_one_pod_set_asks_as_a_whole_wherever_it_says_so() -> None
     view = workload_from_object(asking(job, None, main=RACK))
     assert view is not None and view.topology == TopologyRequest(RACK, True)
     assert view.pod_sets[0].topology is None
+
+
+def test_an_mpijobs_launcher_made_at_creation_gets_no_domain_and_cannot_ask_one() -> None:
+    obj, adapter = held("mpijob")
+    launcher = ("spec", "mpiReplicaSpecs", "Launcher", "template")
+    running = admitted(obj, f"{RACK}=r3")
+    assert at(running, launcher) == at(obj, launcher)
+    assert running["metadata"]["annotations"][ASSIGNMENT] == f"{RACK}=r3"  # every template it may
+    asked = asking(obj, None, Launcher=RACK)
+    verdict = check_topology_request(None, asked, "mpijob ns/pi", False, frozenset({RACK}), adapter)
+    assert verdict.rule == "topology-request-pod-set"
+    assert verdict.message.startswith(
+        f"mpijob ns/pi: {REQUIRED} (pod set Launcher): the MPIJob's controller makes the pods"
+        " of Launcher from its template once, when the MPIJob is created"
+    )
