@@ -561,10 +561,10 @@ def test_pod_sets_that_ask_a_rack_each_run_in_one_and_get_their_templates_back(
         body = kind.body("train", low)
         body["metadata"]["namespace"] = play.namespace
         if kind.name == "MPIJob":
-            # Its Launcher's pod cannot be kept out of the Workers' rack (its Job is made at
-            # creation, Adapter.made_at_creation): small enough to fit beside a Worker.
+            # sluice gives its Launcher no domain (its Job is made at creation:
+            # Adapter.made_at_creation), so it says its rack itself.
             launcher = body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]
-            launcher["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
+            launcher["nodeSelector"] = {rack: "r1"}
         templates = kind.adapter.domain_templates(body)
         for _, path in templates:
             meta = at(body, path).setdefault("metadata", {})
