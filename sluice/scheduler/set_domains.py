@@ -148,17 +148,13 @@ def _walk(
 
 def _best(domains: Domains, pod_set: PodSet, extra: Footprint) -> tuple[Footprint, Domain] | None:
     """topology.py's choice for one pod set, on room others hold (``extra``, below zero
-    where they hold it): the domains of its level left with the least room free first."""
+    where they hold it): the domains of its level left with the least room free first. Placed
+    by ``place_all``, which remembers nothing (what ``place`` remembers holds only for room
+    that was there)."""
     view, request = alone(pod_set), pod_set.topology
     assert request is not None
     for level in domains.levels(request):
-        ranked: list[tuple[float, str, Domain]] = []
-        for domain in domains.domains(level):
-            left = domains.left(view, domain, extra)
-            if left is not None:
-                ranked.append((left, domain.value, domain))
-        ranked.sort(key=lambda entry: (entry[0], entry[1]))
-        for _, _, domain in ranked:
+        for domain in domains.by_room_left(view, level, extra):
             pod = domains.pod_in(pod_set.pod, domain)
             inside = domains.placement.place_all([(pod, pod_set.pod_count)], extra)
             if inside is not None:

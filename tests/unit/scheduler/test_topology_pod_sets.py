@@ -42,6 +42,14 @@ def sets(
     return replace(base, pod_sets=out, request=request)
 
 
+def waits(racks: dict[str, tuple[str, int]], jobs: list[WorkloadView]) -> str:
+    """Why train waits, admitted on these racks' nodes with nothing else."""
+    snap = snapshot([queue("q")], jobs, cluster(racks), config=ONLY_ADMIT)
+    result = run_cycle(with_topology(snap))
+    assert admissions(result) == {}
+    return reason(result, "train")
+
+
 def test_two_pod_sets_asking_a_rack_each_go_in_two_racks() -> None:
     job = sets("train", ("a", 2, 8, IN_RACK), ("b", 2, 8, IN_RACK))
     snap = with_topology(snapshot([queue("q")], [job], cluster(EIGHT), config=ONLY_ADMIT))
@@ -81,10 +89,7 @@ def test_a_pod_set_that_fits_alone_but_not_beside_the_others_is_named_with_them(
     racks = {"r0": ("b0", 8), "r1": ("b0", 8), "r2": ("b0", 8)}
     busy = [gpus(f"busy{i}", 1, 8, phase=JobPhase.RUNNING, selector=on(f"r{i}-0")) for i in (1, 2)]
     job = sets("train", ("a", 2, 8, IN_RACK), ("b", 2, 8, IN_RACK), created=1)
-    snap = snapshot([queue("q")], [*busy, job], cluster(racks), config=ONLY_ADMIT)
-    result = run_cycle(with_topology(snap))
-    assert admissions(result) == {}
-    assert reason(result, "train") == (
+    assert waits(racks, [*busy, job]) == (
         f"pod set b: no {RACK} holds 2 x cpu 1, nvidia.com/gpu 8 beside the pod sets placed"
         f" before it (a: {RACK}=r0)"
     )
@@ -96,10 +101,7 @@ def test_the_pod_sets_that_ask_nothing_must_fit_too_on_the_room_left() -> None:
     racks = {"r0": ("b0", 8), "r1": ("b0", 8)}
     busy = [gpus(f"busy{i}", 1, 4, phase=JobPhase.RUNNING, selector=on(f"r1-{i}")) for i in (0, 1)]
     job = sets("train", ("launcher", 1, 8, None), ("workers", 2, 8, IN_RACK), created=1)
-    snap = snapshot([queue("q")], [*busy, job], cluster(racks), config=ONLY_ADMIT)
-    result = run_cycle(with_topology(snap))
-    assert admissions(result) == {}
-    assert reason(result, "train") == (
+    assert waits(racks, [*busy, job]) == (
         f"its pod sets fit in their domains (workers: {RACK}=r0), not the others with them:"
         " 1 x cpu 1, nvidia.com/gpu 8 (launcher)"
     )
