@@ -569,6 +569,12 @@ def test_pod_sets_that_ask_a_rack_each_run_in_one_and_get_their_templates_back(
         for _, path in templates:
             meta = at(body, path).setdefault("metadata", {})
             meta.setdefault("annotations", {})["sluice.dev/topology-required"] = rack
+        # The webhook refuses a label that is no level, on any pod template.
+        wrong = json.loads(json.dumps(body))
+        meta = at(wrong, templates[0][1])["metadata"]
+        meta["annotations"]["sluice.dev/topology-required"] = f"{play.prefix}.e2e.sluice.dev/row"
+        with pytest.raises(KubectlError, match="is no level of any Topology"):
+            kubectl.create(wrong)
         created = json.loads(kubectl.create(body, "-o", "json"))
         before = {name: at(created, path) for name, path in templates}
         play.wait_admitted("train")
