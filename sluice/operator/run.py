@@ -1,6 +1,6 @@
 """Running the operator: prime the caches, then one Kopf operator (the watches, on every
-replica), the Lease, and in the Lease holder only the scheduling loop's cycles and the Queue
-reconciler. A replica that loses the Lease ends."""
+replica), the Lease, and in the Lease holder only the scheduling loop's cycles, the Queue
+reconciler and the Topologies' statuses. A replica that loses the Lease ends."""
 
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ from sluice.operator.leader import LeaseElector
 from sluice.operator.loop import LoopSettings, SchedulingLoop
 from sluice.operator.queue_reconciler import QueueReconciler
 from sluice.operator.state import ClusterState
+from sluice.operator.topology_status import TopologyReconciler
 from sluice.scheduler.snapshot import readers
 
 log = logging.getLogger("sluice.operator")
@@ -144,6 +145,7 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> int:
     )
     elector.listeners.append(state.notify)  # the new holder's first cycle runs at once
     queues = QueueReconciler(api, state, elector.holds)
+    topologies = TopologyReconciler(queues.writer, state)
     loop = SchedulingLoop(
         api,
         state,
@@ -168,7 +170,7 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> int:
     await asyncio.to_thread(prime, api, state, workloads)
     loop.memory.settle()
     loop.synced.set()
-    view = DashboardView()
+    view = DashboardView(cluster=state.cluster_views)
     if options.dashboard_port:
         jobs = [o for o in state.workloads.values() if o.get("kind") == JOB.kind]  # it shows Jobs
         view.load(list(state.queues.values()), jobs)
@@ -179,7 +181,12 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> int:
         len(state.workloads),
     )
     registry = build_registry(
-        state, api, view if options.dashboard_port else None, workloads, queues.on_queue
+        state,
+        api,
+        view if options.dashboard_port else None,
+        workloads,
+        queues.on_queue,
+        topologies.due,
     )
     kopf_stop: asyncio.Future[None] = running.create_future()
     lost = asyncio.create_task(_until_lease_lost(elector), name="lease-lost")
@@ -193,6 +200,7 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> int:
         asyncio.create_task(elector.run(), name="lease"),
         asyncio.create_task(loop.run(), name="loop"),
         asyncio.create_task(queues.run(partial(elector.until, True)), name="queues"),
+        asyncio.create_task(topologies.run(partial(elector.until, True)), name="topologies"),
     ]
     if options.dashboard_port:
         dashboard = serve_dashboard(view, "0.0.0.0", options.dashboard_port, asyncio.Event())

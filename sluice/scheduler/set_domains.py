@@ -212,6 +212,11 @@ class Search:
     at ``anywhere``)."""
 
     request: TopologyRequest | None
+    inside: WorkloadView
+    """What goes in the domain searched: the whole workload, or the one pod set no domain
+    held (``alone``). Its pods fitting there, with the victims' room given back, is what
+    any choice of victims for that domain needs (the pod sets placed before it hold room
+    too, so it is needed, not enough)."""
     where: Callable[[Domain], Where]
     anywhere: Where | None = None
 
@@ -224,13 +229,13 @@ def victim_search(domains: Domains, view: WorkloadView) -> Search | None:
     """How victims are looked for (the rule at the top); None for a workload that asks no
     Topology."""
     if view.topology is not None:
-        return Search(view.topology, _itself)
+        return Search(view.topology, view, _itself)
     if not asks_per_set(view):
         return None
     walk = _walk(domains, view, None, None)
     base = SetDomains(tuple(walk.chosen))
     failed = walk.failed
     if failed is None:
-        return Search(None, _itself, base)
+        return Search(None, view, _itself, base)
     name = failed.name
-    return Search(failed.topology, lambda domain: base.fixing(name, domain))
+    return Search(failed.topology, alone(failed), lambda domain: base.fixing(name, domain))

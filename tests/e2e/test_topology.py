@@ -25,7 +25,7 @@ class Racks:
 
     def __init__(self, s: Scenario, kubectl: Kubectl) -> None:
         self.s = s
-        tag = unique_name("t")
+        self.topology = tag = unique_name("t")
         self.block, self.rack = f"{tag}.e2e.sluice.dev/block", f"{tag}.e2e.sluice.dev/rack"
         self.racks: dict[str, list[str]] = {}
         self.rack_of: dict[str, str] = {}
@@ -270,3 +270,48 @@ def test_a_group_of_gated_pods_gets_its_rack_in_the_patch_that_removes_its_gates
         assert (
             pod["metadata"]["annotations"]["sluice.dev/topology-assignment"] == f"{t.rack}={rack}"
         )
+
+
+def test_the_topology_says_whether_its_levels_nest_in_its_status_and_events(t: Racks) -> None:
+    s, kubectl = t.s, t.s.kubectl
+
+    def nested() -> dict[str, Any]:
+        status = kubectl.get("topology", t.topology).get("status") or {}
+        found = [c for c in status.get("conditions") or () if c["type"] == "Nested"]
+        return {**found[0], "levels": status["levels"]} if found else {}
+
+    def events() -> list[tuple[str, str]]:
+        selector = f"involvedObject.kind=Topology,involvedObject.name={t.topology}"
+        found = kubectl.json("get", "events", "-n", "default", "--field-selector", selector)
+        return [(e["type"], e["reason"]) for e in found["items"]]
+
+    first = wait_for(nested, what="the Topology's status")
+    assert first["status"] == "True"
+    assert first["levels"] == [
+        {"nodeLabel": t.block, "domains": 2, "nodes": 16},
+        {"nodeLabel": t.rack, "domains": 8, "nodes": 16},
+    ]
+    # One node of rack r0 moves to block b1: r0 is in two blocks.
+    a, b = sorted(t.racks["r0"])
+    kubectl.run("label", "node", b, f"{t.block}=b1", "--overwrite")
+    broken = wait_for(lambda: (n := nested()) and n["status"] == "False" and n, what="not nested")
+    problem = f"{t.rack}=r0 is in two {t.block} domains: b0 (node {a}) and b1 (node {b})"
+    assert (broken["reason"], broken["message"]) == ("NotNested", problem)
+    assert broken["levels"][0] == {"nodeLabel": t.block, "domains": 2, "nodes": 16}
+    wait_for(lambda: ("Warning", "NotNested") in events(), what="the Warning Event")
+    assert "NotNested" in kubectl.run("describe", "topology", t.topology)
+    table = kubectl.run("get", "topology", t.topology)
+    assert table.splitlines()[0].split()[:3] == ["NAME", "LEVELS", "NESTED"], table
+    assert table.splitlines()[1].split()[2] == "False", table
+    # What requires a level of it waits, said with the same words.
+    s.queue("team")
+    t.job("train", "team", 2, 2, t.required())
+    reason = wait_for(lambda: s.annotation("train", "pending-reason"), what="train's reason")
+    assert reason.endswith(f"Topology {t.topology} is not nested: {problem}"), reason
+    assert not s.admitted("train")
+    # Put back: nested again, a Normal Event, and the job is admitted.
+    kubectl.run("label", "node", b, f"{t.block}=b0", "--overwrite")
+    wait_for(lambda: nested().get("status") == "True", what="nested again")
+    wait_for(lambda: ("Normal", "Nested") in events(), what="the Normal Event")
+    assert events().count(("Warning", "NotNested")) == 1
+    s.wait_admitted("train", timeout=30)

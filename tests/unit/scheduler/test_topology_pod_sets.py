@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from builders import queue, snapshot
+from builders import node, queue, snapshot
 from test_topology import (
     EIGHT,
     ONLY_ADMIT,
@@ -25,6 +25,7 @@ from sluice.api.views import JobPhase, PodSet, WorkloadView
 from sluice.scheduler.cycle import run_cycle
 
 IN_RACK = TopologyRequest(RACK, True)
+GPU = "nvidia.com/gpu"
 
 
 def sets(
@@ -163,6 +164,45 @@ def test_preempt_for_a_pod_set_stays_in_its_rack() -> None:
     )
     result = run_cycle(with_topology(snap))
     assert [(d.action, d.job, d.domain) for d in result.decisions] == [
+        ("preempt", "ns/low0", ""),
+        ("admit", "ns/high", f"workers: {RACK}=r0"),
+    ]
+
+
+def test_victims_are_looked_for_where_the_pod_set_that_asks_fits_not_the_others() -> None:
+    """The helper (cpu only) may only go on a node of no rack: no rack could ever hold the
+    whole workload, yet the workers' rack is freed for the workers alone (reclaim, then
+    preempt)."""
+    loose = node("loose", labels={"pool": "loose"}, cpu=64)  # in no rack
+    nodes = [*cluster({"r0": ("b0", 8), "r1": ("b0", 8)}), loose]
+    helper = PodSet("helper", 1, gpus("helper", 1, 0, selector={"pool": "loose"}).pod_sets[0].pod)
+
+    def with_helper(name: str, **kw: object) -> WorkloadView:
+        job = sets(name, ("workers", 2, 8, IN_RACK), created=10, **kw)
+        return replace(job, pod_sets=(*job.pod_sets, helper), request=job.request + helper.request)
+
+    job = with_helper("train")
+    hosts = ["r0-0", "r1-0", "r1-1"]
+    reclaimed = [
+        replace(gpus(f"v{n}", 1, 8, phase=JobPhase.RUNNING, admitted=n, selector=on(h)), queue="b")
+        for n, h in enumerate(hosts)
+    ]
+    queues = [queue("a", deserved={GPU: 16}), queue("b")]
+    snap = snapshot(queues, [*reclaimed, replace(job, queue="a")], nodes)
+    assert [(d.action, d.job, d.domain) for d in run_cycle(with_topology(snap)).decisions] == [
+        ("reclaim", "ns/v0", ""),
+        ("admit", "ns/train", f"workers: {RACK}=r0"),
+    ]
+    low = [
+        gpus(f"low{n}", 1, 8, phase=JobPhase.RUNNING, admitted=n, selector=on(h))
+        for n, h in enumerate(hosts)
+    ]
+    high = with_helper("high", priority_class="high")
+    config = {"actions": "enqueue, allocate, preempt"}
+    snap = snapshot(
+        [queue("q")], [*low, high], nodes, config=config, priority_classes={"high": 100}
+    )
+    assert [(d.action, d.job, d.domain) for d in run_cycle(with_topology(snap)).decisions] == [
         ("preempt", "ns/low0", ""),
         ("admit", "ns/high", f"workers: {RACK}=r0"),
     ]
