@@ -31,7 +31,7 @@ from sluice.api.errors import InvalidObject
 from sluice.api.memo import Memo
 from sluice.api.quantity import QuantityError
 from sluice.api.resources import EMPTY, Resources
-from sluice.api.topology import Assignment, TopologyRequest, assignment_of, workload_request
+from sluice.api.topology import Assignment, TopologyRequest, assignment_text, assignments_of
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 NEVER = "Never"
@@ -79,6 +79,10 @@ class PodSet:
     workload (a replica type, a worker group): how its own pods are told apart by set
     (docs/workloads.md). None: the workload's only set, or a set of plain pods formed from
     the pods' own shapes. Not part of what makes two workloads alike."""
+    topology: TopologyRequest | None = None
+    """What its own pod template asks of a Topology: its pods in one domain of a level, apart
+    from the workload's other pod sets (docs/scheduler.md, *Topology*); None when it asks
+    nothing of its own, or the workload asks for all its pod sets together."""
     _hash: int = field(init=False, repr=False, compare=False, default=0)
 
     def __post_init__(self) -> None:
@@ -86,7 +90,7 @@ class PodSet:
             object.__setattr__(self, "pod_count", self.count)
         # A cycle looks alike jobs up by their pod sets thousands of times.
         fields = (self.name, self.count, self.pod, self.pod_count, self.priority_class_name)
-        object.__setattr__(self, "_hash", hash((*fields, self.never_preempts)))
+        object.__setattr__(self, "_hash", hash((*fields, self.never_preempts, self.topology)))
 
     def __hash__(self) -> int:
         return self._hash
@@ -96,7 +100,9 @@ class PodSet:
         return self.pod.request.scale(self.count)
 
 
-PodSetFields = tuple[str, int, PodSpecView, int, str | None, bool, tuple[str, str] | None]
+PodSetFields = tuple[
+    str, int, PodSpecView, int, str | None, bool, tuple[str, str] | None, TopologyRequest | None
+]
 """A PodSet's fields, in order."""
 
 
@@ -108,10 +114,11 @@ def pod_set(
     priority_class_name: str | None = None,
     never_preempts: bool = False,
     pods_by: tuple[str, str] | None = None,
+    topology: TopologyRequest | None = None,
 ) -> PodSet:
     """The PodSet of these fields, one object for all equal ones while it is remembered: the
     thousands of workloads of a cluster have a few hundred pod sets between them."""
-    fields = (name, count, pod, pod_count, priority_class_name, never_preempts, pods_by)
+    fields = (name, count, pod, pod_count, priority_class_name, never_preempts, pods_by, topology)
     return _POD_SETS.lookup(fields)
 
 
@@ -158,10 +165,10 @@ class WorkloadView:
     owns (a RayJob's submitter Job); empty for a Job, whose pods name its uid as their
     controller."""
     topology: TopologyRequest | None = None
-    """What it asks of a Topology: all its pods in one domain of a level (docs/scheduler.md,
-    *Topology*); None: placed as any workload."""
-    assignment: Assignment | None = None
-    """The domain it was admitted into (sluice.dev/topology-assignment), while admitted."""
+    """What it asks of a Topology for all its pod sets together: all its pods in one domain of
+    a level (docs/scheduler.md, *Topology*); None: its pod sets are placed as each asks."""
+    assignment: tuple[Assignment, ...] = ()
+    """The domains it was admitted into (sluice.dev/topology-assignment), while admitted."""
     key: str = field(init=False, repr=False, compare=False)
     """namespace/name: formed once, as a cycle asks for it hundreds of thousands of times."""
     pod_count: int = field(init=False, repr=False, compare=False)
@@ -302,9 +309,17 @@ def published_job(
         reason=cause,
         admitted_at=str(annotations.get(ADMITTED_AT_ANNOTATION) or ""),
         reclaimed_by=str(annotations.get(RECLAIMED_BY_ANNOTATION) or ""),
-        domain=view.assignment.text() if view.assignment and view.phase.admitted else "",
-        asks=view.topology.describe() if view.topology else "",
+        domain=assignment_text(view.assignment) if view.phase.admitted else "",
+        asks=topology_asks(view),
     )
+
+
+def topology_asks(view: WorkloadView) -> str:
+    """What a workload asks of a Topology, in words: ``required example.com/rack`` for all its
+    pod sets together, ``workers: required example.com/rack`` for its pod sets' own; ""."""
+    if view.topology is not None:
+        return view.topology.describe()
+    return ", ".join(f"{s.name}: {s.topology.describe()}" for s in view.pod_sets if s.topology)
 
 
 # --------------------------------------------------------------------------------------------
@@ -410,11 +425,11 @@ def workload_view(
     pod_sets: tuple[PodSet, ...],
     phase: JobPhase,
     pods_by: tuple[tuple[str, str], ...] = (),
-    templates: tuple[Mapping[str, Any], ...] = (),
+    topology: TopologyRequest | None = None,
 ) -> WorkloadView:
-    """The view of a managed workload of any kind, given what its kind's reading found: its
-    metadata and what sluice wrote on it (its annotations) are read the same for all, and
-    what it asks of a Topology on its metadata or its pod ``templates``."""
+    """The view of a managed workload of any kind, given what its kind's reading found (its
+    pod sets, what it asks of a Topology for all of them): its metadata and what sluice wrote
+    on it (its annotations) are read the same for all."""
     meta, name = _meta(obj, kind)
     namespace = str(meta.get("namespace") or "default")
     full = f"{namespace}/{name}"
@@ -444,8 +459,8 @@ def workload_view(
         requeued_at=parse_time(annotations.get(REQUEUED_AT_ANNOTATION), kind, full, _REQUEUED_AT),
         requeue_reason=annotations.get(REQUEUE_REASON_ANNOTATION),
         pods_by=pods_by,
-        topology=workload_request(obj, templates, kind, full),
-        assignment=assignment_of(annotations),
+        topology=topology,
+        assignment=assignments_of(annotations),
     )
 
 

@@ -343,16 +343,21 @@ class Domains:
             known = self._fitting[pod] = (version, fits, sum(fits.values()))
         return known[1], known[2]
 
-    def _best_freed(self, view: WorkloadView, level: str, freed: Footprint) -> Placed | None:
-        """``best_at`` with victims' room given back (reclaim, preempt): each domain's room
-        left is worked out anew."""
+    def by_room_left(self, view: WorkloadView, level: str, freed: Footprint) -> list[Domain]:
+        """The domains of a level that have as much free as the workload asks in total (with
+        ``freed`` added: victims' room given back, or below zero, room others hold), from the
+        least room left, ties by name: each one's room worked out anew."""
         ranked: list[tuple[float, str, Domain]] = []
         for domain in self.domains(level):
             left = self.left(view, domain, freed)
             if left is not None:
                 ranked.append((left, domain.value, domain))
         ranked.sort(key=lambda entry: (entry[0], entry[1]))
-        for _, _, domain in ranked:
+        return [domain for _, _, domain in ranked]
+
+    def _best_freed(self, view: WorkloadView, level: str, freed: Footprint) -> Placed | None:
+        """``best_at`` with victims' room given back (reclaim, preempt)."""
+        for domain in self.by_room_left(view, level, freed):
             footprint = self.place_in(view, domain, freed)
             if footprint is not None:
                 return footprint, domain

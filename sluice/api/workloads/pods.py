@@ -299,6 +299,6 @@ def _workload(key: str, members: tuple[PodMember, ...]) -> PodWorkload:
         never_preempts=any(s.never_preempts for s in pod_sets),
         pod_sets=pod_sets,
         topology=next((m.topology for m in members if m.topology is not None), None),
-        assignment=next((m.assignment for m in admitted if m.assignment is not None), None),
+        assignment=tuple(next(((m.assignment,) for m in admitted if m.assignment is not None), ())),
     )
     return PodWorkload(key, members, view)

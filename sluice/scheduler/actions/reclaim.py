@@ -19,7 +19,7 @@ import itertools
 from collections.abc import Iterator, Mapping
 from datetime import datetime, timedelta
 
-from sluice.api.views import EPOCH
+from sluice.api.views import EPOCH, WorkloadView
 from sluice.scheduler.actions.admit import admissible_leaves
 from sluice.scheduler.actions.outcome import Outcome
 from sluice.scheduler.actions.victims import Victims, cluster_need, frees_alone
@@ -33,7 +33,7 @@ from sluice.scheduler.fit import (
 from sluice.scheduler.order import leaf_order
 from sluice.scheduler.placement import Footprint
 from sluice.scheduler.session import JobInfo, Session
-from sluice.scheduler.topology import Domain, Placed
+from sluice.scheduler.set_domains import Placed, Search, Where, victim_search
 
 Taken = dict[str, dict[str, int]]
 Order = tuple[int, float, float, float, str]
@@ -350,10 +350,11 @@ class _Reclaim:
         and the nodes its pods would go on. A job that asks a Topology takes them inside one
         domain only (``_in_one_domain``). Returns where it goes, or None (nothing taken)."""
         over = over or {}
-        if job.view.topology is None:
-            found = self._choose(job, short, over, None)
+        search = victim_search(self.session.domains, job.view)
+        if search is None or search.request is None:
+            found = self._choose(job, short, over, search.anywhere if search else None)
         else:
-            found = self._in_one_domain(job, short, over)
+            found = self._in_one_domain(job, short, over, search)
         if found is None:
             return None
         chosen, placed = found
@@ -361,7 +362,7 @@ class _Reclaim:
         return placed
 
     def _choose(
-        self, job: JobInfo, short: dict[str, int], over: Taken, domain: Domain | None
+        self, job: JobInfo, short: dict[str, int], over: Taken, domain: Where | None
     ) -> tuple[Victims, Placed] | None:
         """The victims that make the job fit, and where it then goes; None when they cannot.
         Nothing is taken yet."""
@@ -390,22 +391,23 @@ class _Reclaim:
         return True
 
     def _in_one_domain(
-        self, job: JobInfo, short: dict[str, int], over: Taken
+        self, job: JobInfo, short: dict[str, int], over: Taken, search: Search
     ) -> tuple[Victims, Placed] | None:
-        """For a job that asks a Topology: the domain of its level whose victims make it fit
-        with the fewest of them, then the lowest priorities in total, then by name (a
-        preferred level widens level by level, then to anywhere). One walk over the
-        candidates, in order, serves every domain: each takes, as a search of its own would,
-        those that hold room in it and still qualify after what it took before them.
+        """For a job that asks a Topology: the domain of the level searched
+        (set_domains.Search) whose victims make it fit with the fewest of them, then the
+        lowest priorities in total, then by name (a preferred level widens level by level,
+        then to anywhere). One walk over the candidates, in order, serves every domain: each
+        takes, as a search of its own would, those that hold room in it and still qualify
+        after what it took before them.
 
         Only the domains that could still be the one are searched (``_Walk``), and the walk
         stops when none is left."""
-        request = job.view.topology
+        request = search.request
         assert request is not None
         domains = self.session.domains
         for level in domains.levels(request):
             of_node = {i: d for d in domains.domains(level) for i in d.nodes}
-            walk = _Walk(self, job, short, over, level)
+            walk = _Walk(self, job, short, over, level, search.inside)
             searches: dict[str, tuple[Victims, Taken]] = {}
             best: tuple[tuple[int, int, str], tuple[Victims, Placed]] | None = None
             paths: list[tuple[str, ...]] = []
@@ -417,7 +419,7 @@ class _Reclaim:
                     if domain.value not in walk.live:
                         continue
                     chosen, taken = searches.get(domain.value) or searches.setdefault(
-                        domain.value, (Victims(self.session, job, over, domain), {})
+                        domain.value, (Victims(self.session, job, over, search.where(domain)), {})
                     )
                     if not all(self.gives_up(q, victim, taken, short) for q in path):
                         continue  # this domain's victims so far brought that queue back
@@ -434,7 +436,7 @@ class _Reclaim:
                     break
             if best is not None:
                 return best[1]
-        return None if request.required else self._choose(job, short, over, None)
+        return None if request.required else self._choose(job, short, over, search.anywhere)
 
     def reachable_room(self) -> Footprint:
         """What every job that may still be a victim holds on each node (``reachable``)."""
@@ -579,15 +581,16 @@ class _Walk:
     """
 
     def __init__(self, reclaim: _Reclaim, job: JobInfo, short: dict[str, int], over: Taken,
-                 level: str) -> None:  # fmt: skip
+                 level: str, inside: WorkloadView) -> None:  # fmt: skip
         self.reclaim, self.job, self.short, self.over = reclaim, job, short, over
+        self.inside = inside  # what goes in the domain searched (set_domains.Search)
         session = reclaim.session
         self.domains = {d.value: d for d in session.domains.domains(level)}
         room = reclaim.reachable_room()
         self.live = {
             value
             for value, domain in self.domains.items()
-            if session.domains.could_hold(job.view, domain, room)
+            if session.domains.could_hold(inside, domain, room)
         }
         self.on = reclaim.on_domains(level) if self.live else {}
         self.need = cluster_need(session, job)
@@ -646,7 +649,7 @@ class _Walk:
         if any(reclaim.asks_owed(victim, q) for q in strict):
             return False
         domain = self.domains[value]
-        return frees_alone(reclaim.session, self.job, self.need, self.over, victim, domain)
+        return frees_alone(reclaim.session, self.need, self.over, victim, self.inside, domain)
 
     def _opens(self, leaf: str) -> tuple[str, ...] | None:
         self.leaves[leaf] = found = self._open(leaf)

@@ -1,9 +1,10 @@
 """The domain search prunes and stops early; it must decide exactly what trying every domain
 decides. Random small clusters of blocks and racks (pools, tainted GPU nodes, queues above and
 below their share, priorities down to negative ones) with jobs asking a rack or a block,
-required or preferred, or nothing: the whole cycle's result, with the search as it is, equals
-the result with the straightforward search below (every domain of a level placed, every
-candidate walked for every domain), kept here as the reference.
+required or preferred, for the whole workload or per pod set, or nothing: the whole cycle's
+result, with the search as it is, equals the result with the straightforward search below
+(every domain of a level placed, every candidate walked for every domain), kept here as the
+reference.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from sluice.scheduler.cycle import run_cycle
 from sluice.scheduler.model import Snapshot
 from sluice.scheduler.placement import Footprint, Placement
 from sluice.scheduler.session import JobInfo, Session
-from sluice.scheduler.topology import Domains, Placed
+from sluice.scheduler.set_domains import Placed, Search
+from sluice.scheduler.topology import Domains
 
 BLOCK, RACK = "example.com/block", "example.com/rack"
 GPU = "nvidia.com/gpu"
@@ -52,9 +54,10 @@ def reclaim_everywhere(
     job: JobInfo,
     short: dict[str, int],
     over: dict[str, dict[str, int]],
+    search: Search,
 ) -> tuple[Victims, Placed] | None:
     """Every candidate walked to the end for every domain, each domain searched on its own."""
-    request = job.view.topology
+    request = search.request
     assert request is not None
     domains = self.session.domains
     for level in domains.levels(request):
@@ -70,7 +73,7 @@ def reclaim_everywhere(
                 if domain.value in done:
                     continue
                 chosen, taken = searches.setdefault(
-                    domain.value, (Victims(self.session, job, over, domain), {})
+                    domain.value, (Victims(self.session, job, over, search.where(domain)), {})
                 )
                 if not all(self.gives_up(q, victim, taken, short) for q in path):
                     continue
@@ -83,19 +86,19 @@ def reclaim_everywhere(
                     best = (key, found)
         if best is not None:
             return best[1]
-    return None if request.required else self._choose(job, short, over, None)
+    return None if request.required else self._choose(job, short, over, search.anywhere)
 
 
 def preempt_everywhere(
-    session: Session, job: JobInfo, victims: list[JobInfo]
+    session: Session, job: JobInfo, victims: list[JobInfo], search: Search
 ) -> tuple[Victims, Placed] | None:
     """Every domain searched over every victim, in name order."""
-    request = job.view.topology
+    request = search.request
     assert request is not None
     for level in session.domains.levels(request):
         best: tuple[tuple[int, int, str], tuple[Victims, Placed]] | None = None
         for domain in session.domains.domains(level):
-            found = preempt_action._choose(session, job, victims, domain)
+            found = preempt_action._choose(session, job, victims, search.where(domain), domain)
             if found is None:
                 continue
             chosen = found[0].chosen
@@ -104,7 +107,9 @@ def preempt_everywhere(
                 best = (key, found)
         if best is not None:
             return best[1]
-    return None if request.required else preempt_action._choose(session, job, victims, None)
+    return (
+        None if request.required else preempt_action._choose(session, job, victims, search.anywhere)
+    )
 
 
 @contextmanager
@@ -182,7 +187,7 @@ def cluster(seed: int) -> Snapshot:
             job = replace(job, phase=JobPhase.RUNNING)
         else:
             job = replace(job, admitted_at=None)
-            if rng.random() < 0.15:  # a second pod set
+            if rng.random() < 0.3:  # a second pod set
                 (main,) = job.pod_sets
                 other = replace(main.pod, request=main.pod.request.scale(2))
                 sets = (main, PodSet("worker", rng.randint(1, 3), other))
@@ -191,12 +196,34 @@ def cluster(seed: int) -> Snapshot:
             pick = rng.random()
             if pick < 0.6:
                 level = RACK if rng.random() < 0.75 else BLOCK
-                job = replace(job, topology=TopologyRequest(level, rng.random() < 0.7))
+                ask = TopologyRequest(level, rng.random() < 0.7)
+                if len(job.pod_sets) > 1 and rng.random() < 0.6:  # per pod set
+                    job = replace(job, pod_sets=per_pod_set(rng, job.pod_sets, ask))
+                else:
+                    job = replace(job, topology=ask)
         jobs.append(job)
     return replace(
         snapshot(queues, jobs, nodes, config=ACTIONS, priority_classes=CLASSES, pods=pods),
         topologies=(TopologyView("default", (BLOCK, RACK)),),
     )
+
+
+def per_pod_set(
+    rng: random.Random, sets: tuple[PodSet, ...], ask: TopologyRequest
+) -> tuple[PodSet, ...]:
+    """Some of the pod sets ask a domain of their own (at least one does): the same level, or
+    the other one, required or preferred."""
+    chosen = rng.randrange(len(sets))
+    out = []
+    for k, pod_set in enumerate(sets):
+        if k == chosen:
+            out.append(replace(pod_set, topology=ask))
+        elif rng.random() < 0.5:
+            other = TopologyRequest(rng.choice((RACK, BLOCK)), rng.random() < 0.7)
+            out.append(replace(pod_set, topology=other))
+        else:
+            out.append(pod_set)
+    return tuple(out)
 
 
 @pytest.mark.parametrize("seed", range(400))
@@ -211,6 +238,7 @@ def test_the_random_clusters_reach_every_search() -> None:
     """The clusters above do exercise reclaim and preempt into a domain, and leave jobs
     waiting for one: else the comparison would prove little."""
     kinds: dict[str, int] = {}
+    per_set: dict[str, int] = {}  # admitted with domains per pod set
     waiting = 0
     for seed in range(400):
         result = run_cycle(cluster(seed))
@@ -218,6 +246,9 @@ def test_the_random_clusters_reach_every_search() -> None:
             if d.domain:
                 kind = d.reason.partition(":")[0]
                 kinds[kind] = kinds.get(kind, 0) + 1
+                if ": " in d.domain:  # "<pod set>: <level>=<value>"
+                    per_set[kind] = per_set.get(kind, 0) + 1
         waiting += sum(1 for p in result.pending if " holds " in p.cause)
     assert kinds.get("reclaim", 0) >= 10 and kinds.get("preempt", 0) >= 10, kinds
     assert sum(kinds.values()) >= 100 and waiting >= 20, (kinds, waiting)
+    assert per_set.get("reclaim", 0) >= 3 and per_set.get("preempt", 0) >= 3, per_set
