@@ -65,6 +65,7 @@ class LeaseElector:
         self._renewer = ThreadPoolExecutor(1, thread_name_prefix="sluice-lease")
         self._stop = threading.Event()
         self._round = threading.Lock()  # a round, or the release: never both at once
+        self._loop: asyncio.AbstractEventLoop | None = None  # where listeners are told
         self.expires_in: float | None = None
         """Seconds until another holder's Lease expires, as last read (None: not known)."""
 
@@ -158,6 +159,35 @@ class LeaseElector:
             raise
         return True
 
+    def confirm(self) -> bool:
+        """Whether the Lease, read now, still names this replica: asked before a cycle's
+        decisions are written. A Lease written over by another holder (by hand, or by a
+        replica whose clock runs ahead) is otherwise found only at the next renewal, and a
+        decision written before then would be a second writer's. A Lease that names another
+        ends this term as a lost renewal does; one that cannot be read writes nothing now."""
+        with self._round:
+            try:
+                lease = self.coordination.read_namespaced_lease(
+                    self.name, self.namespace, _request_timeout=self.call_timeout
+                )
+            except API_ERRORS as err:
+                log.warning("event=lease-confirm-failed error=%s", message(err))
+                return False
+            holder = lease.spec.holder_identity if lease.spec else None
+            if holder == self.identity:
+                return self.holds()
+            if self.is_leader:
+                self.is_leader = False
+                log.info(
+                    "event=lost-leadership identity=%s lease=%s/%s holder=%s",
+                    self.identity,
+                    self.namespace,
+                    self.name,
+                    holder,
+                )
+                self._tell_soon()
+            return False
+
     def release(self) -> None:
         """Give the Lease up at shutdown so a follower need not wait for it to expire (no
         round runs after this one)."""
@@ -186,7 +216,7 @@ class LeaseElector:
         """Take or renew the Lease every round, forever, on a thread of its own: a renewal
         must not wait for the event loop, which can be busy for many seconds (tens of
         thousands of watch events as the watches start) while the replica is able to act."""
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         try:
             await loop.run_in_executor(self._renewer, self._rounds, loop)
         finally:
@@ -215,9 +245,14 @@ class LeaseElector:
                     self.namespace,
                     self.name,
                 )
-                if not loop.is_closed():
-                    loop.call_soon_threadsafe(self._tell)
+                self._tell_soon(loop)
             self._stop.wait(self.next_round(leading, failed))
+
+    def _tell_soon(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        """From any thread: the listeners are told on the event loop."""
+        loop = loop or self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._tell)
 
     def _tell(self) -> None:
         """On the event loop: leadership changed."""

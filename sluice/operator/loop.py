@@ -208,6 +208,9 @@ class SchedulingLoop:
         metrics.CYCLE_SECONDS.observe(time.perf_counter() - started)
         if not self.elector.holds():
             return result  # lost the Lease while deciding: write nothing
+        if result.decisions and not await asyncio.to_thread(self.elector.confirm):
+            self.state.notify()  # decided again once the Lease is sure (or by the next holder)
+            return result
         self.usage = {n: q.usage for n, q in result.queues.items() if q.usage is not None}
         written = time.perf_counter()
         before = dict(executor.stats.by_kind)

@@ -282,6 +282,27 @@ def test_a_leader_that_could_not_renew_in_time_stops_writing_before_the_lease_ex
     assert not found.holds()
 
 
+def test_decisions_are_written_only_while_the_lease_read_now_names_this_replica() -> None:
+    """A Lease written over by another holder is found before the next decision is written,
+    not at the next renewal; a Lease that cannot be read writes nothing now and ends no term."""
+    fake = Coordination(lease("me", renewed_ago=1))
+    found = elector(fake)
+    found.is_leader, found.renewed_at = True, time.monotonic()
+    assert found.confirm()
+    fake.stored = lease("someone-else", renewed_ago=0)
+    assert not found.confirm()
+    assert not found.is_leader and not found.holds()
+    unreadable = elector(Coordination(None))
+    unreadable.is_leader, unreadable.renewed_at = True, time.monotonic()
+    unreadable.coordination.read_namespaced_lease = _unreachable  # type: ignore[method-assign]
+    assert not unreadable.confirm()
+    assert unreadable.is_leader
+
+
+def _unreachable(name: str, namespace: str, **_: Any) -> client.V1Lease:
+    raise ApiException(status=503)
+
+
 def test_a_lease_call_into_a_connection_that_swallows_everything_gives_up_in_the_margin() -> None:
     """A network partition that blackholes the leader's connection (no reset, no answer): the
     renewal fails after the margin a leader may write in (the Lease less the renewal
