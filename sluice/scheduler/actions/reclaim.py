@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from datetime import datetime, timedelta
 
 from sluice.api.views import EPOCH, WorkloadView
@@ -64,6 +64,7 @@ class _Reclaim:
         self.bounds: dict[tuple[str, frozenset[str]], tuple[int, Key]] = {}
         self.ranked: dict[str, dict[frozenset[str], tuple[int, list[tuple[Key, str]]]]] = {}
         self.orders: dict[str, Order] = {}
+        self.owed: dict[tuple[str, str], bool] = {}  # (job, queue) -> asks_owed
         self.usage: dict[str, float] = {}  # leaf -> -its usage per weight, at first sight
         self.excess: dict[str, dict[str, int]] = {}
         self.gives: dict[str, tuple[dict[str, int], dict[str, int]]] = {}
@@ -90,9 +91,14 @@ class _Reclaim:
     # share, and a job that asks for none of the named ones is best-effort in that queue.
 
     def asks_owed(self, job: JobInfo, name: str) -> bool:
-        """Whether the job requests a resource the queue's deserved names."""
-        owed = self.session.queues[name].deserved
-        return any(a > 0 and r in owed for r, a in job.request.items())
+        """Whether the job requests a resource the queue's deserved names (neither changes
+        during the cycle: asked once per job and queue)."""
+        key = (job.key, name)
+        found = self.owed.get(key)
+        if found is None:
+            owed = self.session.queues[name].deserved
+            found = self.owed[key] = any(a > 0 and r in owed for r, a in job.request.items())
+        return found
 
     def within_deserved(self, job: JobInfo, name: str) -> bool:
         """The queue holding the job stays within its deserved share in every resource the
@@ -105,14 +111,17 @@ class _Reclaim:
             if a > 0 and r in owed
         )
 
-    def above_deserved(self, name: str, taken: Taken, short: dict[str, int]) -> bool:
+    def above_deserved(self, name: str, taken: Taken, short: Collection[str]) -> bool:
         """Above its deserved share in a resource the job lacks that deserved names."""
         info = self.session.queues[name]
-        owed = info.deserved
-        gone = taken.get(name, {})
-        return any(r in owed and info.allocated.get(r, 0) - gone.get(r, 0) > owed[r] for r in short)
+        owed, held = info.deserved, info.allocated
+        gone = taken.get(name)
+        for r in short:  # a plain loop: reclaim by domain asks this millions of times a cycle
+            if r in owed and held.get(r, 0) - (gone.get(r, 0) if gone else 0) > owed[r]:
+                return True
+        return False
 
-    def may_give(self, name: str, taken: Taken, short: dict[str, int]) -> bool:
+    def may_give(self, name: str, taken: Taken, short: Collection[str]) -> bool:
         """Whether anything below the queue may still qualify: it is above its share, or the
         job lacks a resource its deserved leaves out (a job below asking for none of the
         named ones is best-effort in it)."""
@@ -249,7 +258,7 @@ class _Reclaim:
         self,
         job: JobInfo,
         short: dict[str, int],
-        taken: Taken,
+        taken: Taken | None,
         paths: list[tuple[str, ...]] | None = None,
     ) -> Iterator[JobInfo]:
         """Victims in order: nearest relatives first, then lower queue priority, then lower
@@ -263,8 +272,36 @@ class _Reclaim:
         root is back at its deserved share is dropped whole: nothing below it qualifies.
         Children are visited through their cached ranking, one at a time, so a queue with
         hundreds of children costs a few steps, not hundreds.
+
+        ``taken`` None: nothing is taken while the victims are walked (reclaim by domain
+        counts what each domain takes on its own), so what each queue gives is asked once.
         """
         session = self.session
+        fixed: dict[str, tuple[bool, bool]] | None = None
+        if taken is None:
+            fixed, taken = {}, {}
+
+        def asked(name: str) -> tuple[bool, bool]:
+            """may_give and above_deserved of the queue, once (``fixed``)."""
+            assert fixed is not None and taken is not None
+            found = fixed.get(name)
+            if found is None:
+                found = fixed[name] = (
+                    self.may_give(name, taken, short),
+                    self.above_deserved(name, taken, short),
+                )
+            return found
+
+        def may_give(name: str) -> bool:
+            assert taken is not None
+            return asked(name)[0] if fixed is not None else self.may_give(name, taken, short)
+
+        def gives_up(name: str, victim: JobInfo) -> bool:
+            assert taken is not None
+            if fixed is None:
+                return self.gives_up(name, victim, taken, short)
+            return not self.asks_owed(victim, name) or asked(name)[1]
+
         resources = frozenset(short)
         chain = session.chain(job.queue)
         sequence = itertools.count()
@@ -294,7 +331,7 @@ class _Reclaim:
                         entry = (key, next(sequence), SUBTREE)
                         heapq.heappush(heap, (*entry, child, 0, (*path, child)))
                     continue
-                if not self.may_give(name, taken, short):
+                if not may_give(name):
                     continue  # nothing below a queue back at its share qualifies
                 if kind == SUBTREE and session.queues[name].children:
                     rankings[name] = ranked = self.ranked_children(name, resources)
@@ -302,7 +339,7 @@ class _Reclaim:
                         entry = (ranked[0][0], next(sequence), RANKED)
                         heapq.heappush(heap, (*entry, name, 0, path))
                     continue
-                if not all(self.may_give(q, taken, short) for q in path[:-1]):
+                if not all(may_give(q) for q in path[:-1]):
                     continue  # its branch is back at its share: nothing more from it
                 victims = self.victims_for(name, resources)
                 if index >= len(victims):
@@ -315,7 +352,7 @@ class _Reclaim:
                     )
                     heapq.heappush(heap, (key, next(sequence), VICTIM, name, index + 1, path))
                 victim = victims[index]
-                if all(self.gives_up(q, victim, taken, short) for q in path):
+                if all(gives_up(q, victim) for q in path):
                     if paths is not None:
                         paths.append(path)
                     yield victim
@@ -411,7 +448,7 @@ class _Reclaim:
             searches: dict[str, tuple[Victims, Taken]] = {}
             best: tuple[tuple[int, int, str], tuple[Victims, Placed]] | None = None
             paths: list[tuple[str, ...]] = []
-            for victim in self.candidates(job, short, {}, paths) if walk.live else ():
+            for victim in self.candidates(job, short, None, paths) if walk.live else ():
                 path = paths[-1]
                 walk.passed(victim)
                 touched = {of_node[i] for i in victim.footprint if i in of_node}
@@ -598,6 +635,7 @@ class _Walk:
         self.walked: set[str] = set()
         self.next: dict[str, int] = {}  # domain -> where in ``on`` its witness is
         self.witnesses: dict[str, set[str]] = {}  # victim -> the domains it is the witness of
+        self.within: dict[int, bool] = {}  # level -> the job's queues below it within deserved
         self.leaves: dict[str, tuple[str, ...] | None] = {}
         """Leaf -> the queues between it and the job's whose share does not let every victim
         go (``gives_up`` asks of the victim), or None when the walk never opens it."""
@@ -673,8 +711,18 @@ class _Walk:
             path.append(q)
         else:
             return None
-        if level == 0 or not all(reclaim.within_deserved(self.job, own) for own in mine[:level]):
+        if level == 0 or not self._within(level):
             return None
         if not all(reclaim.may_give(q, {}, short) for q in path):
             return None
         return tuple(q for q in path if not reclaim.above_deserved(q, {}, short))
+
+    def _within(self, level: int) -> bool:
+        """The job's queues below the level are within their deserved share."""
+        found = self.within.get(level)
+        if found is None:
+            mine = self.reclaim.session.chain(self.job.queue)
+            found = self.within[level] = all(
+                self.reclaim.within_deserved(self.job, own) for own in mine[:level]
+            )
+        return found

@@ -1,10 +1,10 @@
 """The domain search prunes and stops early; it must decide exactly what trying every domain
 decides. Random small clusters of blocks and racks (pools, tainted GPU nodes, queues above and
 below their share, priorities down to negative ones) with jobs asking a rack or a block,
-required or preferred, for the whole workload or per pod set, or nothing: the whole cycle's
-result, with the search as it is, equals the result with the straightforward search below
-(every domain of a level placed, every candidate walked for every domain), kept here as the
-reference.
+required or preferred, for the whole workload or per pod set, or nothing, some of them alike
+in several queues: the whole cycle's result, with the search as it is, equals the result with
+the straightforward search below (every domain of a level placed, every candidate walked for
+every domain), kept here as the reference.
 """
 
 from __future__ import annotations
@@ -202,6 +202,14 @@ def cluster(seed: int) -> Snapshot:
                 else:
                     job = replace(job, topology=ask)
         jobs.append(job)
+    # Jobs alike (their pod sets and asks the same), in the same queue or another: a search
+    # may reuse what it worked out for the first while nothing moved.
+    pending = [j for j in jobs if j.phase is not JobPhase.RUNNING]
+    for k, job in enumerate(rng.sample(pending, min(len(pending), rng.randint(0, 4)))):
+        for copy in range(rng.randint(1, 3)):
+            name = f"{job.name}-alike-{k}-{copy}"
+            where = job.queue if rng.random() < 0.3 else rng.choice(leaves)
+            jobs.append(replace(job, name=name, uid=f"uid-{name}", queue=where))
     return replace(
         snapshot(queues, jobs, nodes, config=ACTIONS, priority_classes=CLASSES, pods=pods),
         topologies=(TopologyView("default", (BLOCK, RACK)),),
