@@ -287,9 +287,10 @@ class Executor:
             if not may_write():
                 return False
             self._announce(self._phase(pool, plan.reasons))
-            with self.stats.lock:
-                for key in set(self.positions_written) - plan.pending:
-                    del self.positions_written[key]
+            if plan.pending is not None:
+                with self.stats.lock:
+                    for key in set(self.positions_written) - plan.pending:
+                        del self.positions_written[key]
             return True
 
     def _phase(

@@ -48,6 +48,7 @@ class OperatorOptions:
     lease_seconds: int = 15
     renew_seconds: float = 5.0
     resync_seconds: float = 10.0
+    full_pass_seconds: float = 5.0
     max_queue_depth: int = 5
     dashboard_port: int = 8081
     workload_kinds: tuple[str, ...] = (JOB.kind,)
@@ -152,6 +153,7 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> int:
             namespace=options.namespace,
             config_map_name=options.config_map_name,
             resync_seconds=options.resync_seconds,
+            full_pass_seconds=options.full_pass_seconds,
             max_queue_depth=options.max_queue_depth,
         ),
         relist=lambda: prime(api, state, workloads),
