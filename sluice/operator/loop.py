@@ -51,7 +51,8 @@ log = logging.getLogger("sluice.operator.loop")
 class LoopSettings:
     namespace: str
     config_map_name: str = CONFIGMAP_NAME
-    debounce_seconds: float = 0.1
+    debounce_seconds: float = 0.02
+    """The pause after a change before the decision pass, that folds a burst into one."""
     batch_seconds: float = 1.0
     resync_seconds: float = 10.0
     max_queue_depth: int = 5

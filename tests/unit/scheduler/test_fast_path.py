@@ -1,9 +1,9 @@
 """The fast pass decides as the full cycle does: random sequences of events (jobs created in
 bursts of alike ones, finished, deleted; queues and nodes changed) go through one FastPath
 kept across the whole sequence and, after every event, through the full cycle on the same
-cluster. Each step's decisions must be the same; the full cycle's result is what the cluster
-becomes (every few steps it is the full pass that writes, as the operator's background pass
-does), and no queue may hold more than its capability after any step."""
+cluster. Each step's decisions must be the same, so the same jobs end admitted and evicted
+and none is admitted that the full cycle would not admit; the cluster moves on by them, and
+no admission may take a queue over its capability."""
 
 from __future__ import annotations
 
