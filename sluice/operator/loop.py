@@ -236,7 +236,17 @@ class SchedulingLoop:
         self.explain_due = False
         self.explained_at = time.monotonic()
         self.decided_since = set()
-        self.explaining = asyncio.create_task(self.explain())
+        self.explaining = asyncio.create_task(self._explain_logged())
+
+    async def _explain_logged(self) -> CycleResult | None:
+        try:
+            return await self.explain()
+        except Exception:
+            # One bad full pass must not go unsaid: another is due (the loop is woken).
+            log.exception("event=full-pass-failed")
+            self.explain_due = True
+            self.state.notify(urgent=False)
+            return None
 
     async def _taken(self) -> Taken | None:
         """The cluster as stored now, or None when writes of uncertain outcome must be read

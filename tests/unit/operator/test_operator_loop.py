@@ -189,6 +189,26 @@ async def test_decisions_never_wait_for_the_full_pass_which_runs_at_most_so_ofte
         task.cancel()
 
 
+async def test_a_full_pass_that_fails_is_run_again() -> None:
+    loop, recorder = start(Elector(leading=True), debounce=0, batch=0.1, full_pass=0.1)
+    failing = recorder.explain
+
+    async def explain() -> CycleResult:
+        if recorder.calls.count("explain") == 0:
+            recorder.calls.append("explain")
+            raise RuntimeError("a bad full pass")
+        return await failing()
+
+    loop.explain = explain  # type: ignore[method-assign]
+    task = asyncio.create_task(loop.run())
+    try:
+        loop.state.notify()
+        await asyncio.wait_for(recorder.explained.wait(), 5)
+        assert recorder.calls == ["relist", "config", "decide", "explain", "decide", "explain"]
+    finally:
+        task.cancel()
+
+
 def lease(holder: str, renewed_ago: float, duration: int = 15) -> client.V1Lease:
     renewed = datetime.now(UTC) - timedelta(seconds=renewed_ago)
     return client.V1Lease(
