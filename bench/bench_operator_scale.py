@@ -184,9 +184,11 @@ class Scale:
         _progress(f"storing {args.jobs:,} jobs across {len(leaves):,} leaf queues")
         stored = self.store(leaves)
         _progress(f"stored in {stored:.0f} s; starting the operator")
+        # A 60 s Lease: on a shared two-core machine the new leader's relist of every stored
+        # job can keep the API server from answering a renewal within the default 15 s.
         operator = devenv.start_operator(
             self.cluster.kubeconfig, state / "operator.log", "--health-port=0",
-            f"--metrics-port={self.metrics_port}", "--dashboard-port=0",
+            f"--metrics-port={self.metrics_port}", "--dashboard-port=0", "--lease-seconds=60",
         )  # fmt: skip
         try:
             started = time.monotonic()

@@ -35,6 +35,9 @@ from sluice.scheduler.model import Decision, Snapshot
 
 FIRST = 2
 """Jobs of a kind listed at first."""
+WHOLE = 4
+"""A kind of at most this many waiting jobs is listed whole: running the pass again because
+its first two were admitted would cost more than listing the others."""
 WIDER = 8
 """How many times more of a used-up kind the next run lists."""
 
@@ -61,8 +64,9 @@ class FastResult:
 class FastPath:
     """The waiting jobs by kind, kept from one pass to the next."""
 
-    def __init__(self, first: int = FIRST) -> None:
+    def __init__(self, first: int = FIRST, whole: int = WHOLE) -> None:
         self.first = first
+        self.whole = whole
         self.views: dict[str, WorkloadView] = {}
         self.kind_of: dict[str, Kind] = {}
         self.kinds: dict[Kind, _Alike] = {}
@@ -147,7 +151,9 @@ class FastPath:
         unlisted: dict[str, dict[str, int]] = {}
         shown: dict[Kind, list[str]] = {}
         for kind, alike in self.kinds.items():
-            width = len(alike.waiting) if alike.queue in selective else widths.get(kind, self.first)
+            width = widths.get(kind, self.first)
+            if alike.queue in selective or len(alike.waiting) <= self.whole:
+                width = len(alike.waiting)
             keys = [key for _, key in alike.waiting[:width]]
             listed += [views[key] for key in keys]
             left = len(alike.waiting) - len(keys)

@@ -182,7 +182,7 @@ def within_capability(world: World, admitted: set[str]) -> None:
 def test_the_fast_pass_decides_as_the_full_cycle(seed: int, steps: int) -> None:
     rng = random.Random(seed)
     world = World(rng)
-    fast = FastPath(first=rng.choice((1, 2)))
+    fast = FastPath(first=rng.choice((1, 2)), whole=rng.choice((0, 0, 3)))
     for step in range(steps):
         kind = world.event()
         snap = world.snapshot()
@@ -198,7 +198,7 @@ def test_a_used_up_kind_is_listed_further() -> None:
     the pass runs again with more listed, and admits the seven the full cycle admits."""
     jobs = [job(f"j{i}", "a", cpu=1, created=i) for i in range(10)]
     snap = snapshot([queue("a")], jobs, [node(cpu=7)], config={"actions": ACTIONS})
-    result = FastPath(first=2).decide(snap)
+    result = FastPath(first=2, whole=0).decide(snap)
     assert decided(result) == decided(run_cycle(snap))
     assert [d.job for d in result.decisions] == [f"ns/j{i}" for i in range(7)]
     assert result.runs == 2
