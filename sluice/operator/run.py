@@ -108,11 +108,12 @@ def prime(
 
 
 def _with_room_for_writers(api: client.ApiClient) -> client.ApiClient:
-    """A client whose connection pool holds every parallel writer plus the Lease, relists and
-    config reads (the default, five per CPU, is smaller than that on a one-CPU pod, and every
+    """A client whose connection pool holds every parallel writer of both passes (a decision
+    pass writes while a full pass writes its reasons) plus the Lease, relists and config
+    reads (the default, five per CPU, is smaller than that on a one-CPU pod, and every
     connection it discards costs the next request a TLS handshake)."""
     cfg = api.configuration
-    wanted = WRITERS + 4
+    wanted = 2 * WRITERS + 4
     if (cfg.connection_pool_maxsize or 0) >= wanted:
         return api
     cfg.connection_pool_maxsize = wanted
