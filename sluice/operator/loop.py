@@ -23,9 +23,11 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 from kubernetes import client
 
@@ -35,7 +37,7 @@ from sluice.api.errors import ConfigError
 from sluice.api.queue import QueueUsage
 from sluice.kube.errors import API_ERRORS, Failure, classify, message
 from sluice.operator import metrics
-from sluice.operator.executor import Executor, execute
+from sluice.operator.executor import Executor
 from sluice.operator.leader import LeaseElector
 from sluice.operator.memory import CollectorPacer
 from sluice.operator.plan import EventSpec, Plan, plan
@@ -45,6 +47,7 @@ from sluice.scheduler.fast import FastPath
 from sluice.scheduler.model import CycleResult, Snapshot
 
 log = logging.getLogger("sluice.operator.loop")
+T = TypeVar("T")
 
 
 @dataclass
@@ -98,6 +101,12 @@ class SchedulingLoop:
         self.explain_due = True
         """Something changed since the last full pass started."""
         self.explained_at = float("-inf")  # when the last full pass started (monotonic)
+        self.lanes = {
+            lane: ThreadPoolExecutor(1, thread_name_prefix=f"sluice-{lane}")
+            for lane in ("decide", "explain")
+        }
+        """One thread for each pass: a decision never queues behind the full pass's work (its
+        thousands of reason writes) in the event loop's shared pool."""
         self.decided_since: set[str] = set()
         """Jobs the decision passes wrote about since the running full pass took its
         snapshot: what it says of them is out of date."""
@@ -248,18 +257,24 @@ class SchedulingLoop:
             self.state.notify(urgent=False)
             return None
 
-    async def _taken(self) -> Taken | None:
+    async def _in(self, lane: str, call: Callable[..., T], *args: Any) -> T:
+        """``call(*args)`` on the pass's own thread."""
+        return await asyncio.get_running_loop().run_in_executor(
+            self.lanes[lane], partial(call, *args)
+        )
+
+    async def _taken(self, lane: str) -> Taken | None:
         """The cluster as stored now, or None when writes of uncertain outcome must be read
         again first (the loop is woken to try again)."""
         executor = self.executor
-        if executor.unsure and not await asyncio.to_thread(executor.reread_unsure):
+        if executor.unsure and not await self._in(lane, executor.reread_unsure):
             metrics.UNSURE_JOBS.set(len(executor.unsure))
             log.warning("event=cycle-postponed reason=unsure-writes jobs=%d", len(executor.unsure))
             await asyncio.sleep(1)
             self.state.notify()
             return None
-        taken = await asyncio.to_thread(
-            self.state.snapshot, datetime.now(UTC), self.settings.max_queue_depth
+        taken = await self._in(
+            lane, self.state.snapshot, datetime.now(UTC), self.settings.max_queue_depth
         )
         for key in set(taken.unreadable) - set(self.unreadable):
             log.warning("event=unreadable-object object=%s error=%r", key, taken.unreadable[key])
@@ -297,21 +312,21 @@ class SchedulingLoop:
     async def decide(self) -> CycleResult | None:
         """The decision pass: the full cycle's decisions from the fast pass, written at once."""
         started = time.perf_counter()
-        taken = await self._taken()
+        taken = await self._taken("decide")
         if taken is None:
             return None
         snapshot = replace(taken.snapshot, usage=self.usage)
-        fast = await asyncio.to_thread(self.fast.decide, snapshot)
+        fast = await self._in("decide", self.fast.decide, snapshot)
         metrics.DECISION_SECONDS.observe(time.perf_counter() - started)
         result = CycleResult(queue_order=(), queues={}, decisions=fast.decisions)
         stragglers = any(w.stragglers for w in taken.pod_workloads.values())
         if not (result.decisions or stragglers) or not self.elector.holds():
             return result
         self.decided_since.update(d.job for d in result.decisions)
-        writes = await asyncio.to_thread(self._plan, result, taken, snapshot)
+        writes = await self._in("decide", self._plan, result, taken, snapshot)
         # Who waits is the full pass's to say: this plan writes decisions only.
         writes = replace(writes, reasons=(), pending=None)
-        await execute(self.executor, writes, self.elector.holds)
+        await self._in("decide", self.executor.run, writes, self.elector.holds)
         self._count_writes()
         if not result.decisions:
             return result
@@ -331,12 +346,12 @@ class SchedulingLoop:
         the metrics, from the whole cycle. Its decisions are the decision passes' to write:
         what it says of a job they decided about since its snapshot is left out."""
         started = time.perf_counter()
-        taken = await self._taken()
+        taken = await self._taken("explain")
         if taken is None:
             return None
         snapshot = replace(taken.snapshot, usage=self.usage)
         now = snapshot.now
-        full = await asyncio.to_thread(run_cycle, snapshot)
+        full = await self._in("explain", run_cycle, snapshot)
         metrics.CYCLE_SECONDS.observe(time.perf_counter() - started)
         if not self.elector.holds():
             return full  # lost the Lease while explaining: write nothing
@@ -346,17 +361,17 @@ class SchedulingLoop:
         result = replace(
             full, decisions=(), pending=tuple(p for p in full.pending if p.job not in decided)
         )
-        writes = await asyncio.to_thread(self._plan, result, taken, snapshot)
+        writes = await self._in("explain", self._plan, result, taken, snapshot)
         running = asyncio.get_running_loop()
 
         def publish() -> None:
             # The Queues' statuses are written while the pending reasons are still written.
             running.call_soon_threadsafe(self.decided, full, now)
 
-        await execute(self.executor, writes, self.elector.holds, publish)
+        await self._in("explain", self.executor.run, writes, self.elector.holds, publish)
         metrics.APPLY_SECONDS.observe(time.perf_counter() - written)
         self._count_writes()
-        await asyncio.to_thread(metrics.publish, full, snapshot.queues, snapshot.workloads, now)
+        await self._in("explain", metrics.publish, full, snapshot.queues, snapshot.workloads, now)
         self.cycles += 1
         log.info(
             "event=explained pending=%d seconds=%.3f",
