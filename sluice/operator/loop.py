@@ -61,7 +61,8 @@ class LoopSettings:
     max_queue_depth: int = 5
     full_pass_seconds: float = 5.0
     """The full pass (positions, pending reasons, the Queues' statuses) starts at most this
-    often, and once more after the last change; decisions never wait for it."""
+    often, and once more after the last change that may let a job in (after one that only
+    statuses show, within ``resync_seconds``); decisions never wait for it."""
 
 
 class SchedulingLoop:
@@ -164,7 +165,7 @@ class SchedulingLoop:
         last_config = 0.0
         last_decided = float("-inf")
         while True:
-            changed = await self._woken()
+            changed, urgent = await self._woken()
             self.state.wake.clear()
             self.state.urgent.clear()
             self.heartbeat = time.monotonic()
@@ -187,7 +188,7 @@ class SchedulingLoop:
                     await asyncio.sleep(1)
                     self.state.wake.set()
                     continue
-                changed = True
+                changed = urgent = True
             self._leading = True
             try:
                 if time.monotonic() - last_config > self.settings.resync_seconds:
@@ -201,9 +202,13 @@ class SchedulingLoop:
                     await asyncio.sleep(1)
                     self.state.notify()
                     continue
-                if changed or time.monotonic() - last_decided >= self.settings.resync_seconds:
-                    self.explain_due = True
-                    last_decided = time.monotonic()
+                now = time.monotonic()
+                if changed or now - last_decided >= self.settings.resync_seconds:
+                    # What only statuses show (pods starting, the echo of a pass's own
+                    # writes) is explained by the resync's full pass, not by one of its own.
+                    if urgent or now - self.explained_at >= self.settings.resync_seconds:
+                        self.explain_due = True
+                    last_decided = now
                     await self.decide()
                 self._explain_when_due()
             except Exception:
@@ -211,10 +216,11 @@ class SchedulingLoop:
                 log.exception("event=cycle-failed")
                 await asyncio.sleep(1)
 
-    async def _woken(self) -> bool:
+    async def _woken(self) -> tuple[bool, bool]:
         """Until a change calls for a decision, the resync is due, or a full pass is: a
         change that may let a job in at once (after a short pause that folds a burst into
-        one pass), the others after at most ``batch_seconds``. Whether a change woke it."""
+        one pass), the others after at most ``batch_seconds``. Whether a change woke it, and
+        whether one that may let a job in did."""
         state, settings = self.state, self.settings
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(state.wake.wait(), self._until_due())
@@ -222,7 +228,7 @@ class SchedulingLoop:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(state.urgent.wait(), settings.batch_seconds)
             await asyncio.sleep(settings.debounce_seconds)
-        return state.wake.is_set()
+        return state.wake.is_set(), state.urgent.is_set()
 
     def _until_due(self) -> float:
         """Seconds until the resync, or until the next full pass may start when one is due."""

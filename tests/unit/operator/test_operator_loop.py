@@ -209,6 +209,25 @@ async def test_a_full_pass_that_fails_is_run_again() -> None:
         task.cancel()
 
 
+async def test_a_change_only_statuses_show_is_decided_and_left_to_the_resyncs_full_pass() -> None:
+    """The echo of a pass's own writes must not start a full pass after every full pass."""
+    loop, recorder = start(Elector(leading=True), debounce=0, batch=0.05, full_pass=0.1)
+    task = asyncio.create_task(loop.run())
+    try:
+        loop.state.notify()
+        await asyncio.wait_for(recorder.explained.wait(), 5)
+        recorder.ran.clear()
+        loop.state.notify(urgent=False)
+        await asyncio.wait_for(recorder.ran.wait(), 5)
+        await asyncio.sleep(0.5)
+        assert recorder.calls == ["relist", "config", "decide", "explain", "decide"]
+        loop.state.notify()  # one that may let a job in: explained again
+        while recorder.calls.count("explain") < 2:
+            await asyncio.sleep(0.01)
+    finally:
+        task.cancel()
+
+
 def lease(holder: str, renewed_ago: float, duration: int = 15) -> client.V1Lease:
     renewed = datetime.now(UTC) - timedelta(seconds=renewed_ago)
     return client.V1Lease(
