@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_WORKERS ?= 2
 
-.PHONY: install lint test test-unit test-e2e bench binaries cluster-up cluster-down dev-up dev-down demo demo-down clean
+.PHONY: install lint test test-unit test-e2e bench binaries cluster-up cluster-down dev-up dev-down demo demo-down chaos clean
 
 install: $(VENV)/.installed
 
@@ -16,16 +16,19 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 lint: install
-	$(VENV)/bin/ruff check sluice tests bench
-	$(VENV)/bin/ruff format --check sluice tests bench
+	$(VENV)/bin/ruff check sluice tests bench hack/chaos
+	$(VENV)/bin/ruff format --check sluice tests bench hack/chaos
 	$(VENV)/bin/mypy
+	MYPYPATH=hack $(VENV)/bin/mypy --strict --follow-imports=silent hack/chaos
 	$(VENV)/bin/lint-imports
 
 ## The README's test command: lint, then unit + integration tests in parallel, then the
 ## end-to-end suite on the living local cluster (built once, cached under ~/.cache/sluice).
+## Last, a short fault soak (2 minutes, the fixed seed) on a cluster of its own.
 test: lint binaries
 	$(PY) -m pytest -n $(PYTEST_WORKERS) tests/unit tests/integration
 	$(PY) -m pytest tests/e2e
+	$(MAKE) chaos CHAOS_MINUTES=2 CHAOS_SEED=25 CHAOS_FAULTS=1
 
 test-unit: install
 	$(PY) -m pytest -n $(PYTEST_WORKERS) tests/unit tests/integration
@@ -59,6 +62,7 @@ demo-down: dev-down
 bench: install
 	$(PY) -m bench.bench_scheduler
 	$(PY) -m bench.bench_fast_path
+	$(PY) -m bench.bench_reading
 	$(PY) -m bench.bench_topology
 	$(PY) -m bench.bench_webhooks
 	$(PY) -m bench.bench_operator
@@ -66,6 +70,14 @@ bench: install
 	$(PY) -m bench.bench_operator_scale
 	$(PY) -m bench.bench_failover
 	$(PY) -m bench.bench_pods
+
+## A fault soak on the living cluster (hack/chaos/README.md): CHAOS_MINUTES (10), CHAOS_SEED,
+## CHAOS_FAULTS=0 for the same soak without faults (the baseline of its decisions per minute).
+CHAOS_MINUTES ?= 10
+CHAOS_SEED ?= 25
+CHAOS_FAULTS ?= 1
+chaos: install binaries
+	CHAOS_MINUTES=$(CHAOS_MINUTES) CHAOS_SEED=$(CHAOS_SEED) CHAOS_FAULTS=$(CHAOS_FAULTS) $(PY) hack/chaos
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

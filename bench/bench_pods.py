@@ -178,8 +178,11 @@ def webhooks(requests: int, connections: int) -> None:
         " connections",
         file=sys.stderr,
     )
-    r = bench_webhooks.run(requests, connections, kind="pods")
-    floor = bench_webhooks.run(requests, connections, bench_webhooks._bare_server, kind="pods")
+    hey = bench_webhooks.hey()
+    r = bench_webhooks.run(requests, connections, kind="pods", binary=hey)
+    floor = bench_webhooks.run(
+        requests, connections, bench_webhooks._bare_server, kind="pods", binary=hey
+    )
     print("\nserver  reviews  conns |  reviews/s   p50 ms   p99 ms  errors")
     print("-" * 64)
     for label, row in (("sluice", r), ("floor", floor)):

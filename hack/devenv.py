@@ -33,6 +33,15 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def local_chart_values(port: int, ca_bundle: str) -> dict[str, Any]:
+    """Chart values for sluice's components run as local processes: the chart installs
+    everything else, and its webhook configurations point at https://127.0.0.1:port."""
+    return {
+        "operator": {"enabled": False},
+        "webhooks": {"enabled": False, "url": f"https://127.0.0.1:{port}", "caBundle": ca_bundle},
+    }
+
+
 def webhook_configurations(
     port: int,
     ca_bundle: bytes,

@@ -463,3 +463,28 @@ def _build_controller(controller: Controller, force: bool) -> Path:
             f" ({size:.0f} MiB)"
         )
         return target
+
+
+def build_go_command(package: str, version: str) -> Path:
+    """A Go command built from its published module (``go install package@version``) into
+    ``<cache>/tools/<name>-<version>/`` on first use, and reused after: what the benchmarks
+    drive load with. Built into a staging directory and renamed, under the build lock, so
+    parallel runs neither clash nor see half a binary."""
+    name = package.rstrip("/").rsplit("/", 1)[-1]
+    target = cache_root() / "tools" / f"{name}-{version}"
+    binary = target / name
+    if binary.is_file():
+        return binary
+    with _build_lock(target):
+        if binary.is_file():
+            return binary
+        staging = target.with_name(target.name + ".partial")
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        env = _go_env()
+        env.update(GOBIN=str(staging), GOFLAGS="-trimpath")
+        _log(f"building {package}@{version}")
+        subprocess.run(["go", "install", f"{package}@{version}"], env=env, check=True)
+        shutil.rmtree(target, ignore_errors=True)
+        staging.rename(target)
+    return binary

@@ -127,14 +127,21 @@ class ControlPlane:
     """The whole local cluster, whose state lives in `state_dir`."""
 
     def __init__(
-        self, state_dir: Path, *, tie_to_parent: bool = False, data_root: Path | None = None
+        self,
+        state_dir: Path,
+        *,
+        tie_to_parent: bool = False,
+        data_root: Path | None = None,
+        apiserver_args: tuple[str, ...] = (),
     ) -> None:
         """tie_to_parent: the processes die with this one (for test fixtures).
         data_root: where etcd's temporary data dir goes (default: the system's temp dir).
+        apiserver_args: more flags for kube-apiserver (e.g. an audit log).
         """
         self.state_dir = Path(state_dir).resolve()
         self.tie_to_parent = tie_to_parent
         self.data_root = data_root
+        self.apiserver_args = apiserver_args
         # Processes this object started, by pid: their exit is known without /proc.
         self._children: dict[int, subprocess.Popen[bytes]] = {}
 
@@ -294,9 +301,11 @@ class ControlPlane:
         shutil.rmtree(self._pki, ignore_errors=True)
         shutil.rmtree(self._components, ignore_errors=True)
 
-    def _spawn(self, name: str, command: list[str], env: dict[str, str]) -> int:
+    def _spawn(
+        self, name: str, command: list[str], env: dict[str, str], mode: str = "w"
+    ) -> int:
         self._logs.mkdir(parents=True, exist_ok=True)
-        with (self._logs / f"{name}.log").open("w") as log:
+        with (self._logs / f"{name}.log").open(mode) as log:
             process = subprocess.Popen(
                 command,
                 stdin=subprocess.DEVNULL,
@@ -326,9 +335,7 @@ class ControlPlane:
         try:
             self._write_pki(state)
             self._write_component_config()
-            env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
-            # KWOK would also read ~/.kwok/kwok.yaml; keep it to the stages given here.
-            env["KWOK_WORKDIR"] = str(self._components / "kwok")
+            env = self._env(self.state_dir)
             self._launch(state, "etcd", self._etcd_command(state), env)
             self._wait("etcd", state, lambda: self._etcd_healthy(state))
             self._launch(state, "kube-apiserver", self._apiserver_command(state), env)
@@ -346,9 +353,52 @@ class ControlPlane:
         _log(f"cluster ready at {state.server} in {time.monotonic() - started:.1f}s")
         return cluster
 
-    def _launch(self, state: State, name: str, command: list[str], env: dict[str, str]) -> None:
-        state.pids[name] = self._spawn(name, command, env)
+    def _launch(
+        self, state: State, name: str, command: list[str], env: dict[str, str], mode: str = "w"
+    ) -> None:
+        state.pids[name] = self._spawn(name, command, env, mode)
         self._write_state(state)
+
+    @staticmethod
+    def _env(state_dir: Path) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+        # KWOK would also read ~/.kwok/kwok.yaml; keep it to the stages given here.
+        env["KWOK_WORKDIR"] = str(state_dir / "components" / "kwok")
+        return env
+
+    def pid(self, name: str) -> int:
+        """The pid of one of the running cluster's processes (for fault injection)."""
+        state = self._read_state()
+        if state is None or name not in state.pids:
+            raise ControlPlaneError(f"no {name} in {self._state_file}")
+        return state.pids[name]
+
+    def relaunch(self, name: str) -> None:
+        """Start one process of a running cluster again, with the same ports and flags (after
+        it was killed or stopped), and wait until it is ready; its log is appended to."""
+        with self._locked():
+            state = self._read_state()
+            if state is None:
+                raise ControlPlaneError(f"no cluster in {self.state_dir}")
+            old = state.pids.get(name)
+            if old is not None:
+                processes.reap(old)
+                self._children.pop(old, None)
+            if name == "etcd":
+                command = self._etcd_command(state)
+            elif name == "kube-apiserver":
+                command = self._apiserver_command(state)
+            else:
+                command = self._living_command(state, name)
+            self._launch(state, name, command, self._env(self.state_dir), mode="a")
+            if name == "etcd":
+                ready: Callable[[], bool] = lambda: self._etcd_healthy(state)  # noqa: E731
+            elif name == "kube-apiserver":
+                ready = lambda: self._readyz(state)  # noqa: E731
+            else:
+                url = self._health_url(state, name)
+                ready = lambda: self._answers(url, admin=False)  # noqa: E731
+            self._wait(name, state, ready)
 
     def _wait(self, name: str, state: State, ready: Callable[[], bool]) -> None:
         binary = Path(state.bin_dir) / name
@@ -527,6 +577,7 @@ class ControlPlane:
             # from a version etcd has compacted gets the 410 Gone any resource gets once the
             # API server's cache has moved past it (tests/e2e/test_list_watch.py).
             "--watch-cache-sizes=podtemplates#0",
+            *self.apiserver_args,
         ]
 
 

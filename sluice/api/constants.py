@@ -72,4 +72,9 @@ CONDITION_OVER_CAPABILITY: Final = "OverCapability"
 """True while the queue's workloads hold more than its capability (their pods ask more than
 they were admitted with): it admits nothing more below it."""
 
+# Condition types on Topology status
+CONDITION_NESTED: Final = "Nested"
+"""True while a Topology's levels nest on the nodes; False admits nothing that requires one
+of its levels (docs/scheduler.md, *Topology*)."""
+
 DEFAULT_MAX_QUEUE_DEPTH: Final = 5

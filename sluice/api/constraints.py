@@ -9,11 +9,12 @@ not whether one can.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from sluice.api.errors import InvalidObject
+from sluice.api.memo import Memo, Unkeyable, frozen, thawed
 from sluice.api.resources import Resources
 
 NODE_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
@@ -94,6 +95,26 @@ class PodSpecView:
 def pod_spec_view(
     spec: Mapping[str, Any], request: Resources, kind: str, name: str, base: str
 ) -> PodSpecView:
+    """The PodSpecView of a pod spec (at ``base`` in object ``kind`` ``name``) of this
+    request. Its constraints are read once per distinct nodeSelector, affinity and
+    tolerations (and request): the pods of a cluster have a few hundred shapes."""
+    try:
+        return _REMEMBERED.lookup(
+            (
+                request,
+                frozen(spec.get("nodeSelector")),
+                frozen(spec.get("affinity")),
+                frozen(spec.get("tolerations")),
+            )
+        )
+    except (Unkeyable, InvalidObject):
+        pass  # not a key, or not readable: read from the spec, to name the field
+    return _read_pod_spec_view(spec, request, kind, name, base)
+
+
+def _read_pod_spec_view(
+    spec: Mapping[str, Any], request: Resources, kind: str, name: str, base: str
+) -> PodSpecView:
     selector = spec.get("nodeSelector") or {}
     if not isinstance(selector, Mapping):
         raise InvalidObject(kind, name, f"{base}.nodeSelector", "expected a map of labels")
@@ -108,6 +129,17 @@ def pod_spec_view(
             ),
         )
     )
+
+
+def _pod_spec_view_of(key: tuple[Resources, Hashable, Hashable, Hashable]) -> PodSpecView:
+    request, selector, affinity, tolerations = key
+    spec = {"nodeSelector": thawed(selector), "affinity": thawed(affinity)}
+    spec["tolerations"] = thawed(tolerations)
+    return _read_pod_spec_view(spec, request, "", "", "")
+
+
+_REMEMBERED: Final = Memo(_pod_spec_view_of, 4096)
+"""Pod shapes whose PodSpecView is remembered (the least recently used go first)."""
 
 
 _INTERNED: dict[PodSpecView, PodSpecView] = {}

@@ -12,7 +12,8 @@ from sluice.api.constants import (
     POD_GROUP_LABEL,
     QUEUE_LABEL,
 )
-from sluice.api.views import EPOCH, PodView, _meta, parse_time, pod_request
+from sluice.api.pod_request import pod_request
+from sluice.api.views import EPOCH, PodView, _meta, parse_time
 
 
 def job_controller_uid(meta: Mapping[str, Any]) -> str:

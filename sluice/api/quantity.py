@@ -12,8 +12,9 @@ from __future__ import annotations
 import math
 import re
 from fractions import Fraction
-from functools import lru_cache
 from typing import Final
+
+from sluice.api.memo import Memo
 
 _BINARY: Final = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
 _DECIMAL: Final = {
@@ -58,13 +59,10 @@ def parse_quantity(value: str | int | float) -> int:
         return _ceil(Fraction(value) * 1000)
     if not isinstance(value, str):
         raise QuantityError(f"{value!r} is not a quantity")
-    return _parse_text(value)
+    return _PARSED.lookup(value)
 
 
-@lru_cache(maxsize=4096)
 def _parse_text(value: str) -> int:
-    """A cluster repeats a handful of quantity strings over thousands of objects, and exact
-    fractions are slow: each distinct string is worked out once (errors are not cached)."""
     text = value.strip()
     match = _QUANTITY_RE.match(text)
     if match is None or len(text) > 64:
@@ -83,6 +81,11 @@ def _parse_text(value: str) -> int:
         number *= Fraction(10) ** _DECIMAL[match["dec"] or ""]
     milli = _ceil(number * 1000)
     return -milli if match["sign"] == "-" else milli
+
+
+_PARSED: Final = Memo(_parse_text, 4096)
+"""A cluster repeats a handful of quantity strings over thousands of objects, and exact
+fractions are slow: each distinct string is worked out once (an error is not remembered)."""
 
 
 def _ceil(value: Fraction) -> int:

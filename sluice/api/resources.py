@@ -132,6 +132,8 @@ class Resources(Mapping[str, int]):
         return Resources(out)
 
     def scale(self, factor: int) -> Resources:
+        if factor == 1 and 0 not in self._m.values():  # immutable: itself (a limit drops its zeros)
+            return self
         return Resources({name: amount * factor for name, amount in self._m.items()})
 
     def maximum(self, other: Mapping[str, int]) -> Resources:

@@ -2,9 +2,10 @@
 
 A Topology (cluster-scoped, ``spec.levels``) names node labels from the widest level (a block)
 to the narrowest (a rack, a host). A *domain* of a level is the nodes that share one value of
-its label. A workload annotated ``sluice.dev/topology-required: <label>`` runs all its pods in
-one domain of that level or not at all; ``sluice.dev/topology-preferred: <label>`` in one
-domain of that level if any holds it, else of the next wider level, else anywhere
+its label. A pod template annotated ``sluice.dev/topology-required: <label>`` runs all the pods
+of its pod set in one domain of that level or not at all; ``sluice.dev/topology-preferred:
+<label>`` in one domain of that level if any holds them, else of the next wider level, else
+anywhere; on a workload's own metadata, the same puts all its pod sets in one domain together
 (docs/scheduler.md, *Topology*). The levels must nest on the real nodes: every domain of a
 level inside one domain of the level above it.
 """
@@ -12,7 +13,7 @@ level inside one domain of the level above it.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -82,7 +83,8 @@ def topology_from_object(obj: Mapping[str, Any]) -> TopologyView:
 
 @dataclass(frozen=True, slots=True)
 class TopologyRequest:
-    """What a workload asks: all its pods in one domain of ``level`` (a node label)."""
+    """What a workload or a pod set asks: all its pods in one domain of ``level`` (a node
+    label)."""
 
     level: str
     required: bool
@@ -115,51 +117,83 @@ def request_of(
     return None
 
 
-def workload_request(
-    obj: Mapping[str, Any], templates: Iterable[Mapping[str, Any]], kind: str, name: str
+def whole_request(
+    own: TopologyRequest | None,
+    set_asks: Sequence[tuple[str, TopologyRequest | None]],
+    kind: str,
+    name: str,
 ) -> TopologyRequest | None:
-    """What a workload asks: on its own metadata, else on its pod templates (which must then
-    agree: all its pods go in one domain together)."""
-    meta = obj.get("metadata") or {}
-    own = request_of(meta.get("annotations") or {}, kind, name, "metadata.annotations")
-    if own is not None:
-        return own
-    found: TopologyRequest | None = None
-    for template in templates:
-        annotations = ((template or {}).get("metadata") or {}).get("annotations") or {}
-        asked = request_of(annotations, kind, name, "template metadata.annotations")
-        if asked is not None and found is not None and asked != found:
+    """What places all of a workload's pod sets in one domain together: the ask on its own
+    metadata (``own``); else, for a workload of one pod set, that set's own ask (its pod
+    template's). ``set_asks``: each pod set's name and what its pod template asks. A pod set
+    that asks otherwise than the metadata is refused: the metadata places every pod set
+    together, a template places its pod set alone (docs/scheduler.md, *Topology*)."""
+    if own is None:
+        return set_asks[0][1] if len(set_asks) == 1 else None
+    for pod_set, asked in set_asks:
+        if asked is not None and asked != own:
             raise InvalidObject(
                 kind,
                 name,
-                "template metadata.annotations",
-                f"its pod templates ask {found.describe()} and {asked.describe()}: put one"
-                " on the workload's own metadata to place them together",
+                "metadata.annotations",
+                f"it asks {own.describe()} for all its pod sets together and {asked.describe()}"
+                f" for pod set {pod_set}: ask on the workload's metadata to place its pod sets"
+                " together, or on their pod templates to place each alone",
             )
-        found = found or asked
-    return found
+    return own
 
 
 @dataclass(frozen=True, slots=True)
 class Assignment:
-    """The domain an admitted workload was placed in: ``<level>=<value>``."""
+    """A domain an admitted workload was placed in, ``<level>=<value>``: of all its pod sets
+    together, or of one (``pod_set``), written ``<pod set>: <level>=<value>``."""
 
     level: str
     value: str
+    pod_set: str = ""
 
     def text(self) -> str:
-        return f"{self.level}={self.value}"
+        where = f"{self.level}={self.value}"
+        return f"{self.pod_set}: {where}" if self.pod_set else where
 
     @staticmethod
     def parse(text: str | None) -> Assignment | None:
-        if not text or "=" not in text:
+        """One domain of all the pod sets, ``<level>=<value>``; None for anything else."""
+        if not text or "=" not in text or ": " in text:
             return None
         level, _, value = text.partition("=")
         return Assignment(level, value)
 
 
+def parse_assignments(text: str | None) -> tuple[Assignment, ...]:
+    """The domains of sluice.dev/topology-assignment: ``<level>=<value>`` (all the pod sets
+    together), or ``<pod set>: <level>=<value>`` for each of the pod sets sluice confined,
+    joined by ``, ``; none for a text of neither form."""
+    whole = Assignment.parse(text)
+    if whole is not None or not text:
+        return (whole,) if whole is not None else ()
+    out: list[Assignment] = []
+    for entry in text.split(", "):
+        pod_set, colon, where = entry.partition(": ")
+        level, equals, value = where.partition("=")
+        if not colon or not equals or not pod_set or not level:
+            return ()
+        out.append(Assignment(level, value, pod_set))
+    return tuple(out)
+
+
+def assignment_text(assignments: Sequence[Assignment]) -> str:
+    """sluice.dev/topology-assignment's text of these domains (``parse_assignments``)."""
+    return ", ".join(a.text() for a in assignments)
+
+
 def assignment_of(annotations: Mapping[str, Any]) -> Assignment | None:
+    """A plain pod's domain: its whole workload's."""
     return Assignment.parse(annotations.get(TOPOLOGY_ASSIGNMENT_ANNOTATION))
+
+
+def assignments_of(annotations: Mapping[str, Any]) -> tuple[Assignment, ...]:
+    return parse_assignments(annotations.get(TOPOLOGY_ASSIGNMENT_ANNOTATION))
 
 
 def not_nested(topology: TopologyView, nodes: Sequence[NodeView]) -> str | None:

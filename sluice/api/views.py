@@ -13,7 +13,7 @@ import enum
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final
 
 from sluice.api.constants import (
     ADMITTED_AT_ANNOTATION,
@@ -28,10 +28,10 @@ from sluice.api.constants import (
 )
 from sluice.api.constraints import PodSpecView, Taint, taints_of
 from sluice.api.errors import InvalidObject
-from sluice.api.pod_defaults import NO_DEFAULTS, PodDefaults
+from sluice.api.memo import Memo
 from sluice.api.quantity import QuantityError
 from sluice.api.resources import EMPTY, Resources
-from sluice.api.topology import Assignment, TopologyRequest, assignment_of, workload_request
+from sluice.api.topology import Assignment, TopologyRequest, assignment_text, assignments_of
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 NEVER = "Never"
@@ -79,6 +79,10 @@ class PodSet:
     workload (a replica type, a worker group): how its own pods are told apart by set
     (docs/workloads.md). None: the workload's only set, or a set of plain pods formed from
     the pods' own shapes. Not part of what makes two workloads alike."""
+    topology: TopologyRequest | None = None
+    """What its own pod template asks of a Topology: its pods in one domain of a level, apart
+    from the workload's other pod sets (docs/scheduler.md, *Topology*); None when it asks
+    nothing of its own, or the workload asks for all its pod sets together."""
     _hash: int = field(init=False, repr=False, compare=False, default=0)
 
     def __post_init__(self) -> None:
@@ -86,7 +90,7 @@ class PodSet:
             object.__setattr__(self, "pod_count", self.count)
         # A cycle looks alike jobs up by their pod sets thousands of times.
         fields = (self.name, self.count, self.pod, self.pod_count, self.priority_class_name)
-        object.__setattr__(self, "_hash", hash((*fields, self.never_preempts)))
+        object.__setattr__(self, "_hash", hash((*fields, self.never_preempts, self.topology)))
 
     def __hash__(self) -> int:
         return self._hash
@@ -94,6 +98,35 @@ class PodSet:
     @property
     def request(self) -> Resources:
         return self.pod.request.scale(self.count)
+
+
+PodSetFields = tuple[
+    str, int, PodSpecView, int, str | None, bool, tuple[str, str] | None, TopologyRequest | None
+]
+"""A PodSet's fields, in order."""
+
+
+def pod_set(
+    name: str,
+    count: int,
+    pod: PodSpecView,
+    pod_count: int = -1,
+    priority_class_name: str | None = None,
+    never_preempts: bool = False,
+    pods_by: tuple[str, str] | None = None,
+    topology: TopologyRequest | None = None,
+) -> PodSet:
+    """The PodSet of these fields, one object for all equal ones while it is remembered: the
+    thousands of workloads of a cluster have a few hundred pod sets between them."""
+    fields = (name, count, pod, pod_count, priority_class_name, never_preempts, pods_by, topology)
+    return _POD_SETS.lookup(fields)
+
+
+def _pod_set_of(fields: PodSetFields) -> PodSet:
+    return PodSet(*fields)
+
+
+_POD_SETS: Final = Memo(_pod_set_of, 4096)
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,10 +165,10 @@ class WorkloadView:
     owns (a RayJob's submitter Job); empty for a Job, whose pods name its uid as their
     controller."""
     topology: TopologyRequest | None = None
-    """What it asks of a Topology: all its pods in one domain of a level (docs/scheduler.md,
-    *Topology*); None: placed as any workload."""
-    assignment: Assignment | None = None
-    """The domain it was admitted into (sluice.dev/topology-assignment), while admitted."""
+    """What it asks of a Topology for all its pod sets together: all its pods in one domain of
+    a level (docs/scheduler.md, *Topology*); None: its pod sets are placed as each asks."""
+    assignment: tuple[Assignment, ...] = ()
+    """The domains it was admitted into (sluice.dev/topology-assignment), while admitted."""
     key: str = field(init=False, repr=False, compare=False)
     """namespace/name: formed once, as a cycle asks for it hundreds of thousands of times."""
     pod_count: int = field(init=False, repr=False, compare=False)
@@ -276,9 +309,17 @@ def published_job(
         reason=cause,
         admitted_at=str(annotations.get(ADMITTED_AT_ANNOTATION) or ""),
         reclaimed_by=str(annotations.get(RECLAIMED_BY_ANNOTATION) or ""),
-        domain=view.assignment.text() if view.assignment and view.phase.admitted else "",
-        asks=view.topology.describe() if view.topology else "",
+        domain=assignment_text(view.assignment) if view.phase.admitted else "",
+        asks=topology_asks(view),
     )
+
+
+def topology_asks(view: WorkloadView) -> str:
+    """What a workload asks of a Topology, in words: ``required example.com/rack`` for all its
+    pod sets together, ``workers: required example.com/rack`` for its pod sets' own; ""."""
+    if view.topology is not None:
+        return view.topology.describe()
+    return ", ".join(f"{s.name}: {s.topology.describe()}" for s in view.pod_sets if s.topology)
 
 
 # --------------------------------------------------------------------------------------------
@@ -311,71 +352,6 @@ def _resources(raw: Any, kind: str, name: str, field_name: str) -> Resources:
         return Resources.parse(raw, "")
     except QuantityError as err:
         raise InvalidObject(kind, name, field_name, str(err)) from None
-
-
-def container_request(
-    container: Mapping[str, Any],
-    kind: str,
-    name: str,
-    where: str,
-    defaults: Resources = EMPTY,
-) -> Resources:
-    """A container's requests; a resource with only a limit requests its limit, and one with
-    neither the namespace's default request (``defaults``), as the API server fills them in.
-    """
-    own = requirements_request(container.get("resources") or {}, kind, name, f"{where}.resources")
-    return Resources({**defaults, **own}) if defaults else own
-
-
-def requirements_request(
-    requirements: Mapping[str, Any], kind: str, name: str, where: str
-) -> Resources:
-    """What a ResourceRequirements (limits, requests) requests: its requests, and its limit for
-    a resource it names no request for."""
-    limits = _resources(requirements.get("limits"), kind, name, f"{where}.limits")
-    requests = _resources(requirements.get("requests"), kind, name, f"{where}.requests")
-    return Resources({**limits, **requests})
-
-
-def pod_request(
-    pod_spec: Mapping[str, Any],
-    kind: str,
-    name: str,
-    base: str = "spec.template.spec",
-    defaults: PodDefaults = NO_DEFAULTS,
-) -> Resources:
-    """The request of one pod as Kubernetes computes it for scheduling.
-
-    max(sum of app containers + sum of restartable (sidecar) init containers, for each init
-    container: its request + the sidecars started before it); replaced, for the resources
-    it names, by the pod-level request (spec.resources); plus the pod overhead. ``defaults``:
-    what the API server adds to a pod created from this spec in its namespace (a template's
-    containers get their LimitRange default requests, the pod its RuntimeClass's overhead).
-    """
-    fill = defaults.container_requests
-    total = EMPTY
-    for i, c in enumerate(pod_spec.get("containers") or ()):
-        total = total + container_request(c, kind, name, f"{base}.containers[{i}]", fill)
-    sidecars = EMPTY
-    init_peak = EMPTY
-    for i, c in enumerate(pod_spec.get("initContainers") or ()):
-        req = container_request(c, kind, name, f"{base}.initContainers[{i}]", fill)
-        if c.get("restartPolicy") == "Always":
-            sidecars = sidecars + req
-            init_peak = init_peak.maximum(sidecars)
-        else:
-            init_peak = init_peak.maximum(sidecars + req)
-    result = (total + sidecars).maximum(init_peak)
-    # Pod-level resources (spec.resources), where set, are what the scheduler counts for
-    # their resources, whatever the containers ask for.
-    pod_level = container_request(pod_spec, kind, name, base)
-    if pod_level:
-        result = Resources({**result, **pod_level})
-    overhead = _resources(pod_spec.get("overhead"), kind, name, f"{base}.overhead")
-    if not overhead and defaults.overheads:
-        # The API server sets a pod's overhead from its RuntimeClass when it names none.
-        overhead = defaults.overheads.get(str(pod_spec.get("runtimeClassName") or ""), EMPTY)
-    return result + overhead
 
 
 def condition_true(status: Any, types: tuple[str, ...]) -> bool:
@@ -449,18 +425,16 @@ def workload_view(
     pod_sets: tuple[PodSet, ...],
     phase: JobPhase,
     pods_by: tuple[tuple[str, str], ...] = (),
-    templates: tuple[Mapping[str, Any], ...] = (),
+    topology: TopologyRequest | None = None,
 ) -> WorkloadView:
-    """The view of a managed workload of any kind, given what its kind's reading found: its
-    metadata and what sluice wrote on it (its annotations) are read the same for all, and
-    what it asks of a Topology on its metadata or its pod ``templates``."""
+    """The view of a managed workload of any kind, given what its kind's reading found (its
+    pod sets, what it asks of a Topology for all of them): its metadata and what sluice wrote
+    on it (its annotations) are read the same for all."""
     meta, name = _meta(obj, kind)
     namespace = str(meta.get("namespace") or "default")
     full = f"{namespace}/{name}"
     annotations = meta.get("annotations") or {}
-    request = EMPTY
-    for pod_set in pod_sets:
-        request = request + pod_set.request
+    request, priority_class_name, never_preempts = _together(pod_sets)
     return WorkloadView(
         namespace=namespace,
         name=name,
@@ -474,32 +448,39 @@ def workload_view(
             meta.get("creationTimestamp"), kind, full, "metadata.creationTimestamp"
         )
         or EPOCH,
-        priority_class_name=next(
-            (s.priority_class_name for s in pod_sets if s.priority_class_name), None
-        ),
-        admitted_at=parse_time(
-            annotations.get(ADMITTED_AT_ANNOTATION),
-            kind,
-            full,
-            f"metadata.annotations[{ADMITTED_AT_ANNOTATION}]",
-        ),
+        priority_class_name=priority_class_name,
+        admitted_at=parse_time(annotations.get(ADMITTED_AT_ANNOTATION), kind, full, _ADMITTED_AT),
         preemptable=str(annotations.get(PREEMPTABLE_ANNOTATION, "true")).lower() != "false",
         pending_reason=annotations.get(PENDING_REASON_ANNOTATION),
         queue_from_namespace=queue_from_namespace,
-        never_preempts=any(s.never_preempts for s in pod_sets),
+        never_preempts=never_preempts,
         generation=int(meta.get("generation") or 0),
         requeues=_count(annotations.get(REQUEUES_ANNOTATION), kind, full),
-        requeued_at=parse_time(
-            annotations.get(REQUEUED_AT_ANNOTATION),
-            kind,
-            full,
-            f"metadata.annotations[{REQUEUED_AT_ANNOTATION}]",
-        ),
+        requeued_at=parse_time(annotations.get(REQUEUED_AT_ANNOTATION), kind, full, _REQUEUED_AT),
         requeue_reason=annotations.get(REQUEUE_REASON_ANNOTATION),
         pods_by=pods_by,
-        topology=workload_request(obj, templates, kind, full),
-        assignment=assignment_of(annotations),
+        topology=topology,
+        assignment=assignments_of(annotations),
     )
+
+
+_ADMITTED_AT = f"metadata.annotations[{ADMITTED_AT_ANNOTATION}]"
+_REQUEUED_AT = f"metadata.annotations[{REQUEUED_AT_ANNOTATION}]"
+
+
+def _together(pod_sets: tuple[PodSet, ...]) -> tuple[Resources, str | None, bool]:
+    """What pod sets ask together, the first priority class one names, and whether any
+    never preempts."""
+    if len(pod_sets) == 1:  # most workloads: no sum to form
+        (one,) = pod_sets
+        return one.request, one.priority_class_name, one.never_preempts
+    request = EMPTY
+    for pod_set in pod_sets:
+        request = request + pod_set.request
+    priority_class_name = next(
+        (s.priority_class_name for s in pod_sets if s.priority_class_name), None
+    )
+    return request, priority_class_name, any(s.never_preempts for s in pod_sets)
 
 
 def _count(value: Any, kind: str, job: str) -> int:

@@ -16,6 +16,7 @@ from rich.table import Table
 
 from sluice.api.errors import InvalidObject
 from sluice.api.queue import Queue, QueueUsage
+from sluice.api.topology import assignment_text
 from sluice.api.usage_text import compared, parse_behind
 from sluice.api.views import (
     JOB_KIND,
@@ -23,6 +24,7 @@ from sluice.api.views import (
     PublishedJob,
     published_job,
     split_pending_reason,
+    topology_asks,
 )
 from sluice.api.workloads import BY_KIND
 from sluice.api.workloads.pods import GROUP_PREFIX, POD_PREFIX, PodWorkload
@@ -66,8 +68,8 @@ def pod_workload_line(workload: PodWorkload) -> PublishedJob:
         cause = said or UNSEEN
     times = [m.admitted_at for m in workload.members if m.admitted_at is not None]
     admitted = min(times).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if times else ""
-    domain = view.assignment.text() if view.assignment and view.phase.admitted else ""
-    asks = view.topology.describe() if view.topology else ""
+    domain = assignment_text(view.assignment) if view.phase.admitted else ""
+    asks = topology_asks(view)
     return PublishedJob(
         namespace, name, view.queue, view.phase.value, position, cause, admitted, "", domain, asks
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import gc
 import json
 import sys
 from dataclasses import replace
@@ -12,12 +13,18 @@ from typing import Annotated
 
 import typer
 
-from sluice.api.config import parse_duration
+from sluice.api.config import SchedulerConfig, parse_duration
 from sluice.api.constants import CONFIGMAP_NAME
 from sluice.api.errors import ConfigError
 from sluice.cli.common import table_console
 from sluice.cli.render import Simulation, render_table, to_json
-from sluice.cli.snapshot_io import SnapshotError, build_snapshot, load_config_file, load_objects
+from sluice.cli.snapshot_io import (
+    Dump,
+    SnapshotError,
+    build_snapshot,
+    load_config_file,
+    load_objects,
+)
 from sluice.queues.lifecycle import QueueAction, lifecycle_actions
 from sluice.queues.tree import QueueTree
 from sluice.scheduler.cycle import apply_decisions, run_cycle
@@ -49,11 +56,21 @@ def simulate_file(
     cycles: int = 1,
     now: datetime | None = None,
     config_map_name: str = CONFIGMAP_NAME,
+    *,
+    report: bool = False,
 ) -> Simulation:
-    """Run ``cycles`` cycles over a dump; each cycle sees the previous one's decisions applied."""
+    """Run ``cycles`` cycles over a dump; each cycle sees the previous one's decisions applied.
+    ``report``: also run the cycle that does nothing, whose view the HTML report starts from."""
     when = now or datetime.now(UTC)
     chosen = load_config_file(config) if config is not None else None
-    dump = build_snapshot(load_objects(snapshot), when, chosen, config_map_name)
+    dump = read_dump(snapshot, when, chosen, config_map_name)
+    try:
+        return _simulate(dump, when, cycles, report)
+    finally:
+        gc.unfreeze()  # the dump's objects are the collector's again once the command is done
+
+
+def _simulate(dump: Dump, when: datetime, cycles: int, report: bool) -> Simulation:
     state = dump.snapshot
     untouched = replace(state, config=replace(state.config, actions=()))
     decisions: list[tuple[int, Decision]] = []
@@ -75,11 +92,30 @@ def simulate_file(
         queue_actions=actions,
         config_source=dump.config_source,
         cycles=cycles,
-        initial=run_cycle(untouched),
+        initial=run_cycle(untouched) if report else None,
         capabilities={q.name: q.spec.capability for q in state.queues if q.spec.capability},
         config_warnings=dump.snapshot.config.warnings,
         forming=dump.forming,
     )
+
+
+def read_dump(
+    snapshot: Path,
+    now: datetime,
+    config: tuple[SchedulerConfig, str] | None,
+    config_map_name: str,
+) -> Dump:
+    """The dump read into a Snapshot. Its objects, parsed and read, live until the command
+    ends and hold no reference cycles: the garbage collector is paused while they are made
+    (it would walk all of them again and again for nothing) and then told to leave them
+    (``gc.freeze``) until ``simulate_file`` is done."""
+    gc.disable()
+    try:
+        dump = build_snapshot(load_objects(snapshot), now, config, config_map_name)
+    finally:
+        gc.enable()
+    gc.freeze()
+    return dump
 
 
 def simulate(
@@ -162,7 +198,9 @@ def simulate(
         _over_time(snapshot, minutes, config, now, job_duration, config_map_name, output)
         return
     try:
-        sim = simulate_file(snapshot, config, cycles, parse_now(now), config_map_name)
+        sim = simulate_file(
+            snapshot, config, cycles, parse_now(now), config_map_name, report=html is not None
+        )
     except SnapshotError as err:
         print(f"error: {err}", file=sys.stderr)
         raise typer.Exit(EXIT_BAD_INPUT) from None

@@ -8,18 +8,12 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from sluice.api.quantity import format_quantity
 from sluice.api.resources import Resources
+from sluice.dashboard.domains import amounts_json
 from sluice.dashboard.server import static_text
 from sluice.scheduler.model import CycleResult, Decision, QueueResult
 
 ACTIONS = {"admit": "Admitted", "reclaim": "Reclaimed", "preempt": "Preempted"}
-
-
-def _amounts(resources: Resources | None) -> dict[str, dict[str, Any]]:
-    if resources is None:
-        return {}
-    return {r: {"m": m, "s": format_quantity(m, r)} for r, m in sorted(resources.items())}
 
 
 def _queue(name: str, result: QueueResult, capability: Resources | None) -> dict[str, Any]:
@@ -34,10 +28,10 @@ def _queue(name: str, result: QueueResult, capability: Resources | None) -> dict
         "pending": result.pending,
         "running": result.running + result.inqueue,
         "namespaces": "",
-        "guarantee": _amounts(result.guarantee),
-        "deserved": _amounts(result.deserved),
-        "allocated": _amounts(result.allocated),
-        "capability": _amounts(capability),
+        "guarantee": amounts_json(result.guarantee),
+        "deserved": amounts_json(result.deserved),
+        "allocated": amounts_json(result.allocated),
+        "capability": amounts_json(capability),
         "overCapability": result.over_capability,
         "usage": result.usage.dominant if result.usage is not None else "",
     }

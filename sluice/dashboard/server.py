@@ -14,6 +14,7 @@ from importlib import resources
 
 from aiohttp import web
 
+from sluice.dashboard.domains import DOMAINS_LISTED
 from sluice.dashboard.view import DashboardView
 
 PUSH_INTERVAL = 0.5
@@ -58,6 +59,15 @@ def build_app(view: DashboardView) -> web.Application:
     async def tree(request: web.Request) -> web.Response:
         return web.json_response(request.app[VIEW_KEY].tree(), dumps=json.dumps)
 
+    async def domains(request: web.Request) -> web.Response:
+        # ?show=<topology>:<level> (repeated) picks the level listed; ?all=1 lists every domain.
+        shown = dict(one.partition(":")[::2] for one in request.query.getall("show", []))
+        limit = 1_000_000 if request.query.get("all") == "1" else DOMAINS_LISTED
+        view = request.app[VIEW_KEY]
+        # Off the event loop: it goes over every pod (the operator's watches share the loop).
+        found = await asyncio.to_thread(view.domains, shown, limit)
+        return web.json_response(found)
+
     async def jobs(request: web.Request) -> web.Response:
         try:
             offset = int(request.query.get("offset", "0"))
@@ -97,6 +107,7 @@ def build_app(view: DashboardView) -> web.Application:
     app.router.add_get("/static/{name}", asset)
     app.router.add_get("/api/tree", tree)
     app.router.add_get("/api/queues/{queue}/jobs", jobs)
+    app.router.add_get("/api/topology", domains)
     app.router.add_get("/api/events", events)
     return app
 

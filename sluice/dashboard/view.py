@@ -1,5 +1,6 @@
 """What the dashboard shows, kept up to date from watched Queues and Jobs: the queue tree with
-each queue's numbers, each queue's jobs in order, and a timeline of decisions.
+each queue's numbers, each queue's jobs in order (with their Topology domain), a timeline of
+decisions, and the domains of the Topologies with their free room (``domains.py``).
 
 Everything comes from what the operator publishes (Queue status, the Jobs' annotations), so
 every operator replica, and ``sluice dashboard`` on a laptop, shows the same thing. Each
@@ -12,20 +13,29 @@ someone opens their queue. The JSON it produces is the one the page and ``sluice
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from sluice.api.errors import InvalidObject
-from sluice.api.quantity import format_quantity
 from sluice.api.queue import Queue
-from sluice.api.resources import Resources
 from sluice.api.views import PublishedJob, published_job
 from sluice.api.workloads.job import JOB
+from sluice.dashboard.domains import (
+    DOMAINS_LISTED,
+    Source,
+    TopologyRoom,
+    amounts_json,
+    domain_rooms,
+    rooms_json,
+)
 
 TIMELINE = 200
 """Decisions kept for the timeline (the newest)."""
+DOMAINS_SECONDS = 2.0
+"""The domain view is worked out again at most this often."""
 
 
 def job_row(obj: Mapping[str, Any]) -> PublishedJob | None:
@@ -45,6 +55,9 @@ def job_json(job: PublishedJob) -> dict[str, Any]:
         "position": job.position,
         "reason": job.reason,
         "admittedAt": job.admitted_at,
+        # The Topology domain it runs in (<level>=<value>), or what it asks while it waits.
+        "domain": job.domain,
+        "asks": job.asks,
     }
 
 
@@ -74,10 +87,6 @@ def decision(
     return None
 
 
-def _amounts(resources: Resources) -> dict[str, dict[str, Any]]:
-    return {r: {"m": m, "s": format_quantity(m, r)} for r, m in sorted(resources.items())}
-
-
 def queue_json(queue: Queue) -> dict[str, Any]:
     status, spec = queue.status, queue.spec
     valid = next((c for c in status.conditions if c.type == "Valid"), None)
@@ -92,10 +101,10 @@ def queue_json(queue: Queue) -> dict[str, Any]:
         "pending": status.pending,
         "running": status.running + status.inqueue,
         "namespaces": spec.namespace_selector.describe() if spec.namespace_selector else "",
-        "guarantee": _amounts(spec.guarantee.resource),
-        "deserved": _amounts(status.deserved),
-        "allocated": _amounts(status.allocated),
-        "capability": _amounts(spec.capability),
+        "guarantee": amounts_json(spec.guarantee.resource),
+        "deserved": amounts_json(status.deserved),
+        "allocated": amounts_json(status.allocated),
+        "capability": amounts_json(spec.capability),
         "overCapability": status.over_capability,
         # The usage plugin's dominant usage over time ("" without it).
         "usage": status.usage.dominant if status.usage is not None else "",
@@ -109,7 +118,13 @@ class DashboardView:
     wake the pages' event streams.
     """
 
-    def __init__(self, clock: Callable[[], datetime] | None = None) -> None:
+    def __init__(
+        self, clock: Callable[[], datetime] | None = None, cluster: Source | None = None
+    ) -> None:
+        """``cluster``: the Topologies, nodes and pods as read (the domain view); None:
+        no domain view."""
+        self.cluster = cluster
+        self._domains: tuple[float, list[TopologyRoom]] | None = None
         self._lock = threading.Lock()
         self._queues: dict[str, dict[str, Any]] = {}
         self._jobs: dict[str, PublishedJob] = {}
@@ -172,6 +187,23 @@ class DashboardView:
             "queues": sorted(queues, key=lambda q: q["name"]),
             "timeline": timeline[::-1],
         }
+
+    def domains(
+        self, shown: Mapping[str, str] | None = None, limit: int = DOMAINS_LISTED
+    ) -> dict[str, Any]:
+        """The domain view (``sluice.dashboard.domains.rooms_json``), its rooms worked out at
+        most every ``DOMAINS_SECONDS``: that goes over every pod."""
+        if self.cluster is None:
+            return {"topologies": []}
+        cached = self._domains
+        if cached is not None and time.monotonic() - cached[0] < DOMAINS_SECONDS:
+            rooms = cached[1]
+        else:
+            with self._lock:
+                admitted = [job for job in self._jobs.values() if job.domain]
+            rooms = domain_rooms(self.cluster(), admitted)
+            self._domains = (time.monotonic(), rooms)
+        return rooms_json(rooms, shown or {}, limit)
 
     def jobs_page(self, queue: str, offset: int = 0, limit: int = 50) -> dict[str, Any]:
         """One queue's jobs: running first, then the line in order, then finished ones."""

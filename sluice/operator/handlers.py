@@ -80,10 +80,12 @@ def build_registry(
     view: DashboardView | None = None,
     workloads: Sequence[Adapter] = (JOB,),
     queue_seen_by: Callable[[Mapping[str, Any]], None] = lambda obj: None,
+    topology_due: Callable[[], None] = lambda: None,
 ) -> kopf.OperatorRegistry:
     """The watches: they fill the state (and the dashboard's view, on every replica).
     ``workloads``: the kinds of workload sluice gates (docs/workloads.md); ``queue_seen_by``:
-    told of every Queue event (the Queue reconciler)."""
+    told of every Queue event (the Queue reconciler); ``topology_due``: called on every
+    Topology and Node event (the Topologies' statuses follow the nodes' labels)."""
     registry = kopf.OperatorRegistry()
 
     @kopf.on.startup(registry=registry)
@@ -131,6 +133,7 @@ def build_registry(
     @kopf.on.event("", "v1", "nodes", registry=registry)
     async def node_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:
         state.on_node(_event(type), dict(body))
+        topology_due()
 
     @kopf.on.event("", "v1", "namespaces", registry=registry)
     async def namespace_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:
@@ -156,6 +159,7 @@ def build_registry(
     async def topology_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:
         # The levels workloads may ask one domain of (docs/scheduler.md, *Topology*).
         state.on_topology(_event(type), dict(body))
+        topology_due()
 
     @kopf.on.event("scheduling.k8s.io", "v1", "priorityclasses", registry=registry)
     async def priority_class_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:

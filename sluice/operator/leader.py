@@ -4,6 +4,9 @@ Every replica keeps its caches warm; the holder renews every ``renew_seconds``; 
 takes the Lease over once ``renewTime + leaseDurationSeconds`` has passed, trying again right
 then rather than at its next round, so a crash costs the Lease's duration and little more.
 Every update carries the resourceVersion it read, so two replicas never both believe they won.
+Every Lease call gives up after the margin a leader may write in (``call_timeout``): a
+connection that swallows requests (a network partition) must not hold a round, nor the
+release at shutdown, for as long as the kernel keeps a dead TCP connection open.
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ from kubernetes import client
 from sluice.kube.errors import API_ERRORS, Failure, classify, message
 
 log = logging.getLogger("sluice.operator.leader")
+
+RETRY_SECONDS = 1.0
+"""How soon a round that failed is tried again."""
 
 
 def _now() -> datetime:
@@ -59,8 +65,15 @@ class LeaseElector:
         self._renewer = ThreadPoolExecutor(1, thread_name_prefix="sluice-lease")
         self._stop = threading.Event()
         self._round = threading.Lock()  # a round, or the release: never both at once
+        self._loop: asyncio.AbstractEventLoop | None = None  # where listeners are told
         self.expires_in: float | None = None
         """Seconds until another holder's Lease expires, as last read (None: not known)."""
+
+    @property
+    def call_timeout(self) -> float:
+        """How long a Lease call may take: the margin a leader may write in after a renewal
+        began (a renewal that lands later is of no use: the leader has stopped by then)."""
+        return max(1.0, self.lease_seconds - self.renew_seconds)
 
     def holds(self) -> bool:
         """Whether writing is still safe: the last successful renewal started less than
@@ -88,7 +101,9 @@ class LeaseElector:
     def try_acquire_or_renew(self) -> bool:
         """One round; returns whether this replica holds the Lease afterwards."""
         try:
-            lease = self.coordination.read_namespaced_lease(self.name, self.namespace)
+            lease = self.coordination.read_namespaced_lease(
+                self.name, self.namespace, _request_timeout=self.call_timeout
+            )
         except API_ERRORS as err:
             if classify(err) is not Failure.GONE:
                 raise
@@ -99,7 +114,9 @@ class LeaseElector:
                 "spec": self._body(None, 0),
             }
             try:
-                self.coordination.create_namespaced_lease(self.namespace, body)
+                self.coordination.create_namespaced_lease(
+                    self.namespace, body, _request_timeout=self.call_timeout
+                )
             except API_ERRORS as create_err:
                 if classify(create_err) is Failure.CONFLICT:
                     return False
@@ -133,12 +150,43 @@ class LeaseElector:
             "spec": self._body(acquire, transitions),
         }
         try:
-            self.coordination.replace_namespaced_lease(self.name, self.namespace, replacement)
+            self.coordination.replace_namespaced_lease(
+                self.name, self.namespace, replacement, _request_timeout=self.call_timeout
+            )
         except API_ERRORS as err:
             if classify(err) is Failure.CONFLICT:
                 return False  # someone else wrote it first
             raise
         return True
+
+    def confirm(self) -> bool:
+        """Whether the Lease, read now, still names this replica: asked before a cycle's
+        decisions are written. A Lease written over by another holder (by hand, or by a
+        replica whose clock runs ahead) is otherwise found only at the next renewal, and a
+        decision written before then would be a second writer's. A Lease that names another
+        ends this term as a lost renewal does; one that cannot be read writes nothing now."""
+        with self._round:
+            try:
+                lease = self.coordination.read_namespaced_lease(
+                    self.name, self.namespace, _request_timeout=self.call_timeout
+                )
+            except API_ERRORS as err:
+                log.warning("event=lease-confirm-failed error=%s", message(err))
+                return False
+            holder = lease.spec.holder_identity if lease.spec else None
+            if holder == self.identity:
+                return self.holds()
+            if self.is_leader:
+                self.is_leader = False
+                log.info(
+                    "event=lost-leadership identity=%s lease=%s/%s holder=%s",
+                    self.identity,
+                    self.namespace,
+                    self.name,
+                    holder,
+                )
+                self._tell_soon()
+            return False
 
     def release(self) -> None:
         """Give the Lease up at shutdown so a follower need not wait for it to expire (no
@@ -151,11 +199,15 @@ class LeaseElector:
         if not self.is_leader:
             return
         try:
-            lease = self.coordination.read_namespaced_lease(self.name, self.namespace)
+            lease = self.coordination.read_namespaced_lease(
+                self.name, self.namespace, _request_timeout=self.call_timeout
+            )
             if lease.spec and lease.spec.holder_identity == self.identity:
                 lease.spec.holder_identity = None
                 lease.spec.lease_duration_seconds = 1
-                self.coordination.replace_namespaced_lease(self.name, self.namespace, lease)
+                self.coordination.replace_namespaced_lease(
+                    self.name, self.namespace, lease, _request_timeout=self.call_timeout
+                )
         except API_ERRORS as err:
             log.warning("event=lease-release-failed error=%s", message(err))
         self.is_leader = False
@@ -164,7 +216,7 @@ class LeaseElector:
         """Take or renew the Lease every round, forever, on a thread of its own: a renewal
         must not wait for the event loop, which can be busy for many seconds (tens of
         thousands of watch events as the watches start) while the replica is able to act."""
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         try:
             await loop.run_in_executor(self._renewer, self._rounds, loop)
         finally:
@@ -176,11 +228,12 @@ class LeaseElector:
             with self._round:
                 if self._stop.is_set():
                     return  # stopped, perhaps released, while this round waited
+                failed = False
                 try:
                     leading = self.try_acquire_or_renew()
                 except Exception as err:  # noqa: BLE001 - an unreachable API server: not leading
                     log.warning("event=lease-error error=%r", err)
-                    leading = False
+                    leading, failed = False, True
             if leading:
                 self.renewed_at = started
             if leading != self.is_leader:
@@ -192,18 +245,28 @@ class LeaseElector:
                     self.namespace,
                     self.name,
                 )
-                if not loop.is_closed():
-                    loop.call_soon_threadsafe(self._tell)
-            self._stop.wait(self.next_round(leading))
+                self._tell_soon(loop)
+            self._stop.wait(self.next_round(leading, failed))
+
+    def _tell_soon(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        """From any thread: the listeners are told on the event loop."""
+        loop = loop or self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._tell)
 
     def _tell(self) -> None:
         """On the event loop: leadership changed."""
         for listener in self.listeners:
             listener()
 
-    def next_round(self, leading: bool) -> float:
+    def next_round(self, leading: bool, failed: bool = False) -> float:
         """Seconds to the next round: the renewal interval, or for a follower the moment the
-        holder's Lease expires if that comes sooner."""
+        holder's Lease expires if that comes sooner. After a round that failed (the API server
+        slow or away, a call that timed out) again within a second: one more full interval
+        could use up the margin a leader may write in, so a stall shorter than the margin
+        would cost a change of leader."""
+        if failed:
+            return min(self.renew_seconds, RETRY_SECONDS)
         if leading or self.expires_in is None:
             return self.renew_seconds
         return min(self.renew_seconds, max(self.expires_in, 0.0) + 0.05)

@@ -183,6 +183,13 @@ class SchedulingLoop:
                 try:
                     await asyncio.to_thread(self.relist)
                     self.memory.settle()
+                except API_ERRORS as err:
+                    # The API server away (restarting, unreachable): said in one line, and
+                    # tried again; a traceback is for what no outage explains.
+                    log.warning("event=relist-failed error=%s", message(err))
+                    await asyncio.sleep(1)
+                    self.state.wake.set()
+                    continue
                 except Exception:
                     log.exception("event=relist-failed")
                     await asyncio.sleep(1)
@@ -327,6 +334,9 @@ class SchedulingLoop:
         result = CycleResult(queue_order=(), queues={}, decisions=fast.decisions)
         stragglers = any(w.stragglers for w in taken.pod_workloads.values())
         if not (result.decisions or stragglers) or not self.elector.holds():
+            return result
+        if result.decisions and not await self._in("decide", self.elector.confirm):
+            self.state.notify()  # decided again once the Lease is sure (or by the next holder)
             return result
         self.decided_since.update(d.job for d in result.decisions)
         writes = await self._in("decide", self._plan, result, taken, snapshot)

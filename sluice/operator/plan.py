@@ -26,6 +26,7 @@ from sluice.api.constants import (
     REQUEUED_AT_ANNOTATION,
     REQUEUES_ANNOTATION,
 )
+from sluice.api.topology import assignment_text
 from sluice.api.views import split_pending_reason
 from sluice.api.workloads import Adapter, adapter_for
 from sluice.api.workloads.job import JOB
@@ -224,8 +225,7 @@ def plan(
         if workload.view is None:
             reasons.append(_group_waiting(workload, now))
         elif workload.stragglers and key not in admitted:
-            where = workload.view.assignment
-            domain = where.text() if where is not None else ""
+            domain = assignment_text(workload.view.assignment)
             admissions.append(_release(key, workload.stragglers, now, None, domain))
     return Plan(
         victims=tuple(victims),
@@ -241,9 +241,9 @@ def _with_restores(
     admitted: set[str],
     reasons: list[Write | None],
 ) -> list[Write | None]:
-    """Each waiting Job that sluice had confined to a Topology domain and that is suspended
-    now gets its template back as before (operator.topology), in the same write as its
-    pending reason when it has one."""
+    """Each waiting workload that sluice had confined to Topology domains and that is
+    suspended now gets its templates back as before (operator.topology), in the same write as
+    its pending reason when it has one."""
     by_job = {w.workload: i for i, w in enumerate(reasons) if w is not None and w.pods is None}
     out = list(reasons)
     for pending in result.pending:
@@ -254,12 +254,14 @@ def _with_restores(
         if restore is None:
             continue
         i = by_job.get(pending.job)
+        # A template inside a list is written whole: the write rests on the spec it was
+        # worked out from.
         if i is None:
-            out.append(Write("restore", pending.job, restore))
+            out.append(Write("restore", pending.job, restore, basis(obj)))
         else:
             write = out[i]
             assert write is not None
-            out[i] = replace(write, patch=merged(write.patch, restore))
+            out[i] = replace(write, patch=merged(write.patch, restore), basis=basis(obj))
     return out
 
 

@@ -36,6 +36,7 @@ from sluice.api.constants import (
     QUEUE_FINALIZER,
     RESERVED_QUEUES,
     ROOT_QUEUE,
+    TOPOLOGY_PLURAL,
     VERSION,
 )
 from sluice.api.errors import InvalidObject
@@ -91,9 +92,9 @@ class TreeReader:
 
 
 class QueueWriter:
-    """The Queue writes, each failure read by the one classifier: what may succeed later
-    raises ``Retry``, a refusal is logged and not repeated. Nothing is written once
-    ``may_write`` says the Lease is no longer held."""
+    """The Queue writes (and the Topologies' statuses), each failure read by the one
+    classifier: what may succeed later raises ``Retry``, a refusal is logged and not repeated.
+    Nothing is written once ``may_write`` says the Lease is no longer held."""
 
     def __init__(
         self,
@@ -111,11 +112,17 @@ class QueueWriter:
         self.events = EventSink(lambda namespace, body: post_event(core, namespace, body))
 
     async def _call(
-        self, what: str, queue: str, call: Any, done: frozenset[Failure] = frozenset({Failure.GONE})
+        self,
+        what: str,
+        name: str,
+        call: Any,
+        done: frozenset[Failure] = frozenset({Failure.GONE}),
+        kind: str = "queue",
     ) -> Obj | None:
-        """``done``: the failures that leave nothing to do (by default, the queue is gone)."""
+        """``done``: the failures that leave nothing to do (by default, the object is gone);
+        ``kind``: of the object written, a Queue unless told (a Topology's status)."""
         if not self.may_write():
-            raise Retry(f"{what} of queue {queue}: the Lease is not held")
+            raise Retry(f"{what} of {kind} {name}: the Lease is not held")
         try:
             answer = await asyncio.get_running_loop().run_in_executor(self.pool, call)
         except API_ERRORS as err:
@@ -123,13 +130,15 @@ class QueueWriter:
             if failure in done:
                 return None
             if failure in (Failure.REFUSED, Failure.FORBIDDEN):
-                log.warning("event=queue-write-refused queue=%s what=%s reason=%s",
-                            queue, what, message(err))  # fmt: skip
+                log.warning("event=%s-write-refused %s=%s what=%s reason=%s",
+                            kind, kind, name, what, message(err))  # fmt: skip
                 return None
-            raise Retry(f"{what} of queue {queue}: {failure.value} ({message(err)})") from err
-        metrics.API_WRITES.labels(what).inc()
+            raise Retry(f"{what} of {kind} {name}: {failure.value} ({message(err)})") from err
+        metrics.API_WRITES.labels(what if kind == "queue" else f"{kind}-{what}").inc()
         obj = cast(Obj, answer)
-        if what != "delete":  # a deletion answers with a Status or with the queue
+        if kind != "queue":
+            self.state.on_topology("MODIFIED", obj)
+        elif what != "delete":  # a deletion answers with a Status or with the queue
             self.state.remember_queue(obj)
         return obj
 
@@ -150,6 +159,18 @@ class QueueWriter:
                 GROUP, VERSION, PLURAL, name, {"status": status}, _content_type=MERGE_PATCH
             ),
         )
+
+    async def patch_topology_status(self, name: str, status: dict[str, Any]) -> bool:
+        """Whether it was written (not when the Topology is gone, or the write refused)."""
+        written = await self._call(
+            "status",
+            name,
+            lambda: self.objects.patch_cluster_custom_object_status(
+                GROUP, VERSION, TOPOLOGY_PLURAL, name, {"status": status}, _content_type=MERGE_PATCH
+            ),
+            kind="topology",
+        )
+        return written is not None
 
     async def hold(self, obj: Obj, held: bool) -> None:
         """Put the subtree finalizer on a queue, or take it off; the resourceVersion read

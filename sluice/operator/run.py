@@ -1,10 +1,11 @@
 """Running the operator: prime the caches, then one Kopf operator (the watches, on every
-replica), the Lease, and in the Lease holder only the scheduling loop's cycles and the Queue
-reconciler. A replica that loses the Lease ends."""
+replica), the Lease, and in the Lease holder only the scheduling loop's cycles, the Queue
+reconciler and the Topologies' statuses. A replica that loses the Lease ends."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
@@ -23,6 +24,7 @@ from sluice.api.workloads import ADAPTERS, Adapter
 from sluice.api.workloads.job import JOB
 from sluice.dashboard.server import serve as serve_dashboard
 from sluice.dashboard.view import DashboardView
+from sluice.kube.errors import API_ERRORS, message
 from sluice.kube.watch import Lister, pages
 from sluice.operator import metrics
 from sluice.operator.executor import WRITERS
@@ -32,9 +34,14 @@ from sluice.operator.leader import LeaseElector
 from sluice.operator.loop import LoopSettings, SchedulingLoop
 from sluice.operator.queue_reconciler import QueueReconciler
 from sluice.operator.state import ClusterState
+from sluice.operator.topology_status import TopologyReconciler
 from sluice.scheduler.snapshot import readers
 
 log = logging.getLogger("sluice.operator")
+
+USER_AGENT = "sluice-operator"
+PRIME_RETRY_SECONDS = 2.0
+"""How soon the first listing is tried again after the API server could not answer it."""
 
 
 @dataclass
@@ -107,6 +114,28 @@ def prime(
                 store("ADDED", item)
 
 
+async def prime_until_listed(
+    api: client.ApiClient,
+    state: ClusterState,
+    workloads: tuple[Adapter, ...],
+    stop: asyncio.Event,
+    retry_seconds: float = PRIME_RETRY_SECONDS,
+) -> bool:
+    """The first listing, tried again while the API server cannot be reached or refuses: a
+    replica started during an outage (or cut off from the API server) waits, unready, and
+    logs why, instead of crashing over and over. False when stopped before it listed."""
+    while True:
+        try:
+            await asyncio.to_thread(prime, api, state, workloads)
+            return True
+        except API_ERRORS as err:
+            log.warning("event=list-failed error=%s retry_seconds=%g", message(err), retry_seconds)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), retry_seconds)
+        if stop.is_set():
+            return False
+
+
 def _with_room_for_writers(api: client.ApiClient) -> client.ApiClient:
     """A client whose connection pool holds every parallel writer of both passes (a decision
     pass writes while a full pass writes its reasons) plus the Lease, relists and config
@@ -136,6 +165,9 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> int:
         workload_kinds=[a.kind for a in workloads], defaults_of=state.pod_defaults.of
     )
     identity = options.identity or f"{socket.gethostname()}-{os.getpid()}"
+    # Every write names the replica that made it: the field manager is `sluice-operator`, and
+    # the API server's audit log shows which replica (the Lease holder's identity) wrote.
+    api.user_agent = f"{USER_AGENT}/{identity}"
     elector = LeaseElector(
         api,
         options.namespace,
@@ -146,6 +178,7 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> int:
     )
     elector.listeners.append(state.notify)  # the new holder's first cycle runs at once
     queues = QueueReconciler(api, state, elector.holds)
+    topologies = TopologyReconciler(queues.writer, state)
     loop = SchedulingLoop(
         api,
         state,
@@ -168,10 +201,11 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> int:
     running = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):  # until Kopf's watches take them over
         running.add_signal_handler(sig, stop.set)
-    await asyncio.to_thread(prime, api, state, workloads)
+    if not await prime_until_listed(api, state, workloads, stop):
+        return 0
     loop.memory.settle()
     loop.synced.set()
-    view = DashboardView()
+    view = DashboardView(cluster=state.cluster_views)
     if options.dashboard_port:
         jobs = [o for o in state.workloads.values() if o.get("kind") == JOB.kind]  # it shows Jobs
         view.load(list(state.queues.values()), jobs)
@@ -182,7 +216,12 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> int:
         len(state.workloads),
     )
     registry = build_registry(
-        state, api, view if options.dashboard_port else None, workloads, queues.on_queue
+        state,
+        api,
+        view if options.dashboard_port else None,
+        workloads,
+        queues.on_queue,
+        topologies.due,
     )
     kopf_stop: asyncio.Future[None] = running.create_future()
     lost = asyncio.create_task(_until_lease_lost(elector), name="lease-lost")
@@ -196,6 +235,7 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> int:
         asyncio.create_task(elector.run(), name="lease"),
         asyncio.create_task(loop.run(), name="loop"),
         asyncio.create_task(queues.run(partial(elector.until, True)), name="queues"),
+        asyncio.create_task(topologies.run(partial(elector.until, True)), name="topologies"),
     ]
     if options.dashboard_port:
         dashboard = serve_dashboard(view, "0.0.0.0", options.dashboard_port, asyncio.Event())

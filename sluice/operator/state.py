@@ -30,8 +30,10 @@ from sluice.api.pod_defaults import (
 )
 from sluice.api.pod_views import gated
 from sluice.api.queue import Queue
-from sluice.api.views import JOB_KIND, PodView, WorkloadView
+from sluice.api.topology import TopologyView
+from sluice.api.views import JOB_KIND, NodeView, PodView, WorkloadView
 from sluice.api.workloads.pods import PodMember, PodWorkload
+from sluice.dashboard.domains import ClusterViews
 from sluice.scheduler.model import Snapshot
 from sluice.scheduler.snapshot import (
     KINDS,
@@ -290,6 +292,29 @@ class ClusterState:
 
     def on_topology(self, event: str, obj: Obj) -> None:
         self._store(TOPOLOGY_KIND, self.topologies, _name(obj), event, obj)
+
+    def topology_views(self) -> tuple[list[tuple[Obj, TopologyView]], list[NodeView]]:
+        """Each readable Topology as stored and as read, by name, and every node as read."""
+        with self.lock:
+            topologies = [
+                (self.topologies[name], one.view)
+                for name, one in sorted(self.reads[TOPOLOGY_KIND].items())
+                if isinstance(one.view, TopologyView) and name in self.topologies
+            ]
+            nodes = [one.view for one in self.reads["Node"].values()]
+        return topologies, [n for n in nodes if isinstance(n, NodeView)]
+
+    def cluster_views(self) -> ClusterViews:
+        """The Topologies, nodes and pods as read: the dashboard's domain view."""
+        with self.lock:
+            topologies = [one.view for one in self.reads[TOPOLOGY_KIND].values()]
+            nodes = [one.view for one in self.reads["Node"].values()]
+            pods = [one.view for one in self.reads["Pod"].values()]
+        return ClusterViews(
+            [t for t in topologies if isinstance(t, TopologyView)],
+            [n for n in nodes if isinstance(n, NodeView)],
+            [p for p in pods if isinstance(p, PodView)],
+        )
 
     def on_namespace(self, event: str, obj: Obj) -> None:
         self._store("Namespace", self.namespaces, _name(obj), event, obj)

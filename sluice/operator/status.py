@@ -6,29 +6,9 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from sluice.api.conditions import condition, status_differs
 from sluice.api.constants import CONDITION_OVER_CAPABILITY, CONDITION_VALID, ROOT_QUEUE
 from sluice.scheduler.model import CycleResult, QueueResult
-
-
-def _condition(
-    current: Mapping[str, Any], kind: str, true: bool, reason: str, message: str, now: datetime
-) -> dict[str, Any]:
-    status = "True" if true else "False"
-    previous = next((c for c in current.get("conditions") or () if c.get("type") == kind), None)
-    changed = previous is None or previous.get("status") != status
-    when = now if changed else None
-    return {
-        "type": kind,
-        "status": status,
-        "reason": reason,
-        "message": message,
-        "lastTransitionTime": (
-            when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-            if when
-            else (previous or {}).get("lastTransitionTime")
-        ),
-    }
-
 
 USAGE_WRITE_SECONDS = 30.0
 """status.usage is written at most this often: it changes with every cycle."""
@@ -74,7 +54,7 @@ def queue_status(obj: Mapping[str, Any], result: QueueResult, now: datetime) -> 
         # None: removed by the merge patch (and absent reads as None) while within it.
         "overCapability": over or None,
         "conditions": [
-            _condition(
+            condition(
                 current,
                 CONDITION_VALID,
                 result.valid,
@@ -82,7 +62,7 @@ def queue_status(obj: Mapping[str, Any], result: QueueResult, now: datetime) -> 
                 "" if result.valid else result.invalid_reason,
                 now,
             ),
-            _condition(
+            condition(
                 current,
                 CONDITION_OVER_CAPABILITY,
                 bool(over),
@@ -107,22 +87,6 @@ def over_capability_event(
     if was and not now:
         return "WithinCapability", "holds no more than its capability again", False
     return None
-
-
-def status_differs(current: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
-    """Whether writing ``wanted`` would change anything a reader sees."""
-    for key, value in wanted.items():
-        if key == "conditions":
-            have = [
-                {k: v for k, v in c.items() if k != "lastTransitionTime"}
-                for c in current.get("conditions") or ()
-            ]
-            want = [{k: v for k, v in c.items() if k != "lastTransitionTime"} for c in value]
-            if have != want:
-                return True
-        elif current.get(key) != value:
-            return True
-    return False
 
 
 def status_patch(

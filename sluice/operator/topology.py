@@ -1,14 +1,15 @@
-"""What the operator writes to confine a workload to its Topology domain, and to undo it
+"""What the operator writes to confine a workload to its Topology domains, and to undo it
 (docs/scheduler.md, *Topology*): decided here, written by the executor.
 
-Admitted into a domain, a Job's pod template gets the domain's label in its nodeSelector in
-the very patch that releases it (a suspended Job's scheduling directives may change), and
-``sluice.dev/topology-assignment`` records what sluice added. Once the Job is suspended again
-(reclaimed, preempted, requeued, or by its owner) the label is taken off and the annotation
-with it, so its template is as it was before admission and the next admission may choose
-another domain. A plain pod gets the label before its gate goes (a gated pod's nodeSelector
-may grow); a victim's pods are deleted and come back from their controller as they were.
-When the template already selects that label, nothing is added and nothing recorded.
+Admitted into domains, a workload's pod templates get each domain's label in their
+nodeSelector in the very patch that releases it (api.workloads.confine: a suspended Job's
+scheduling directives may change, and so may the templates of a suspended JobSet, PyTorchJob,
+MPIJob or RayJob), and ``sluice.dev/topology-assignment`` records what sluice added. Once the
+workload is suspended again (reclaimed, preempted, requeued, or by its owner) the labels are
+taken off and the annotation with it, so its templates are as they were before admission and
+the next admission may choose other domains. A plain pod gets the label before its gate goes
+(a gated pod's nodeSelector may grow); a victim's pods are deleted and come back from their
+controller as they were.
 """
 
 from __future__ import annotations
@@ -17,50 +18,37 @@ from collections.abc import Mapping
 from typing import Any
 
 from sluice.api.constants import TOPOLOGY_ASSIGNMENT_ANNOTATION
-from sluice.api.topology import Assignment, assignment_of
+from sluice.api.topology import Assignment, assignment_text, assignments_of, parse_assignments
 from sluice.api.workloads import Adapter
-from sluice.api.workloads.job import JOB
+from sluice.api.workloads.confine import confine, unconfine
 from sluice.api.workloads.pods import PodMember
 
 Obj = Mapping[str, Any]
 
 
-def _selector(template_spec: Any) -> Mapping[str, Any]:
-    spec = template_spec if isinstance(template_spec, Mapping) else {}
-    selector = spec.get("nodeSelector")
-    return selector if isinstance(selector, Mapping) else {}
-
-
-def _template_spec(obj: Obj) -> Any:
-    return ((obj.get("spec") or {}).get("template") or {}).get("spec")
-
-
 def admission_patch(domain: str, obj: Obj | None, adapter: Adapter) -> dict[str, Any]:
-    """What a Job admitted into ``domain`` (``<level>=<value>``) gets besides its release: the
-    label in its template's nodeSelector and the annotation saying so; {} when it asks no
-    domain, is of another kind, or its template already selects that label."""
-    assignment = Assignment.parse(domain)
-    if assignment is None or obj is None or adapter is not JOB:
+    """What a workload admitted into ``domain`` (the decision's domains, as
+    sluice.dev/topology-assignment writes them) gets besides its release: the labels in its
+    templates' nodeSelector and the annotation saying what was added; {} when it asks no
+    domain or nothing is added."""
+    if obj is None:
         return {}
-    if assignment.level in _selector(_template_spec(obj)):
+    patch, added = confine(obj, adapter, parse_assignments(domain))
+    if not added:
         return {}
-    return {
-        "metadata": {"annotations": {TOPOLOGY_ASSIGNMENT_ANNOTATION: assignment.text()}},
-        "spec": {"template": {"spec": {"nodeSelector": {assignment.level: assignment.value}}}},
-    }
+    record = {"metadata": {"annotations": {TOPOLOGY_ASSIGNMENT_ANNOTATION: assignment_text(added)}}}
+    return merged(patch, record)
 
 
 def restore_patch(obj: Obj, adapter: Adapter) -> dict[str, Any] | None:
-    """For a suspended Job that sluice had confined to a domain: the patch that takes the
-    label it added off its template again, and the record of it; None otherwise."""
+    """For a suspended workload that sluice had confined to domains: the patch that takes the
+    labels it added off its templates again, and the record of them; None otherwise."""
     meta = obj.get("metadata") or {}
-    assignment = assignment_of(meta.get("annotations") or {})
-    if assignment is None or adapter is not JOB or not adapter.suspended(obj):
+    assignments = assignments_of(meta.get("annotations") or {})
+    if not assignments or not adapter.suspended(obj):
         return None
     body: dict[str, Any] = {"metadata": {"annotations": {TOPOLOGY_ASSIGNMENT_ANNOTATION: None}}}
-    if _selector(_template_spec(obj)).get(assignment.level) == assignment.value:
-        body["spec"] = {"template": {"spec": {"nodeSelector": {assignment.level: None}}}}
-    return body
+    return merged(body, unconfine(obj, adapter, assignments))
 
 
 def merged(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:

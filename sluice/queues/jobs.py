@@ -22,11 +22,11 @@ from sluice.api.constants import (
     ROOT_QUEUE,
 )
 from sluice.api.errors import InvalidObject
+from sluice.api.pod_request import pod_request
 from sluice.api.pod_views import JOB_POD_UID_LABELS
 from sluice.api.queue import Queue
 from sluice.api.resources import EMPTY, Resources, describe_amount
 from sluice.api.selector import namespace_labels
-from sluice.api.views import pod_request
 from sluice.api.workloads import POD_LABELS, Adapter
 from sluice.api.workloads.job import JOB
 from sluice.queues.admission import closed_ancestor

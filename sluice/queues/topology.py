@@ -4,7 +4,9 @@ A Topology names at least one level, each a valid label key, none twice. A workl
 plain pod) may ask sluice.dev/topology-required or sluice.dev/topology-preferred, not both on
 one object or pod template, naming a level of some Topology; what it asks cannot change while
 it is admitted (it would run outside the domain it was admitted into, or claim one it was not
-given). Only the kinds whose pods sluice can confine to a domain may ask (a Job, plain pods).
+given). A pod set may ask on its own template, or the workload on its metadata for all its pod
+sets together, not both otherwise. Only the kinds whose pods sluice can confine to a domain
+may ask: those with pod templates of their own (not a TrainJob), and plain pods.
 """
 
 from __future__ import annotations
@@ -18,16 +20,22 @@ from sluice.api.constants import (
     TOPOLOGY_REQUIRED_ANNOTATION,
 )
 from sluice.api.errors import InvalidObject
-from sluice.api.topology import TopologyRequest, level_problems, workload_request
+from sluice.api.topology import (
+    TopologyRequest,
+    assignment_text,
+    assignments_of,
+    level_problems,
+    request_of,
+    whole_request,
+)
 from sluice.api.workloads import Adapter
+from sluice.api.workloads.confine import unkept
 from sluice.api.workloads.job import JOB
 from sluice.api.workloads.model import at
 from sluice.queues.verdict import ALLOW, Verdict, deny
 
 REQUEST_ANNOTATIONS = frozenset({TOPOLOGY_REQUIRED_ANNOTATION, TOPOLOGY_PREFERRED_ANNOTATION})
 """The sluice.dev/ annotations a workload's owner writes (the others are sluice's)."""
-CONFINED_KINDS = frozenset({JOB.kind, "Pod"})
-"""The kinds sluice confines to a domain by nodeSelector (docs/scheduler.md, *Topology*)."""
 
 
 def check_topology(obj: Mapping[str, Any]) -> Verdict:
@@ -50,11 +58,30 @@ def asks_topology(obj: Mapping[str, Any], adapter: Adapter = JOB) -> bool:
     )
 
 
-def request(obj: Mapping[str, Any], adapter: Adapter) -> TopologyRequest | None:
-    """What the workload (or plain pod) asks; raises InvalidObject for both on one set."""
-    templates = [at(obj, path) for path in adapter.template_paths(obj)]
-    name = (obj.get("metadata") or {}).get("name") or "?"
-    return workload_request(obj, [t for t in templates if isinstance(t, Mapping)], "", name)
+Asks = tuple[tuple[str, TopologyRequest], ...]
+"""What a workload asks, and where: ``("", ask)`` on its own metadata (all its pod sets
+together), ``(pod set, ask)`` on that pod set's template."""
+
+
+def _annotations(source: Any) -> Mapping[str, Any]:
+    meta = source.get("metadata") if isinstance(source, Mapping) else None
+    found = meta.get("annotations") if isinstance(meta, Mapping) else None
+    return found if isinstance(found, Mapping) else {}
+
+
+def requests(obj: Mapping[str, Any], adapter: Adapter) -> Asks:
+    """What the workload (or plain pod) asks; raises InvalidObject for both annotations on
+    one object or template, or a pod set that asks otherwise than the workload's metadata
+    (api.topology.whole_request)."""
+    name = str((obj.get("metadata") or {}).get("name") or "?")
+    own = request_of(_annotations(obj), "", name, "metadata.annotations")
+    sets = [
+        (pod_set, request_of(_annotations(at(obj, path)), "", name, f"pod set {pod_set}"))
+        for pod_set, path in adapter.pod_set_templates(obj)
+    ]
+    whole_request(own, sets, "", name)
+    out: list[tuple[str, TopologyRequest]] = [("", own)] if own is not None else []
+    return (*out, *((pod_set, r) for pod_set, r in sets if r is not None))
 
 
 def check_topology_request(
@@ -68,8 +95,8 @@ def check_topology_request(
     """``old``: None on create; ``admitted``: the old object runs (held no more);
     ``levels``: the node labels of every Topology's levels."""
     try:
-        asked = request(new, adapter)
-        before = request(old, adapter) if old is not None else None
+        asked = requests(new, adapter)
+        before = requests(old, adapter) if old is not None else ()
     except InvalidObject as err:
         return deny("topology-request-invalid", f"{who}: {err.problem}")
     if admitted and asked != before:
@@ -78,24 +105,47 @@ def check_topology_request(
             f"{who}: what an admitted workload asks of a Topology cannot change (from"
             f" {_said(before)} to {_said(asked)}); suspend it to queue it again with the new ask",
         )
-    if asked is None or asked == before:
-        return ALLOW
     kind = str(new.get("kind") or adapter.kind)
-    if kind not in CONFINED_KINDS:
+    if admitted and old is not None and kind != "Pod":
+        # A pod's nodeSelector cannot change once its gate is gone; a template's can.
+        kept = assignments_of((old.get("metadata") or {}).get("annotations") or {})
+        if (pod_set := unkept(new, adapter, kept)) is not None:
+            return deny(
+                "topology-assignment-kept",
+                f"{who}: the pod template of pod set {pod_set} must keep the nodeSelector of"
+                f" the domain it was admitted into ({assignment_text(kept)}) while it runs",
+            )
+    if not asked or asked == before:
+        return ALLOW
+    if kind != "Pod" and not adapter.domain_templates(new):
         return deny(
             "topology-request-kind",
-            f"{who}: sluice places only Jobs and plain pods in one domain of a Topology;"
-            f" a {kind} cannot ask {asked.annotation}",
+            f"{who}: sluice keeps a workload in its domain through the nodeSelector of its pod"
+            f" templates, and a {kind} has none of its own (its pods come from elsewhere): it"
+            f" cannot ask {asked[0][1].annotation}",
         )
-    if asked.level not in levels:
-        known = ", ".join(sorted(levels)) or "none: no Topology exists"
-        return deny(
-            "topology-request-level",
-            f"{who}: {asked.annotation}: {asked.level} is no level of any Topology (levels:"
-            f" {known})",
-        )
+    for where, request in asked:
+        if where in adapter.made_at_creation:
+            return deny(
+                "topology-request-pod-set",
+                f"{who}: {request.annotation} (pod set {where}): the {kind}'s controller makes"
+                f" the pods of {where} from its template once, when the {kind} is created, so"
+                " sluice cannot keep them in a domain; ask on the other pod sets, or on the"
+                f" {kind}'s metadata to place those together",
+            )
+    for where, request in asked:
+        if request.level not in levels:
+            known = ", ".join(sorted(levels)) or "none: no Topology exists"
+            on = f" (pod set {where})" if where else ""
+            return deny(
+                "topology-request-level",
+                f"{who}: {request.annotation}{on}: {request.level} is no level of any Topology"
+                f" (levels: {known})",
+            )
     return ALLOW
 
 
-def _said(asked: TopologyRequest | None) -> str:
-    return asked.describe() if asked is not None else "nothing"
+def _said(asked: Asks) -> str:
+    if not asked:
+        return "nothing"
+    return ", ".join(f"{where}: {r.describe()}" if where else r.describe() for where, r in asked)

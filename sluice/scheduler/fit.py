@@ -10,7 +10,15 @@ from sluice.api.quantity import format_quantity
 from sluice.api.resources import describe_amount
 from sluice.scheduler.placement import Footprint
 from sluice.scheduler.session import JobInfo, Session
-from sluice.scheduler.topology import Domain, Placed
+from sluice.scheduler.set_domains import (
+    Placed,
+    SetDomains,
+    Where,
+    asks_per_set,
+    explain_sets,
+    place_sets,
+)
+from sluice.scheduler.topology import Domain
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,15 +157,18 @@ def queue_overage(session: Session, job: JobInfo) -> dict[str, dict[str, int]]:
 
 
 def place_where(
-    session: Session, job: JobInfo, freed: Footprint | None = None, domain: Domain | None = None
+    session: Session, job: JobInfo, freed: Footprint | None = None, domain: Where | None = None
 ) -> Placed | None:
     """Where every pod of every pod set of the job would go now (or with ``freed`` given
-    back), as what it would hold on each node, and the Topology domain it goes in (``domain``
-    alone when given; docs/scheduler.md, *Topology*); None when they do not all fit."""
+    back), as what it would hold on each node, and the Topology domains it goes in (``domain``
+    when given; docs/scheduler.md, *Topology*); None when they do not all fit."""
     view = job.view
-    if domain is not None:
+    if isinstance(domain, Domain):
         inside = session.domains.place_in(view, domain, freed)
         return None if inside is None else (inside, domain)
+    if isinstance(domain, SetDomains) or asks_per_set(view):
+        fixed = domain if isinstance(domain, SetDomains) else None
+        return place_sets(session.domains, view, freed, fixed)
     if view.topology is not None:
         found = session.domains.place(view, freed)
         if found is not None or view.topology.required:
@@ -173,7 +184,7 @@ def place_where(
 
 
 def place(
-    session: Session, job: JobInfo, freed: Footprint | None = None, domain: Domain | None = None
+    session: Session, job: JobInfo, freed: Footprint | None = None, domain: Where | None = None
 ) -> Footprint | None:
     """``place_where`` without the domain."""
     found = place_where(session, job, freed, domain)
@@ -182,7 +193,7 @@ def place(
 
 def placeable(session: Session, job: JobInfo) -> bool:
     """Whether every pod of the job fits on the nodes now (``place`` without the where)."""
-    if job.view.topology is not None:
+    if job.view.topology is not None or asks_per_set(job.view):
         return place_where(session, job) is not None
     sets = job.view.pod_sets
     if len(sets) == 1:
@@ -198,6 +209,8 @@ def unplaced(session: Session, job: JobInfo) -> str:
     sets = job.view.pod_sets
     if job.view.topology is not None and job.view.topology.required:
         return session.domains.explain(job.view)
+    if asks_per_set(job.view):
+        return explain_sets(session.domains, job.view)
     if len(sets) == 1:
         return placement.explain(sets[0].pod, sets[0].pod_count)
     for pods in sets:
@@ -213,7 +226,7 @@ def lacking(session: Session, job: JobInfo) -> set[str]:
     """What the nodes that may take the job's pods were found short of when they were placed
     this cycle (placement.lacking), over its pod sets; for a job that asks a Topology, all it
     requests (its domain is not chosen yet)."""
-    if job.view.topology is not None:
+    if job.view.topology is not None or asks_per_set(job.view):
         return {r for r, a in job.request.items() if a > 0}
     out: set[str] = set()
     for pods in job.view.pod_sets:
@@ -240,6 +253,8 @@ def as_hard(job: JobInfo, other: JobInfo) -> bool:
         return False
     for m, t in zip(mine, theirs, strict=True):
         if m.pod.constraints != t.pod.constraints or m.pod_count < t.pod_count:
+            return False
+        if m.topology != t.topology:
             return False
     if not all(job.request.get(r, 0) >= a for r, a in other.request.items()):
         return False

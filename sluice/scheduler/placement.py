@@ -82,7 +82,7 @@ def refusal(pod: PodSpecView, node: NodeView) -> str | None:
     return None
 
 
-def _fit(free: Mapping[str, int], items: Sequence[tuple[str, int]], most: int) -> int:
+def fits_in(free: Mapping[str, int], items: Sequence[tuple[str, int]], most: int) -> int:
     """How many pods of ``items`` (their positive requests) fit in ``free``, at most ``most``."""
     n = most
     for r, a in items:
@@ -214,7 +214,7 @@ class Placement:
         """Whether node ``i`` may take the pod and could hold one, empty: the only nodes
         whose room can ever matter to it."""
         shape = self._shape(pod)
-        return i in shape.position and _fit(self.nodes[i].allocatable, shape.items, 1) > 0
+        return i in shape.position and fits_in(self.nodes[i].allocatable, shape.items, 1) > 0
 
     def lacking(self, pod: PodSpecView) -> set[str]:
         """What the nodes that may take the pod, and could hold one, were found short of for
@@ -228,7 +228,7 @@ class Placement:
         if extra:
             free = dict(free)
             _add(free, extra)
-        return _fit(free, self._shape(pod).items, most)
+        return fits_in(free, self._shape(pod).items, most)
 
     # Placing -------------------------------------------------------------------------------
     def place(
@@ -280,14 +280,14 @@ class Placement:
             if extra is not None and i in extra:
                 free = dict(free)
                 _add(free, extra[i])
-            n = _fit(free, items, left)
+            n = fits_in(free, items, left)
             if n:
                 fitted.append(pos)
                 out.append((i, n))
                 left -= n
                 if not left:
                     break
-            elif ((every := shape.every) is None or every) and _fit(
+            elif ((every := shape.every) is None or every) and fits_in(
                 self.nodes[i].allocatable, items, 1
             ):  # once nothing is lacked by all, that stays so: no need to look again
                 lacking = {r for r, a in items if free.get(r, 0) < a}
@@ -325,7 +325,7 @@ class Placement:
                     _add(free, extra[i])
                 if i in out:
                     _add(free, out[i], -1)
-                n = _fit(free, items, left)
+                n = fits_in(free, items, left)
                 if n:
                     _add(out.setdefault(i, {}), {r: a * n for r, a in pod.request.items()})
                     left -= n

@@ -20,7 +20,7 @@ from sluice.api.quantity import format_quantity
 from sluice.api.resources import Resources, describe_amount
 from sluice.api.topology import TopologyRequest, TopologyView, not_nested
 from sluice.api.views import WorkloadView
-from sluice.scheduler.placement import Footprint, Placement
+from sluice.scheduler.placement import Footprint, Placement, fits_in
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +41,8 @@ class Domain:
         """``rack r7`` for the level example.com/rack."""
         return f"{self.level.rpartition('/')[2]} {self.value}"
 
+
+MANY = 1 << 62  # more pods than any node takes: how many fit, uncapped
 
 Placed = tuple[Footprint, Domain | None]
 """Where a workload's pods go, and the domain they go in (None: anywhere)."""
@@ -80,6 +82,13 @@ class Domains:
         self._failed: dict[tuple[object, ...], int] = {}
         """(pod sets, level) -> how much room had been given back (``Placement.grown``) when
         no domain of the level held them: none will until more is."""
+        self._version: dict[str, int] = {}
+        """Domain text -> how many times room was held or given back on its nodes."""
+        self._fitting: dict[PodSpecView, tuple[int, dict[int, int], int]] = {}
+        """Pod (a domain's ``pod_in``) -> room's version, how many each node takes, their sum."""
+        self._holds: dict[tuple[PodSpecView, str], dict[str, tuple[int, int]]] = {}
+        """(pod, level) -> domain value -> (its ``_version`` then, how many such pods its
+        nodes the pod may go on hold at once): what first fit inside it adds up to."""
         if self.widening:
             placement.watchers.append(self._changed)
 
@@ -133,6 +142,9 @@ class Domains:
                         room[r] = room.get(r, 0) + sign * a
             if not touched:
                 continue
+            version = self._version
+            for text in touched:
+                version[text] = version.get(text, 0) + 1
             for (ranked_level, asked), (order, scores) in self._ranks.items():
                 if ranked_level != level:
                     continue
@@ -257,13 +269,26 @@ class Domains:
         sets = view.pod_sets
         only = sets[0] if len(sets) == 1 else None
         placement = self.placement
-        for _, value in ranking:
+        holds = self._holds.setdefault((only.pod, level), {}) if only is not None else {}
+        version = self._version
+        # A domain with less free than asked in some resource ranks below this: skipped.
+        asks = dict(need)
+        start = bisect.bisect_left(ranking, (sum(asks[r] / total[r] for r in asked), ""))
+        for k in range(start, len(ranking)):
+            value = ranking[k][1]
             domain = by_value[value]
-            room = sums[domain.text]
+            text = domain.text
+            room = sums[text]
             if any(room.get(r, 0) < a for r, a in need):
                 continue
             if only is not None:  # the common case, without building anything
                 pod = pods.get((only.pod, level, value)) or self.pod_in(only.pod, domain)
+                now = version.get(text, 0)
+                known = holds.get(value)
+                if known is None or known[0] != now:
+                    known = holds[value] = (now, self._holding(pod))
+                if known[1] < only.pod_count:
+                    continue
                 where = placement.place(pod, only.pod_count)
                 if where is not None:
                     return placement.footprint(pod, where), domain
@@ -274,16 +299,65 @@ class Domains:
         self._failed[memo] = grown
         return None
 
-    def _best_freed(self, view: WorkloadView, level: str, freed: Footprint) -> Placed | None:
-        """``best_at`` with victims' room given back (reclaim, preempt): each domain's room
-        left is worked out anew."""
+    def _holding(self, pod: PodSpecView) -> int:
+        """How many pods alike (a domain's ``pod_in``) its nodes hold at once now: first fit
+        places exactly as many as each node takes, added up."""
+        items = [(r, a) for r, a in pod.request.items() if a > 0]
+        return self._fits(pod, items)[1] if items else MANY
+
+    def could_hold(
+        self, view: WorkloadView, domain: Domain, more: Mapping[int, Mapping[str, int]]
+    ) -> bool:
+        """Whether the domain could hold every pod of the workload were ``more`` room given
+        back on some nodes (what some victims hold there): each pod set alone fits on the
+        nodes of the domain it may go on. When not, no choice among those victims makes it
+        fit there."""
+        free = self.placement.free
+        for pod_set in view.pod_sets:
+            pod = self.pod_in(pod_set.pod, domain)
+            items = [(r, a) for r, a in pod.request.items() if a > 0]
+            if not items or pod_set.pod_count <= 0:
+                continue
+            fits, n = self._fits(pod, items)
+            nodes = more if len(more) < len(fits) else fits
+            for i in nodes:  # how many more each node takes with its room
+                before, extra = fits.get(i), more.get(i)
+                if before is not None and extra:
+                    room = free[i]
+                    n += fits_in(
+                        {r: room.get(r, 0) + extra.get(r, 0) for r, _ in items}, items, MANY
+                    )
+                    n -= before
+            if n < pod_set.pod_count:
+                return False
+        return True
+
+    def _fits(self, pod: PodSpecView, items: list[tuple[str, int]]) -> tuple[dict[int, int], int]:
+        """Node -> how many of the pods each node they may go on takes now, and their sum:
+        kept while room is as it was."""
+        version = self.placement.version
+        known = self._fitting.get(pod)
+        if known is None or known[0] != version:
+            free = self.placement.free
+            fits = {i: fits_in(free[i], items, MANY) for i in self.placement.eligible(pod)}
+            known = self._fitting[pod] = (version, fits, sum(fits.values()))
+        return known[1], known[2]
+
+    def by_room_left(self, view: WorkloadView, level: str, freed: Footprint) -> list[Domain]:
+        """The domains of a level that have as much free as the workload asks in total (with
+        ``freed`` added: victims' room given back, or below zero, room others hold), from the
+        least room left, ties by name: each one's room worked out anew."""
         ranked: list[tuple[float, str, Domain]] = []
         for domain in self.domains(level):
             left = self.left(view, domain, freed)
             if left is not None:
                 ranked.append((left, domain.value, domain))
         ranked.sort(key=lambda entry: (entry[0], entry[1]))
-        for _, _, domain in ranked:
+        return [domain for _, _, domain in ranked]
+
+    def _best_freed(self, view: WorkloadView, level: str, freed: Footprint) -> Placed | None:
+        """``best_at`` with victims' room given back (reclaim, preempt)."""
+        for domain in self.by_room_left(view, level, freed):
             footprint = self.place_in(view, domain, freed)
             if footprint is not None:
                 return footprint, domain
@@ -325,7 +399,13 @@ class Domains:
         domains = self.domains(level)
         if not domains:
             return f"no node has the label {level}, so no {level} holds {what}"
-        best = max(domains, key=lambda d: self._room(view, d))
+        best, most = domains[0], self._share(view, domains[0])
+        for domain in domains[1:]:
+            share = self._share(view, domain)
+            if share > most or (
+                share == most and _backwards(domain.value) > _backwards(best.value)
+            ):
+                best, most = domain, share
         free, total = self.free(best), self.total(best)
         room = ", ".join(
             f"{describe_amount(r, max(free.get(r, 0), 0))} free of"
@@ -337,11 +417,15 @@ class Domains:
         nodes = ", ".join(names[:3]) + (" ..." if len(names) > 3 else "")
         return f"no {level} holds {what}: best {best.short} has {room} (nodes {nodes})"
 
-    def _room(self, view: WorkloadView, domain: Domain) -> tuple[float, str]:
-        """The domain's free room in what the workload asks, a share of the cluster's; then
-        the name backwards, so that on a tie the first by name is the best."""
+    def _share(self, view: WorkloadView, domain: Domain) -> float:
+        """The domain's free room in what the workload asks, a share of the cluster's."""
         free, total = self.free(domain), self.placement.total
-        share = sum(
+        return sum(
             free.get(r, 0) / total[r] for r, a in view.request.items() if a > 0 and total.get(r)
         )
-        return share, "".join(chr(0x10FFFF - ord(c)) for c in domain.value)
+
+
+def _backwards(name: str) -> str:
+    """The name with every character turned around: on a tie of room, the greatest of these
+    is the best domain (the first by name; of two where one begins the other, the longer)."""
+    return "".join(chr(0x10FFFF - ord(c)) for c in name)

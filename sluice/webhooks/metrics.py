@@ -16,14 +16,15 @@ class WebhookMetrics:
     def __post_init__(self) -> None:
         self.requests = Counter(
             "sluice_webhook_requests",
-            "Admission requests by path and outcome (allowed, denied, bad_request, error).",
+            "Admission requests by path and outcome (allowed, denied, bad_request, abandoned,"
+            " error).",
             ["path", "outcome"],
             registry=self.registry,
         )
         self.latency = Histogram(
             "sluice_webhook_latency_seconds",
             "Time to answer an admission request, by path and decision (allowed, denied,"
-            " bad_request, error).",
+            " bad_request, abandoned, error).",
             ["path", "decision"],
             buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0),
             registry=self.registry,

@@ -71,6 +71,12 @@ def _review_route(path: str, handler: Handler) -> Callable[[web.Request], Awaita
             except web.HTTPRequestEntityTooLarge:
                 outcome = "bad_request"
                 return _bad_request(f"request body over {MAX_BODY_BYTES} bytes", 413)
+            except ConnectionResetError:
+                # The client went away mid-request (the API server gave up after its webhook
+                # timeout, or restarted): nobody is left to answer, and nothing is wrong here.
+                outcome = "abandoned"
+                log.warning("event=request-abandoned path=%s", path)
+                return _bad_request("the connection closed before the request was read")
             try:
                 review = parse_review(body)
             except ReviewError as err:

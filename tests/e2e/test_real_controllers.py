@@ -27,7 +27,7 @@ import pytest
 
 from sluice.api.resources import describe_amount
 from sluice.api.workloads import BY_KIND, Adapter
-from sluice.api.workloads.model import dig
+from sluice.api.workloads.model import at, dig
 
 from . import controllers
 from .components import Operator, sluice_system
@@ -530,3 +530,84 @@ def test_controllers_ran_with_their_release_crds(system: System, kubectl: Kubect
         assert "properties" in properties and len(properties["properties"]) > 2, kind.name
         process = system.controllers[kind.name]
         assert process.alive(), f"{kind.controller.name} died:\n{process.logs()[-3000:]}"
+
+
+CONFINED = {"PyTorchJob": "Worker", "MPIJob": "Worker", "JobSet": "workers", "RayJob": "workers"}
+"""Each kind's pod set of two pods of cpu 6, which needs a whole rack of two nodes of cpu 8."""
+
+
+def test_pod_sets_that_ask_a_rack_each_run_in_one_and_get_their_templates_back(
+    play: Play, nodes: list[str]
+) -> None:
+    """The controller takes the nodeSelector sluice writes in a suspended workload's pod
+    templates: the two pods of one pod set run in one rack, the other pod sets' in the other,
+    each pod carrying its rack's label; reclaimed, the templates are exactly as they were
+    before admission. (A RayJob's submitter has no template: it goes anywhere.)"""
+    kind, kubectl = play.kind, play.kubectl
+    rack = f"{play.prefix}.e2e.sluice.dev/rack"
+    rack_of = {node: f"r{i // 2}" for i, node in enumerate(nodes)}
+    for node, value in rack_of.items():
+        kubectl.run("label", "node", node, f"{rack}={value}")
+    kubectl.create(
+        {
+            "apiVersion": "scheduling.sluice.dev/v1beta1",
+            "kind": "Topology",
+            "metadata": {"name": play.prefix},
+            "spec": {"levels": [{"nodeLabel": rack}]},
+        }
+    )
+    try:
+        low, high = play.queue("low", priority=1), play.queue("high", priority=10)
+        body = kind.body("train", low)
+        body["metadata"]["namespace"] = play.namespace
+        if kind.name == "MPIJob":
+            # sluice gives its Launcher no domain (its Job is made at creation:
+            # Adapter.made_at_creation), so it says its rack itself.
+            launcher = body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]
+            launcher["nodeSelector"] = {rack: "r1"}
+        templates = kind.adapter.domain_templates(body)
+        for _, path in templates:
+            meta = at(body, path).setdefault("metadata", {})
+            meta.setdefault("annotations", {})["sluice.dev/topology-required"] = rack
+        # The webhook refuses a label that is no level, on any pod template.
+        wrong = json.loads(json.dumps(body))
+        meta = at(wrong, templates[0][1])["metadata"]
+        meta["annotations"]["sluice.dev/topology-required"] = f"{play.prefix}.e2e.sluice.dev/row"
+        with pytest.raises(KubectlError, match="is no level of any Topology"):
+            kubectl.create(wrong)
+        created = json.loads(kubectl.create(body, "-o", "json"))
+        before = {name: at(created, path) for name, path in templates}
+        play.wait_admitted("train")
+        # The two pods of the confined set need a whole rack: they choose first, r0.
+        expected = {name: "r0" if name == CONFINED[kind.name] else "r1" for name, _ in templates}
+        assert play.annotation("train", "topology-assignment") == ", ".join(
+            f"{name}: {rack}={value}" for name, value in expected.items()
+        )
+        pods = play.wait_running("train", kind.pods)
+        for pod_set in kind.adapter.pod_sets(created):
+            if pod_set.name not in expected or pod_set.pods_by is None:
+                continue
+            label, value = pod_set.pods_by
+            mine = [p for p in pods if p["metadata"]["labels"].get(label) == value]
+            assert len(mine) == pod_set.count, (pod_set.name, [p["metadata"]["name"] for p in pods])
+            for pod in mine:
+                got = (pod["spec"].get("nodeSelector") or {}).get(rack)
+                assert got == expected[pod_set.name], (pod["metadata"]["name"], pod["spec"])
+                node = kubectl.get("node", pod["spec"]["nodeName"])
+                assert node["metadata"]["labels"][rack] == expected[pod_set.name], pod_set.name
+
+        # Reclaimed for a queue owed its share: held again, its templates given back.
+        play.batch_job("urgent", high, NODES * NODE_CPU * MILLI // 2, 2 * MILLI)
+        play.wait_admitted("urgent", "job", timeout=30)
+        assert play.held("train"), "train reclaimed"
+        play.wait(
+            lambda: play.annotation("train", "topology-assignment") is None,
+            "train",
+            "train's templates given back",
+        )
+        after = play.get("train")
+        for name, path in templates:
+            assert at(after, path) == before[name], name
+        play.wait_no_pods("train")
+    finally:
+        kubectl.run("delete", "topology", play.prefix, "--ignore-not-found")

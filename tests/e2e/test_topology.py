@@ -3,6 +3,9 @@ the domain, kube-scheduler places the pods inside it (sluice never writes a pod'
 
 from __future__ import annotations
 
+import json
+import subprocess
+import threading
 from typing import Any
 
 import pytest
@@ -22,7 +25,7 @@ class Racks:
 
     def __init__(self, s: Scenario, kubectl: Kubectl) -> None:
         self.s = s
-        tag = unique_name("t")
+        self.topology = tag = unique_name("t")
         self.block, self.rack = f"{tag}.e2e.sluice.dev/block", f"{tag}.e2e.sluice.dev/rack"
         self.racks: dict[str, list[str]] = {}
         self.rack_of: dict[str, str] = {}
@@ -190,3 +193,125 @@ def test_a_suspended_job_gets_its_template_back_and_may_run_in_another_rack(t: R
     s.wait_admitted("train", "probe", timeout=30)
     nodes = t.nodes_of("train", 2)
     assert {t.rack_of[n] for n in nodes} == {"r1"}
+
+
+def _watched(out: str) -> list[dict[str, Any]]:
+    """The pods as a kubectl watch printed them, one JSON document per change."""
+    decoder, seen, at = json.JSONDecoder(), [], 0
+    while (at := out.find("{", at)) >= 0:
+        event, at = decoder.raw_decode(out, at)
+        seen.append(event["object"])
+    return seen
+
+
+def test_a_group_of_gated_pods_gets_its_rack_in_the_patch_that_removes_its_gates(
+    t: Racks,
+) -> None:
+    """Every state of its pods the API server ever had: gated without a nodeSelector, then
+    released with the rack's label in it (one patch), then bound by kube-scheduler in that
+    rack."""
+    s = t.s
+    s.queue("team")
+    group = "g"
+
+    def create(i: int) -> None:
+        pod = kwok.pod_template({s.resource: 2}, restart_policy="Always")
+        pod["metadata"] = {
+            "name": f"g-{i}",
+            "namespace": s.namespace,
+            "labels": {"sluice.dev/queue-name": s.name("team"), "sluice.dev/pod-group": group},
+            "annotations": {"sluice.dev/pod-group-total-count": "4", **t.required()},
+        }
+        pod["spec"]["schedulingGates"] = [{"name": "sluice.dev/admission"}]
+        s.kubectl.create({"apiVersion": "v1", "kind": "Pod", **pod})
+
+    def bound() -> list[dict[str, Any]] | None:
+        pods = s.kubectl.json("get", "pods", "-n", s.namespace, "-l", "sluice.dev/pod-group")
+        ok = len(pods["items"]) == 4 and all(
+            p["status"].get("phase") == "Running" for p in pods["items"]
+        )
+        return list(pods["items"]) if ok else None
+
+    for i in range(3):  # a group of 4 x 2 (one rack of 8), not whole yet: gated
+        create(i)
+    watch = subprocess.Popen(
+        [
+            str(s.kubectl.binary),
+            f"--kubeconfig={s.kubectl.kubeconfig}",
+            *("get", "pods", "-n", s.namespace, "-l", f"sluice.dev/pod-group={group}"),
+            *("--watch", "--output-watch-events", "-o", "json"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    lines: list[str] = []
+    stdout = watch.stdout
+    assert stdout is not None
+    reader = threading.Thread(target=lambda: lines.extend(iter(stdout.readline, "")))
+    reader.start()
+    try:
+        wait_for(lambda: "".join(lines).count('"type"') >= 3, what="the watch seeing the 3")
+        create(3)
+        pods = wait_for(bound, timeout=30, what="the group's pods running")
+    finally:
+        watch.terminate()
+        reader.join(timeout=10)
+    out = "".join(lines)
+    racks = {t.rack_of[p["spec"]["nodeName"]] for p in pods}
+    assert len(racks) == 1, racks
+    (rack,) = racks
+    states = _watched(out)
+    gated = [p for p in states if p["spec"].get("schedulingGates")]
+    released = [p for p in states if not p["spec"].get("schedulingGates")]
+    assert gated and all(not p["spec"].get("nodeSelector") for p in gated)
+    assert {p["metadata"]["name"] for p in released} == {f"g-{i}" for i in range(4)}
+    for pod in released:
+        assert pod["spec"].get("nodeSelector") == {t.rack: rack}, pod["metadata"]["name"]
+        assert (
+            pod["metadata"]["annotations"]["sluice.dev/topology-assignment"] == f"{t.rack}={rack}"
+        )
+
+
+def test_the_topology_says_whether_its_levels_nest_in_its_status_and_events(t: Racks) -> None:
+    s, kubectl = t.s, t.s.kubectl
+
+    def nested() -> dict[str, Any]:
+        status = kubectl.get("topology", t.topology).get("status") or {}
+        found = [c for c in status.get("conditions") or () if c["type"] == "Nested"]
+        return {**found[0], "levels": status["levels"]} if found else {}
+
+    def events() -> list[tuple[str, str]]:
+        selector = f"involvedObject.kind=Topology,involvedObject.name={t.topology}"
+        found = kubectl.json("get", "events", "-n", "default", "--field-selector", selector)
+        return [(e["type"], e["reason"]) for e in found["items"]]
+
+    first = wait_for(nested, what="the Topology's status")
+    assert first["status"] == "True"
+    assert first["levels"] == [
+        {"nodeLabel": t.block, "domains": 2, "nodes": 16},
+        {"nodeLabel": t.rack, "domains": 8, "nodes": 16},
+    ]
+    # One node of rack r0 moves to block b1: r0 is in two blocks.
+    a, b = sorted(t.racks["r0"])
+    kubectl.run("label", "node", b, f"{t.block}=b1", "--overwrite")
+    broken = wait_for(lambda: (n := nested()) and n["status"] == "False" and n, what="not nested")
+    problem = f"{t.rack}=r0 is in two {t.block} domains: b0 (node {a}) and b1 (node {b})"
+    assert (broken["reason"], broken["message"]) == ("NotNested", problem)
+    assert broken["levels"][0] == {"nodeLabel": t.block, "domains": 2, "nodes": 16}
+    wait_for(lambda: ("Warning", "NotNested") in events(), what="the Warning Event")
+    assert "NotNested" in kubectl.run("describe", "topology", t.topology)
+    table = kubectl.run("get", "topology", t.topology)
+    assert table.splitlines()[0].split()[:3] == ["NAME", "LEVELS", "NESTED"], table
+    assert table.splitlines()[1].split()[2] == "False", table
+    # What requires a level of it waits, said with the same words.
+    s.queue("team")
+    t.job("train", "team", 2, 2, t.required())
+    reason = wait_for(lambda: s.annotation("train", "pending-reason"), what="train's reason")
+    assert reason.endswith(f"Topology {t.topology} is not nested: {problem}"), reason
+    assert not s.admitted("train")
+    # Put back: nested again, a Normal Event, and the job is admitted.
+    kubectl.run("label", "node", b, f"{t.block}=b0", "--overwrite")
+    wait_for(lambda: nested().get("status") == "True", what="nested again")
+    wait_for(lambda: ("Normal", "Nested") in events(), what="the Normal Event")
+    assert events().count(("Warning", "NotNested")) == 1
+    s.wait_admitted("train", timeout=30)

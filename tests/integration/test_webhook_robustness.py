@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import ssl
 from typing import Any
 
@@ -134,6 +135,31 @@ async def test_a_client_closing_mid_request_leaves_the_server_serving(webhook: W
         writer.close()
     async with webhook.session.get(webhook.url + "/healthz") as resp:
         assert resp.status == 200
+
+
+async def test_a_client_gone_before_its_body_is_read_is_one_line_not_a_traceback(
+    webhook: Webhook, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The API server closes its connection when a review takes longer than its webhook
+    timeout (a busy replica) or when it restarts: the server logs one warning, counts the
+    request as abandoned, and no traceback reaches its log."""
+    host, port = webhook.url.removeprefix("https://").split(":")
+    context = ssl.create_default_context(cafile=str(webhook.ca_file))
+    with caplog.at_level(logging.INFO):
+        _, writer = await asyncio.open_connection(host, int(port), ssl=context)
+        writer.write(b"POST /validate/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\n\r\n{")
+        await writer.drain()
+        writer.close()
+        for _ in range(100):
+            if any("event=request-abandoned" in r.getMessage() for r in caplog.records):
+                break
+            await asyncio.sleep(0.05)
+    abandoned = [r for r in caplog.records if "event=request-abandoned" in r.getMessage()]
+    assert len(abandoned) == 1 and "path=/validate/jobs" in abandoned[0].getMessage()
+    assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
+    async with webhook.session.get(webhook.url + "/metrics") as resp:
+        text = await resp.text()
+    assert 'sluice_webhook_requests_total{outcome="abandoned",path="/validate/jobs"} 1.0' in text
 
 
 async def test_health_readiness_and_metrics(webhook: Webhook) -> None:

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sluice.api.pod_defaults import PodDefaults
-from sluice.api.views import JOB_FINISHED, PodSet, condition_true, job_pod_counts
+from sluice.api.views import JOB_FINISHED, MAIN_POD_SET, PodSet, condition_true, job_pod_counts
 from sluice.api.workloads.model import (
     SPEC_SUSPEND,
     Adapter,
@@ -24,7 +24,7 @@ def _pod_sets(obj: Mapping[str, Any], full: str, defaults: PodDefaults) -> tuple
     template = spec.get("template")
     return (
         template_pod_set(
-            "main", parallelism, template, KIND, full, "spec.template", defaults, pod_count
+            MAIN_POD_SET, parallelism, template, KIND, full, "spec.template", defaults, pod_count
         ),
     )
 
@@ -43,7 +43,7 @@ JOB = Adapter(
     read_finished=lambda status: condition_true(status, JOB_FINISHED),
     read_active=_active,
     pod_template=("spec", "template"),
-    template_paths=lambda obj: (("spec", "template"),),
+    pod_set_templates=lambda obj: ((MAIN_POD_SET, ("spec", "template")),),
     orphans_by_default=True,
     pods_named="parallelism",
     checked_by_the_api_server=True,

@@ -11,7 +11,9 @@ from sluice.api.views import PodSet, condition_true, job_pod_counts
 from sluice.api.workloads.model import (
     SPEC_SUSPEND,
     Adapter,
+    TemplatePath,
     any_active,
+    dig,
     listed,
     read_count,
     read_map,
@@ -35,7 +37,7 @@ def _pod_sets(obj: Mapping[str, Any], full: str, defaults: PodDefaults) -> tuple
         job_spec = read_map(job.get("spec"), KIND, full, f"{where}.template.spec")
         # Its Jobs are new while the JobSet is held: no completion counts yet.
         parallelism, at_once = job_pod_counts(job_spec, {}, KIND, full, f"{where}.template.spec")
-        name = str(replicated.get("name") or i)
+        name = _name(replicated, i)
         out.append(
             template_pod_set(
                 name,
@@ -52,6 +54,22 @@ def _pod_sets(obj: Mapping[str, Any], full: str, defaults: PodDefaults) -> tuple
     return tuple(out)
 
 
+def _name(replicated: Mapping[str, Any], i: int) -> str:
+    """A replicated Job's pod set: its name (its index when it has none)."""
+    return str(replicated.get("name") or i)
+
+
+def _templates(obj: Mapping[str, Any]) -> tuple[tuple[str, TemplatePath], ...]:
+    jobs = dig(obj, ("spec", "replicatedJobs"))
+    return tuple(
+        (
+            _name(jobs[i] if isinstance(jobs[i], Mapping) else {}, i),
+            ("spec", "replicatedJobs", i, "template", "spec", "template"),
+        )
+        for i in listed(obj, ("spec", "replicatedJobs"))
+    )
+
+
 JOBSET = Adapter(
     group="jobset.x-k8s.io",
     version="v1alpha2",
@@ -63,8 +81,5 @@ JOBSET = Adapter(
     read_active=lambda status: any_active(status.get("replicatedJobsStatus")),
     pod_label="jobset.sigs.k8s.io/jobset-name",
     pod_set_labels=(REPLICATED_JOB_LABEL,),
-    template_paths=lambda obj: tuple(
-        ("spec", "replicatedJobs", i, "template", "spec", "template")
-        for i in listed(obj, ("spec", "replicatedJobs"))
-    ),
+    pod_set_templates=_templates,
 )

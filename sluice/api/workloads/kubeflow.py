@@ -92,6 +92,7 @@ def _replica_job(
     counts: Mapping[str, int],
     injected: Injected,
     set_label: str,
+    made_at_creation: frozenset[str] = frozenset(),
 ) -> Adapter:
     return Adapter(
         group="kubeflow.org",
@@ -104,8 +105,9 @@ def _replica_job(
         read_active=_active,
         pod_label="training.kubeflow.org/job-name",
         pod_set_labels=(set_label,),
-        template_paths=lambda obj: tuple(
-            ("spec", field, replica_type, "template")
+        made_at_creation=made_at_creation,
+        pod_set_templates=lambda obj: tuple(
+            (replica_type, ("spec", field, replica_type, "template"))
             for replica_type in keyed(obj, ("spec", field))
         ),
     )
@@ -121,4 +123,7 @@ MPI_JOB = _replica_job(
     {"Launcher": 1, "Worker": 0},
     _none_injected,
     JOB_ROLE_LABEL,
+    # The MPI operator (v0.6) makes the Launcher's Job when the MPIJob is created, suspended
+    # with it, and on resume only unsuspends it.
+    frozenset({"Launcher"}),
 )

@@ -9,19 +9,21 @@ is its own.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sluice.api.constraints import pod_spec_view
 from sluice.api.errors import InvalidObject
 from sluice.api.pod_defaults import NO_DEFAULTS, DefaultsOf, PodDefaults, no_defaults
+from sluice.api.pod_request import pod_request
+from sluice.api.topology import TopologyRequest, request_of, whole_request
 from sluice.api.views import (
     NEVER,
     PodSet,
     WorkloadView,
     job_phase,
     job_queue_name,
-    pod_request,
+    pod_set,
     workload_view,
 )
 
@@ -91,11 +93,20 @@ class Adapter:
     """The path of its one pod template, for a kind that has exactly one (a Job's
     spec.template): the admission webhook gives its pods the queue's priority class there.
     Empty for the kinds whose pods come from several."""
-    template_paths: Callable[[Mapping[str, Any]], tuple[TemplatePath, ...]] = lambda obj: ()
-    """Where the pod templates of an object of this kind are (list items by index): the
-    admission webhook names the queue on each, so its pods carry it and the pod webhook
-    guards them (docs/workloads.md). Empty for a kind whose pods come from elsewhere (a
+    pod_set_templates: Callable[[Mapping[str, Any]], tuple[tuple[str, TemplatePath], ...]] = (
+        lambda obj: ()
+    )
+    """Each pod set that has a pod template in an object of this kind: its name and where the
+    template is (list items by index). The admission webhook names the queue on each, so its
+    pods carry it and the pod webhook guards them (docs/workloads.md), and admission into a
+    Topology domain writes the domain's label in the nodeSelector of each it confines
+    (docs/scheduler.md, *Topology*). Empty for a kind whose pods come from elsewhere (a
     TrainJob's runtime)."""
+    made_at_creation: frozenset[str] = frozenset()
+    """The pod sets whose pods come from an object its controller makes from the template
+    once, when the workload is created, and only unsuspends later (an MPIJob's Launcher Job):
+    a change to their template while the workload is held never reaches their pods, so no
+    Topology domain is written there (docs/scheduler.md, *Topology*)."""
     orphans_by_default: bool = False
     """Deleting it with no propagationPolicy leaves its pods behind (a batch/v1 Job's
     default)."""
@@ -111,6 +122,15 @@ class Adapter:
     @property
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
+
+    def domain_templates(self, obj: Mapping[str, Any]) -> tuple[tuple[str, TemplatePath], ...]:
+        """The pod set templates a Topology domain's nodeSelector is written in."""
+        made = self.made_at_creation
+        return tuple(entry for entry in self.pod_set_templates(obj) if entry[0] not in made)
+
+    def template_paths(self, obj: Mapping[str, Any]) -> tuple[TemplatePath, ...]:
+        """Where the pod templates of the object are."""
+        return tuple(path for _, path in self.pod_set_templates(obj))
 
     def pod_sets(
         self, obj: Mapping[str, Any], defaults: PodDefaults = NO_DEFAULTS
@@ -164,11 +184,9 @@ class Adapter:
         phase = job_phase(
             finished=self.finished(obj), suspended=self.suspended(obj), active=self.active(obj)
         )
-        templates = tuple(
-            t for path in self.template_paths(obj) if isinstance(t := at(obj, path), Mapping)
-        )
+        together, pod_sets = _asks(obj, pod_sets, self.kind, full)
         return workload_view(
-            obj, self.kind, queue, from_namespace, pod_sets, phase, self.pods_by(obj), templates
+            obj, self.kind, queue, from_namespace, pod_sets, phase, self.pods_by(obj), together
         )
 
     def pods_by(self, obj: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
@@ -180,6 +198,21 @@ class Adapter:
         if self.owned_pods_label:
             out.append((self.owned_pods_label, str(dig(obj, _NAME))))
         return tuple(out)
+
+
+def _asks(
+    obj: Mapping[str, Any], pod_sets: tuple[PodSet, ...], kind: str, full: str
+) -> tuple[TopologyRequest | None, tuple[PodSet, ...]]:
+    """What the workload asks of a Topology for all its pod sets together
+    (api.topology.whole_request), and its pod sets, which keep an ask of their own only when
+    it asks nothing for all of them."""
+    meta = obj.get("metadata")
+    annotations = (meta.get("annotations") if isinstance(meta, Mapping) else None) or {}
+    own = request_of(annotations, kind, full, "metadata.annotations")
+    together = whole_request(own, [(s.name, s.topology) for s in pod_sets], kind, full)
+    if together is not None and any(s.topology is not None for s in pod_sets):
+        pod_sets = tuple(replace(s, topology=None) for s in pod_sets)
+    return together, pod_sets
 
 
 def listed(obj: Mapping[str, Any], path: tuple[str, ...]) -> range:
@@ -213,7 +246,7 @@ def dig(obj: Mapping[str, Any], path: tuple[str, ...]) -> Any:
     """The value at a field path, None where any step is missing or not an object."""
     value: Any = obj
     for key in path:
-        if not isinstance(value, Mapping):
+        if type(value) is not dict and not isinstance(value, Mapping):
             return None
         value = value.get(key)
     return value
@@ -225,7 +258,7 @@ def at(obj: Mapping[str, Any], path: TemplatePath) -> Any:
     for key in path:
         if isinstance(key, int):
             value = value[key] if isinstance(value, list) and 0 <= key < len(value) else None
-        elif isinstance(value, Mapping):
+        elif type(value) is dict or isinstance(value, Mapping):
             value = value.get(key)
         else:
             return None
@@ -234,14 +267,17 @@ def at(obj: Mapping[str, Any], path: TemplatePath) -> Any:
 
 def full_name(obj: Mapping[str, Any], kind: str) -> str:
     meta = obj.get("metadata")
-    if not isinstance(meta, Mapping) or not isinstance(meta.get("name"), str):
+    if type(meta) is not dict and not isinstance(meta, Mapping):
         raise InvalidObject(kind, "<unnamed>", "metadata.name", "missing")
-    return f"{meta.get('namespace') or 'default'}/{meta['name']}"
+    name = meta.get("name")
+    if type(name) is not str:
+        raise InvalidObject(kind, "<unnamed>", "metadata.name", "missing")
+    return f"{meta.get('namespace') or 'default'}/{name}"
 
 
 def _status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     status = obj.get("status")
-    return status if isinstance(status, Mapping) else {}
+    return status if type(status) is dict or isinstance(status, Mapping) else {}
 
 
 def read_count(value: Any, default: int, kind: str, name: str, where: str) -> int:
@@ -257,7 +293,7 @@ def read_map(value: Any, kind: str, name: str, where: str) -> Mapping[str, Any]:
     """An object-valued field; empty when absent."""
     if value is None:
         return {}
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):
         raise InvalidObject(kind, name, where, "expected an object")
     return value
 
@@ -279,8 +315,12 @@ def template_pod_set(
     """The pod set of a PodTemplateSpec at ``where``: its pod's request as Kubernetes counts it
     for a pod created from it (with ``defaults``, and the ``injected`` init containers and
     ``added`` containers its controller puts in each pod), the nodes it may go on, its
-    priority class."""
-    spec = read_map(read_map(template, kind, full, where).get("spec"), kind, full, f"{where}.spec")
+    priority class, what it asks of a Topology."""
+    template = read_map(template, kind, full, where)
+    spec = read_map(template.get("spec"), kind, full, f"{where}.spec")
+    meta = read_map(template.get("metadata"), kind, full, f"{where}.metadata")
+    where_asked = f"{where}.metadata.annotations"
+    annotations = read_map(meta.get("annotations"), kind, full, where_asked)
     counted = spec
     if injected or added:
         init = spec.get("initContainers") or []
@@ -290,15 +330,17 @@ def template_pod_set(
             "initContainers": [*init, *injected],
             "containers": [*containers, *added],
         }
-    request = pod_request(counted, kind, full, f"{where}.spec", defaults)
-    return PodSet(
-        name=name,
-        count=count,
-        pod=pod_spec_view(spec, request, kind, full, f"{where}.spec"),
-        pod_count=pod_count,
-        priority_class_name=spec.get("priorityClassName") or None,
-        never_preempts=spec.get("preemptionPolicy") == NEVER,
-        pods_by=pods_by,
+    at_spec = f"{where}.spec"
+    request = pod_request(counted, kind, full, at_spec, defaults)
+    return pod_set(
+        name,
+        count,
+        pod_spec_view(spec, request, kind, full, at_spec),
+        pod_count,
+        spec.get("priorityClassName") or None,
+        spec.get("preemptionPolicy") == NEVER,
+        pods_by,
+        request_of(annotations, kind, full, where_asked),
     )
 
 

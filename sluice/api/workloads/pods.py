@@ -25,6 +25,7 @@ from sluice.api.constants import (
 )
 from sluice.api.constraints import PodSpecView, pod_spec_view
 from sluice.api.errors import InvalidObject
+from sluice.api.pod_request import pod_request
 from sluice.api.pod_views import plain_pod_workload_uid, pod_group_uid
 from sluice.api.resources import EMPTY
 from sluice.api.topology import Assignment, TopologyRequest, assignment_of, request_of
@@ -36,7 +37,6 @@ from sluice.api.views import (
     PodSet,
     WorkloadView,
     parse_time,
-    pod_request,
 )
 
 KIND = "Pod"
@@ -299,6 +299,6 @@ def _workload(key: str, members: tuple[PodMember, ...]) -> PodWorkload:
         never_preempts=any(s.never_preempts for s in pod_sets),
         pod_sets=pod_sets,
         topology=next((m.topology for m in members if m.topology is not None), None),
-        assignment=next((m.assignment for m in admitted if m.assignment is not None), None),
+        assignment=tuple(next(((m.assignment,) for m in admitted if m.assignment is not None), ())),
     )
     return PodWorkload(key, members, view)

@@ -76,7 +76,7 @@ def _pod_sets(obj: Mapping[str, Any], full: str, defaults: PodDefaults) -> tuple
     for i, raw in enumerate(cluster.get("workerGroupSpecs") or ()):
         where = f"{base}.workerGroupSpecs[{i}]"
         group = read_map(raw, KIND, full, where)
-        name = str(group.get("groupName") or i)
+        name = _group_name(group, i)
         out.append(
             template_pod_set(
                 name,
@@ -133,14 +133,20 @@ def _autoscaler(cluster: Mapping[str, Any], full: str) -> tuple[dict[str, Any], 
     return ({"name": "autoscaler", "resources": resources},)
 
 
-def _templates(obj: Mapping[str, Any]) -> tuple[TemplatePath, ...]:
+def _group_name(group: Mapping[str, Any], i: int) -> str:
+    """A worker group's pod set: its groupName (its index when it has none)."""
+    return str(group.get("groupName") or i)
+
+
+def _templates(obj: Mapping[str, Any]) -> tuple[tuple[str, TemplatePath], ...]:
     base = ("spec", "rayClusterSpec")
-    out: list[TemplatePath] = [(*base, "headGroupSpec", "template")]
-    out += [
-        (*base, "workerGroupSpecs", i, "template") for i in listed(obj, (*base, "workerGroupSpecs"))
-    ]
+    out: list[tuple[str, TemplatePath]] = [(HEAD, (*base, "headGroupSpec", "template"))]
+    groups = dig(obj, (*base, "workerGroupSpecs"))
+    for i in listed(obj, (*base, "workerGroupSpecs")):
+        group = groups[i] if isinstance(groups[i], Mapping) else {}
+        out.append((_group_name(group, i), (*base, "workerGroupSpecs", i, "template")))
     if isinstance(dig(obj, ("spec", "submitterPodTemplate")), Mapping):
-        out.append(("spec", "submitterPodTemplate"))
+        out.append((SUBMITTER, ("spec", "submitterPodTemplate")))
     return tuple(out)
 
 
@@ -172,6 +178,6 @@ RAY_JOB = Adapter(
     # carries no Ray label, only the Job controller's.
     owned_pods_label=JOB_NAME_LABEL,
     pod_set_labels=(NODE_TYPE_LABEL, GROUP_LABEL, JOB_NAME_LABEL),
-    template_paths=_templates,
+    pod_set_templates=_templates,
     read_refusal=_refusal,
 )

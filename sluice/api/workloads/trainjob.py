@@ -10,8 +10,9 @@ from typing import Any
 from sluice.api.constraints import PodSpecView
 from sluice.api.errors import InvalidObject
 from sluice.api.pod_defaults import PodDefaults
+from sluice.api.pod_request import requirements_request
 from sluice.api.resources import Resources
-from sluice.api.views import PodSet, condition_true, requirements_request
+from sluice.api.views import PodSet, condition_true
 from sluice.api.workloads.jobset import REPLICATED_JOB_LABEL
 from sluice.api.workloads.model import (
     SPEC_SUSPEND,

@@ -1,5 +1,5 @@
-// sluice dashboard: the queue tree, each open queue's jobs, and the decisions, kept live by
-// server-sent events. With window.SLUICE_DATA set (sluice simulate --html) it renders that
+// sluice dashboard: the queue tree, each open queue's jobs, the decisions and the Topologies'
+// domains with their free room, kept live by server-sent events. With window.SLUICE_DATA set (sluice simulate --html) it renders that
 // data instead and talks to no server.
 "use strict";
 
@@ -8,6 +8,9 @@ const open = new Set(["root"]);
 const shown = new Map(); // queue -> how many of its jobs are listed
 let tree = { queues: [], timeline: [] };
 const jobPages = new Map(); // queue -> {total, jobs}
+let topologies = []; // the domain view: per Topology and level, its domains
+const levelShown = new Map(); // Topology -> the level whose domains are listed
+const allDomains = new Set(); // "topology:level" listed whole
 
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
@@ -59,9 +62,11 @@ function jobTable(name) {
     el("tr", { "data-job": `${j.namespace}/${j.name}`, "data-state": j.state },
       el("td", {}, `${j.namespace}/${j.name}`), el("td", {}, j.state),
       el("td", {}, j.position === null ? "-" : String(j.position)),
-      el("td", { class: "reason" }, j.reason || "-"), el("td", {}, j.admittedAt || "-")));
+      el("td", { class: "reason" }, j.reason || "-"), el("td", {}, j.admittedAt || "-"),
+      // The domain it runs in, or what it asks of a Topology while it waits.
+      el("td", { "data-domain": "" }, j.domain || (j.asks ? `asks ${j.asks}` : "-"))));
   const table = el("table", { class: "jobs" },
-    el("thead", {}, el("tr", {}, ...["job", "state", "position", "reason", "admitted"].map((h) => el("th", {}, h)))),
+    el("thead", {}, el("tr", {}, ...["job", "state", "position", "reason", "admitted", "domain"].map((h) => el("th", {}, h)))),
     el("tbody", {}, ...rows));
   const box = el("div", {}, table);
   if (page.total > page.jobs.length) {
@@ -145,6 +150,68 @@ function render() {
   document.getElementById("timeline").replaceChildren(...items);
 }
 
+function roomBar(domain, resource) {
+  const total = domain.total[resource];
+  const free = domain.free[resource] || { m: 0, s: "0" };
+  const b = el("div", { class: "bar" });
+  b.append(el("div", { class: "fill", style: `width:${100 - Math.min(100, (100 * free.m) / Math.max(total.m, 1))}%` }));
+  return el("div", { "data-room": resource }, b,
+    el("div", { class: "bar-label" }, `${resource} ${free.s} free of ${total.s}`));
+}
+
+function domainTable(topology, level) {
+  const rows = level.domains.map((d) => {
+    const nodes = d.unusable ? `${d.nodes} (${d.unusable} not usable)` : String(d.nodes);
+    const jobs = d.jobCount ? `${d.jobCount}: ${d.jobs.join(", ")}${d.jobCount > d.jobs.length ? " …" : ""}` : "-";
+    return el("tr", { "data-domain": `${level.nodeLabel}=${d.value}` },
+      el("td", {}, d.value), el("td", { "data-nodes": "" }, nodes),
+      el("td", {}, ...Object.keys(d.total).sort().map((r) => roomBar(d, r))),
+      el("td", { class: "jobs-in", "data-jobs": "" }, jobs));
+  });
+  const box = el("div", {}, el("table", { class: "domains" },
+    el("thead", {}, el("tr", {}, ...["domain", "nodes", "free / total", "jobs admitted"].map((h) => el("th", {}, h)))),
+    el("tbody", {}, ...rows)));
+  if (level.domains.length < level.domainCount) {
+    const key = `${topology.name}:${level.nodeLabel}`;
+    box.append(el("button", { class: "more", onclick: () => {
+      levelShown.set(topology.name, level.nodeLabel);
+      allDomains.add(key);
+      fetchDomains();
+    } },
+      `${level.domainCount - level.domains.length} more`));
+  }
+  return box;
+}
+
+function renderDomains() {
+  const section = document.getElementById("domains");
+  section.hidden = !topologies.length;
+  const parts = topologies.map((t) => {
+    const level = t.levels.find((l) => l.nodeLabel === t.shown);
+    const buttons = t.levels.map((l) => el("button", {
+      class: l.nodeLabel === t.shown ? "on" : "", "data-level": l.nodeLabel,
+      onclick: () => { levelShown.set(t.name, l.nodeLabel); fetchDomains(); },
+    }, `${l.nodeLabel} (${l.domainCount})`));
+    return el("div", { class: "topology", "data-topology": t.name },
+      el("h3", {}, t.name),
+      t.notNested ? el("p", { class: "bad", "data-not-nested": "" }, `not nested: ${t.notNested}`) : null,
+      el("div", { class: "levels" }, ...buttons), domainTable(t, level));
+  });
+  document.getElementById("topologies").replaceChildren(...parts);
+}
+
+async function fetchDomains() {
+  if (STATIC) return;
+  // Only the level shown of each Topology travels: a level of hosts may have thousands.
+  const query = new URLSearchParams();
+  for (const [name, level] of levelShown) query.append("show", `${name}:${level}`);
+  const shown = [...levelShown].map(([name, level]) => `${name}:${level}`);
+  if (shown.some((key) => allDomains.has(key))) query.set("all", "1");
+  const resp = await fetch(`api/topology?${query}`);
+  if (resp.ok) topologies = (await resp.json()).topologies;
+  renderDomains();
+}
+
 async function fetchJobs(name) {
   const limit = shown.get(name) || 50;
   if (STATIC) {
@@ -182,6 +249,7 @@ async function refresh() {
       tree = await resp.json();
       await Promise.all([...open].map(fetchJobs));
       render();
+      await fetchDomains();
     } finally {
       refreshing = null;
     }
@@ -196,6 +264,8 @@ function live() {
   events.onerror = () => { status.textContent = "reconnecting…"; status.className = "status"; };
   events.onmessage = () => refresh();
   refresh();
+  // Free room changes with pods, which the event stream does not tell.
+  setInterval(fetchDomains, 5000);
 }
 
 function openDepth(depth) {

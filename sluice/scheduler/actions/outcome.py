@@ -10,7 +10,7 @@ from sluice.scheduler.model import Decision
 from sluice.scheduler.placement import Footprint
 from sluice.scheduler.readiness import backoff_reason
 from sluice.scheduler.session import JobInfo, Session
-from sluice.scheduler.topology import Domain
+from sluice.scheduler.set_domains import Where
 
 WAITS_FOR_ROOM = "its preemptionPolicy is Never: it waits for room and takes none back"
 
@@ -55,7 +55,7 @@ class Outcome:
         job: JobInfo,
         reason: str,
         footprint: Footprint,
-        domain: Domain | None = None,
+        domain: Where | None = None,
     ) -> None:
         session.admit(job, footprint)
         self.reasons.pop(job.key, None)

@@ -12,11 +12,13 @@ from __future__ import annotations
 from sluice.scheduler.actions.admit import admissible_leaves
 from sluice.scheduler.actions.outcome import Outcome
 from sluice.scheduler.actions.reclaim import victim_order
-from sluice.scheduler.actions.victims import Victims
+from sluice.scheduler.actions.victims import Victims, cluster_need, frees_alone
 from sluice.scheduler.fit import as_hard, fits, placeable, queue_overage
 from sluice.scheduler.order import leaf_order
+from sluice.scheduler.placement import Footprint
 from sluice.scheduler.session import JobInfo, Session
-from sluice.scheduler.topology import Domain, Placed
+from sluice.scheduler.set_domains import Placed, Search, Where, victim_search
+from sluice.scheduler.topology import Domain
 
 
 def preempt(session: Session, outcome: Outcome) -> None:
@@ -58,10 +60,11 @@ def _preempt_in(session: Session, outcome: Outcome, leaf: str, victims: list[Job
             continue
         if fits(session, job) and placeable(session, job):
             continue
-        if job.view.topology is None:
-            found = _choose(session, job, victims, None)
+        search = victim_search(session.domains, job.view)
+        if search is None or search.request is None:
+            found = _choose(session, job, victims, search.anywhere if search else None)
         else:
-            found = _in_one_domain(session, job, victims)
+            found = _in_one_domain(session, job, victims, search)
         if found is not None:
             chosen, (footprint, domain) = found
             for v in chosen.chosen:
@@ -76,11 +79,16 @@ def _preempt_in(session: Session, outcome: Outcome, leaf: str, victims: list[Job
 
 
 def _choose(
-    session: Session, job: JobInfo, victims: list[JobInfo], domain: Domain | None
+    session: Session,
+    job: JobInfo,
+    victims: list[JobInfo],
+    where: Where | None,
+    domain: Domain | None = None,
 ) -> tuple[Victims, Placed] | None:
-    """The victims, in victim order, that make the job fit (inside ``domain`` when given,
-    none outside it), and where it then goes; None when they cannot. Nothing is taken yet."""
-    chosen = Victims(session, job, queue_overage(session, job), domain)
+    """The victims, in victim order, that make the job fit at ``where`` (inside ``domain``
+    when given, none outside it), and where it then goes; None when they cannot. Nothing is
+    taken yet."""
+    chosen = Victims(session, job, queue_overage(session, job), where)
     inside = frozenset(domain.nodes) if domain is not None else None
     for victim in victims:
         if victim.priority >= job.priority:
@@ -96,18 +104,54 @@ def _choose(
 
 
 def _in_one_domain(
-    session: Session, job: JobInfo, victims: list[JobInfo]
+    session: Session, job: JobInfo, victims: list[JobInfo], search: Search
 ) -> tuple[Victims, Placed] | None:
-    """For a job that asks a Topology: the domain of its level whose victims make it fit
-    with the fewest of them, then the lowest priorities in total, then by name (a preferred
-    level widens level by level, then to anywhere)."""
-    request = job.view.topology
+    """For a job that asks a Topology: the domain of the level searched (set_domains.Search)
+    whose victims make it fit with the fewest of them, then the lowest priorities in total,
+    then by name (a preferred level widens level by level, then to anywhere).
+
+    A domain's search ends with a victim that stays (without it, the search had not been
+    done), so a domain freed by one victim is freed by one that alone frees it: no domain
+    comes before (1, the lowest priority of such a victim on it, its name), nor before
+    (2, ...) when it has none. Domains are searched in that order until the best found
+    comes before the next; one where what goes in it (``search.inside``) would not fit even
+    with every victim on it gone is not searched."""
+    request = search.request
     assert request is not None
     domains = session.domains
+    usable = [v for v in victims if v.priority < job.priority]  # _choose stops at the rest
+    need, over = cluster_need(session, job), queue_overage(session, job)
     for level in domains.levels(request):
+        by_value = {d.value: d for d in domains.domains(level)}
+        of_node = {i: d.value for d in by_value.values() for i in d.nodes}
+        on: dict[str, list[JobInfo]] = {}
+        for victim in usable:
+            for value in sorted({of_node[i] for i in victim.footprint if i in of_node}):
+                on.setdefault(value, []).append(victim)
+        bounds: list[tuple[tuple[int, float, str], Domain]] = []
+        for value, those in on.items():
+            domain = by_value[value]
+            room: Footprint = {}
+            for victim in those:
+                for i, held in victim.footprint.items():
+                    slot = room.setdefault(i, {})
+                    for r, a in held.items():
+                        slot[r] = slot.get(r, 0) + a
+            if not domains.could_hold(search.inside, domain, room):
+                continue
+            alone = [
+                v.priority
+                for v in those
+                if frees_alone(session, need, over, v, search.inside, domain)
+            ]
+            bound = (1, float(min(alone)), value) if alone else (2, float("-inf"), value)
+            bounds.append((bound, domain))
+        bounds.sort(key=lambda entry: entry[0])
         best: tuple[tuple[int, int, str], tuple[Victims, Placed]] | None = None
-        for domain in domains.domains(level):
-            found = _choose(session, job, victims, domain)
+        for bound, domain in bounds:
+            if best is not None and best[0] < bound:
+                break
+            found = _choose(session, job, on[domain.value], search.where(domain), domain)
             if found is None:
                 continue
             chosen = found[0].chosen
@@ -116,4 +160,4 @@ def _in_one_domain(
                 best = (key, found)
         if best is not None:
             return best[1]
-    return None if request.required else _choose(session, job, victims, None)
+    return None if request.required else _choose(session, job, victims, search.anywhere)

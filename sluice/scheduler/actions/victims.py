@@ -5,34 +5,29 @@ room when all three are enough; victims it turns out not to need are then let go
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 
+from sluice.api.views import WorkloadView
 from sluice.scheduler.fit import place, place_where
 from sluice.scheduler.placement import Footprint
 from sluice.scheduler.session import JobInfo, Session
-from sluice.scheduler.topology import Domain, Placed
+from sluice.scheduler.set_domains import Placed, Where, confined
+from sluice.scheduler.topology import Domain
 
 Taken = dict[str, dict[str, int]]
 
 
 class Victims:
     def __init__(
-        self, session: Session, job: JobInfo, over: Taken, domain: Domain | None = None
+        self, session: Session, job: JobInfo, over: Taken, domain: Where | None = None
     ) -> None:
         """``over``: queue -> resource -> how far admitting the job takes it past its limit
         (fit.queue_overage), freed only by victims below that queue; ``domain``: the
-        Topology domain its pods must go in (they are then placed there alone)."""
+        Topology domains its pods must go in (they are then placed there alone)."""
         self.session = session
         self.job = job
         self.over = over
         self.domain = domain
-        total, used = session.total, session.used
-        # What the cluster must free; more than it lacks where free room is below zero.
-        self.need = {
-            r: a - total.get_amount(r) + used.get(r, 0)
-            for r, a in job.request.items()
-            if a > total.get_amount(r) - used.get(r, 0)
-        }
+        self.need = cluster_need(session, job)
         self.chosen: list[JobInfo] = []
         self.freed: dict[str, int] = {}
         self.below: Taken = {q: {} for q in over}
@@ -41,9 +36,7 @@ class Victims:
         # ``base`` is how many fit with no victim gone (counted when first asked), ``gain``
         # how many more fit on the victims' nodes, ``fits_on`` how many fit on each of those.
         # A workload of several pod sets is placed whole instead (``alike`` None).
-        sets = job.view.pod_sets
-        if domain is not None:
-            sets = tuple(replace(s, pod=session.domains.pod_in(s.pod, domain)) for s in sets)
+        sets = confined(session.domains, job.view, domain)
         one = len(sets) == 1 and (job.view.topology is None or domain is not None)
         self.alike = sets[0] if one else None
         self.pods = [p.pod for p in sets]
@@ -129,6 +122,39 @@ class Victims:
         placed = place_where(self.session, self.job, self.room, self.domain)
         assert placed is not None  # pruning keeps it placeable
         return placed
+
+
+def cluster_need(session: Session, job: JobInfo) -> dict[str, int]:
+    """What victims must free in the cluster for the job; more than it lacks where free room
+    is below zero."""
+    total, used = session.total, session.used
+    return {
+        r: a - total.get_amount(r) + used.get(r, 0)
+        for r, a in job.request.items()
+        if a > total.get_amount(r) - used.get(r, 0)
+    }
+
+
+def frees_alone(
+    session: Session,
+    need: Mapping[str, int],
+    over: Taken,
+    victim: JobInfo,
+    inside: WorkloadView,
+    domain: Domain,
+) -> bool:
+    """Whether the victim alone could make the job fit in the domain: it frees what the
+    cluster lacks (``need``) and each limit is over by, and the pods that go in the domain
+    (``inside``: set_domains.Search's) would fit there with its room given back. Victims
+    whose search ends with this victim alone are only ever such victims."""
+    held = victim.held
+    if any(held.get(r, 0) < a for r, a in need.items()):
+        return False
+    chain = session.chain(victim.queue)
+    for q, limits in over.items():
+        if q not in chain or any(held.get(r, 0) < a for r, a in limits.items()):
+            return False
+    return session.domains.could_hold(inside, domain, victim.footprint)
 
 
 def _add(target: dict[str, int], amounts: Mapping[str, int], sign: int) -> None:

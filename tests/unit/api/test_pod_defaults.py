@@ -17,8 +17,8 @@ from sluice.api.pod_defaults import (
     pod_defaults,
     runtime_class_from_object,
 )
+from sluice.api.pod_request import pod_request
 from sluice.api.resources import Resources
-from sluice.api.views import pod_request
 from sluice.api.workloads.job import JOB
 from sluice.api.workloads.kubeflow import PYTORCH_JOB
 

@@ -7,9 +7,10 @@ from typing import Any
 import pytest
 
 from sluice.api.errors import InvalidObject
+from sluice.api.pod_request import pod_request
 from sluice.api.queue import Queue
 from sluice.api.resources import Resources
-from sluice.api.views import JobPhase, node_from_object, pod_request
+from sluice.api.views import JobPhase, node_from_object
 from sluice.api.workloads.job import JOB
 
 

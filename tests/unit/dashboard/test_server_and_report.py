@@ -47,7 +47,7 @@ async def test_the_server_serves_the_tree_pages_and_pushes_changes() -> None:
 
 
 def test_simulate_html_is_one_self_contained_page_with_before_and_after(tmp_path: Path) -> None:
-    sim = simulate_file(EXAMPLE, cycles=2)
+    sim = simulate_file(EXAMPLE, cycles=2, report=True)
     out = tmp_path / "report.html"
     write_report(sim, out, "what if")
     html = out.read_text()

@@ -16,6 +16,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import ProtocolError
 
+from sluice.operator.events import EventSink
 from sluice.operator.executor import Executor
 from sluice.operator.plan import Basis, plan
 from sluice.operator.queue_reconciler import QueueReconciler, QueueWriter
@@ -113,7 +114,8 @@ class FakeObjects:
     def patch_cluster_custom_object_status(
         self, group: str, version: str, plural: str, name: str, body: dict[str, Any], **_: Any
     ) -> dict[str, Any]:
-        return self.cluster.patch(f"queue/{name}", body, "status")
+        key = f"queue/{name}" if plural == "queues" else f"{plural}/{name}"
+        return self.cluster.patch(key, body, "status")
 
     def create_cluster_custom_object(
         self, group: str, version: str, plural: str, body: dict[str, Any]
@@ -164,10 +166,12 @@ def fake_executor() -> tuple[Executor, FakeCluster, ClusterState]:
 
 
 def fake_queue_writer() -> tuple[QueueWriter, FakeCluster, ClusterState]:
+    """A writer whose Events go to the fake cluster too."""
     cluster = FakeCluster()
     state = ClusterState()
     writer = QueueWriter(client.ApiClient(), state)
     writer.objects = FakeObjects(cluster)  # type: ignore[assignment]
+    writer.events = EventSink(FakeCore(cluster).create_namespaced_event)
     return writer, cluster, state
 
 

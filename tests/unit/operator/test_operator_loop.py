@@ -4,13 +4,20 @@ lists first, and a replica that could not renew stops writing before the Lease c
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
+import socket
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import MaxRetryError, ProtocolError
 
+from sluice.kube.errors import API_ERRORS
 from sluice.operator.leader import LeaseElector
 from sluice.operator.loop import LoopSettings, SchedulingLoop
 from sluice.operator.state import ClusterState
@@ -99,6 +106,39 @@ async def test_a_burst_of_events_makes_one_cycle_and_a_new_leader_lists_first() 
         assert not loop.state.wake.is_set()  # the burst was folded into that one pass
     finally:
         task.cancel()
+
+
+async def test_a_new_leader_that_cannot_list_says_so_in_one_line_and_lists_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The API server unreachable as a replica becomes the leader (restarting, or the network
+    cut): a warning naming the error, no traceback, and the listing tried again until it
+    works; nothing is decided before it has."""
+    loop, recorder = start(Elector(leading=True), debounce=0)
+    failures = [
+        MaxRetryError(None, "/api/v1/nodes", ProtocolError("Connection aborted.")),  # type: ignore[arg-type]
+        ApiException(status=503, reason="Service Unavailable"),
+    ]
+
+    def relist() -> None:
+        recorder.calls.append("relist")
+        if failures:
+            raise failures.pop(0)
+
+    loop.relist = relist
+    task = asyncio.create_task(loop.run())
+    try:
+        with caplog.at_level(logging.WARNING, logger="sluice.operator.loop"):
+            loop.state.notify()
+            await asyncio.wait_for(recorder.ran.wait(), timeout=10)
+    finally:
+        task.cancel()
+    assert recorder.calls[:5] == ["relist", "relist", "relist", "config", "decide"]
+    failed = [r for r in caplog.records if "event=relist-failed" in r.getMessage()]
+    assert len(failed) == 2
+    assert all(r.levelno == logging.WARNING and r.exc_info is None for r in failed)
+    assert "Connection aborted" in failed[0].getMessage()
+    assert "Service Unavailable" in failed[1].getMessage()
 
 
 async def test_a_follower_keeps_listening_but_never_cycles() -> None:
@@ -248,15 +288,17 @@ class Coordination:
         self.conflict = conflict
         self.written: list[dict[str, Any]] = []
 
-    def read_namespaced_lease(self, name: str, namespace: str) -> client.V1Lease:
+    def read_namespaced_lease(self, name: str, namespace: str, **_: Any) -> client.V1Lease:
         if self.stored is None:
             raise ApiException(status=404)
         return self.stored
 
-    def create_namespaced_lease(self, namespace: str, body: dict[str, Any]) -> None:
+    def create_namespaced_lease(self, namespace: str, body: dict[str, Any], **_: Any) -> None:
         self.written.append(body)
 
-    def replace_namespaced_lease(self, name: str, namespace: str, body: dict[str, Any]) -> None:
+    def replace_namespaced_lease(
+        self, name: str, namespace: str, body: dict[str, Any], **_: Any
+    ) -> None:
         if self.conflict:
             raise ApiException(status=409)
         self.written.append(body)
@@ -291,6 +333,14 @@ def test_a_follower_tries_again_when_the_holders_lease_expires_not_later() -> No
     assert found.next_round(leading=True) == 5
 
 
+def test_a_round_that_failed_is_tried_again_within_a_second() -> None:
+    """A leader whose renewal failed (the API server restarting) tries again at once rather
+    than a full round later, when its margin to write could already be spent."""
+    found = elector(Coordination(None))
+    assert found.next_round(leading=False, failed=True) == 1.0
+    assert found.next_round(leading=True) == 5
+
+
 def test_an_expired_lease_is_taken_over_with_its_version_as_precondition() -> None:
     fake = Coordination(lease("other", renewed_ago=20))
     assert elector(fake).try_acquire_or_renew()
@@ -313,6 +363,71 @@ def test_a_leader_that_could_not_renew_in_time_stops_writing_before_the_lease_ex
     assert found.holds()
     found.renewed_at = time.monotonic() - 11  # lease 15 s, renew 5 s: at most 10 s of writing
     assert not found.holds()
+
+
+def test_decisions_are_written_only_while_the_lease_read_now_names_this_replica() -> None:
+    """A Lease written over by another holder is found before the next decision is written,
+    not at the next renewal; a Lease that cannot be read writes nothing now and ends no term."""
+    fake = Coordination(lease("me", renewed_ago=1))
+    found = elector(fake)
+    found.is_leader, found.renewed_at = True, time.monotonic()
+    assert found.confirm()
+    fake.stored = lease("someone-else", renewed_ago=0)
+    assert not found.confirm()
+    assert not found.is_leader and not found.holds()
+    unreadable = elector(Coordination(None))
+    unreadable.is_leader, unreadable.renewed_at = True, time.monotonic()
+    unreadable.coordination.read_namespaced_lease = _unreachable  # type: ignore[method-assign]
+    assert not unreadable.confirm()
+    assert unreadable.is_leader
+
+
+def _unreachable(name: str, namespace: str, **_: Any) -> client.V1Lease:
+    raise ApiException(status=503)
+
+
+def test_a_lease_call_into_a_connection_that_swallows_everything_gives_up_in_the_margin() -> None:
+    """A network partition that blackholes the leader's connection (no reset, no answer): the
+    renewal fails after the margin a leader may write in (the Lease less the renewal
+    interval) instead of waiting for the kernel to give up on the connection (many minutes),
+    which would also hold the release at shutdown, so the replica could neither exit nor come
+    back."""
+    blackhole = socket.create_server(("127.0.0.1", 0))
+    accepted: list[socket.socket] = []
+
+    def swallow() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                accepted.append(blackhole.accept()[0])  # read nothing, answer nothing
+
+    threading.Thread(target=swallow, daemon=True).start()
+    configuration = client.Configuration()
+    configuration.host = f"http://127.0.0.1:{blackhole.getsockname()[1]}"
+    configuration.retries = False
+    found = LeaseElector(
+        client.ApiClient(configuration), "ns", "l", "me", lease_seconds=3, renew_seconds=1
+    )
+    assert found.call_timeout == 2
+    outcome: list[BaseException | bool] = []
+
+    def attempt() -> None:
+        try:
+            outcome.append(found.try_acquire_or_renew())
+        except Exception as err:  # noqa: BLE001 - the failure is what is looked at
+            outcome.append(err)
+
+    started = time.monotonic()
+    worker = threading.Thread(target=attempt, daemon=True)
+    worker.start()
+    worker.join(timeout=10)
+    try:
+        assert not worker.is_alive(), "the Lease call still waits after 10 s"
+        assert isinstance(outcome[0], API_ERRORS)
+        assert time.monotonic() - started < 5
+    finally:
+        blackhole.close()
+        for sock in accepted:
+            sock.close()
 
 
 async def test_taking_the_lease_wakes_the_new_holder_at_once() -> None:

@@ -7,11 +7,12 @@ from datetime import UTC, datetime
 import kopf
 from kubernetes import client
 
+from sluice.api.conditions import status_differs
 from sluice.api.constants import QUEUE_FINALIZER
 from sluice.api.resources import Resources
 from sluice.operator.handlers import configure_settings, connection_info
 from sluice.operator.state import ClusterState
-from sluice.operator.status import over_capability_event, queue_status, status_differs
+from sluice.operator.status import over_capability_event, queue_status
 from sluice.scheduler.model import QueueResult
 from sluice.scheduler.snapshot import readers
 

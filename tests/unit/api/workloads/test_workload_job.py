@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from sluice.api.views import pod_request
+from sluice.api.pod_request import pod_request
 from sluice.api.workloads import workload_from_object
 from sluice.api.workloads.job import JOB
 from sluice.queues.jobs import workload_request

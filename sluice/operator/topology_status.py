@@ -1,0 +1,70 @@
+"""The Lease holder's Topology status writes (docs/scheduler.md, *Topology*): whether its
+levels nest on the nodes (the condition ``Nested``, and an Event when that changes) and how
+many domains and nodes each level has; decided by ``sluice.scheduler.topology_status``.
+
+Level-triggered, as the Queue reconciler: every Topology is looked at when this replica takes
+the Lease and after any Topology or Node event, from the state as watched; a burst of node
+events makes one pass (at most one each ``SETTLE_SECONDS``). A status is written only when a
+reader would see a difference, and the Event told only once the write is accepted (the
+answer is stored at once, so the next pass does not tell it again).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+
+from sluice.api.constants import TOPOLOGY_KIND
+from sluice.operator.plan import EventSpec
+from sluice.operator.queue_reconciler import RETRY_SECONDS, QueueWriter, Retry
+from sluice.operator.state import ClusterState
+from sluice.scheduler.topology_status import nested_event, topology_status_patch
+
+log = logging.getLogger("sluice.operator.topologies")
+
+SETTLE_SECONDS = 1.0
+"""A pass looks at every Topology over every node: at most one pass this often."""
+
+
+class TopologyReconciler:
+    def __init__(self, writer: QueueWriter, state: ClusterState) -> None:
+        self.writer = writer
+        self.state = state
+        self.wake = asyncio.Event()
+
+    def due(self) -> None:
+        """A Topology or a node changed (any replica's watches call it; only the Lease holder
+        acts on it)."""
+        self.wake.set()
+
+    async def run(self, leading: Callable[[], Awaitable[None]]) -> None:
+        """Once ``leading()`` has returned (the Lease is held), for as long as the process
+        runs."""
+        await leading()
+        self.wake.set()
+        while True:
+            await self.wake.wait()
+            self.wake.clear()
+            try:
+                await self.reconcile()
+            except Retry as err:
+                log.info("event=topology-retry reason=%s", err)
+                asyncio.get_running_loop().call_later(RETRY_SECONDS, self.due)
+            except Exception:  # the next event, or the retry, tries again
+                log.exception("event=topology-reconcile-failed")
+                asyncio.get_running_loop().call_later(RETRY_SECONDS, self.due)
+            await asyncio.sleep(SETTLE_SECONDS)
+
+    async def reconcile(self) -> None:
+        topologies, nodes = self.state.topology_views()
+        now = datetime.now(UTC)
+        for obj, view in topologies:
+            patch = topology_status_patch(obj, view, nodes, now)
+            if patch is None:
+                continue
+            told = nested_event(obj.get("status") or {}, patch)
+            if await self.writer.patch_topology_status(view.name, patch) and told is not None:
+                self.writer.events.post(obj, EventSpec(*told), TOPOLOGY_KIND)
+                log.info("event=topology-%s topology=%s", told[0].lower(), view.name)

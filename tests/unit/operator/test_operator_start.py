@@ -1,0 +1,77 @@
+"""A replica started while the API server cannot be reached (restarted during an outage, or
+cut off from it) waits for it and says why; it never crashes with a traceback, over and over,
+before it has listed anything."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import pytest
+from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import MaxRetryError, ProtocolError
+
+from sluice.operator import run
+from sluice.operator.state import ClusterState
+
+
+async def test_the_first_listing_is_tried_again_until_the_api_server_answers(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    failures: list[BaseException] = [
+        MaxRetryError(None, "/apis/scheduling.sluice.dev/v1beta1/queues", ProtocolError("reset")),  # type: ignore[arg-type]
+        ApiException(status=503, reason="storage is (re)initializing"),
+    ]
+    calls: list[int] = []
+
+    def prime(*_: Any) -> None:
+        calls.append(1)
+        if failures:
+            raise failures.pop(0)
+
+    monkeypatch.setattr(run, "prime", prime)
+    state = ClusterState(loop=asyncio.get_running_loop())
+    with caplog.at_level(logging.WARNING, logger="sluice.operator"):
+        listed = await run.prime_until_listed(
+            None,
+            state,
+            (),
+            asyncio.Event(),
+            retry_seconds=0.01,  # type: ignore[arg-type]
+        )
+    assert listed
+    assert len(calls) == 3
+    lines = [r.getMessage() for r in caplog.records if "event=list-failed" in r.getMessage()]
+    assert len(lines) == 2
+    assert "Max retries exceeded" in lines[0] or "reset" in lines[0]
+    assert "storage is (re)initializing" in lines[1]
+
+
+async def test_a_signal_while_waiting_for_the_api_server_ends_the_wait(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def prime(*_: Any) -> None:
+        raise ConnectionRefusedError(111, "Connection refused")
+
+    monkeypatch.setattr(run, "prime", prime)
+    stop = asyncio.Event()
+    asyncio.get_running_loop().call_later(0.05, stop.set)
+    state = ClusterState(loop=asyncio.get_running_loop())
+    listed = await asyncio.wait_for(
+        run.prime_until_listed(None, state, (), stop, retry_seconds=10),  # type: ignore[arg-type]
+        timeout=5,
+    )
+    assert not listed
+
+
+async def test_a_failure_that_is_not_the_api_servers_is_not_hidden(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def prime(*_: Any) -> None:
+        raise KeyError("a bug, not an outage")
+
+    monkeypatch.setattr(run, "prime", prime)
+    state = ClusterState(loop=asyncio.get_running_loop())
+    with pytest.raises(KeyError):
+        await run.prime_until_listed(None, state, (), asyncio.Event(), retry_seconds=0.01)  # type: ignore[arg-type]

@@ -1,0 +1,254 @@
+"""The domain search prunes and stops early; it must decide exactly what trying every domain
+decides. Random small clusters of blocks and racks (pools, tainted GPU nodes, queues above and
+below their share, priorities down to negative ones) with jobs asking a rack or a block,
+required or preferred, for the whole workload or per pod set, or nothing: the whole cycle's
+result, with the search as it is, equals the result with the straightforward search below
+(every domain of a level placed, every candidate walked for every domain), kept here as the
+reference.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from unittest import mock
+
+import pytest
+from builders import gang, node, pod, queue, snapshot
+
+from sluice.api.constraints import Taint, Toleration
+from sluice.api.topology import TopologyRequest, TopologyView
+from sluice.api.views import JobPhase, NodeView, PodSet, PodView, WorkloadView
+from sluice.scheduler.actions import preempt as preempt_action
+from sluice.scheduler.actions import reclaim as reclaim_action
+from sluice.scheduler.actions.victims import Victims
+from sluice.scheduler.cycle import run_cycle
+from sluice.scheduler.model import Snapshot
+from sluice.scheduler.placement import Footprint, Placement
+from sluice.scheduler.session import JobInfo, Session
+from sluice.scheduler.set_domains import Placed, Search
+from sluice.scheduler.topology import Domains
+
+BLOCK, RACK = "example.com/block", "example.com/rack"
+GPU = "nvidia.com/gpu"
+TAINT = Taint(GPU, "present", "NoSchedule")
+TOLERATION = Toleration(GPU, "Exists", "", "NoSchedule")
+ACTIONS = {"actions": "enqueue, allocate, reclaim, preempt, backfill"}
+CLASSES = {"high": 1000, "mid": 10, "low": -5, "lowest": -100}
+
+
+# The reference: every domain tried --------------------------------------------------------
+
+
+def best_at_everywhere(
+    self: Domains, view: WorkloadView, level: str, freed: Footprint | None = None
+) -> Placed | None:
+    """Every domain of the level ranked by the room it has free, then placed in that order."""
+    return self._best_freed(view, level, freed or {})
+
+
+def reclaim_everywhere(
+    self: reclaim_action._Reclaim,
+    job: JobInfo,
+    short: dict[str, int],
+    over: dict[str, dict[str, int]],
+    search: Search,
+) -> tuple[Victims, Placed] | None:
+    """Every candidate walked to the end for every domain, each domain searched on its own."""
+    request = search.request
+    assert request is not None
+    domains = self.session.domains
+    for level in domains.levels(request):
+        of_node = {i: d for d in domains.domains(level) for i in d.nodes}
+        searches: dict[str, tuple[Victims, dict[str, dict[str, int]]]] = {}
+        done: set[str] = set()
+        best: tuple[tuple[int, int, str], tuple[Victims, Placed]] | None = None
+        paths: list[tuple[str, ...]] = []
+        for victim in self.candidates(job, short, {}, paths):
+            path = paths[-1]
+            for domain in sorted({of_node[i] for i in victim.footprint if i in of_node},
+                                 key=lambda d: d.value):  # fmt: skip
+                if domain.value in done:
+                    continue
+                chosen, taken = searches.setdefault(
+                    domain.value, (Victims(self.session, job, over, search.where(domain)), {})
+                )
+                if not all(self.gives_up(q, victim, taken, short) for q in path):
+                    continue
+                if not self._adds(chosen, taken, victim, over) or not chosen.placeable():
+                    continue
+                done.add(domain.value)
+                found = (chosen, chosen.prune())
+                key = (len(chosen.chosen), sum(v.priority for v in chosen.chosen), domain.value)
+                if best is None or key < best[0]:
+                    best = (key, found)
+        if best is not None:
+            return best[1]
+    return None if request.required else self._choose(job, short, over, search.anywhere)
+
+
+def preempt_everywhere(
+    session: Session, job: JobInfo, victims: list[JobInfo], search: Search
+) -> tuple[Victims, Placed] | None:
+    """Every domain searched over every victim, in name order."""
+    request = search.request
+    assert request is not None
+    for level in session.domains.levels(request):
+        best: tuple[tuple[int, int, str], tuple[Victims, Placed]] | None = None
+        for domain in session.domains.domains(level):
+            found = preempt_action._choose(session, job, victims, search.where(domain), domain)
+            if found is None:
+                continue
+            chosen = found[0].chosen
+            key = (len(chosen), sum(v.priority for v in chosen), domain.value)
+            if best is None or key < best[0]:
+                best = (key, found)
+        if best is not None:
+            return best[1]
+    return (
+        None if request.required else preempt_action._choose(session, job, victims, search.anywhere)
+    )
+
+
+@contextmanager
+def everywhere() -> Iterator[None]:
+    with (
+        mock.patch.object(Domains, "best_at", best_at_everywhere),
+        mock.patch.object(reclaim_action._Reclaim, "_in_one_domain", reclaim_everywhere),
+        mock.patch.object(preempt_action, "_in_one_domain", preempt_everywhere),
+    ):
+        yield
+
+
+# Random clusters ----------------------------------------------------------------------------
+
+
+def cluster(seed: int) -> Snapshot:
+    rng = random.Random(seed)
+    nodes: list[NodeView] = []
+    for b in range(rng.randint(1, 3)):
+        for r in range(rng.randint(1, 4)):
+            for n in range(rng.randint(1, 3)):
+                gpu = rng.random() < 0.3
+                nodes.append(
+                    node(
+                        f"n-{b}-{r}-{n}",
+                        labels={BLOCK: f"b{b}", RACK: f"r{b * 4 + r}", "pool": rng.choice("ab")},
+                        taints=(TAINT,) if gpu else (),
+                        cpu=rng.choice((4, 8)),
+                        memory=f"{rng.choice((16, 32))}Gi",
+                        **({GPU: 8} if gpu else {}),
+                    )
+                )
+    if rng.random() < 0.2:  # a node of no rack
+        nodes.append(node("loose", cpu=8, memory="32Gi"))
+    leaves = [f"q{i}" for i in range(rng.randint(2, 5))]
+    queues = [queue("dept-a"), queue("dept-b")]
+    for i, name in enumerate(leaves):
+        queues.append(
+            queue(
+                name,
+                rng.choice(("dept-a", "dept-b")),
+                created=i,
+                deserved={"cpu": str(rng.choice((2, 4, 8, 16)))},
+                priority=rng.choice((0, 0, 10)),
+                **({"guarantee": {"cpu": "1"}} if rng.random() < 0.2 else {}),
+            )
+        )
+    placement = Placement(nodes)
+    jobs: list[WorkloadView] = []
+    pods: list[PodView] = []
+    for i in range(rng.randint(10, 50)):
+        admitted = rng.random() < 0.6
+        job = gang(
+            f"j{i}",
+            rng.choice(leaves),
+            rng.choice((1, 1, 2, 3, 4)),
+            selector={"pool": rng.choice("ab")} if rng.random() < 0.25 else None,
+            tolerations=(TOLERATION,) if rng.random() < 0.3 else (),
+            created=i,
+            admitted=i if admitted else None,
+            priority_class=rng.choice((None, None, *CLASSES)),
+            preemptable=rng.random() < 0.9,
+            cpu=rng.choice((1, 1, 2, 4)),
+            memory=f"{rng.choice((1, 2, 4, 8))}Gi",
+            **({GPU: rng.choice((1, 2, 4))} if rng.random() < 0.2 else {}),
+        )
+        (main,) = job.pod_sets
+        where = placement.place(main.pod, main.pod_count) if admitted else None
+        if where is not None:
+            placement.hold(placement.footprint(main.pod, where))
+            names = iter(range(main.pod_count))
+            for k, count in where:
+                for _ in range(count):
+                    pods.append(pod(f"j{i}-{next(names)}", placement.nodes[k].name, owner=job))
+            job = replace(job, phase=JobPhase.RUNNING)
+        else:
+            job = replace(job, admitted_at=None)
+            if rng.random() < 0.3:  # a second pod set
+                (main,) = job.pod_sets
+                other = replace(main.pod, request=main.pod.request.scale(2))
+                sets = (main, PodSet("worker", rng.randint(1, 3), other))
+                total = main.pod.request.scale(main.pod_count) + other.request.scale(sets[1].count)
+                job = replace(job, pod_sets=sets, request=total)
+            pick = rng.random()
+            if pick < 0.6:
+                level = RACK if rng.random() < 0.75 else BLOCK
+                ask = TopologyRequest(level, rng.random() < 0.7)
+                if len(job.pod_sets) > 1 and rng.random() < 0.6:  # per pod set
+                    job = replace(job, pod_sets=per_pod_set(rng, job.pod_sets, ask))
+                else:
+                    job = replace(job, topology=ask)
+        jobs.append(job)
+    return replace(
+        snapshot(queues, jobs, nodes, config=ACTIONS, priority_classes=CLASSES, pods=pods),
+        topologies=(TopologyView("default", (BLOCK, RACK)),),
+    )
+
+
+def per_pod_set(
+    rng: random.Random, sets: tuple[PodSet, ...], ask: TopologyRequest
+) -> tuple[PodSet, ...]:
+    """Some of the pod sets ask a domain of their own (at least one does): the same level, or
+    the other one, required or preferred."""
+    chosen = rng.randrange(len(sets))
+    out = []
+    for k, pod_set in enumerate(sets):
+        if k == chosen:
+            out.append(replace(pod_set, topology=ask))
+        elif rng.random() < 0.5:
+            other = TopologyRequest(rng.choice((RACK, BLOCK)), rng.random() < 0.7)
+            out.append(replace(pod_set, topology=other))
+        else:
+            out.append(pod_set)
+    return tuple(out)
+
+
+@pytest.mark.parametrize("seed", range(400))
+def test_the_domain_search_decides_what_trying_every_domain_decides(seed: int) -> None:
+    snap = cluster(seed)
+    with everywhere():
+        expected = run_cycle(snap)
+    assert run_cycle(snap) == expected
+
+
+def test_the_random_clusters_reach_every_search() -> None:
+    """The clusters above do exercise reclaim and preempt into a domain, and leave jobs
+    waiting for one: else the comparison would prove little."""
+    kinds: dict[str, int] = {}
+    per_set: dict[str, int] = {}  # admitted with domains per pod set
+    waiting = 0
+    for seed in range(400):
+        result = run_cycle(cluster(seed))
+        for d in result.decisions:
+            if d.domain:
+                kind = d.reason.partition(":")[0]
+                kinds[kind] = kinds.get(kind, 0) + 1
+                if ": " in d.domain:  # "<pod set>: <level>=<value>"
+                    per_set[kind] = per_set.get(kind, 0) + 1
+        waiting += sum(1 for p in result.pending if " holds " in p.cause)
+    assert kinds.get("reclaim", 0) >= 10 and kinds.get("preempt", 0) >= 10, kinds
+    assert sum(kinds.values()) >= 100 and waiting >= 20, (kinds, waiting)
+    assert per_set.get("reclaim", 0) >= 3 and per_set.get("preempt", 0) >= 3, per_set
