@@ -7,13 +7,16 @@ its own; each single job asks for it in an empty queue and so is admitted at onc
 how long the operator takes to give all stored jobs their reasons after it starts, then for
 each single job the time from its create to its admission, beside the floor of the same
 client creating a job and un-suspending it itself (the two writes the path needs, no
-decision); the operator's cycle time while it runs; and the watch lag, read from the
+decision); the operator's decision pass (the fast pass, on every change) and its full pass
+(every job's position and reason, in the background: how long it took and how many ran
+while the singles were created); and the watch lag, read from the
 operator's ``sluice_event_loop_lag_seconds``: how late a 0.1 s timer on the event loop that
 reads and stores watch events fires, that is how long an event arriving then waits to be in
 the operator's state (while the stored jobs are first explained, and while the singles run).
 
 Run: ``.venv/bin/python -m bench.bench_operator_scale [--queues 1000] [--jobs 40000]
-[--singles 20]``. Targets: median create-to-admission <= 1.5 s; watch lag <= 1 s.
+[--singles 20]``. Targets: median create-to-admission <= 0.2 s at 1,000 queues / 40,000
+jobs (<= 0.5 s at 10,000 queues / 400,000 jobs); watch lag <= 1 s.
 """
 
 from __future__ import annotations
@@ -40,7 +43,8 @@ from controlplane import kwok  # noqa: E402
 GROUP, VERSION = "scheduling.sluice.dev", "v1beta1"
 SPECIAL = "bench.sluice.dev/slot"
 NOWHERE = "bench.sluice.dev/none"  # no node offers it: stored jobs all wait
-TARGET_S = 1.5
+TARGET_S = 0.2
+LARGE_TARGET_S = 0.5  # from 100,000 jobs on
 LAG_TARGET_S = 1.0
 
 
@@ -157,11 +161,18 @@ class Scale:
         )
         return {float(bound): float(count) for bound, count in found}
 
-    def cycle_seconds(self) -> tuple[float, float]:
+    def seconds(self, histogram: str) -> tuple[float, float]:
+        """The sum and count of one of the operator's duration histograms."""
         text = self.metrics()
-        total = float(re.search(r"^sluice_cycle_duration_seconds_sum (\S+)$", text, re.M)[1])  # type: ignore[index]
-        count = float(re.search(r"^sluice_cycle_duration_seconds_count (\S+)$", text, re.M)[1])  # type: ignore[index]
+        total = float(re.search(rf"^{histogram}_sum (\S+)$", text, re.M)[1])  # type: ignore[index]
+        count = float(re.search(rf"^{histogram}_count (\S+)$", text, re.M)[1])  # type: ignore[index]
         return total, count
+
+    def passes(self) -> dict[str, tuple[float, float]]:
+        return {
+            "decision": self.seconds("sluice_decision_duration_seconds"),
+            "full": self.seconds("sluice_cycle_duration_seconds"),
+        }
 
     def run(self, state: Path) -> int:
         args = self.args
@@ -173,9 +184,11 @@ class Scale:
         _progress(f"storing {args.jobs:,} jobs across {len(leaves):,} leaf queues")
         stored = self.store(leaves)
         _progress(f"stored in {stored:.0f} s; starting the operator")
+        # A 60 s Lease: on a shared two-core machine the new leader's relist of every stored
+        # job can keep the API server from answering a renewal within the default 15 s.
         operator = devenv.start_operator(
             self.cluster.kubeconfig, state / "operator.log", "--health-port=0",
-            f"--metrics-port={self.metrics_port}", "--dashboard-port=0",
+            f"--metrics-port={self.metrics_port}", "--dashboard-port=0", "--lease-seconds=60",
         )  # fmt: skip
         try:
             started = time.monotonic()
@@ -186,18 +199,25 @@ class Scale:
             converged = time.monotonic() - started
             _progress(f"all {args.jobs:,} jobs explained {converged:.0f} s after the start")
             lag_start = self.lag()
-            before = self.cycle_seconds()
+            before = self.passes()
+            began = time.monotonic()
             singles = []
             for i in range(args.singles):
                 singles.append(self.single(i))
                 time.sleep(0.5)
-            after = self.cycle_seconds()
+            window = time.monotonic() - began
+            after = self.passes()
             lag_end = self.lag()
         finally:
             operator.terminate()
             operator.wait(30)
         floors = [self.floor(i) for i in range(args.singles)]
-        cycles = (after[0] - before[0]) / max(after[1] - before[1], 1)
+        mean = {
+            kind: (after[kind][0] - before[kind][0]) / max(after[kind][1] - before[kind][1], 1)
+            for kind in after
+        }
+        full_runs = after["full"][1] - before["full"][1]
+        target = TARGET_S if args.jobs < 100_000 else LARGE_TARGET_S
         median, floor = statistics.median(singles), statistics.median(floors)
         print(f"[bench] operator at scale: {args.queues:,} queues, {args.jobs:,} stored jobs",
               file=sys.stderr)  # fmt: skip
@@ -206,7 +226,10 @@ class Scale:
         print(f"{'create to admission, median of ' + str(args.singles) + ' singles (s)':<52}"
               f" {median:>8.2f} {floor:>8.3f} {median / floor:>6.0f}x")  # fmt: skip
         print(f"{'create to admission, slowest (s)':<52} {max(singles):>8.2f}")
-        print(f"{'mean cycle while the singles ran (s)':<52} {cycles:>8.2f}")
+        print(f"{'mean decision pass while the singles ran (s)':<52} {mean['decision']:>8.3f}")
+        print(f"{'mean full pass while the singles ran (s)':<52} {mean['full']:>8.2f}")
+        print(f"{'full passes while the singles ran':<52} {full_runs:>8.0f}"
+              f"  (in {window:.0f} s: one every {window / max(full_runs, 1):.1f} s)")  # fmt: skip
         print(f"{'all stored jobs explained after the start (s)':<52} {converged:>8.0f}")
         windows = (
             ("while explaining", lag_start, {}),
@@ -219,9 +242,9 @@ class Scale:
         print("(floor: the same client creating a job and un-suspending it itself)")
         print("(watch lag: how late a 0.1 s timer on the operator's event loop fired, as the upper")
         print(" bound of its histogram bucket: how long a watch event then waits to be stored)")
-        met = median <= TARGET_S
+        met = median <= target
         print(
-            f"\ntarget: median create to admission <= {TARGET_S:g} s: {'met' if met else 'NOT met'}"
+            f"\ntarget: median create to admission <= {target:g} s: {'met' if met else 'NOT met'}"
         )
         lag_met = lag_bounds(lag_end, lag_start)[1] <= LAG_TARGET_S
         print(f"target: worst watch lag while the singles ran <= {LAG_TARGET_S:g} s: "

@@ -54,6 +54,14 @@ def run(
         ),
     ] = 15,
     resync_seconds: Annotated[float, typer.Option(help="Cycle at least this often.")] = 10.0,
+    full_pass_seconds: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            help="Run the full pass (positions, pending reasons, queue statuses) at most this"
+            " often, and once after the last change; decisions never wait for it.",
+        ),
+    ] = 5.0,
     max_queue_depth: Annotated[
         int, typer.Option(help="Deepest allowed queue level under root.")
     ] = DEFAULT_MAX_QUEUE_DEPTH,
@@ -81,6 +89,7 @@ def run(
         lease_seconds=lease_seconds,
         renew_seconds=max(1.0, min(5.0, lease_seconds / 3)),
         resync_seconds=resync_seconds,
+        full_pass_seconds=full_pass_seconds,
         max_queue_depth=max_queue_depth,
         workload_kinds=kinds,
     )

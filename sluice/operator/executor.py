@@ -19,7 +19,6 @@ admission, and the next leader decides from the workloads as they are.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import threading
@@ -287,9 +286,10 @@ class Executor:
             if not may_write():
                 return False
             self._announce(self._phase(pool, plan.reasons))
-            with self.stats.lock:
-                for key in set(self.positions_written) - plan.pending:
-                    del self.positions_written[key]
+            if plan.pending is not None:
+                with self.stats.lock:
+                    for key in set(self.positions_written) - plan.pending:
+                        del self.positions_written[key]
             return True
 
     def _phase(
@@ -308,12 +308,3 @@ class Executor:
 
 def _path(adapter: Adapter, namespace: str) -> tuple[str, str, str, str]:
     return adapter.group, adapter.version, namespace, adapter.plural
-
-
-async def execute(
-    executor: Executor,
-    plan: Plan,
-    may_write: Callable[[], bool] = lambda: True,
-    decided: Callable[[], None] = lambda: None,
-) -> bool:
-    return await asyncio.to_thread(executor.run, plan, may_write, decided)

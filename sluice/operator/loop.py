@@ -1,10 +1,19 @@
 """The scheduling loop: the writer of workloads and their pods (admit, reclaim, preempt,
 requeue, pending reasons).
 
-Woken by watch events (see ``_woken``) or by the periodic resync; only the Lease holder runs
-cycles. The pure cycle runs in a thread so that watches keep flowing meanwhile; its result
-becomes a plan of writes (``plan.py``) that the executor carries out, and is then handed to
-``decided`` (the Queue reconciler, which writes the Queues' statuses).
+Woken by watch events (see ``_woken``) or by the periodic resync; only the Lease holder
+writes. Two passes share the work (docs/architecture.md, *Two passes*):
+
+- the decision pass (``decide``) runs on every wake: the fast pass of
+  sluice/scheduler/fast.py, which takes the full cycle's decisions from only the waiting jobs
+  that may be decided, and writes them (victims, then admissions) at once;
+- the full pass (``explain``) runs the whole cycle in the background, at most every
+  ``full_pass_seconds`` and once more after the last change: it writes every waiting job's
+  position and reason and hands the result to ``decided`` (the Queue reconciler writes the
+  Queues' statuses). It never writes a decision and never holds one up.
+
+Both run the pure core in a thread so that watches keep flowing meanwhile; their results
+become plans of writes (``plan.py``) that the executor carries out.
 """
 
 from __future__ import annotations
@@ -14,9 +23,11 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 from kubernetes import client
 
@@ -26,25 +37,32 @@ from sluice.api.errors import ConfigError
 from sluice.api.queue import QueueUsage
 from sluice.kube.errors import API_ERRORS, Failure, classify, message
 from sluice.operator import metrics
-from sluice.operator.executor import Executor, execute
+from sluice.operator.executor import Executor
 from sluice.operator.leader import LeaseElector
 from sluice.operator.memory import CollectorPacer
 from sluice.operator.plan import EventSpec, Plan, plan
-from sluice.operator.state import ClusterState
+from sluice.operator.state import ClusterState, Taken
 from sluice.scheduler.cycle import run_cycle
-from sluice.scheduler.model import CycleResult
+from sluice.scheduler.fast import FastPath
+from sluice.scheduler.model import CycleResult, Snapshot
 
 log = logging.getLogger("sluice.operator.loop")
+T = TypeVar("T")
 
 
 @dataclass
 class LoopSettings:
     namespace: str
     config_map_name: str = CONFIGMAP_NAME
-    debounce_seconds: float = 0.1
+    debounce_seconds: float = 0.02
+    """The pause after a change before the decision pass, that folds a burst into one."""
     batch_seconds: float = 1.0
     resync_seconds: float = 10.0
     max_queue_depth: int = 5
+    full_pass_seconds: float = 5.0
+    """The full pass (positions, pending reasons, the Queues' statuses) starts at most this
+    often, and once more after the last change that may let a job in (after one that only
+    statuses show, within ``resync_seconds``); decisions never wait for it."""
 
 
 class SchedulingLoop:
@@ -74,8 +92,25 @@ class SchedulingLoop:
         self._leading = False
         self.memory = CollectorPacer()
         self.usage: dict[str, QueueUsage] = {}
-        """Queue -> usage as the last cycle sampled it (the usage plugin); empty when not
+        """Queue -> usage as the last full pass sampled it (the usage plugin); empty when not
         leading, so that a new term resumes from the Queues' status.usage."""
+        self.fast = FastPath()
+        self.published: tuple[dict[str, int], int] = ({}, 0)
+        """The executor's write and conflict counts as last added to the metrics."""
+        self.explaining: asyncio.Task[CycleResult | None] | None = None
+        """The full pass running in the background, if one is."""
+        self.explain_due = True
+        """Something changed since the last full pass started."""
+        self.explained_at = float("-inf")  # when the last full pass started (monotonic)
+        self.lanes = {
+            lane: ThreadPoolExecutor(1, thread_name_prefix=f"sluice-{lane}")
+            for lane in ("decide", "explain")
+        }
+        """One thread for each pass: a decision never queues behind the full pass's work (its
+        thousands of reason writes) in the event loop's shared pool."""
+        self.decided_since: set[str] = set()
+        """Jobs the decision passes wrote about since the running full pass took its
+        snapshot: what it says of them is out of date."""
 
     def read_config(self) -> None:
         """Load the scheduler ConfigMap; on error keep the last good configuration."""
@@ -128,8 +163,9 @@ class SchedulingLoop:
     async def run(self) -> None:
         await self.synced.wait()
         last_config = 0.0
+        last_decided = float("-inf")
         while True:
-            await self._woken()
+            changed, urgent = await self._woken()
             self.state.wake.clear()
             self.state.urgent.clear()
             self.heartbeat = time.monotonic()
@@ -139,9 +175,10 @@ class SchedulingLoop:
             if not leading:
                 self._leading = False
                 self.usage = {}
+                self.fast = FastPath()
                 continue
             if not self._leading and self.relist is not None:
-                # A new leader first lists everything, so its first cycle also sees the
+                # A new leader first lists everything, so its first pass also sees the
                 # writes of the previous leader that its watches may not have delivered yet.
                 try:
                     await asyncio.to_thread(self.relist)
@@ -158,6 +195,7 @@ class SchedulingLoop:
                     await asyncio.sleep(1)
                     self.state.wake.set()
                     continue
+                changed = urgent = True
             self._leading = True
             try:
                 if time.monotonic() - last_config > self.settings.resync_seconds:
@@ -171,82 +209,193 @@ class SchedulingLoop:
                     await asyncio.sleep(1)
                     self.state.notify()
                     continue
-                await self.cycle()
+                now = time.monotonic()
+                if changed or now - last_decided >= self.settings.resync_seconds:
+                    # What only statuses show (pods starting, the echo of a pass's own
+                    # writes) is explained by the resync's full pass, not by one of its own.
+                    if urgent or now - self.explained_at >= self.settings.resync_seconds:
+                        self.explain_due = True
+                    last_decided = now
+                    await self.decide()
+                self._explain_when_due()
             except Exception:
-                # One bad cycle must not stop scheduling: log it and try again next wake.
+                # One bad pass must not stop scheduling: log it and try again next wake.
                 log.exception("event=cycle-failed")
                 await asyncio.sleep(1)
 
-    async def _woken(self) -> None:
-        """Until a change calls for a cycle, or the resync is due: a change that may let a
-        job in at once (after a short pause that folds a burst into one cycle), the others
-        after at most ``batch_seconds``, so that a cycle is free for the next job that comes."""
+    async def _woken(self) -> tuple[bool, bool]:
+        """Until a change calls for a decision, the resync is due, or a full pass is: a
+        change that may let a job in at once (after a short pause that folds a burst into
+        one pass), the others after at most ``batch_seconds``. Whether a change woke it, and
+        whether one that may let a job in did."""
         state, settings = self.state, self.settings
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(state.wake.wait(), settings.resync_seconds)
+            await asyncio.wait_for(state.wake.wait(), self._until_due())
             if not state.urgent.is_set():
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(state.urgent.wait(), settings.batch_seconds)
             await asyncio.sleep(settings.debounce_seconds)
+        return state.wake.is_set(), state.urgent.is_set()
 
-    async def cycle(self) -> CycleResult | None:
+    def _until_due(self) -> float:
+        """Seconds until the resync, or until the next full pass may start when one is due."""
+        wait = self.settings.resync_seconds
+        if self.explain_due and self._leading:
+            if self.explaining is not None:
+                return min(wait, 0.2)  # look again soon: it may be over by then
+            since = time.monotonic() - self.explained_at
+            wait = min(wait, max(self.settings.full_pass_seconds - since, 0.0))
+        return wait
+
+    def _explain_when_due(self) -> None:
+        """Start the full pass in the background when one is due and allowed."""
+        if self.explaining is not None and self.explaining.done():
+            self.explaining = None
+        if not self.explain_due or self.explaining is not None:
+            return
+        if time.monotonic() - self.explained_at < self.settings.full_pass_seconds:
+            return
+        self.explain_due = False
+        self.explained_at = time.monotonic()
+        self.decided_since = set()
+        self.explaining = asyncio.create_task(self._explain_logged())
+
+    async def _explain_logged(self) -> CycleResult | None:
+        try:
+            return await self.explain()
+        except Exception:
+            # One bad full pass must not go unsaid: another is due (the loop is woken).
+            log.exception("event=full-pass-failed")
+            self.explain_due = True
+            self.state.notify(urgent=False)
+            return None
+
+    async def _in(self, lane: str, call: Callable[..., T], *args: Any) -> T:
+        """``call(*args)`` on the pass's own thread."""
+        return await asyncio.get_running_loop().run_in_executor(
+            self.lanes[lane], partial(call, *args)
+        )
+
+    async def _taken(self, lane: str) -> Taken | None:
+        """The cluster as stored now, or None when writes of uncertain outcome must be read
+        again first (the loop is woken to try again)."""
         executor = self.executor
-        if executor.unsure and not await asyncio.to_thread(executor.reread_unsure):
+        if executor.unsure and not await self._in(lane, executor.reread_unsure):
             metrics.UNSURE_JOBS.set(len(executor.unsure))
             log.warning("event=cycle-postponed reason=unsure-writes jobs=%d", len(executor.unsure))
             await asyncio.sleep(1)
             self.state.notify()
             return None
-        now = datetime.now(UTC)
-        started = time.perf_counter()
-        taken = await asyncio.to_thread(self.state.snapshot, now, self.settings.max_queue_depth)
+        taken = await self._in(
+            lane, self.state.snapshot, datetime.now(UTC), self.settings.max_queue_depth
+        )
         for key in set(taken.unreadable) - set(self.unreadable):
             log.warning("event=unreadable-object object=%s error=%r", key, taken.unreadable[key])
         self.unreadable = taken.unreadable
+        return taken
+
+    def _plan(self, result: CycleResult, taken: Taken, snapshot: Snapshot) -> Plan:
+        # Each decision rests on the spec generation and queue the pass saw.
+        jobs = {d.job for d in result.decisions}
+        decided_on = {
+            job.key: (job.generation, job.queue) for job in snapshot.workloads if job.key in jobs
+        }
+        executor = self.executor
+        return plan(
+            result,
+            self.state.workloads,
+            decided_on,
+            snapshot.now,
+            executor.clock(),
+            dict(executor.positions_written),
+            taken.pod_workloads,
+        )
+
+    def _count_writes(self) -> None:
+        """Add the writes since the last count to the metrics (both passes write)."""
+        stats = self.executor.stats
+        counted, conflicts = self.published
+        for kind, count in stats.by_kind.items():
+            if count != counted.get(kind, 0):
+                metrics.API_WRITES.labels(kind).inc(count - counted.get(kind, 0))
+        metrics.STALE_WRITES.inc(stats.conflicts - conflicts)
+        metrics.UNSURE_JOBS.set(len(self.executor.unsure))
+        self.published = (dict(stats.by_kind), stats.conflicts)
+
+    async def decide(self) -> CycleResult | None:
+        """The decision pass: the full cycle's decisions from the fast pass, written at once."""
+        started = time.perf_counter()
+        taken = await self._taken("decide")
+        if taken is None:
+            return None
         snapshot = replace(taken.snapshot, usage=self.usage)
-        result = await asyncio.to_thread(run_cycle, snapshot)
-        metrics.CYCLE_SECONDS.observe(time.perf_counter() - started)
-        if not self.elector.holds():
-            return result  # lost the Lease while deciding: write nothing
-        if result.decisions and not await asyncio.to_thread(self.elector.confirm):
+        fast = await self._in("decide", self.fast.decide, snapshot)
+        metrics.DECISION_SECONDS.observe(time.perf_counter() - started)
+        result = CycleResult(queue_order=(), queues={}, decisions=fast.decisions)
+        stragglers = any(w.stragglers for w in taken.pod_workloads.values())
+        if not (result.decisions or stragglers) or not self.elector.holds():
+            return result
+        if result.decisions and not await self._in("decide", self.elector.confirm):
             self.state.notify()  # decided again once the Lease is sure (or by the next holder)
             return result
-        self.usage = {n: q.usage for n, q in result.queues.items() if q.usage is not None}
-        written = time.perf_counter()
-        before = dict(executor.stats.by_kind)
-        conflicts = executor.stats.conflicts
-        clock = executor.clock()
-        positions = dict(executor.positions_written)
-
-        def planned() -> Plan:
-            # Each decision rests on the spec generation and queue the cycle saw.
-            decided_on = {job.key: (job.generation, job.queue) for job in snapshot.workloads}
-            pods = taken.pod_workloads
-            return plan(result, self.state.workloads, decided_on, now, clock, positions, pods)
-
-        writes = await asyncio.to_thread(planned)
-        running = asyncio.get_running_loop()
-
-        def decided() -> None:
-            # The Queues' statuses are written while the pending reasons are still written.
-            running.call_soon_threadsafe(self.decided, result, now)
-
-        await execute(executor, writes, self.elector.holds, decided)
-        metrics.APPLY_SECONDS.observe(time.perf_counter() - written)
-        for kind, count in executor.stats.by_kind.items():
-            if count != before.get(kind, 0):
-                metrics.API_WRITES.labels(kind).inc(count - before.get(kind, 0))
-        metrics.STALE_WRITES.inc(executor.stats.conflicts - conflicts)
-        metrics.UNSURE_JOBS.set(len(executor.unsure))
+        self.decided_since.update(d.job for d in result.decisions)
+        writes = await self._in("decide", self._plan, result, taken, snapshot)
+        # Who waits is the full pass's to say: this plan writes decisions only.
+        writes = replace(writes, reasons=(), pending=None)
+        await self._in("decide", self.executor.run, writes, self.elector.holds)
+        self._count_writes()
+        if not result.decisions:
+            return result
         for decision in result.decisions:
             metrics.DECISIONS.labels(decision.action).inc()
-        await asyncio.to_thread(metrics.publish, result, snapshot.queues, snapshot.workloads, now)
-        self.cycles += 1
-        if result.decisions:
-            log.info(
-                "event=cycle decisions=%d pending=%d seconds=%.3f",
-                len(result.decisions),
-                len(result.pending),
-                time.perf_counter() - started,
-            )
+        log.info(
+            "event=decided decisions=%d listed=%d runs=%d seconds=%.3f",
+            len(result.decisions),
+            fast.listed,
+            fast.runs,
+            time.perf_counter() - started,
+        )
         return result
+
+    async def explain(self) -> CycleResult | None:
+        """The full pass: every waiting job's position and reason, the Queues' statuses and
+        the metrics, from the whole cycle. Its decisions are the decision passes' to write:
+        what it says of a job they decided about since its snapshot is left out."""
+        started = time.perf_counter()
+        taken = await self._taken("explain")
+        if taken is None:
+            return None
+        snapshot = replace(taken.snapshot, usage=self.usage)
+        now = snapshot.now
+        full = await self._in("explain", run_cycle, snapshot)
+        metrics.CYCLE_SECONDS.observe(time.perf_counter() - started)
+        if not self.elector.holds():
+            return full  # lost the Lease while explaining: write nothing
+        self.usage = {n: q.usage for n, q in full.queues.items() if q.usage is not None}
+        written = time.perf_counter()
+        decided = {d.job for d in full.decisions} | self.decided_since
+        result = replace(
+            full, decisions=(), pending=tuple(p for p in full.pending if p.job not in decided)
+        )
+        writes = await self._in("explain", self._plan, result, taken, snapshot)
+        running = asyncio.get_running_loop()
+
+        def publish() -> None:
+            # The Queues' statuses are written while the pending reasons are still written.
+            running.call_soon_threadsafe(self.decided, full, now)
+
+        await self._in("explain", self.executor.run, writes, self.elector.holds, publish)
+        metrics.APPLY_SECONDS.observe(time.perf_counter() - written)
+        self._count_writes()
+        await self._in("explain", metrics.publish, full, snapshot.queues, snapshot.workloads, now)
+        self.cycles += 1
+        log.info(
+            "event=explained pending=%d seconds=%.3f",
+            len(result.pending),
+            time.perf_counter() - started,
+        )
+        if decided - self.decided_since:
+            # It found decisions no decision pass took since its snapshot (they may have
+            # been taken before it): one more decision pass makes sure.
+            self.state.notify(urgent=False)
+        return full

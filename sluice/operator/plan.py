@@ -103,9 +103,9 @@ class Plan:
     victims: tuple[Write, ...] = ()
     admissions: tuple[Write, ...] = ()
     reasons: tuple[Write, ...] = ()
-    pending: frozenset[str] = frozenset()
+    pending: frozenset[str] | None = frozenset()
     """Every job that waits after the cycle (the executor forgets when it last wrote the
-    position of any other)."""
+    position of any other); None: the plan says nothing of who waits (a decision pass)."""
 
 
 def adapter_of(obj: Obj | None) -> Adapter:

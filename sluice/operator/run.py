@@ -55,6 +55,7 @@ class OperatorOptions:
     lease_seconds: int = 15
     renew_seconds: float = 5.0
     resync_seconds: float = 10.0
+    full_pass_seconds: float = 5.0
     max_queue_depth: int = 5
     dashboard_port: int = 8081
     workload_kinds: tuple[str, ...] = (JOB.kind,)
@@ -136,11 +137,12 @@ async def prime_until_listed(
 
 
 def _with_room_for_writers(api: client.ApiClient) -> client.ApiClient:
-    """A client whose connection pool holds every parallel writer plus the Lease, relists and
-    config reads (the default, five per CPU, is smaller than that on a one-CPU pod, and every
+    """A client whose connection pool holds every parallel writer of both passes (a decision
+    pass writes while a full pass writes its reasons) plus the Lease, relists and config
+    reads (the default, five per CPU, is smaller than that on a one-CPU pod, and every
     connection it discards costs the next request a TLS handshake)."""
     cfg = api.configuration
-    wanted = WRITERS + 4
+    wanted = 2 * WRITERS + 4
     if (cfg.connection_pool_maxsize or 0) >= wanted:
         return api
     cfg.connection_pool_maxsize = wanted
@@ -185,6 +187,7 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> int:
             namespace=options.namespace,
             config_map_name=options.config_map_name,
             resync_seconds=options.resync_seconds,
+            full_pass_seconds=options.full_pass_seconds,
             max_queue_depth=options.max_queue_depth,
         ),
         relist=lambda: prime(api, state, workloads),

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
 
@@ -20,29 +22,40 @@ from sluice.scheduler.actions.preempt import preempt
 from sluice.scheduler.actions.reclaim import reclaim
 from sluice.scheduler.actions.requeue import requeue
 from sluice.scheduler.fit import over_capability
-from sluice.scheduler.model import CycleResult, PendingJob, QueueResult, Snapshot
+from sluice.scheduler.model import CycleResult, Decision, PendingJob, QueueResult, Snapshot
 from sluice.scheduler.order import leaf_order
 from sluice.scheduler.session import JobInfo, Session, job_order_key
 from sluice.scheduler.usage_note import UsageNotes
 
 
 def run_cycle(snapshot: Snapshot) -> CycleResult:
+    with _collector_paused():
+        return _run_cycle(snapshot)
+
+
+def decide(snapshot: Snapshot) -> tuple[Decision, ...]:
+    """The decisions of a cycle, without what explains the jobs that wait (positions,
+    reasons, the queues' statuses): what the fast pass runs (sluice/scheduler/fast.py)."""
+    with _collector_paused():
+        return tuple(_act(Session(snapshot)).decisions)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
     # A cycle allocates an object or more per job, all alive until it ends and none of them
     # in a reference cycle: Python's cyclic collector would walk them again and again for
     # nothing (a quarter of the time at 400,000 jobs). It is paused, then restored as it was.
     paused = gc.isenabled()
     gc.disable()
     try:
-        return _run_cycle(snapshot)
+        yield
     finally:
         if paused:
             gc.enable()
 
 
-def _run_cycle(snapshot: Snapshot) -> CycleResult:
-    session = Session(snapshot)
-    leaves = [n for n in session.tree.leaves() if n in session.queues]
-    queue_order = leaf_order(session, leaves)
+def _act(session: Session) -> Outcome:
+    """The configured actions, in order, on the session."""
     outcome = Outcome()
     requeue(session, outcome)
     for action in session.config.actions:
@@ -55,6 +68,14 @@ def _run_cycle(snapshot: Snapshot) -> CycleResult:
             preempt(session, outcome)
         elif action == "backfill":
             backfill(session, outcome)
+    return outcome
+
+
+def _run_cycle(snapshot: Snapshot) -> CycleResult:
+    session = Session(snapshot)
+    leaves = [n for n in session.tree.leaves() if n in session.queues]
+    queue_order = leaf_order(session, leaves)
+    outcome = _act(session)
     return CycleResult(
         queue_order=queue_order,
         queues=_queue_results(session, outcome),

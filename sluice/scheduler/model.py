@@ -57,6 +57,10 @@ class Snapshot:
     here starts from its status.usage, else from zero."""
     topologies: Sequence[TopologyView] = ()
     """The cluster's Topologies: the levels workloads may ask to be placed in one domain of."""
+    unlisted: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    """Leaf queue -> the summed request of its waiting workloads left out of ``workloads``
+    (the fast pass lists only those it may decide about, sluice/scheduler/fast.py): they
+    count in what the queue asks for, as if listed."""
 
 
 DecisionAction = Literal["admit", "reclaim", "preempt", "requeue"]

@@ -421,6 +421,7 @@ class Session:
                 if not info.blocked_by:
                     for job in info.pending_jobs:
                         _add(wanted, job.request)
+                    _add(wanted, self.snapshot.unlisted.get(info.name, {}))
             info.request = Resources(wanted)
         self._derive_deserved(order)
 

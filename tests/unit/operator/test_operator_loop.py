@@ -34,17 +34,26 @@ class Elector:
 
 
 class Recorder:
-    """Stands in for the cycle and the relist, recording their order."""
+    """Stands in for the two passes and the relist, recording their order."""
 
     def __init__(self) -> None:
         self.calls: list[str] = []
         self.ran = asyncio.Event()
+        self.explained = asyncio.Event()
+        self.hold_explaining = asyncio.Event()
+        self.hold_explaining.set()
         self.config_readable = True
         self.loop: SchedulingLoop
 
-    async def cycle(self) -> CycleResult:
-        self.calls.append("cycle")
+    async def decide(self) -> CycleResult:
+        self.calls.append("decide")
         self.ran.set()
+        return CycleResult(queue_order=(), queues={})
+
+    async def explain(self) -> CycleResult:
+        self.calls.append("explain")
+        await self.hold_explaining.wait()
+        self.explained.set()
         return CycleResult(queue_order=(), queues={})
 
     def relist(self) -> None:
@@ -57,16 +66,21 @@ class Recorder:
 
 
 def start(
-    elector: Elector, debounce: float = 1.0, batch: float = 1.0
+    elector: Elector, debounce: float = 1.0, batch: float = 1.0, full_pass: float = 5.0
 ) -> tuple[SchedulingLoop, Recorder]:
     state = ClusterState()
     recorder = Recorder()
     settings = LoopSettings(
-        namespace="ns", debounce_seconds=debounce, batch_seconds=batch, resync_seconds=60
+        namespace="ns",
+        debounce_seconds=debounce,
+        batch_seconds=batch,
+        resync_seconds=60,
+        full_pass_seconds=full_pass,
     )
     loop = SchedulingLoop(client.ApiClient(), state, elector, settings, relist=recorder.relist)  # type: ignore[arg-type]
     recorder.loop = loop
-    loop.cycle = recorder.cycle  # type: ignore[method-assign]
+    loop.decide = recorder.decide  # type: ignore[method-assign]
+    loop.explain = recorder.explain  # type: ignore[method-assign]
     loop.read_config = recorder.read_config  # type: ignore[method-assign]
     loop.synced.set()
     return loop, recorder
@@ -87,8 +101,9 @@ async def test_a_burst_of_events_makes_one_cycle_and_a_new_leader_lists_first() 
             loop.state.notify()
         await recorder.ran.wait()
         await settle()
-        assert recorder.calls == ["relist", "config", "cycle"]
-        assert not loop.state.wake.is_set()  # the burst was folded into that one cycle
+        assert recorder.calls[:3] == ["relist", "config", "decide"]
+        assert recorder.calls.count("decide") == 1
+        assert not loop.state.wake.is_set()  # the burst was folded into that one pass
     finally:
         task.cancel()
 
@@ -118,7 +133,7 @@ async def test_a_new_leader_that_cannot_list_says_so_in_one_line_and_lists_again
             await asyncio.wait_for(recorder.ran.wait(), timeout=10)
     finally:
         task.cancel()
-    assert recorder.calls == ["relist", "relist", "relist", "config", "cycle"]
+    assert recorder.calls[:5] == ["relist", "relist", "relist", "config", "decide"]
     failed = [r for r in caplog.records if "event=relist-failed" in r.getMessage()]
     assert len(failed) == 2
     assert all(r.levelno == logging.WARNING and r.exc_info is None for r in failed)
@@ -138,7 +153,7 @@ async def test_a_follower_keeps_listening_but_never_cycles() -> None:
         elector.leading = True
         loop.state.notify()
         await recorder.ran.wait()
-        assert recorder.calls == ["relist", "config", "cycle"]
+        assert recorder.calls[:3] == ["relist", "config", "decide"]
     finally:
         task.cancel()
 
@@ -152,8 +167,9 @@ async def test_a_change_that_only_updates_statuses_waits_for_one_that_may_admit(
         assert recorder.calls == []  # batched: the loop stays free for what comes next
         loop.state.notify()  # a job is created
         await recorder.ran.wait()
-        assert recorder.calls == ["relist", "config", "cycle"]
-        assert not loop.state.wake.is_set()  # both folded into that one cycle
+        assert recorder.calls[:3] == ["relist", "config", "decide"]
+        assert recorder.calls.count("decide") == 1
+        assert not loop.state.wake.is_set()  # both folded into that one pass
     finally:
         task.cancel()
 
@@ -164,7 +180,7 @@ async def test_a_change_that_only_updates_statuses_still_gets_its_cycle() -> Non
     try:
         loop.state.notify(urgent=False)
         await asyncio.wait_for(recorder.ran.wait(), 10)
-        assert recorder.calls == ["relist", "config", "cycle"]
+        assert recorder.calls[:3] == ["relist", "config", "decide"]
     finally:
         task.cancel()
 
@@ -177,10 +193,77 @@ async def test_no_cycle_runs_before_the_configured_policy_could_be_read() -> Non
         loop.state.notify()
         while recorder.calls.count("config") < 2:  # it keeps trying, about once a second
             await asyncio.sleep(0.05)
-        assert "cycle" not in recorder.calls
+        assert "decide" not in recorder.calls
         recorder.config_readable = True
         await recorder.ran.wait()
-        assert recorder.calls[-2:] == ["config", "cycle"]
+        assert recorder.calls[-2:] == ["config", "decide"]
+    finally:
+        task.cancel()
+
+
+async def test_decisions_never_wait_for_the_full_pass_which_runs_at_most_so_often() -> None:
+    loop, recorder = start(Elector(leading=True), debounce=0, full_pass=0.3)
+    recorder.hold_explaining.clear()  # the full pass takes its time
+    task = asyncio.create_task(loop.run())
+    try:
+        loop.state.notify()
+        while "explain" not in recorder.calls:
+            await asyncio.sleep(0.01)
+        assert recorder.calls == ["relist", "config", "decide", "explain"]
+        for _ in range(3):  # changes while the full pass runs are decided at once
+            recorder.ran.clear()
+            loop.state.notify()
+            await asyncio.wait_for(recorder.ran.wait(), 5)
+        assert recorder.calls.count("decide") == 4
+        assert recorder.calls.count("explain") == 1
+        started = time.monotonic()
+        recorder.hold_explaining.set()
+        while recorder.calls.count("explain") < 2:  # the changes are explained once more
+            await asyncio.sleep(0.01)
+        assert recorder.calls.count("explain") == 2
+        assert time.monotonic() - loop.explained_at < 0.5
+        await asyncio.sleep(0.5)
+        assert recorder.calls.count("explain") == 2  # nothing changed since: no other pass
+        assert started <= loop.explained_at
+    finally:
+        task.cancel()
+
+
+async def test_a_full_pass_that_fails_is_run_again() -> None:
+    loop, recorder = start(Elector(leading=True), debounce=0, batch=0.1, full_pass=0.1)
+    failing = recorder.explain
+
+    async def explain() -> CycleResult:
+        if recorder.calls.count("explain") == 0:
+            recorder.calls.append("explain")
+            raise RuntimeError("a bad full pass")
+        return await failing()
+
+    loop.explain = explain  # type: ignore[method-assign]
+    task = asyncio.create_task(loop.run())
+    try:
+        loop.state.notify()
+        await asyncio.wait_for(recorder.explained.wait(), 5)
+        assert recorder.calls == ["relist", "config", "decide", "explain", "decide", "explain"]
+    finally:
+        task.cancel()
+
+
+async def test_a_change_only_statuses_show_is_decided_and_left_to_the_resyncs_full_pass() -> None:
+    """The echo of a pass's own writes must not start a full pass after every full pass."""
+    loop, recorder = start(Elector(leading=True), debounce=0, batch=0.05, full_pass=0.1)
+    task = asyncio.create_task(loop.run())
+    try:
+        loop.state.notify()
+        await asyncio.wait_for(recorder.explained.wait(), 5)
+        recorder.ran.clear()
+        loop.state.notify(urgent=False)
+        await asyncio.wait_for(recorder.ran.wait(), 5)
+        await asyncio.sleep(0.5)
+        assert recorder.calls == ["relist", "config", "decide", "explain", "decide"]
+        loop.state.notify()  # one that may let a job in: explained again
+        while recorder.calls.count("explain") < 2:
+            await asyncio.sleep(0.01)
     finally:
         task.cancel()
 

@@ -229,14 +229,14 @@ def test_kopf_streams_only_managed_jobs_and_writes_nothing_of_its_own() -> None:
     assert settings.scanning.disabled
 
 
-def test_the_connection_pool_holds_every_parallel_writer() -> None:
+def test_the_connection_pool_holds_every_parallel_writer_of_both_passes() -> None:
     from sluice.operator.executor import WRITERS
     from sluice.operator.run import _with_room_for_writers
 
     small = client.Configuration()
     small.connection_pool_maxsize = 5  # what a one-CPU pod gets by default
     grown = _with_room_for_writers(client.ApiClient(small))
-    assert grown.rest_client.pool_manager.connection_pool_kw["maxsize"] > WRITERS
+    assert grown.rest_client.pool_manager.connection_pool_kw["maxsize"] > 2 * WRITERS
     big = client.Configuration()
     big.connection_pool_maxsize = 50
     kept = client.ApiClient(big)

@@ -1,0 +1,217 @@
+"""The fast pass decides as the full cycle does: random sequences of events (jobs created in
+bursts of alike ones, finished, deleted; queues and nodes changed) go through one FastPath
+kept across the whole sequence and, after every event, through the full cycle on the same
+cluster. Each step's decisions must be the same, so the same jobs end admitted and evicted
+and none is admitted that the full cycle would not admit; the cluster moves on by them, and
+no admission may take a queue over its capability."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+from datetime import timedelta
+from typing import Any
+
+from builders import NOW, gang, job, node, queue, snapshot
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sluice.api.queue import Queue
+from sluice.api.views import JobPhase, NodeView, WorkloadView
+from sluice.scheduler.cycle import apply_decisions, run_cycle
+from sluice.scheduler.fast import FastPath, FastResult
+from sluice.scheduler.model import Snapshot
+
+ACTIONS = "enqueue, allocate, reclaim, preempt, backfill"
+CONFIGS: list[dict[str, Any]] = [
+    {"actions": ACTIONS},
+    {
+        "actions": ACTIONS,
+        "tiers": [
+            {"plugins": [{"name": "priority"}]},
+            {"plugins": [{"name": "proportion_optimize", "arguments": {"ElasticEnable": False}}]},
+        ],
+    },
+    {
+        "actions": ACTIONS,
+        "tiers": [{"plugins": [{"name": "priority"}]}, {"plugins": [{"name": "capacity"}]}],
+    },
+    {
+        "actions": "enqueue, allocate, reclaim, preempt",
+        "configurations": [{"name": "enqueue", "arguments": {"jobOrder": "global"}}],
+    },
+]
+
+
+class World:
+    """One cluster and the events that change it."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.config = rng.choice(CONFIGS)
+        self.departments = [f"d{i}" for i in range(rng.randint(1, 2))]
+        self.queues: dict[str, Queue] = {}
+        for name in self.departments:
+            self.queues[name] = self.random_queue(name, None)
+        self.leaves: list[str] = []
+        for i in range(rng.randint(2, 5)):
+            name = f"q{i}"
+            self.queues[name] = self.random_queue(name, rng.choice(self.departments))
+            self.leaves.append(name)
+        self.nodes = [node(f"n{i}", cpu=rng.randint(4, 10)) for i in range(rng.randint(1, 3))]
+        self.jobs: dict[str, WorkloadView] = {}
+        self.made = 0
+        self.now = NOW
+
+    def random_queue(self, name: str, parent: str | None) -> Queue:
+        rng = self.rng
+        spec: dict[str, Any] = {"weight": rng.randint(1, 3)}
+        if rng.random() < 0.3:
+            spec["capability"] = {"cpu": rng.randint(2, 8)}
+        if parent is not None:
+            spec["priority"] = rng.choice((0, 0, 5))
+            if rng.random() < 0.2:
+                spec["dequeue"] = "fifo"
+            if rng.random() < 0.2:
+                spec["reclaimable"] = False
+            if rng.random() < 0.3:
+                spec["deserved"] = {"cpu": rng.randint(1, 6)}
+            if rng.random() < 0.2:
+                spec["guarantee"] = {"cpu": rng.randint(1, 2)}
+        return queue(name, parent, created=len(self.queues), **spec)
+
+    def snapshot(self) -> Snapshot:
+        return snapshot(
+            list(self.queues.values()),
+            list(self.jobs.values()),
+            list(self.nodes),
+            config=self.config,
+            priority_classes={"hi": 100, "lo": -5},
+            now=self.now,
+        )
+
+    # Events -------------------------------------------------------------------------------
+    def event(self) -> str:
+        rng = self.rng
+        self.now += timedelta(seconds=rng.randint(1, 30))
+        kind = rng.choices(
+            ["create", "finish", "delete", "queue", "node"], weights=[6, 3, 2, 1, 1]
+        )[0]
+        if kind == "create":
+            self.create()
+        elif kind == "finish":
+            self.finish()
+        elif kind == "delete":
+            if self.jobs:
+                del self.jobs[rng.choice(sorted(self.jobs))]
+        elif kind == "queue":
+            name = rng.choice(self.leaves + self.departments)
+            parent = self.queues[name].spec.parent
+            self.queues[name] = self.random_queue(name, parent if name in self.leaves else None)
+        else:
+            self.change_node()
+        return kind
+
+    def create(self) -> None:
+        """A burst of alike jobs (one kind, as from one template), now and then a gang."""
+        rng = self.rng
+        leaf = rng.choice(self.leaves)
+        shape: dict[str, Any] = {
+            "priority_class": rng.choice((None, None, "hi", "lo")),
+            "preemptable": rng.random() < 0.8,
+        }
+        pods = rng.choice((1, 1, 1, 2))
+        cpu = rng.choice((0, 1, 1, 2, 3))
+        for _ in range(rng.choice((1, 1, 2, 3, 6))):
+            self.made += 1
+            name = f"j{self.made}"
+            created = int((self.now - NOW).total_seconds()) + 3600 + rng.randint(-5, 0)
+            if pods == 1:
+                made = job(name, leaf, cpu=cpu, created=created, **shape)
+            else:
+                made = gang(name, leaf, pods, cpu=cpu, created=created, **shape)
+            self.jobs[made.key] = made
+
+    def finish(self) -> None:
+        admitted = sorted(k for k, j in self.jobs.items() if j.phase.admitted)
+        if admitted:
+            key = self.rng.choice(admitted)
+            self.jobs[key] = replace(self.jobs[key], phase=JobPhase.COMPLETED)
+
+    def change_node(self) -> None:
+        rng = self.rng
+        if rng.random() < 0.3 and len(self.nodes) > 1:
+            self.nodes.pop(rng.randrange(len(self.nodes)))
+        elif rng.random() < 0.5:
+            self.nodes.append(node(f"n{len(self.nodes)}-{self.made}", cpu=rng.randint(2, 8)))
+        else:
+            i = rng.randrange(len(self.nodes))
+            self.nodes[i] = NodeView(self.nodes[i].name, node(cpu=rng.randint(2, 12)).allocatable)
+
+    def apply(self, snap: Snapshot, result: Any) -> None:
+        after = apply_decisions(snap, result, self.now)
+        self.jobs = {j.key: j for j in after.workloads}
+
+
+def decided(result: Any) -> list[tuple[str, str, str | None]]:
+    return sorted((d.action, d.job, d.for_job) for d in result.decisions)
+
+
+def within_capability(world: World, admitted: set[str]) -> None:
+    """Every queue on the path of a job admitted this step holds no more than its capability
+    (a queue whose capability was lowered under what runs keeps what runs, admitting none)."""
+    held: dict[str, int] = {}
+    touched: set[str] = set()
+    for one in world.jobs.values():
+        if not one.phase.admitted:
+            continue
+        name: str | None = one.queue
+        while name is not None and name in world.queues:
+            held[name] = held.get(name, 0) + one.request.get_amount("cpu")
+            if one.key in admitted:
+                touched.add(name)
+            name = world.queues[name].spec.parent
+    for name in touched:
+        cap = world.queues[name].spec.capability.amounts.get("cpu")
+        if cap is not None:
+            assert held[name] <= cap, f"queue {name} holds {held[name]} > {cap}"
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(min_value=0, max_value=2**32), st.integers(min_value=10, max_value=60))
+def test_the_fast_pass_decides_as_the_full_cycle(seed: int, steps: int) -> None:
+    rng = random.Random(seed)
+    world = World(rng)
+    fast = FastPath(first=rng.choice((1, 2)), whole=rng.choice((0, 0, 3)))
+    for step in range(steps):
+        kind = world.event()
+        snap = world.snapshot()
+        full = run_cycle(snap)
+        quick: FastResult = fast.decide(snap)
+        assert decided(quick) == decided(full), f"step {step} ({kind}), config {world.config}"
+        world.apply(snap, full)
+        within_capability(world, {d.job for d in full.decisions if d.action == "admit"})
+
+
+def test_a_used_up_kind_is_listed_further() -> None:
+    """Ten alike jobs and room for seven: the first run lists two of them, both admitted, so
+    the pass runs again with more listed, and admits the seven the full cycle admits."""
+    jobs = [job(f"j{i}", "a", cpu=1, created=i) for i in range(10)]
+    snap = snapshot([queue("a")], jobs, [node(cpu=7)], config={"actions": ACTIONS})
+    result = FastPath(first=2, whole=0).decide(snap)
+    assert decided(result) == decided(run_cycle(snap))
+    assert [d.job for d in result.decisions] == [f"ns/j{i}" for i in range(7)]
+    assert result.runs == 2
+
+
+def test_waiting_jobs_alike_past_the_first_are_not_listed() -> None:
+    """A thousand alike jobs that do not fit: two are listed, the others only counted."""
+    jobs = [job(f"j{i}", "a", cpu=9, created=i) for i in range(1000)]
+    snap = snapshot([queue("a")], jobs, [node(cpu=4)], config={"actions": ACTIONS})
+    fast = FastPath(first=2)
+    result = fast.decide(snap)
+    assert result.decisions == () and result.listed == 2 and result.runs == 1
+    # One finishes elsewhere... the next pass looks only at the changed job.
+    more = replace(snap, workloads=[*jobs[:999], replace(jobs[999], phase=JobPhase.COMPLETED)])
+    assert fast.decide(more).listed == 2
+    assert sum(len(a.waiting) for a in fast.kinds.values()) == 999
