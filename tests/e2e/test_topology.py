@@ -191,8 +191,10 @@ def test_a_suspended_job_gets_its_template_back_and_may_run_in_another_rack(t: R
     s.wait_admitted("r0-hog")
     patch("queue", s.name("team"), '{"spec":{"capability":null}}')
     s.wait_admitted("train", "probe", timeout=30)
-    nodes = t.nodes_of("train", 2)
-    assert {t.rack_of[n] for n in nodes} == {"r1"}
+    # One rack, not r0 (which rack of the free ones depends on whether the probe, admitted in
+    # the same moment, went first).
+    racks = {t.rack_of[n] for n in t.nodes_of("train", 2)}
+    assert len(racks) == 1 and racks != {"r0"}, racks
 
 
 def _watched(out: str) -> list[dict[str, Any]]:
