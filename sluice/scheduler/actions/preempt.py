@@ -12,7 +12,7 @@ from __future__ import annotations
 from sluice.scheduler.actions.admit import admissible_leaves
 from sluice.scheduler.actions.outcome import Outcome
 from sluice.scheduler.actions.reclaim import victim_order
-from sluice.scheduler.actions.victims import Victims, cluster_need, frees_alone
+from sluice.scheduler.actions.victims import Victims, cluster_need, domain_rank, frees_alone
 from sluice.scheduler.fit import as_hard, fits, placeable, queue_overage
 from sluice.scheduler.order import leaf_order
 from sluice.scheduler.placement import Footprint
@@ -155,7 +155,7 @@ def _in_one_domain(
             if found is None:
                 continue
             chosen = found[0].chosen
-            key = (len(chosen), sum(v.priority for v in chosen), domain.value)
+            key = domain_rank(chosen, domain)
             if best is None or key < best[0]:
                 best = (key, found)
         if best is not None:

@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 from sluice.api.views import EPOCH, WorkloadView
 from sluice.scheduler.actions.admit import admissible_leaves
 from sluice.scheduler.actions.outcome import Outcome
-from sluice.scheduler.actions.victims import Victims, cluster_need, frees_alone
+from sluice.scheduler.actions.victims import Victims, cluster_need, domain_rank, frees_alone
 from sluice.scheduler.fit import (
     as_hard,
     lacking,
@@ -464,7 +464,7 @@ class _Reclaim:
                         continue
                     walk.live.discard(domain.value)
                     found = (chosen, chosen.prune())
-                    key = (len(chosen.chosen), sum(v.priority for v in chosen.chosen), domain.value)
+                    key = domain_rank(chosen.chosen, domain)
                     if best is None or key < best[0]:
                         best = (key, found)
                         walk.beaten(key)

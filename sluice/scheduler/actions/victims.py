@@ -124,6 +124,12 @@ class Victims:
         return placed
 
 
+def domain_rank(chosen: list[JobInfo], domain: Domain) -> tuple[int, int, str]:
+    """Of the domains whose victims make a job fit, the first by this key is taken: the
+    fewest victims, then the lowest job priorities in total, then the domain's name."""
+    return (len(chosen), sum(v.priority for v in chosen), domain.value)
+
+
 def cluster_need(session: Session, job: JobInfo) -> dict[str, int]:
     """What victims must free in the cluster for the job; more than it lacks where free room
     is below zero."""

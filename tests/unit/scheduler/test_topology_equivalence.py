@@ -23,7 +23,7 @@ from sluice.api.topology import TopologyRequest, TopologyView
 from sluice.api.views import JobPhase, NodeView, PodSet, PodView, WorkloadView
 from sluice.scheduler.actions import preempt as preempt_action
 from sluice.scheduler.actions import reclaim as reclaim_action
-from sluice.scheduler.actions.victims import Victims
+from sluice.scheduler.actions.victims import Victims, domain_rank
 from sluice.scheduler.cycle import run_cycle
 from sluice.scheduler.model import Snapshot
 from sluice.scheduler.placement import Footprint, Placement
@@ -81,7 +81,7 @@ def reclaim_everywhere(
                     continue
                 done.add(domain.value)
                 found = (chosen, chosen.prune())
-                key = (len(chosen.chosen), sum(v.priority for v in chosen.chosen), domain.value)
+                key = domain_rank(chosen.chosen, domain)
                 if best is None or key < best[0]:
                     best = (key, found)
         if best is not None:
@@ -102,7 +102,7 @@ def preempt_everywhere(
             if found is None:
                 continue
             chosen = found[0].chosen
-            key = (len(chosen), sum(v.priority for v in chosen), domain.value)
+            key = domain_rank(chosen, domain)
             if best is None or key < best[0]:
                 best = (key, found)
         if best is not None:
