@@ -49,6 +49,15 @@ class _Leaf(NamedTuple):
     deserved names is not yielded."""
 
 
+Shape = tuple[object, ...]
+"""What a victim freeing a domain alone depends on besides the domain's room: the pod sets
+that go in it, what the cluster lacks and what each limit is over by."""
+Alone = dict[tuple[str, str, Shape], tuple[int, bool]]
+"""(victim, domain, shape) -> the domain's room version (``Domains.version``) and whether
+the victim alone frees the domain for that shape: kept from one job to the next while the
+domain's room is as it was (a victim goes only by giving room back there)."""
+
+
 class InLevel:
     """The search of one level's domains for one job (nothing is taken while it runs)."""
 
@@ -63,6 +72,11 @@ class InLevel:
         self.leaves: dict[str, _Leaf | None] = {}
         self.within: dict[int, bool] = {}
         self.need = cluster_need(reclaim.session, job)
+        self.shape: Shape = (
+            search.inside.pod_sets,
+            tuple(sorted(self.need.items())),
+            tuple((q, tuple(sorted(limits.items()))) for q, limits in sorted(over.items())),
+        )
 
     def best(self) -> Found | None:
         """Domains are taken from a heap by bound. A domain first stands for the lowest
@@ -70,55 +84,59 @@ class InLevel:
         priority are looked at, and when one of them alone frees the domain, the domain's
         search has that bound (stage SEARCH); else it stands for the next priority, and
         once none is left, for (2, ...): its search keeps two victims or more."""
-        heap: list[tuple[Bound, int, str, int]] = []
-        for value in self.on:
-            start = self._next(value, 0)
-            if start is not None:
-                heap.append(((1, self.on[value][start].priority, value), SCAN, value, start))
+        heap = [((1, jobs[0].priority, value), SCAN, value, 0) for value, jobs in self.on.items()]
         heapq.heapify(heap)
         best: tuple[Bound, Found] | None = None
         while heap:
-            bound, stage, value, at = heapq.heappop(heap)
+            bound, stage, value, k = heapq.heappop(heap)
             if best is not None and best[0] < bound:
                 break
             domain = self.domains[value]
             if stage == SCAN:
-                jobs, priority = self.on[value], bound[1]
-                witness = False
-                k: int | None = at
-                while k is not None and jobs[k].priority == priority:
-                    witness = witness or self._frees(jobs[k], domain)
-                    k = self._next(value, k + 1)
-                if witness:
+                k = self._scan(domain, k, bound[1])
+                jobs = self.on[value]
+                if k < 0:
                     heapq.heappush(heap, (bound, SEARCH, value, 0))
-                elif k is not None:
+                elif k < len(jobs):
                     heapq.heappush(heap, ((1, jobs[k].priority, value), SCAN, value, k))
                 else:
                     heapq.heappush(heap, ((2, -(2**63), value), SEARCH, value, 0))
                 continue
             victims = self._victims(value)
-            found = self._search(domain, victims) if self._could_hold(domain, victims) else None
-            if found is not None:
-                key = domain_rank(found[0].chosen, domain)
-                if best is None or key < best[0]:
-                    best = (key, found)
+            if victims and self._could_hold(domain, victims):
+                found = self._search(domain, victims)
+                if found is not None:
+                    key = domain_rank(found[0].chosen, domain)
+                    if best is None or key < best[0]:
+                        best = (key, found)
         return None if best is None else best[1]
 
-    def _next(self, value: str, k: int) -> int | None:
-        """Where the next job on the domain from ``k`` on that may still be a victim is."""
-        reachable, jobs = self.reclaim.reachable, self.on[value]
+    def _scan(self, domain: Domain, k: int, priority: int) -> int:
+        """Look at the jobs on the domain of this priority from ``k`` on: -1 when the walk
+        yields one that alone frees the domain (a search that ends with one victim ends
+        with such a one: the last victim a search takes stays), else where the next
+        priority's begin."""
+        jobs = self.on[domain.value]
+        reachable = self.reclaim.reachable
         assert reachable is not None
+        known = self.reclaim.alone
+        version = self.reclaim.session.domains.version(domain)
         while k < len(jobs):
-            if jobs[k].key in reachable:
-                return k
+            victim = jobs[k]
+            if victim.priority != priority:
+                break
             k += 1
-        return None
+            if victim.key not in reachable or not self._yielded(victim):
+                continue
+            key = (victim.key, domain.text, self.shape)
+            found = known.get(key)
+            if found is None or found[0] != version:
+                found = known[key] = (version, self._frees(victim, domain))
+            if found[1]:
+                return -1
+        return k
 
     def _frees(self, victim: JobInfo, domain: Domain) -> bool:
-        """Whether the walk yields the victim and it alone frees the domain (a search that
-        ends with one victim ends with such a one: the last victim a search takes stays)."""
-        if not self._yielded(victim):
-            return False
         session = self.reclaim.session
         return frees_alone(session, self.need, self.over, victim, self.search.inside, domain)
 
@@ -150,10 +168,14 @@ class InLevel:
 
     def _yielded(self, victim: JobInfo) -> bool:
         """Whether the candidates' walk yields the victim (it may still be one)."""
-        leaf = self.leaves[victim.queue] if victim.queue in self.leaves else self._leaf(victim)
-        if leaf is None or not any(victim.held.get(r, 0) > 0 for r in self.short):
+        leaves, queue = self.leaves, victim.queue
+        leaf = leaves[queue] if queue in leaves else self._leaf(victim)
+        if leaf is None:
             return False
-        return not any(self.reclaim.asks_owed(victim, q) for q in leaf.strict)
+        held = victim.held
+        if not any(held.get(r, 0) > 0 for r in self.short):
+            return False
+        return not leaf.strict or not any(self.reclaim.asks_owed(victim, q) for q in leaf.strict)
 
     def _could_hold(self, domain: Domain, victims: list[Listed]) -> bool:
         """Whether what goes in the domain would fit there were all these victims gone."""
