@@ -74,9 +74,8 @@ class _Reclaim:
         for name, info in session.queues.items():
             if not info.children and info.admitted_jobs and info.queue.spec.reclaimable:
                 self._count_excess(name, +1)
-        self.reachable: dict[str, JobInfo] | None = None  # by name (``on_domains``)
         self.alone: Alone = {}  # reclaim_domain.py's, kept from one job to the next
-        self.by_domain: dict[str, dict[str, list[JobInfo]]] = {}
+        self.by_domain: dict[str, dict[str, tuple[str, ...]]] = {}  # level -> ``on_domains``
 
     # Conditions ------------------------------------------------------------------------------
     def eligible(self, job: JobInfo) -> bool:
@@ -440,26 +439,18 @@ class _Reclaim:
                 return found
         return None if request.required else self._choose(job, short, over, search.anywhere)
 
-    def on_domains(self, level: str) -> dict[str, list[JobInfo]]:
-        """Domain value of a level -> the jobs that may be victims on its nodes, lowest
-        priority first, as first asked (victims only go: ``reachable`` says which still may:
-        every job that may still be a victim, eligible, in a leaf reclaim takes from)."""
-        if self.reachable is None:
-            self.reachable = {
-                job.key: job
+    def on_domains(self, level: str) -> dict[str, tuple[str, ...]]:
+        """Job -> the domains of a level it holds room on, for every job that may be a
+        victim (eligible, in a leaf reclaim takes from), as first asked."""
+        found = self.by_domain.get(level)
+        if found is None:
+            of_node = {i: d.value for d in self.session.domains.domains(level) for i in d.nodes}
+            found = self.by_domain[level] = {
+                job.key: tuple(sorted({of_node[i] for i in job.footprint if i in of_node}))
                 for name in self.excess
                 for job in self.session.queues[name].admitted_jobs
                 if self.eligible(job)
             }
-        found = self.by_domain.get(level)
-        if found is None:
-            found = self.by_domain[level] = {}
-            of_node = {i: d.value for d in self.session.domains.domains(level) for i in d.nodes}
-            for job in self.reachable.values():
-                for value in {of_node[i] for i in job.footprint if i in of_node}:
-                    found.setdefault(value, []).append(job)
-            for jobs in found.values():
-                jobs.sort(key=lambda j: (j.priority, j.key))
         return found
 
     def _helps(self, victim: JobInfo, need: dict[str, int], over: Taken) -> bool:
@@ -477,8 +468,6 @@ class _Reclaim:
         for name in touched:
             self._count_excess(name, -1)
         for v in chosen:
-            if self.reachable is not None:
-                self.reachable.pop(v.key, None)
             self.outcome.evict(self.session, "reclaim", v, job)
             self.victims[v.queue].remove(v)
             for listed in self.victims_using.get(v.queue, {}).values():

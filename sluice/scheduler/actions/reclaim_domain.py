@@ -4,22 +4,22 @@ fewest of them, then the lowest priorities in total, then by name (victims.domai
 What a domain's search takes is what a search of the job's candidates (reclaim's
 ``candidates``, in their order) would take were it limited to the victims on that domain's
 nodes: each victim taken when it still qualifies after what was taken before it in the same
-domain, until the job fits. So a domain's victims are worked out alone, without walking the
-candidates of all the others: which of the jobs on its nodes the walk yields (``_Leaf``) and
-in which order (nearest relatives, then queue priority, then victim order) is known from each
-one's queue.
+domain, until the job fits. So each domain is searched alone, over its share of the victims
+the walk yields (``InLevel._gather``: the leaves the walk opens, in its order: nearest
+relatives, then queue priority, then victim order), without walking the others'.
 
-Domains are searched from the one whose result could come first: none comes before
-(1, the lowest priority among its victims, its name), as every search keeps at least one
-victim. Bounds are first taken over every job on the domain, then over those the walk yields
-there (dropping a domain whose pods would not fit even were all of them gone), and the
-searches stop as soon as the best found comes before every bound left.
+Domains are searched from the one whose result could come first. A search keeps at least
+one victim, and the last it takes always stays (without it, the search had not been done): a
+domain freed by one victim is freed by one that alone frees it, so none comes before (1, the
+lowest priority of such a victim on it, its name), nor before (2, ...) when it has none.
+Those victims are looked for a priority at a time, lowest first, only while the domain could
+still come first; the searches stop as soon as the best found comes before every bound left.
 """
 
 from __future__ import annotations
 
 import heapq
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from sluice.scheduler.actions.victims import Victims, cluster_need, domain_rank, frees_alone
 from sluice.scheduler.placement import Footprint
@@ -34,21 +34,9 @@ Bound = tuple[int, int, str]
 SCAN, SEARCH = 0, 1  # what a domain on the heap stands for (``InLevel.best``)
 Found = tuple[Victims, Placed]
 Listed = tuple[tuple[tuple[int, int, float], "Order"], JobInfo, tuple[str, ...]]
-"""A victim of a domain: its place in the candidates' order, itself, and the queues on its
-path below the common ancestor with the job."""
-
-
-class _Leaf(NamedTuple):
-    rank: tuple[int, int, float]
-    """Where its victims come among the candidates: the level of the common ancestor, the
-    queue's priority, minus its usage per weight (reclaim's ``used``)."""
-    path: tuple[str, ...]
-    """The leaf and its ancestors below the common one."""
-    strict: tuple[str, ...]
-    """The queues of ``path`` not above their share, where a victim that asks what their
-    deserved names is not yielded."""
-
-
+"""A victim of a domain: its place in the candidates' order (the level of the common
+ancestor with the job, its queue's priority, minus that queue's usage per weight, its victim
+order), itself, and the queues on its path below the common ancestor."""
 Shape = tuple[object, ...]
 """What a victim freeing a domain alone depends on besides the domain's room: the pod sets
 that go in it, what the cluster lacks and what each limit is over by."""
@@ -68,23 +56,23 @@ class InLevel:
         self.reclaim, self.job, self.short, self.over = reclaim, job, short, over
         self.search = search
         self.domains = {d.value: d for d in reclaim.session.domains.domains(level)}
-        self.on = reclaim.on_domains(level)
-        self.leaves: dict[str, _Leaf | None] = {}
-        self.within: dict[int, bool] = {}
         self.need = cluster_need(reclaim.session, job)
         self.shape: Shape = (
             search.inside.pod_sets,
             tuple(sorted(self.need.items())),
             tuple((q, tuple(sorted(limits.items()))) for q, limits in sorted(over.items())),
         )
+        self.on = self._gather(reclaim.on_domains(level))
+        self.lowest: dict[str, list[Listed]] = {}  # ``on``'s, lowest priority first
 
     def best(self) -> Found | None:
-        """Domains are taken from a heap by bound. A domain first stands for the lowest
-        priority among the jobs on it not yet looked at (stage SCAN): popped, those of that
-        priority are looked at, and when one of them alone frees the domain, the domain's
-        search has that bound (stage SEARCH); else it stands for the next priority, and
-        once none is left, for (2, ...): its search keeps two victims or more."""
-        heap = [((1, jobs[0].priority, value), SCAN, value, 0) for value, jobs in self.on.items()]
+        """Domains are taken from a heap by bound: first (stage SCAN) the lowest priority
+        of a victim on it not yet looked at; when one of that priority alone frees it, the
+        domain is searched at that bound (stage SEARCH); once none is left, at (2, ...)."""
+        heap = [
+            ((1, min(entry[1].priority for entry in listed), value), SCAN, value, 0)
+            for value, listed in self.on.items()
+        ]
         heapq.heapify(heap)
         best: tuple[Bound, Found] | None = None
         while heap:
@@ -94,16 +82,16 @@ class InLevel:
             domain = self.domains[value]
             if stage == SCAN:
                 k = self._scan(domain, k, bound[1])
-                jobs = self.on[value]
+                lowest = self.lowest[value]
                 if k < 0:
                     heapq.heappush(heap, (bound, SEARCH, value, 0))
-                elif k < len(jobs):
-                    heapq.heappush(heap, ((1, jobs[k].priority, value), SCAN, value, k))
+                elif k < len(lowest):
+                    heapq.heappush(heap, ((1, lowest[k][1].priority, value), SCAN, value, k))
                 else:
                     heapq.heappush(heap, ((2, -(2**63), value), SEARCH, value, 0))
                 continue
-            victims = self._victims(value)
-            if victims and self._could_hold(domain, victims):
+            victims = sorted(self.on[value], key=lambda entry: entry[0])
+            if self._could_hold(domain, victims):
                 found = self._search(domain, victims)
                 if found is not None:
                     key = domain_rank(found[0].chosen, domain)
@@ -112,22 +100,20 @@ class InLevel:
         return None if best is None else best[1]
 
     def _scan(self, domain: Domain, k: int, priority: int) -> int:
-        """Look at the jobs on the domain of this priority from ``k`` on: -1 when the walk
-        yields one that alone frees the domain (a search that ends with one victim ends
-        with such a one: the last victim a search takes stays), else where the next
-        priority's begin."""
-        jobs = self.on[domain.value]
-        reachable = self.reclaim.reachable
-        assert reachable is not None
+        """Look at the victims on the domain of this priority from ``k`` on: -1 when one
+        alone frees the domain, else where the next priority's begin."""
+        lowest = self.lowest.get(domain.value)
+        if lowest is None:
+            lowest = self.lowest[domain.value] = sorted(
+                self.on[domain.value], key=lambda entry: (entry[1].priority, entry[1].key)
+            )
         known = self.reclaim.alone
         version = self.reclaim.session.domains.version(domain)
-        while k < len(jobs):
-            victim = jobs[k]
+        while k < len(lowest):
+            victim = lowest[k][1]
             if victim.priority != priority:
                 break
             k += 1
-            if victim.key not in reachable or not self._yielded(victim):
-                continue
             key = (victim.key, domain.text, self.shape)
             found = known.get(key)
             if found is None or found[0] != version:
@@ -152,31 +138,6 @@ class InLevel:
                 return chosen, chosen.prune()
         return None
 
-    def _victims(self, value: str) -> list[Listed]:
-        """The jobs on the domain's nodes the candidates' walk yields, in its order."""
-        reclaim = self.reclaim
-        reachable = reclaim.reachable
-        assert reachable is not None
-        out: list[Listed] = []
-        for victim in self.on.get(value, ()):
-            if victim.key in reachable and self._yielded(victim):
-                leaf = self.leaves[victim.queue]
-                assert leaf is not None
-                out.append(((leaf.rank, reclaim.order(victim)), victim, leaf.path))
-        out.sort(key=lambda entry: entry[0])
-        return out
-
-    def _yielded(self, victim: JobInfo) -> bool:
-        """Whether the candidates' walk yields the victim (it may still be one)."""
-        leaves, queue = self.leaves, victim.queue
-        leaf = leaves[queue] if queue in leaves else self._leaf(victim)
-        if leaf is None:
-            return False
-        held = victim.held
-        if not any(held.get(r, 0) > 0 for r in self.short):
-            return False
-        return not leaf.strict or not any(self.reclaim.asks_owed(victim, q) for q in leaf.strict)
-
     def _could_hold(self, domain: Domain, victims: list[Listed]) -> bool:
         """Whether what goes in the domain would fit there were all these victims gone."""
         room: Footprint = {}
@@ -187,49 +148,45 @@ class InLevel:
                     slot[r] = slot.get(r, 0) + a
         return self.reclaim.session.domains.could_hold(self.search.inside, domain, room)
 
-    def _leaf(self, victim: JobInfo) -> _Leaf | None:
-        """What the candidates' walk asks of a victim's leaf and the queues between it and
-        the common ancestor with the job (nothing taken): None when it yields no victim of
-        it (reclaim's ``candidates`` and ``bound``)."""
-        self.leaves[victim.queue] = found = self._open(victim.queue)
-        return found
-
-    def _open(self, leaf: str) -> _Leaf | None:
+    def _gather(self, of_job: dict[str, tuple[str, ...]]) -> dict[str, list[Listed]]:
+        """Domain value -> the victims on it the candidates' walk yields (nothing taken),
+        given the domains each job that may be a victim is on (``of_job``). The walk's
+        rules (reclaim's ``candidates`` and ``bound``): group by group, while the job's own
+        queues below are within their deserved share; into a queue only when it may give
+        (``may_give``) and, above a leaf, is above its deserved share in something the job
+        lacks; from a leaf above its share in such a resource, its victims holding one of
+        them, but for one that asks what a queue on its path not above its share names."""
         reclaim, short = self.reclaim, self.short
-        session = reclaim.session
-        excess = reclaim.excess.get(leaf)
-        if not excess or not any(r in excess for r in short):
-            return None
-        mine = session.chain(self.job.queue)
-        path: list[str] = []
-        for q in session.chain(leaf):
-            if q in mine:
-                level = mine.index(q)
-                break
-            path.append(q)
-        else:
-            return None
-        if level == 0 or not self._within(level):
-            return None
-        for q in path:
-            if not reclaim.may_give(q, {}, short):
-                return None
-            info = session.queues[q]
-            if info.children and not any(
-                info.allocated.get(r, 0) > info.deserved.get_amount(r) for r in short
-            ):
-                return None  # its bound is LAST: the walk never enters it
-        strict = tuple(q for q in path if not reclaim.above_deserved(q, {}, short))
-        rank = (level, session.queues[leaf].priority, reclaim.used(leaf))
-        return _Leaf(rank, tuple(path), strict)
-
-    def _within(self, level: int) -> bool:
-        """The job's queues below the level are within their deserved share."""
-        found = self.within.get(level)
-        if found is None:
-            reclaim = self.reclaim
-            mine = reclaim.session.chain(self.job.queue)
-            found = self.within[level] = all(
-                reclaim.within_deserved(self.job, own) for own in mine[:level]
-            )
-        return found
+        session, resources = reclaim.session, frozenset(short)
+        queues, chain = session.queues, session.chain(self.job.queue)
+        out: dict[str, list[Listed]] = {}
+        for level in range(1, len(chain)):
+            own = chain[level - 1]
+            if not reclaim.within_deserved(self.job, own):
+                break  # every further group has a higher common ancestor: still not within
+            stack: list[tuple[str, tuple[str, ...]]] = [
+                (child, (child,)) for child in queues[chain[level]].children if child != own
+            ]
+            while stack:
+                name, path = stack.pop()
+                info = queues[name]
+                if info.children:
+                    if any(
+                        info.allocated.get(r, 0) > info.deserved.get_amount(r) for r in short
+                    ) and reclaim.may_give(name, {}, short):
+                        stack.extend((child, (*path, child)) for child in info.children)
+                    continue
+                excess = reclaim.excess.get(name)
+                if not excess or not any(r in excess for r in short):
+                    continue
+                if not reclaim.may_give(name, {}, short):
+                    continue
+                strict = [q for q in path if not reclaim.above_deserved(q, {}, short)]
+                rank = (level, info.priority, reclaim.used(name))
+                for victim in reclaim.victims_for(name, resources):
+                    if strict and any(reclaim.asks_owed(victim, q) for q in strict):
+                        continue
+                    entry = ((rank, reclaim.order(victim)), victim, path)
+                    for value in of_job.get(victim.key, ()):
+                        out.setdefault(value, []).append(entry)
+        return out
