@@ -62,6 +62,7 @@ class InLevel:
             tuple(sorted(self.need.items())),
             tuple((q, tuple(sorted(limits.items()))) for q, limits in sorted(over.items())),
         )
+        self.low: dict[str, int] = {}  # domain value -> the lowest priority of a victim on it
         self.on = self._gather(reclaim.on_domains(level))
         self.lowest: dict[str, list[Listed]] = {}  # ``on``'s, lowest priority first
 
@@ -69,10 +70,7 @@ class InLevel:
         """Domains are taken from a heap by bound: first (stage SCAN) the lowest priority
         of a victim on it not yet looked at; when one of that priority alone frees it, the
         domain is searched at that bound (stage SEARCH); once none is left, at (2, ...)."""
-        heap = [
-            ((1, min(entry[1].priority for entry in listed), value), SCAN, value, 0)
-            for value, listed in self.on.items()
-        ]
+        heap = [((1, low, value), SCAN, value, 0) for value, low in self.low.items()]
         heapq.heapify(heap)
         best: tuple[Bound, Found] | None = None
         while heap:
@@ -159,6 +157,7 @@ class InLevel:
         reclaim, short = self.reclaim, self.short
         session, resources = reclaim.session, frozenset(short)
         queues, chain = session.queues, session.chain(self.job.queue)
+        orders, low = reclaim.orders, self.low
         out: dict[str, list[Listed]] = {}
         for level in range(1, len(chain)):
             own = chain[level - 1]
@@ -186,7 +185,14 @@ class InLevel:
                 for victim in reclaim.victims_for(name, resources):
                     if strict and any(reclaim.asks_owed(victim, q) for q in strict):
                         continue
-                    entry = ((rank, reclaim.order(victim)), victim, path)
-                    for value in of_job.get(victim.key, ()):
-                        out.setdefault(value, []).append(entry)
+                    key, priority = victim.key, victim.priority
+                    entry = ((rank, orders.get(key) or reclaim.order(victim)), victim, path)
+                    for value in of_job.get(key, ()):
+                        listed = out.get(value)
+                        if listed is None:
+                            out[value], low[value] = [entry], priority
+                        else:
+                            listed.append(entry)
+                            if priority < low[value]:
+                                low[value] = priority
         return out
