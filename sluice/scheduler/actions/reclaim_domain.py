@@ -40,10 +40,10 @@ order), itself, and the queues on its path below the common ancestor."""
 Shape = tuple[object, ...]
 """What a victim freeing a domain alone depends on besides the domain's room: the pod sets
 that go in it, what the cluster lacks and what each limit is over by."""
-Alone = dict[tuple[str, str, Shape], tuple[int, bool]]
-"""(victim, domain, shape) -> the domain's room version (``Domains.version``) and whether
-the victim alone frees the domain for that shape: kept from one job to the next while the
-domain's room is as it was (a victim goes only by giving room back there)."""
+Alone = dict[tuple[Shape, str], tuple[int, dict[str, bool]]]
+"""(shape, domain) -> the domain's room version (``Domains.version``), and victim -> whether
+it alone frees the domain for that shape: kept from one job to the next while the domain's
+room is as it was (a victim goes only by giving room back there)."""
 
 
 class InLevel:
@@ -105,18 +105,20 @@ class InLevel:
             lowest = self.lowest[domain.value] = sorted(
                 self.on[domain.value], key=lambda entry: (entry[1].priority, entry[1].key)
             )
-        known = self.reclaim.alone
         version = self.reclaim.session.domains.version(domain)
+        kept = self.reclaim.alone.get((self.shape, domain.text))
+        if kept is None or kept[0] != version:
+            kept = self.reclaim.alone[(self.shape, domain.text)] = (version, {})
+        known = kept[1]
         while k < len(lowest):
             victim = lowest[k][1]
             if victim.priority != priority:
                 break
             k += 1
-            key = (victim.key, domain.text, self.shape)
-            found = known.get(key)
-            if found is None or found[0] != version:
-                found = known[key] = (version, self._frees(victim, domain))
-            if found[1]:
+            frees = known.get(victim.key)
+            if frees is None:
+                frees = known[victim.key] = self._frees(victim, domain)
+            if frees:
                 return -1
         return k
 
