@@ -37,6 +37,9 @@ Listed = tuple[tuple[tuple[int, int, float], "Order"], JobInfo, tuple[str, ...]]
 """A victim of a domain: its place in the candidates' order (the level of the common
 ancestor with the job, its queue's priority, minus that queue's usage per weight, its victim
 order), itself, and the queues on its path below the common ancestor."""
+Spread = dict[tuple[object, ...], tuple[int, list[tuple[str, Listed]]]]
+"""(level, leaf, the level of the common ancestor, path, its queues not above their share,
+resources) -> the leaf's ``version`` and ``InLevel._spread``'s list."""
 Shape = tuple[object, ...]
 """What a victim freeing a domain alone depends on besides the domain's room: the pod sets
 that go in it, what the cluster lacks and what each limit is over by."""
@@ -63,7 +66,8 @@ class InLevel:
             tuple((q, tuple(sorted(limits.items()))) for q, limits in sorted(over.items())),
         )
         self.low: dict[str, int] = {}  # domain value -> the lowest priority of a victim on it
-        self.on = self._gather(reclaim.on_domains(level))
+        self.level, self.of_job = level, reclaim.on_domains(level)
+        self.on = self._gather()
         self.lowest: dict[str, list[Listed]] = {}  # ``on``'s, lowest priority first
 
     def best(self) -> Found | None:
@@ -148,7 +152,7 @@ class InLevel:
                     slot[r] = slot.get(r, 0) + a
         return self.reclaim.session.domains.could_hold(self.search.inside, domain, room)
 
-    def _gather(self, of_job: dict[str, tuple[str, ...]]) -> dict[str, list[Listed]]:
+    def _gather(self) -> dict[str, list[Listed]]:
         """Domain value -> the victims on it the candidates' walk yields (nothing taken),
         given the domains each job that may be a victim is on (``of_job``). The walk's
         rules (reclaim's ``candidates`` and ``bound``): group by group, while the job's own
@@ -159,7 +163,7 @@ class InLevel:
         reclaim, short = self.reclaim, self.short
         session, resources = reclaim.session, frozenset(short)
         queues, chain = session.queues, session.chain(self.job.queue)
-        orders, low = reclaim.orders, self.low
+        low = self.low
         out: dict[str, list[Listed]] = {}
         for level in range(1, len(chain)):
             own = chain[level - 1]
@@ -182,19 +186,36 @@ class InLevel:
                     continue
                 if not reclaim.may_give(name, {}, short):
                     continue
-                strict = [q for q in path if not reclaim.above_deserved(q, {}, short)]
-                rank = (level, info.priority, reclaim.used(name))
-                for victim in reclaim.victims_for(name, resources):
-                    if strict and any(reclaim.asks_owed(victim, q) for q in strict):
-                        continue
-                    key, priority = victim.key, victim.priority
-                    entry = ((rank, orders.get(key) or reclaim.order(victim)), victim, path)
-                    for value in of_job.get(key, ()):
-                        listed = out.get(value)
-                        if listed is None:
-                            out[value], low[value] = [entry], priority
-                        else:
-                            listed.append(entry)
-                            if priority < low[value]:
-                                low[value] = priority
+                strict = tuple(q for q in path if not reclaim.above_deserved(q, {}, short))
+                for value, entry in self._spread(name, level, path, strict, resources):
+                    priority = entry[1].priority
+                    listed = out.get(value)
+                    if listed is None:
+                        out[value], low[value] = [entry], priority
+                    else:
+                        listed.append(entry)
+                        if priority < low[value]:
+                            low[value] = priority
+        return out
+
+    def _spread(
+        self, leaf: str, level: int, path: tuple[str, ...], strict: tuple[str, ...],
+        resources: frozenset[str],
+    ) -> list[tuple[str, Listed]]:  # fmt: skip
+        """The leaf's victims the walk yields, each once per domain it is on, kept while no
+        victim of the leaf is taken (its ``version``)."""
+        reclaim = self.reclaim
+        key = (self.level, leaf, level, path, strict, resources)
+        version = reclaim.version.get(leaf, 0)
+        kept = reclaim.spread.get(key)
+        if kept is not None and kept[0] == version:
+            return kept[1]
+        rank = (level, reclaim.session.queues[leaf].priority, reclaim.used(leaf))
+        out: list[tuple[str, Listed]] = []
+        for victim in reclaim.victims_for(leaf, resources):
+            if strict and any(reclaim.asks_owed(victim, q) for q in strict):
+                continue
+            entry = ((rank, reclaim.order(victim)), victim, path)
+            out.extend((value, entry) for value in self.of_job.get(victim.key, ()))
+        reclaim.spread[key] = (version, out)
         return out
