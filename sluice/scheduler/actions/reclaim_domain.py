@@ -114,17 +114,32 @@ class InLevel:
         if kept is None or kept[0] != version:
             kept = self.reclaim.alone[(self.shape, domain.text)] = (version, {})
         known = kept[1]
-        while k < len(lowest):
-            victim = lowest[k][1]
-            if victim.priority != priority:
-                break
-            k += 1
+        end = k
+        while end < len(lowest) and lowest[end][1].priority == priority:
+            end += 1
+        run = [entry[1] for entry in lowest[k:end]]
+        unknown = [victim for victim in run if victim.key not in known]
+        if len(unknown) > 2 and not self._together(domain, unknown):
+            for victim in unknown:  # not even all of them together could
+                known[victim.key] = False
+        for victim in run:
             frees = known.get(victim.key)
             if frees is None:
                 frees = known[victim.key] = self._frees(victim, domain)
             if frees:
                 return -1
-        return k
+        return end
+
+    def _together(self, domain: Domain, victims: list[JobInfo]) -> bool:
+        """Whether what goes in the domain could fit there were all these victims gone: when
+        not, none of them alone makes it fit."""
+        room: Footprint = {}
+        for victim in victims:
+            for i, held in victim.footprint.items():
+                slot = room.setdefault(i, {})
+                for r, a in held.items():
+                    slot[r] = slot.get(r, 0) + a
+        return self.reclaim.session.domains.could_hold(self.search.inside, domain, room)
 
     def _frees(self, victim: JobInfo, domain: Domain) -> bool:
         session = self.reclaim.session
