@@ -21,8 +21,13 @@ from __future__ import annotations
 import heapq
 from typing import TYPE_CHECKING
 
-from sluice.scheduler.actions.victims import Victims, cluster_need, domain_rank, frees_alone
-from sluice.scheduler.placement import Footprint
+from sluice.scheduler.actions.victims import (
+    Victims,
+    cluster_need,
+    domain_rank,
+    frees_alone,
+    frees_together,
+)
 from sluice.scheduler.session import JobInfo
 from sluice.scheduler.set_domains import Placed, Search
 from sluice.scheduler.topology import Domain
@@ -93,7 +98,8 @@ class InLevel:
                     heapq.heappush(heap, ((2, -(2**63), value), SEARCH, value, 0))
                 continue
             victims = sorted(self.on[value], key=lambda entry: entry[0])
-            if self._could_hold(domain, victims):
+            session, inside = self.reclaim.session, self.search.inside
+            if frees_together(session, inside, domain, (v for _, v, _ in victims)):
                 found = self._search(domain, victims)
                 if found is not None:
                     key = domain_rank(found[0].chosen, domain)
@@ -119,7 +125,8 @@ class InLevel:
             end += 1
         run = [entry[1] for entry in lowest[k:end]]
         unknown = [victim for victim in run if victim.key not in known]
-        if len(unknown) > 2 and not self._together(domain, unknown):
+        session, inside = self.reclaim.session, self.search.inside
+        if len(unknown) > 2 and not frees_together(session, inside, domain, unknown):
             for victim in unknown:  # not even all of them together could
                 known[victim.key] = False
         for victim in run:
@@ -130,19 +137,8 @@ class InLevel:
                 return -1
         return end
 
-    def _together(self, domain: Domain, victims: list[JobInfo]) -> bool:
-        """Whether what goes in the domain could fit there were all these victims gone: when
-        not, none of them alone makes it fit."""
-        room: Footprint = {}
-        for victim in victims:
-            for i, held in victim.footprint.items():
-                slot = room.setdefault(i, {})
-                for r, a in held.items():
-                    slot[r] = slot.get(r, 0) + a
-        return self.reclaim.session.domains.could_hold(self.search.inside, domain, room)
-
     def _frees(self, victim: JobInfo, domain: Domain) -> bool:
-        session = self.reclaim.session
+        session = self.reclaim.session  # victims.frees_alone, for this job
         return frees_alone(session, self.need, self.over, victim, self.search.inside, domain)
 
     def _search(self, domain: Domain, victims: list[Listed]) -> Found | None:
@@ -156,16 +152,6 @@ class InLevel:
             if reclaim._adds(chosen, taken, victim, over) and chosen.placeable():
                 return chosen, chosen.prune()
         return None
-
-    def _could_hold(self, domain: Domain, victims: list[Listed]) -> bool:
-        """Whether what goes in the domain would fit there were all these victims gone."""
-        room: Footprint = {}
-        for _, victim, _ in victims:
-            for i, held in victim.footprint.items():
-                slot = room.setdefault(i, {})
-                for r, a in held.items():
-                    slot[r] = slot.get(r, 0) + a
-        return self.reclaim.session.domains.could_hold(self.search.inside, domain, room)
 
     def _gather(self) -> dict[str, list[Listed]]:
         """Domain value -> the victims on it the candidates' walk yields (nothing taken),
