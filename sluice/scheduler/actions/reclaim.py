@@ -256,7 +256,7 @@ class _Reclaim:
         self,
         job: JobInfo,
         short: dict[str, int],
-        taken: Taken | None,
+        taken: Taken,
         paths: list[tuple[str, ...]] | None = None,
     ) -> Iterator[JobInfo]:
         """Victims in order: nearest relatives first, then lower queue priority, then lower
@@ -269,36 +269,16 @@ class _Reclaim:
         order while only the branches that can hold the next ones are opened. A subtree whose
         root is back at its deserved share is dropped whole: nothing below it qualifies.
         Children are visited through their cached ranking, one at a time, so a queue with
-        hundreds of children costs a few steps, not hundreds.
-
-        ``taken`` None: nothing is taken while the victims are walked (reclaim by domain
-        counts what each domain takes on its own), so what each queue gives is asked once.
+        hundreds of children costs a few steps, not hundreds. Which victims come out, and in
+        which order, is what reclaim_domain.py gathers for each domain without the walk.
         """
         session = self.session
-        fixed: dict[str, tuple[bool, bool]] | None = None
-        if taken is None:
-            fixed, taken = {}, {}
-
-        def asked(name: str) -> tuple[bool, bool]:
-            """may_give and above_deserved of the queue, once (``fixed``)."""
-            assert fixed is not None and taken is not None
-            found = fixed.get(name)
-            if found is None:
-                found = fixed[name] = (
-                    self.may_give(name, taken, short),
-                    self.above_deserved(name, taken, short),
-                )
-            return found
 
         def may_give(name: str) -> bool:
-            assert taken is not None
-            return asked(name)[0] if fixed is not None else self.may_give(name, taken, short)
+            return self.may_give(name, taken, short)
 
         def gives_up(name: str, victim: JobInfo) -> bool:
-            assert taken is not None
-            if fixed is None:
-                return self.gives_up(name, victim, taken, short)
-            return not self.asks_owed(victim, name) or asked(name)[1]
+            return self.gives_up(name, victim, taken, short)
 
         resources = frozenset(short)
         chain = session.chain(job.queue)
