@@ -14,6 +14,12 @@ domain freed by one victim is freed by one that alone frees it, so none comes be
 lowest priority of such a victim on it, its name), nor before (2, ...) when it has none.
 Those victims are looked for a priority at a time, lowest first, only while the domain could
 still come first; the searches stop as soon as the best found comes before every bound left.
+
+What does not change from one job to the next is kept: each leaf's victims spread over the
+domains, until one of them is taken (``Spread``); whether a victim alone frees a domain for
+pods of one shape, while the domain's room is as it was (``Alone``). Before that is asked of
+each victim of a priority, it is asked of all of them together: when not even they could,
+none of them alone does.
 """
 
 from __future__ import annotations
