@@ -155,6 +155,11 @@ class Domains:
                     scores[value] = new = self._score(text, asked)
                     bisect.insort(order, (new, value))
 
+    def version(self, domain: Domain) -> int:
+        """Changed whenever room is held or given back on the domain's nodes."""
+        self.domains(domain.level)
+        return self._version.get(domain.text, 0)
+
     def domain(self, level: str, value: str) -> Domain | None:
         return next((d for d in self.domains(level) if d.value == value), None)
 

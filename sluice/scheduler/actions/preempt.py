@@ -12,10 +12,15 @@ from __future__ import annotations
 from sluice.scheduler.actions.admit import admissible_leaves
 from sluice.scheduler.actions.outcome import Outcome
 from sluice.scheduler.actions.reclaim import victim_order
-from sluice.scheduler.actions.victims import Victims, cluster_need, domain_rank, frees_alone
+from sluice.scheduler.actions.victims import (
+    Victims,
+    cluster_need,
+    domain_rank,
+    frees_alone,
+    frees_together,
+)
 from sluice.scheduler.fit import as_hard, fits, placeable, queue_overage
 from sluice.scheduler.order import leaf_order
-from sluice.scheduler.placement import Footprint
 from sluice.scheduler.session import JobInfo, Session
 from sluice.scheduler.set_domains import Placed, Search, Where, victim_search
 from sluice.scheduler.topology import Domain
@@ -131,13 +136,7 @@ def _in_one_domain(
         bounds: list[tuple[tuple[int, float, str], Domain]] = []
         for value, those in on.items():
             domain = by_value[value]
-            room: Footprint = {}
-            for victim in those:
-                for i, held in victim.footprint.items():
-                    slot = room.setdefault(i, {})
-                    for r, a in held.items():
-                        slot[r] = slot.get(r, 0) + a
-            if not domains.could_hold(search.inside, domain, room):
+            if not frees_together(session, search.inside, domain, those):
                 continue
             alone = [
                 v.priority

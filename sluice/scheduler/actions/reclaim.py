@@ -19,10 +19,11 @@ import itertools
 from collections.abc import Collection, Iterator, Mapping
 from datetime import datetime, timedelta
 
-from sluice.api.views import EPOCH, WorkloadView
+from sluice.api.views import EPOCH
 from sluice.scheduler.actions.admit import admissible_leaves
 from sluice.scheduler.actions.outcome import Outcome
-from sluice.scheduler.actions.victims import Victims, cluster_need, domain_rank, frees_alone
+from sluice.scheduler.actions.reclaim_domain import Alone, InLevel, Spread
+from sluice.scheduler.actions.victims import Victims
 from sluice.scheduler.fit import (
     as_hard,
     lacking,
@@ -73,12 +74,9 @@ class _Reclaim:
         for name, info in session.queues.items():
             if not info.children and info.admitted_jobs and info.queue.spec.reclaimable:
                 self._count_excess(name, +1)
-        self.reachable: dict[str, JobInfo] | None = None
-        """Every job that may still be a victim (eligible, in a leaf reclaim takes from), by
-        name, once a job that asks a Topology needs them; ``reachable_room`` is what they
-        hold on each node, ``lowest`` the lowest priority among those on each domain."""
-        self.reachable_room_: Footprint = {}
-        self.by_domain: dict[str, dict[str, list[JobInfo]]] = {}
+        self.alone: Alone = {}  # reclaim_domain.py's, kept from one job to the next
+        self.spread: Spread = {}  # likewise
+        self.by_domain: dict[str, dict[str, tuple[str, ...]]] = {}  # level -> ``on_domains``
 
     # Conditions ------------------------------------------------------------------------------
     def eligible(self, job: JobInfo) -> bool:
@@ -258,7 +256,7 @@ class _Reclaim:
         self,
         job: JobInfo,
         short: dict[str, int],
-        taken: Taken | None,
+        taken: Taken,
         paths: list[tuple[str, ...]] | None = None,
     ) -> Iterator[JobInfo]:
         """Victims in order: nearest relatives first, then lower queue priority, then lower
@@ -271,36 +269,16 @@ class _Reclaim:
         order while only the branches that can hold the next ones are opened. A subtree whose
         root is back at its deserved share is dropped whole: nothing below it qualifies.
         Children are visited through their cached ranking, one at a time, so a queue with
-        hundreds of children costs a few steps, not hundreds.
-
-        ``taken`` None: nothing is taken while the victims are walked (reclaim by domain
-        counts what each domain takes on its own), so what each queue gives is asked once.
+        hundreds of children costs a few steps, not hundreds. Which victims come out, and in
+        which order, is what reclaim_domain.py gathers for each domain without the walk.
         """
         session = self.session
-        fixed: dict[str, tuple[bool, bool]] | None = None
-        if taken is None:
-            fixed, taken = {}, {}
-
-        def asked(name: str) -> tuple[bool, bool]:
-            """may_give and above_deserved of the queue, once (``fixed``)."""
-            assert fixed is not None and taken is not None
-            found = fixed.get(name)
-            if found is None:
-                found = fixed[name] = (
-                    self.may_give(name, taken, short),
-                    self.above_deserved(name, taken, short),
-                )
-            return found
 
         def may_give(name: str) -> bool:
-            assert taken is not None
-            return asked(name)[0] if fixed is not None else self.may_give(name, taken, short)
+            return self.may_give(name, taken, short)
 
         def gives_up(name: str, victim: JobInfo) -> bool:
-            assert taken is not None
-            if fixed is None:
-                return self.gives_up(name, victim, taken, short)
-            return not self.asks_owed(victim, name) or asked(name)[1]
+            return self.gives_up(name, victim, taken, short)
 
         resources = frozenset(short)
         chain = session.chain(job.queue)
@@ -432,75 +410,28 @@ class _Reclaim:
     ) -> tuple[Victims, Placed] | None:
         """For a job that asks a Topology: the domain of the level searched
         (set_domains.Search) whose victims make it fit with the fewest of them, then the
-        lowest priorities in total, then by name (a preferred level widens level by level,
-        then to anywhere). One walk over the candidates, in order, serves every domain: each
-        takes, as a search of its own would, those that hold room in it and still qualify
-        after what it took before them.
-
-        Only the domains that could still be the one are searched (``_Walk``), and the walk
-        stops when none is left."""
+        lowest priorities in total, then by name (reclaim_domain.py); a preferred level
+        widens level by level, then to anywhere."""
         request = search.request
         assert request is not None
-        domains = self.session.domains
-        for level in domains.levels(request):
-            of_node = {i: d for d in domains.domains(level) for i in d.nodes}
-            walk = _Walk(self, job, short, over, level, search.inside)
-            searches: dict[str, tuple[Victims, Taken]] = {}
-            best: tuple[tuple[int, int, str], tuple[Victims, Placed]] | None = None
-            paths: list[tuple[str, ...]] = []
-            for victim in self.candidates(job, short, None, paths) if walk.live else ():
-                path = paths[-1]
-                walk.passed(victim)
-                touched = {of_node[i] for i in victim.footprint if i in of_node}
-                for domain in sorted(touched, key=lambda d: d.value):
-                    if domain.value not in walk.live:
-                        continue
-                    chosen, taken = searches.get(domain.value) or searches.setdefault(
-                        domain.value, (Victims(self.session, job, over, search.where(domain)), {})
-                    )
-                    if not all(self.gives_up(q, victim, taken, short) for q in path):
-                        continue  # this domain's victims so far brought that queue back
-                    if not self._adds(chosen, taken, victim, over) or not chosen.placeable():
-                        continue
-                    walk.live.discard(domain.value)
-                    found = (chosen, chosen.prune())
-                    key = domain_rank(chosen.chosen, domain)
-                    if best is None or key < best[0]:
-                        best = (key, found)
-                        walk.beaten(key)
-                walk.recheck(victim)
-                if not walk.live:
-                    break
-            if best is not None:
-                return best[1]
+        for level in self.session.domains.levels(request):
+            found = InLevel(self, job, short, over, search, level).best()
+            if found is not None:
+                return found
         return None if request.required else self._choose(job, short, over, search.anywhere)
 
-    def reachable_room(self) -> Footprint:
-        """What every job that may still be a victim holds on each node (``reachable``)."""
-        if self.reachable is None:
-            self.reachable = {}
-            for name in self.excess:
-                for job in self.session.queues[name].admitted_jobs:
-                    if self.eligible(job):
-                        self.reachable[job.key] = job
-                        for i, room in job.footprint.items():
-                            _add(self.reachable_room_.setdefault(i, {}), room, 1)
-        return self.reachable_room_
-
-    def on_domains(self, level: str) -> dict[str, list[JobInfo]]:
-        """Domain value of a level -> the jobs that may be victims on its nodes, lowest
-        priority first, as first asked (victims only go: ``reachable`` says which still may)."""
+    def on_domains(self, level: str) -> dict[str, tuple[str, ...]]:
+        """Job -> the domains of a level it holds room on, for every job that may be a
+        victim (eligible, in a leaf reclaim takes from), as first asked."""
         found = self.by_domain.get(level)
         if found is None:
-            found = self.by_domain[level] = {}
             of_node = {i: d.value for d in self.session.domains.domains(level) for i in d.nodes}
-            self.reachable_room()
-            assert self.reachable is not None
-            for job in self.reachable.values():
-                for value in {of_node[i] for i in job.footprint if i in of_node}:
-                    found.setdefault(value, []).append(job)
-            for jobs in found.values():
-                jobs.sort(key=lambda j: (j.priority, j.key))
+            found = self.by_domain[level] = {
+                job.key: tuple(sorted({of_node[i] for i in job.footprint if i in of_node}))
+                for name in self.excess
+                for job in self.session.queues[name].admitted_jobs
+                if self.eligible(job)
+            }
         return found
 
     def _helps(self, victim: JobInfo, need: dict[str, int], over: Taken) -> bool:
@@ -518,9 +449,6 @@ class _Reclaim:
         for name in touched:
             self._count_excess(name, -1)
         for v in chosen:
-            if self.reachable is not None and self.reachable.pop(v.key, None) is not None:
-                for i, room in v.footprint.items():
-                    _add(self.reachable_room_[i], room, -1)
             self.outcome.evict(self.session, "reclaim", v, job)
             self.victims[v.queue].remove(v)
             for listed in self.victims_using.get(v.queue, {}).values():
@@ -602,127 +530,3 @@ def reclaim(session: Session, outcome: Outcome) -> None:
 def _add(target: dict[str, int], amounts: Mapping[str, int], sign: int) -> None:
     for r, a in amounts.items():
         target[r] = target.get(r, 0) + sign * a
-
-
-class _Walk:
-    """Which domains of a level one walk over a job's candidates still searches (``live``).
-
-    Not one whose pods would not fit in it even were every possible victim gone
-    (``Domains.could_hold``). And once a domain is freed by a single victim (key
-    ``(1, priority, name)``), a domain could only come before it freed by a single victim
-    too: the last victim a search takes always stays (without it, the search had not been
-    done), so that victim is one not yet walked past, that alone frees the domain, of a
-    priority below (or, for a domain named before, equal to) the key's. Each domain keeps
-    one such victim as its witness, the lowest first; when none is left it is not
-    searched further.
-    """
-
-    def __init__(self, reclaim: _Reclaim, job: JobInfo, short: dict[str, int], over: Taken,
-                 level: str, inside: WorkloadView) -> None:  # fmt: skip
-        self.reclaim, self.job, self.short, self.over = reclaim, job, short, over
-        self.inside = inside  # what goes in the domain searched (set_domains.Search)
-        session = reclaim.session
-        self.domains = {d.value: d for d in session.domains.domains(level)}
-        room = reclaim.reachable_room()
-        self.live = {
-            value
-            for value, domain in self.domains.items()
-            if session.domains.could_hold(inside, domain, room)
-        }
-        self.on = reclaim.on_domains(level) if self.live else {}
-        self.need = cluster_need(session, job)
-        self.key: tuple[int, int, str] | None = None  # the best key so far, when one victim
-        self.walked: set[str] = set()
-        self.next: dict[str, int] = {}  # domain -> where in ``on`` its witness is
-        self.witnesses: dict[str, set[str]] = {}  # victim -> the domains it is the witness of
-        self.within: dict[int, bool] = {}  # level -> the job's queues below it within deserved
-        self.leaves: dict[str, tuple[str, ...] | None] = {}
-        """Leaf -> the queues between it and the job's whose share does not let every victim
-        go (``gives_up`` asks of the victim), or None when the walk never opens it."""
-
-    def passed(self, victim: JobInfo) -> None:
-        self.walked.add(victim.key)
-
-    def beaten(self, key: tuple[int, int, str]) -> None:
-        """A domain was freed with this key: keep only the domains that could come first."""
-        if key[0] != 1:
-            return
-        self.key = key
-        self.live = {value for value in self.live if self._witness(value)}
-
-    def recheck(self, victim: JobInfo) -> None:
-        """The walk is past the victim: the domains it was the witness of need another."""
-        for value in self.witnesses.pop(victim.key, ()):
-            if value in self.live and not self._witness(value):
-                self.live.discard(value)
-
-    def _witness(self, value: str) -> bool:
-        assert self.key is not None
-        _, priority, name = self.key
-        jobs = self.on.get(value, ())
-        k = self.next.get(value, 0)
-        while k < len(jobs):
-            victim = jobs[k]
-            if victim.priority > priority or (victim.priority == priority and value > name):
-                break
-            if victim.key not in self.walked and self._frees(victim, value):
-                self.next[value] = k
-                self.witnesses.setdefault(victim.key, set()).add(value)
-                return True
-            k += 1
-        self.next[value] = k
-        return False
-
-    def _frees(self, victim: JobInfo, value: str) -> bool:
-        """Whether the walk may yet come to the victim and it alone frees the domain."""
-        reclaim, leaf = self.reclaim, victim.queue
-        strict = self.leaves[leaf] if leaf in self.leaves else self._opens(leaf)
-        if strict is None:
-            return False
-        assert reclaim.reachable is not None
-        if victim.key not in reclaim.reachable:
-            return False
-        if not any(victim.held.get(r, 0) > 0 for r in self.short):
-            return False
-        if any(reclaim.asks_owed(victim, q) for q in strict):
-            return False
-        domain = self.domains[value]
-        return frees_alone(reclaim.session, self.need, self.over, victim, self.inside, domain)
-
-    def _opens(self, leaf: str) -> tuple[str, ...] | None:
-        self.leaves[leaf] = found = self._open(leaf)
-        return found
-
-    def _open(self, leaf: str) -> tuple[str, ...] | None:
-        """What ``candidates`` asks of a leaf and the queues between it and the job's,
-        whatever the order (nothing taken): None when it never yields a victim of it; else
-        the queues on the way not above their share, where a victim that asks what their
-        deserved names does not qualify."""
-        reclaim, short = self.reclaim, self.short
-        excess = reclaim.excess.get(leaf)
-        if not excess or not any(r in excess for r in short):
-            return None
-        mine = reclaim.session.chain(self.job.queue)
-        path: list[str] = []
-        for q in reclaim.session.chain(leaf):
-            if q in mine:
-                level = mine.index(q)
-                break
-            path.append(q)
-        else:
-            return None
-        if level == 0 or not self._within(level):
-            return None
-        if not all(reclaim.may_give(q, {}, short) for q in path):
-            return None
-        return tuple(q for q in path if not reclaim.above_deserved(q, {}, short))
-
-    def _within(self, level: int) -> bool:
-        """The job's queues below the level are within their deserved share."""
-        found = self.within.get(level)
-        if found is None:
-            mine = self.reclaim.session.chain(self.job.queue)
-            found = self.within[level] = all(
-                self.reclaim.within_deserved(self.job, own) for own in mine[:level]
-            )
-        return found

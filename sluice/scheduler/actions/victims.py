@@ -4,7 +4,7 @@ room when all three are enough; victims it turns out not to need are then let go
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from sluice.api.views import WorkloadView
 from sluice.scheduler.fit import place, place_where
@@ -161,6 +161,18 @@ def frees_alone(
         if q not in chain or any(held.get(r, 0) < a for r, a in limits.items()):
             return False
     return session.domains.could_hold(inside, domain, victim.footprint)
+
+
+def frees_together(
+    session: Session, inside: WorkloadView, domain: Domain, victims: Iterable[JobInfo]
+) -> bool:
+    """Whether what goes in the domain (``inside``) could fit there were all these victims
+    gone: when not, no choice among them makes it fit, and none of them alone does."""
+    room: Footprint = {}
+    for victim in victims:
+        for i, held in victim.footprint.items():
+            _add(room.setdefault(i, {}), held, 1)
+    return session.domains.could_hold(inside, domain, room)
 
 
 def _add(target: dict[str, int], amounts: Mapping[str, int], sign: int) -> None:

@@ -260,3 +260,45 @@ def test_the_random_clusters_reach_every_search() -> None:
     assert kinds.get("reclaim", 0) >= 10 and kinds.get("preempt", 0) >= 10, kinds
     assert sum(kinds.values()) >= 100 and waiting >= 20, (kinds, waiting)
     assert per_set.get("reclaim", 0) >= 3 and per_set.get("preempt", 0) >= 3, per_set
+
+
+def test_what_the_search_keeps_from_one_job_to_the_next_follows_the_room() -> None:
+    """Whether a victim alone frees a domain is kept from one job to the next, but not once
+    the domain's room changed. Two alike jobs of 4 GPUs, each in one rack (r2's GPUs are
+    tainted: the cluster has room, the racks do not): the first takes u (6 GPUs) in r0,
+    where v (2) alone was too little; it leaves 2 free there, so for the second v alone is
+    enough now, and r0 with v (priority -100) comes before r1 with w (priority 0)."""
+    gpu = "nvidia.com/gpu"
+    nodes = [
+        node(f"r{r}-0", labels={BLOCK: "b0", RACK: f"r{r}", "host": f"r{r}-0"}, cpu=8, **{gpu: 8})
+        for r in range(3)
+    ]
+    nodes[2] = replace(nodes[2], taints=(TAINT,))
+    victims = [
+        gang(name, "b", 1, selector={"host": host}, admitted=n, priority_class=cls, **{gpu: n_gpu})
+        for n, (name, host, n_gpu, cls) in enumerate(
+            [("v", "r0-0", 2, "lowest"), ("u", "r0-0", 6, None), ("w", "r1-0", 8, None)]
+        )
+    ]
+    victims = [replace(v, phase=JobPhase.RUNNING) for v in victims]
+    ask = TopologyRequest(RACK, True)
+    jobs = [
+        replace(gang(name, "a", 1, created=10 + n, **{gpu: 4}), topology=ask)
+        for n, name in enumerate(("first", "second"))
+    ]
+    # b above its share all along: a weighs three times as much and asks for more still.
+    huge = gang("huge", "a", 1, created=20, **{gpu: 100})
+    queues = [queue("a", weight=3), queue("b")]
+    snap = replace(
+        snapshot(queues, [*victims, *jobs, huge], nodes, config=ACTIONS, priority_classes=CLASSES),
+        topologies=(TopologyView("default", (BLOCK, RACK)),),
+    )
+    result = run_cycle(snap)
+    assert [(d.action, d.job, d.domain) for d in result.decisions] == [
+        ("reclaim", "ns/u", ""),
+        ("admit", "ns/first", f"{RACK}=r0"),
+        ("reclaim", "ns/v", ""),
+        ("admit", "ns/second", f"{RACK}=r0"),
+    ]
+    with everywhere():
+        assert run_cycle(snap) == result

@@ -1,0 +1,228 @@
+"""Reclaim inside one domain: the domain of a level whose victims make a job fit with the
+fewest of them, then the lowest priorities in total, then by name (victims.domain_rank).
+
+What a domain's search takes is what a search of the job's candidates (reclaim's
+``candidates``, in their order) would take were it limited to the victims on that domain's
+nodes: each victim taken when it still qualifies after what was taken before it in the same
+domain, until the job fits. So each domain is searched alone, over its share of the victims
+the walk yields (``InLevel._gather``: the leaves the walk opens, in its order: nearest
+relatives, then queue priority, then victim order), without walking the others'.
+
+Domains are searched from the one whose result could come first. A search keeps at least
+one victim, and the last it takes always stays (without it, the search had not been done): a
+domain freed by one victim is freed by one that alone frees it, so none comes before (1, the
+lowest priority of such a victim on it, its name), nor before (2, ...) when it has none.
+Those victims are looked for a priority at a time, lowest first, only while the domain could
+still come first; the searches stop as soon as the best found comes before every bound left.
+
+What does not change from one job to the next is kept: each leaf's victims spread over the
+domains, until one of them is taken (``Spread``); whether a victim alone frees a domain for
+pods of one shape, while the domain's room is as it was (``Alone``). Before that is asked of
+each victim of a priority, it is asked of all of them together: when not even they could,
+none of them alone does.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import TYPE_CHECKING
+
+from sluice.scheduler.actions.victims import (
+    Victims,
+    cluster_need,
+    domain_rank,
+    frees_alone,
+    frees_together,
+)
+from sluice.scheduler.session import JobInfo
+from sluice.scheduler.set_domains import Placed, Search
+from sluice.scheduler.topology import Domain
+
+if TYPE_CHECKING:
+    from sluice.scheduler.actions.reclaim import Order, Taken, _Reclaim
+
+Bound = tuple[int, int, str]
+SCAN, SEARCH = 0, 1  # what a domain on the heap stands for (``InLevel.best``)
+Found = tuple[Victims, Placed]
+Listed = tuple[tuple[tuple[int, int, float], "Order"], JobInfo, tuple[str, ...]]
+"""A victim of a domain: its place in the candidates' order (the level of the common
+ancestor with the job, its queue's priority, minus that queue's usage per weight, its victim
+order), itself, and the queues on its path below the common ancestor."""
+Spread = dict[tuple[object, ...], tuple[int, list[tuple[str, Listed]]]]
+"""(level, leaf, the level of the common ancestor, path, its queues not above their share,
+resources) -> the leaf's ``version`` and ``InLevel._spread``'s list."""
+Shape = tuple[object, ...]
+"""What a victim freeing a domain alone depends on besides the domain's room: the pod sets
+that go in it, what the cluster lacks and what each limit is over by."""
+Alone = dict[tuple[Shape, str], tuple[int, dict[str, bool]]]
+"""(shape, domain) -> the domain's room version (``Domains.version``), and victim -> whether
+it alone frees the domain for that shape: kept from one job to the next while the domain's
+room is as it was (a victim goes only by giving room back there)."""
+
+
+class InLevel:
+    """The search of one level's domains for one job (nothing is taken while it runs)."""
+
+    def __init__(
+        self, reclaim: _Reclaim, job: JobInfo, short: dict[str, int], over: Taken, search: Search,
+        level: str,
+    ) -> None:  # fmt: skip
+        self.reclaim, self.job, self.short, self.over = reclaim, job, short, over
+        self.search = search
+        self.domains = {d.value: d for d in reclaim.session.domains.domains(level)}
+        self.need = cluster_need(reclaim.session, job)
+        self.shape: Shape = (
+            search.inside.pod_sets,
+            tuple(sorted(self.need.items())),
+            tuple((q, tuple(sorted(limits.items()))) for q, limits in sorted(over.items())),
+        )
+        self.low: dict[str, int] = {}  # domain value -> the lowest priority of a victim on it
+        self.level, self.of_job = level, reclaim.on_domains(level)
+        self.on = self._gather()
+        self.lowest: dict[str, list[Listed]] = {}  # ``on``'s, lowest priority first
+
+    def best(self) -> Found | None:
+        """Domains are taken from a heap by bound: first (stage SCAN) the lowest priority
+        of a victim on it not yet looked at; when one of that priority alone frees it, the
+        domain is searched at that bound (stage SEARCH); once none is left, at (2, ...)."""
+        heap = [((1, low, value), SCAN, value, 0) for value, low in self.low.items()]
+        heapq.heapify(heap)
+        best: tuple[Bound, Found] | None = None
+        while heap:
+            bound, stage, value, k = heapq.heappop(heap)
+            if best is not None and best[0] < bound:
+                break
+            domain = self.domains[value]
+            if stage == SCAN:
+                k = self._scan(domain, k, bound[1])
+                lowest = self.lowest[value]
+                if k < 0:
+                    heapq.heappush(heap, (bound, SEARCH, value, 0))
+                elif k < len(lowest):
+                    heapq.heappush(heap, ((1, lowest[k][1].priority, value), SCAN, value, k))
+                else:
+                    heapq.heappush(heap, ((2, -(2**63), value), SEARCH, value, 0))
+                continue
+            victims = sorted(self.on[value], key=lambda entry: entry[0])
+            session, inside = self.reclaim.session, self.search.inside
+            if frees_together(session, inside, domain, (v for _, v, _ in victims)):
+                found = self._search(domain, victims)
+                if found is not None:
+                    key = domain_rank(found[0].chosen, domain)
+                    if best is None or key < best[0]:
+                        best = (key, found)
+        return None if best is None else best[1]
+
+    def _scan(self, domain: Domain, k: int, priority: int) -> int:
+        """Look at the victims on the domain of this priority from ``k`` on: -1 when one
+        alone frees the domain, else where the next priority's begin."""
+        lowest = self.lowest.get(domain.value)
+        if lowest is None:
+            lowest = self.lowest[domain.value] = sorted(
+                self.on[domain.value], key=lambda entry: (entry[1].priority, entry[1].key)
+            )
+        version = self.reclaim.session.domains.version(domain)
+        kept = self.reclaim.alone.get((self.shape, domain.text))
+        if kept is None or kept[0] != version:
+            kept = self.reclaim.alone[(self.shape, domain.text)] = (version, {})
+        known = kept[1]
+        end = k
+        while end < len(lowest) and lowest[end][1].priority == priority:
+            end += 1
+        run = [entry[1] for entry in lowest[k:end]]
+        unknown = [victim for victim in run if victim.key not in known]
+        session, inside = self.reclaim.session, self.search.inside
+        if len(unknown) > 2 and not frees_together(session, inside, domain, unknown):
+            for victim in unknown:  # not even all of them together could
+                known[victim.key] = False
+        for victim in run:
+            frees = known.get(victim.key)
+            if frees is None:
+                frees = known[victim.key] = self._frees(victim, domain)
+            if frees:
+                return -1
+        return end
+
+    def _frees(self, victim: JobInfo, domain: Domain) -> bool:
+        session = self.reclaim.session  # victims.frees_alone, for this job
+        return frees_alone(session, self.need, self.over, victim, self.search.inside, domain)
+
+    def _search(self, domain: Domain, victims: list[Listed]) -> Found | None:
+        """The victims, in the candidates' order, that make the job fit in the domain."""
+        reclaim, short, over = self.reclaim, self.short, self.over
+        chosen = Victims(reclaim.session, self.job, over, self.search.where(domain))
+        taken: Taken = {}
+        for _, victim, path in victims:
+            if not all(reclaim.gives_up(q, victim, taken, short) for q in path):
+                continue  # this domain's victims so far brought that queue back
+            if reclaim._adds(chosen, taken, victim, over) and chosen.placeable():
+                return chosen, chosen.prune()
+        return None
+
+    def _gather(self) -> dict[str, list[Listed]]:
+        """Domain value -> the victims on it the candidates' walk yields (nothing taken),
+        given the domains each job that may be a victim is on (``of_job``). The walk's
+        rules (reclaim's ``candidates`` and ``bound``): group by group, while the job's own
+        queues below are within their deserved share; into a queue only when it may give
+        (``may_give``) and, above a leaf, is above its deserved share in something the job
+        lacks; from a leaf above its share in such a resource, its victims holding one of
+        them, but for one that asks what a queue on its path not above its share names."""
+        reclaim, short = self.reclaim, self.short
+        session, resources = reclaim.session, frozenset(short)
+        queues, chain = session.queues, session.chain(self.job.queue)
+        low = self.low
+        out: dict[str, list[Listed]] = {}
+        for level in range(1, len(chain)):
+            own = chain[level - 1]
+            if not reclaim.within_deserved(self.job, own):
+                break  # every further group has a higher common ancestor: still not within
+            stack: list[tuple[str, tuple[str, ...]]] = [
+                (child, (child,)) for child in queues[chain[level]].children if child != own
+            ]
+            while stack:
+                name, path = stack.pop()
+                info = queues[name]
+                if info.children:
+                    if any(
+                        info.allocated.get(r, 0) > info.deserved.get_amount(r) for r in short
+                    ) and reclaim.may_give(name, {}, short):
+                        stack.extend((child, (*path, child)) for child in info.children)
+                    continue
+                excess = reclaim.excess.get(name)
+                if not excess or not any(r in excess for r in short):
+                    continue
+                if not reclaim.may_give(name, {}, short):
+                    continue
+                strict = tuple(q for q in path if not reclaim.above_deserved(q, {}, short))
+                for value, entry in self._spread(name, level, path, strict, resources):
+                    priority = entry[1].priority
+                    listed = out.get(value)
+                    if listed is None:
+                        out[value], low[value] = [entry], priority
+                    else:
+                        listed.append(entry)
+                        if priority < low[value]:
+                            low[value] = priority
+        return out
+
+    def _spread(
+        self, leaf: str, level: int, path: tuple[str, ...], strict: tuple[str, ...],
+        resources: frozenset[str],
+    ) -> list[tuple[str, Listed]]:  # fmt: skip
+        """The leaf's victims the walk yields, each once per domain it is on, kept while no
+        victim of the leaf is taken (its ``version``)."""
+        reclaim = self.reclaim
+        key = (self.level, leaf, level, path, strict, resources)
+        version = reclaim.version.get(leaf, 0)
+        kept = reclaim.spread.get(key)
+        if kept is not None and kept[0] == version:
+            return kept[1]
+        rank = (level, reclaim.session.queues[leaf].priority, reclaim.used(leaf))
+        out: list[tuple[str, Listed]] = []
+        for victim in reclaim.victims_for(leaf, resources):
+            if strict and any(reclaim.asks_owed(victim, q) for q in strict):
+                continue
+            entry = ((rank, reclaim.order(victim)), victim, path)
+            out.extend((value, entry) for value in self.of_job.get(victim.key, ()))
+        reclaim.spread[key] = (version, out)
+        return out
