@@ -8,7 +8,8 @@ writes. Two passes share the work (docs/architecture.md, *Two passes*):
   sluice/scheduler/fast.py, which takes the full cycle's decisions from only the waiting jobs
   that may be decided, and writes them (victims, then admissions) at once;
 - the full pass (``explain``) runs the whole cycle in the background, at most every
-  ``full_pass_seconds`` and once more after the last change: it writes every waiting job's
+  ``full_pass_seconds`` and once more after the last change, when the changes that may let
+  a job in pause (``_explain_at``): it writes every waiting job's
   position and reason and hands the result to ``decided`` (the Queue reconciler writes the
   Queues' statuses). It never writes a decision and never holds one up.
 
@@ -62,7 +63,8 @@ class LoopSettings:
     full_pass_seconds: float = 5.0
     """The full pass (positions, pending reasons, the Queues' statuses) starts at most this
     often, and once more after the last change that may let a job in (after one that only
-    statuses show, within ``resync_seconds``); decisions never wait for it."""
+    statuses show, within ``resync_seconds``), once such changes have paused for a fifth of
+    this (for at most ``resync_seconds`` more); decisions never wait for it."""
 
 
 class SchedulingLoop:
@@ -108,6 +110,10 @@ class SchedulingLoop:
         }
         """One thread for each pass: a decision never queues behind the full pass's work (its
         thousands of reason writes) in the event loop's shared pool."""
+        self.waited = 0.0
+        """How long the change that woke the current pass waited for it (s)."""
+        self.urgent_at = float("-inf")
+        """When the last change that may let a job in arrived (monotonic)."""
         self.decided_since: set[str] = set()
         """Jobs the decision passes wrote about since the running full pass took its
         snapshot: what it says of them is out of date."""
@@ -166,6 +172,11 @@ class SchedulingLoop:
         last_decided = float("-inf")
         while True:
             changed, urgent = await self._woken()
+            if urgent:
+                self.urgent_at = self.state.urgent_since
+                self.waited = time.monotonic() - self.urgent_at
+            else:
+                self.waited = 0.0
             self.state.wake.clear()
             self.state.urgent.clear()
             self.heartbeat = time.monotonic()
@@ -243,9 +254,18 @@ class SchedulingLoop:
         if self.explain_due and self._leading:
             if self.explaining is not None:
                 return min(wait, 0.2)  # look again soon: it may be over by then
-            since = time.monotonic() - self.explained_at
-            wait = min(wait, max(self.settings.full_pass_seconds - since, 0.0))
+            wait = min(wait, max(self._explain_at() - time.monotonic(), 0.0))
         return wait
+
+    def _explain_at(self) -> float:
+        """When a due full pass may start (monotonic): ``full_pass_seconds`` after the last
+        one started, and once the changes that may let a job in have paused for a fifth of
+        that, so that a stream of them is decided without a full pass beside each decision
+        for the processor; while they do not pause, ``resync_seconds`` later at the latest."""
+        settings = self.settings
+        earliest = self.explained_at + settings.full_pass_seconds
+        quiet = self.urgent_at + settings.full_pass_seconds / 5
+        return max(earliest, min(quiet, earliest + settings.resync_seconds))
 
     def _explain_when_due(self) -> None:
         """Start the full pass in the background when one is due and allowed."""
@@ -253,7 +273,7 @@ class SchedulingLoop:
             self.explaining = None
         if not self.explain_due or self.explaining is not None:
             return
-        if time.monotonic() - self.explained_at < self.settings.full_pass_seconds:
+        if time.monotonic() < self._explain_at():
             return
         self.explain_due = False
         self.explained_at = time.monotonic()
@@ -329,8 +349,10 @@ class SchedulingLoop:
         if taken is None:
             return None
         snapshot = replace(taken.snapshot, usage=self.usage)
+        took = time.perf_counter()
         fast = await self._in("decide", self.fast.decide, snapshot)
-        metrics.DECISION_SECONDS.observe(time.perf_counter() - started)
+        fasted = time.perf_counter()
+        metrics.DECISION_SECONDS.observe(fasted - started)
         result = CycleResult(queue_order=(), queues={}, decisions=fast.decisions)
         stragglers = any(w.stragglers for w in taken.pod_workloads.values())
         if not (result.decisions or stragglers) or not self.elector.holds():
@@ -349,11 +371,16 @@ class SchedulingLoop:
         for decision in result.decisions:
             metrics.DECISIONS.labels(decision.action).inc()
         log.info(
-            "event=decided decisions=%d listed=%d runs=%d seconds=%.3f",
+            "event=decided decisions=%d listed=%d runs=%d seconds=%.3f waited=%.3f"
+            " snapshot=%.3f fast=%.3f written=%.3f",
             len(result.decisions),
             fast.listed,
             fast.runs,
             time.perf_counter() - started,
+            self.waited,
+            took - started,
+            fasted - took,
+            time.perf_counter() - fasted,
         )
         return result
 
