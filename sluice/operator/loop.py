@@ -36,6 +36,7 @@ from sluice.api.config import load_scheduler_config
 from sluice.api.constants import CONFIGMAP_KEY, CONFIGMAP_NAME
 from sluice.api.errors import ConfigError
 from sluice.api.queue import QueueUsage
+from sluice.api.views import WorkloadView
 from sluice.kube.errors import API_ERRORS, Failure, classify, message
 from sluice.operator import metrics
 from sluice.operator.executor import Executor
@@ -314,11 +315,20 @@ class SchedulingLoop:
         self.unreadable = taken.unreadable
         return taken
 
-    def _plan(self, result: CycleResult, taken: Taken, snapshot: Snapshot) -> Plan:
+    def _plan(
+        self,
+        result: CycleResult,
+        taken: Taken,
+        snapshot: Snapshot,
+        seen: Mapping[str, WorkloadView] | None = None,
+    ) -> Plan:
+        """``seen``: the snapshot's jobs by key, when the pass has them so (the fast pass)."""
         # Each decision rests on the spec generation and queue the pass saw.
         jobs = {d.job for d in result.decisions}
+        if seen is None:
+            seen = {job.key: job for job in snapshot.workloads if job.key in jobs}
         decided_on = {
-            job.key: (job.generation, job.queue) for job in snapshot.workloads if job.key in jobs
+            key: (job.generation, job.queue) for key in jobs if (job := seen.get(key)) is not None
         }
         executor = self.executor
         return plan(
@@ -361,7 +371,7 @@ class SchedulingLoop:
             self.state.notify()  # decided again once the Lease is sure (or by the next holder)
             return result
         self.decided_since.update(d.job for d in result.decisions)
-        writes = await self._in("decide", self._plan, result, taken, snapshot)
+        writes = await self._in("decide", self._plan, result, taken, snapshot, self.fast.views)
         # Who waits is the full pass's to say: this plan writes decisions only.
         writes = replace(writes, reasons=(), pending=None)
         await self._in("decide", self.executor.run, writes, self.elector.holds)
