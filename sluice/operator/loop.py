@@ -45,7 +45,7 @@ from sluice.operator.memory import CollectorPacer
 from sluice.operator.plan import EventSpec, Plan, plan
 from sluice.operator.state import ClusterState, Taken
 from sluice.scheduler.cycle import run_cycle
-from sluice.scheduler.fast import FastPath
+from sluice.scheduler.fast import FastPath, FastResult
 from sluice.scheduler.model import CycleResult, Snapshot
 
 log = logging.getLogger("sluice.operator.loop")
@@ -297,23 +297,52 @@ class SchedulingLoop:
             self.lanes[lane], partial(call, *args)
         )
 
-    async def _taken(self, lane: str) -> Taken | None:
-        """The cluster as stored now, or None when writes of uncertain outcome must be read
-        again first (the loop is woken to try again)."""
+    async def _sure(self, lane: str) -> bool:
+        """Whether a pass may take the cluster as stored: not while writes of uncertain
+        outcome are still to be read again (the loop is then woken to try again)."""
         executor = self.executor
         if executor.unsure and not await self._in(lane, executor.reread_unsure):
             metrics.UNSURE_JOBS.set(len(executor.unsure))
             log.warning("event=cycle-postponed reason=unsure-writes jobs=%d", len(executor.unsure))
             await asyncio.sleep(1)
             self.state.notify()
-            return None
-        taken = await self._in(
-            lane, self.state.snapshot, datetime.now(UTC), self.settings.max_queue_depth
-        )
+            return False
+        return True
+
+    def _noted(self, taken: Taken) -> Taken:
+        """The snapshot, with each object it newly leaves out logged once."""
         for key in set(taken.unreadable) - set(self.unreadable):
             log.warning("event=unreadable-object object=%s error=%r", key, taken.unreadable[key])
         self.unreadable = taken.unreadable
         return taken
+
+    async def _taken(self, lane: str) -> Taken | None:
+        """The cluster as stored now, or None when it may not be taken yet (``_sure``)."""
+        if not await self._sure(lane):
+            return None
+        return self._noted(
+            await self._in(
+                lane, self.state.snapshot, datetime.now(UTC), self.settings.max_queue_depth
+            )
+        )
+
+    def _fast(self) -> tuple[Taken, Snapshot, FastResult, float]:
+        """On the decision lane, in one hop: the cluster as stored now, the fast pass's
+        decisions on it, and when the snapshot was taken (perf_counter)."""
+        taken = self.state.snapshot(datetime.now(UTC), self.settings.max_queue_depth)
+        snapshot = replace(taken.snapshot, usage=self.usage)
+        took = time.perf_counter()
+        return taken, snapshot, self.fast.decide(snapshot), took
+
+    def _write(self, result: CycleResult, taken: Taken, snapshot: Snapshot) -> bool:
+        """On the decision lane, in one hop: the decisions written (who waits is the full
+        pass's to say), once the Lease as read now says they are this replica's to write;
+        False when it does not."""
+        if result.decisions and not self.elector.confirm():
+            return False
+        writes = self._plan(result, taken, snapshot, self.fast.views)
+        self.executor.run(replace(writes, reasons=(), pending=None), self.elector.holds)
+        return True
 
     def _plan(
         self,
@@ -355,26 +384,21 @@ class SchedulingLoop:
     async def decide(self) -> CycleResult | None:
         """The decision pass: the full cycle's decisions from the fast pass, written at once."""
         started = time.perf_counter()
-        taken = await self._taken("decide")
-        if taken is None:
+        if not await self._sure("decide"):
             return None
-        snapshot = replace(taken.snapshot, usage=self.usage)
-        took = time.perf_counter()
-        fast = await self._in("decide", self.fast.decide, snapshot)
+        taken, snapshot, fast, took = await self._in("decide", self._fast)
+        self._noted(taken)
         fasted = time.perf_counter()
         metrics.DECISION_SECONDS.observe(fasted - started)
         result = CycleResult(queue_order=(), queues={}, decisions=fast.decisions)
         stragglers = any(w.stragglers for w in taken.pod_workloads.values())
         if not (result.decisions or stragglers) or not self.elector.holds():
             return result
-        if result.decisions and not await self._in("decide", self.elector.confirm):
+        # Before the write: a full pass running now says nothing more of these jobs.
+        self.decided_since.update(d.job for d in result.decisions)
+        if not await self._in("decide", self._write, result, taken, snapshot):
             self.state.notify()  # decided again once the Lease is sure (or by the next holder)
             return result
-        self.decided_since.update(d.job for d in result.decisions)
-        writes = await self._in("decide", self._plan, result, taken, snapshot, self.fast.views)
-        # Who waits is the full pass's to say: this plan writes decisions only.
-        writes = replace(writes, reasons=(), pending=None)
-        await self._in("decide", self.executor.run, writes, self.elector.holds)
         self._count_writes()
         if not result.decisions:
             return result
