@@ -59,7 +59,8 @@ def run(
         typer.Option(
             min=0.0,
             help="Run the full pass (positions, pending reasons, queue statuses) at most this"
-            " often, and once after the last change; decisions never wait for it.",
+            " often, and once after the last change, when changes pause for a fifth of this"
+            " (for at most the resync more); decisions never wait for it.",
         ),
     ] = 5.0,
     max_queue_depth: Annotated[

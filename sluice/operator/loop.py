@@ -8,7 +8,8 @@ writes. Two passes share the work (docs/architecture.md, *Two passes*):
   sluice/scheduler/fast.py, which takes the full cycle's decisions from only the waiting jobs
   that may be decided, and writes them (victims, then admissions) at once;
 - the full pass (``explain``) runs the whole cycle in the background, at most every
-  ``full_pass_seconds`` and once more after the last change: it writes every waiting job's
+  ``full_pass_seconds`` and once more after the last change, when the changes that may let
+  a job in pause (``_explain_at``): it writes every waiting job's
   position and reason and hands the result to ``decided`` (the Queue reconciler writes the
   Queues' statuses). It never writes a decision and never holds one up.
 
@@ -35,6 +36,7 @@ from sluice.api.config import load_scheduler_config
 from sluice.api.constants import CONFIGMAP_KEY, CONFIGMAP_NAME
 from sluice.api.errors import ConfigError
 from sluice.api.queue import QueueUsage
+from sluice.api.views import WorkloadView
 from sluice.kube.errors import API_ERRORS, Failure, classify, message
 from sluice.operator import metrics
 from sluice.operator.executor import Executor
@@ -43,7 +45,7 @@ from sluice.operator.memory import CollectorPacer
 from sluice.operator.plan import EventSpec, Plan, plan
 from sluice.operator.state import ClusterState, Taken
 from sluice.scheduler.cycle import run_cycle
-from sluice.scheduler.fast import FastPath
+from sluice.scheduler.fast import FastPath, FastResult
 from sluice.scheduler.model import CycleResult, Snapshot
 
 log = logging.getLogger("sluice.operator.loop")
@@ -62,7 +64,8 @@ class LoopSettings:
     full_pass_seconds: float = 5.0
     """The full pass (positions, pending reasons, the Queues' statuses) starts at most this
     often, and once more after the last change that may let a job in (after one that only
-    statuses show, within ``resync_seconds``); decisions never wait for it."""
+    statuses show, within ``resync_seconds``), once such changes have paused for a fifth of
+    this (for at most ``resync_seconds`` more); decisions never wait for it."""
 
 
 class SchedulingLoop:
@@ -108,6 +111,10 @@ class SchedulingLoop:
         }
         """One thread for each pass: a decision never queues behind the full pass's work (its
         thousands of reason writes) in the event loop's shared pool."""
+        self.waited = 0.0
+        """How long the change that woke the current pass waited for it (s)."""
+        self.urgent_at = float("-inf")
+        """When the last change that may let a job in arrived (monotonic)."""
         self.decided_since: set[str] = set()
         """Jobs the decision passes wrote about since the running full pass took its
         snapshot: what it says of them is out of date."""
@@ -166,6 +173,11 @@ class SchedulingLoop:
         last_decided = float("-inf")
         while True:
             changed, urgent = await self._woken()
+            if urgent:
+                self.urgent_at = self.state.urgent_since
+                self.waited = time.monotonic() - self.urgent_at
+            else:
+                self.waited = 0.0
             self.state.wake.clear()
             self.state.urgent.clear()
             self.heartbeat = time.monotonic()
@@ -243,9 +255,18 @@ class SchedulingLoop:
         if self.explain_due and self._leading:
             if self.explaining is not None:
                 return min(wait, 0.2)  # look again soon: it may be over by then
-            since = time.monotonic() - self.explained_at
-            wait = min(wait, max(self.settings.full_pass_seconds - since, 0.0))
+            wait = min(wait, max(self._explain_at() - time.monotonic(), 0.0))
         return wait
+
+    def _explain_at(self) -> float:
+        """When a due full pass may start (monotonic): ``full_pass_seconds`` after the last
+        one started, and once the changes that may let a job in have paused for a fifth of
+        that, so that a stream of them is decided without a full pass beside each decision
+        for the processor; while they do not pause, ``resync_seconds`` later at the latest."""
+        settings = self.settings
+        earliest = self.explained_at + settings.full_pass_seconds
+        quiet = self.urgent_at + settings.full_pass_seconds / 5
+        return max(earliest, min(quiet, earliest + settings.resync_seconds))
 
     def _explain_when_due(self) -> None:
         """Start the full pass in the background when one is due and allowed."""
@@ -253,7 +274,7 @@ class SchedulingLoop:
             self.explaining = None
         if not self.explain_due or self.explaining is not None:
             return
-        if time.monotonic() - self.explained_at < self.settings.full_pass_seconds:
+        if time.monotonic() < self._explain_at():
             return
         self.explain_due = False
         self.explained_at = time.monotonic()
@@ -276,29 +297,67 @@ class SchedulingLoop:
             self.lanes[lane], partial(call, *args)
         )
 
-    async def _taken(self, lane: str) -> Taken | None:
-        """The cluster as stored now, or None when writes of uncertain outcome must be read
-        again first (the loop is woken to try again)."""
+    async def _sure(self, lane: str) -> bool:
+        """Whether a pass may take the cluster as stored: not while writes of uncertain
+        outcome are still to be read again (the loop is then woken to try again)."""
         executor = self.executor
         if executor.unsure and not await self._in(lane, executor.reread_unsure):
             metrics.UNSURE_JOBS.set(len(executor.unsure))
             log.warning("event=cycle-postponed reason=unsure-writes jobs=%d", len(executor.unsure))
             await asyncio.sleep(1)
             self.state.notify()
-            return None
-        taken = await self._in(
-            lane, self.state.snapshot, datetime.now(UTC), self.settings.max_queue_depth
-        )
+            return False
+        return True
+
+    def _noted(self, taken: Taken) -> Taken:
+        """The snapshot, with each object it newly leaves out logged once."""
         for key in set(taken.unreadable) - set(self.unreadable):
             log.warning("event=unreadable-object object=%s error=%r", key, taken.unreadable[key])
         self.unreadable = taken.unreadable
         return taken
 
-    def _plan(self, result: CycleResult, taken: Taken, snapshot: Snapshot) -> Plan:
+    async def _taken(self, lane: str) -> Taken | None:
+        """The cluster as stored now, or None when it may not be taken yet (``_sure``)."""
+        if not await self._sure(lane):
+            return None
+        return self._noted(
+            await self._in(
+                lane, self.state.snapshot, datetime.now(UTC), self.settings.max_queue_depth
+            )
+        )
+
+    def _fast(self) -> tuple[Taken, Snapshot, FastResult, float]:
+        """On the decision lane, in one hop: the cluster as stored now, the fast pass's
+        decisions on it, and when the snapshot was taken (perf_counter)."""
+        taken = self.state.snapshot(datetime.now(UTC), self.settings.max_queue_depth)
+        snapshot = replace(taken.snapshot, usage=self.usage)
+        took = time.perf_counter()
+        return taken, snapshot, self.fast.decide(snapshot), took
+
+    def _write(self, result: CycleResult, taken: Taken, snapshot: Snapshot) -> bool:
+        """On the decision lane, in one hop: the decisions written (who waits is the full
+        pass's to say), once the Lease as read now says they are this replica's to write;
+        False when it does not."""
+        if result.decisions and not self.elector.confirm():
+            return False
+        writes = self._plan(result, taken, snapshot, self.fast.views)
+        self.executor.run(replace(writes, reasons=(), pending=None), self.elector.holds)
+        return True
+
+    def _plan(
+        self,
+        result: CycleResult,
+        taken: Taken,
+        snapshot: Snapshot,
+        seen: Mapping[str, WorkloadView] | None = None,
+    ) -> Plan:
+        """``seen``: the snapshot's jobs by key, when the pass has them so (the fast pass)."""
         # Each decision rests on the spec generation and queue the pass saw.
         jobs = {d.job for d in result.decisions}
+        if seen is None:
+            seen = {job.key: job for job in snapshot.workloads if job.key in jobs}
         decided_on = {
-            job.key: (job.generation, job.queue) for job in snapshot.workloads if job.key in jobs
+            key: (job.generation, job.queue) for key in jobs if (job := seen.get(key)) is not None
         }
         executor = self.executor
         return plan(
@@ -325,35 +384,37 @@ class SchedulingLoop:
     async def decide(self) -> CycleResult | None:
         """The decision pass: the full cycle's decisions from the fast pass, written at once."""
         started = time.perf_counter()
-        taken = await self._taken("decide")
-        if taken is None:
+        if not await self._sure("decide"):
             return None
-        snapshot = replace(taken.snapshot, usage=self.usage)
-        fast = await self._in("decide", self.fast.decide, snapshot)
-        metrics.DECISION_SECONDS.observe(time.perf_counter() - started)
+        taken, snapshot, fast, took = await self._in("decide", self._fast)
+        self._noted(taken)
+        fasted = time.perf_counter()
+        metrics.DECISION_SECONDS.observe(fasted - started)
         result = CycleResult(queue_order=(), queues={}, decisions=fast.decisions)
         stragglers = any(w.stragglers for w in taken.pod_workloads.values())
         if not (result.decisions or stragglers) or not self.elector.holds():
             return result
-        if result.decisions and not await self._in("decide", self.elector.confirm):
+        # Before the write: a full pass running now says nothing more of these jobs.
+        self.decided_since.update(d.job for d in result.decisions)
+        if not await self._in("decide", self._write, result, taken, snapshot):
             self.state.notify()  # decided again once the Lease is sure (or by the next holder)
             return result
-        self.decided_since.update(d.job for d in result.decisions)
-        writes = await self._in("decide", self._plan, result, taken, snapshot)
-        # Who waits is the full pass's to say: this plan writes decisions only.
-        writes = replace(writes, reasons=(), pending=None)
-        await self._in("decide", self.executor.run, writes, self.elector.holds)
         self._count_writes()
         if not result.decisions:
             return result
         for decision in result.decisions:
             metrics.DECISIONS.labels(decision.action).inc()
         log.info(
-            "event=decided decisions=%d listed=%d runs=%d seconds=%.3f",
+            "event=decided decisions=%d listed=%d runs=%d seconds=%.3f waited=%.3f"
+            " snapshot=%.3f fast=%.3f written=%.3f",
             len(result.decisions),
             fast.listed,
             fast.runs,
             time.perf_counter() - started,
+            self.waited,
+            took - started,
+            fasted - took,
+            time.perf_counter() - fasted,
         )
         return result
 

@@ -72,21 +72,25 @@ class TreeReader:
 
     def __init__(self, state: ClusterState) -> None:
         self.state = state
-        self._last: tuple[tuple[int, ...], QueueTree, list[QueueAction]] | None = None
+        self._last: tuple[object, QueueTree, list[QueueAction]] | None = None
 
     def __call__(self, current: Obj | None = None) -> tuple[QueueTree, list[QueueAction]]:
-        stored = self.state.queue_views()
-        views = {name: view for name, (_, view) in stored.items()}
+        version, views = self.state.queue_reads()
+        key: object = version
         if current is not None:
             name = str((current.get("metadata") or {}).get("name"))
-            if name not in stored or _version(stored[name][0]) != _version(current):
+            stored = self.state.queue(name)
+            if name not in views or _version(stored) != _version(current):
                 try:  # newer than the watch has brought so far
-                    views[name] = Queue.from_object(current)
+                    mine: Queue | None = Queue.from_object(current)
                 except InvalidObject:
-                    views.pop(name, None)  # the loop reports it; not a queue to cascade to
-        key = tuple(id(view) for view in views.values())
+                    mine = None  # the loop reports it; not a queue to cascade to
+                views = {n: v for n, v in views.items() if n != name}
+                if mine is not None:
+                    views[name] = mine
+                key = (version, tuple(id(view) for view in views.values()))
         if self._last is None or self._last[0] != key:
-            tree = QueueTree(views)
+            tree = QueueTree(dict(views))
             self._last = (key, tree, lifecycle_actions(tree))
         return self._last[1], self._last[2]
 

@@ -15,6 +15,7 @@ import asyncio
 import dataclasses
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -177,6 +178,11 @@ class ClusterState:
     """Set by a change that may let a job be admitted or must be acted on (a new job, room
     given back, a queue or node changed); the others (a job's pods starting, a pod taking
     room) only update what the next cycle shows, so the loop waits a little to batch them."""
+    urgent_since: float = float("-inf")
+    """When ``urgent`` was last set (monotonic)."""
+    read_versions: dict[str, int] = field(default_factory=dict)
+    """Kind -> how many times one of its reads changed (``queue_reads``)."""
+    _queue_reads: tuple[int, Mapping[str, Queue]] = (-1, {})
     lock: threading.Lock = field(default_factory=threading.Lock)
     deleted: dict[str, int] = field(default_factory=dict)  # table/key -> resourceVersion
     loop: asyncio.AbstractEventLoop | None = None
@@ -206,8 +212,9 @@ class ClusterState:
 
     def _wake(self, urgent: bool) -> None:
         self.wake.set()
-        if urgent:
+        if urgent and not self.urgent.is_set():
             self.urgent.set()
+            self.urgent_since = time.monotonic()
 
     def _store(
         self,
@@ -237,7 +244,8 @@ class ClusterState:
         with self.lock:
             if seen is None:
                 table.pop(key, None)
-                reads.pop(key, None)
+                if reads.pop(key, None) is not None:
+                    self.read_versions[kind] = self.read_versions.get(kind, 0) + 1
                 if also is not None:
                     also(key, None)
                 if version is not None:
@@ -259,12 +267,26 @@ class ClusterState:
                     also(key, obj)
                 if before == seen:
                     return
+                self.read_versions[kind] = self.read_versions.get(kind, 0) + 1
                 if unseen is not None and current is not None and unseen(current, obj):
                     return
                 if minor is not None and minor(before, seen):
                     self.notify(urgent=False)
                     return
         self.notify()
+
+    def queue_reads(self) -> tuple[int, Mapping[str, Queue]]:
+        """Each readable queue as read, and a number that changes whenever one of them does
+        (not when only a status does): the same mapping, not to be modified, until then."""
+        with self.lock:
+            version = self.read_versions.get("Queue", 0)
+            if self._queue_reads[0] != version:
+                views = {n: one.view for n, one in self.reads["Queue"].items()}
+                self._queue_reads = (
+                    version,
+                    {n: view for n, view in views.items() if isinstance(view, Queue)},
+                )
+            return self._queue_reads
 
     def queue_views(self) -> dict[str, tuple[Obj, Queue]]:
         """Each readable queue as stored and as read, a copy that stays valid while watch

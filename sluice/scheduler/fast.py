@@ -33,11 +33,11 @@ from sluice.api.views import JobPhase, WorkloadView
 from sluice.scheduler.cycle import decide
 from sluice.scheduler.model import Decision, Snapshot
 
-FIRST = 2
+FIRST = 1
 """Jobs of a kind listed at first."""
 WHOLE = 4
 """A kind of at most this many waiting jobs is listed whole: running the pass again because
-its first two were admitted would cost more than listing the others."""
+its first was admitted would cost more than listing the others."""
 WIDER = 8
 """How many times more of a used-up kind the next run lists."""
 
@@ -68,6 +68,8 @@ class FastPath:
         self.first = first
         self.whole = whole
         self.views: dict[str, WorkloadView] = {}
+        self.filed: dict[int, WorkloadView] = {}
+        """The views filed, by identity: what ``observe`` compares the stored jobs with."""
         self.kind_of: dict[str, Kind] = {}
         self.kinds: dict[Kind, _Alike] = {}
         self.always: dict[str, WorkloadView] = {}
@@ -94,19 +96,28 @@ class FastPath:
     # Keeping the kinds -----------------------------------------------------------------------
     def observe(self, workloads: Sequence[WorkloadView]) -> None:
         """Take in the stored jobs: those whose view is new, changed or gone since the last
-        pass are filed again."""
-        views = self.views
+        pass are filed again. Views are immutable and this pass holds each one it filed, so
+        a view filed before is known by its identity alone: the stored jobs are compared as
+        a set of identities, and only the few that differ are looked at one by one."""
+        seen = set(map(id, workloads))
+        filed = self.filed
+        if seen == filed.keys():
+            return
+        gone = [filed[i] for i in filed.keys() - seen]
+        for view in gone:
+            del filed[id(view)]
+            if self.views.get(view.key) is view:
+                del self.views[view.key]
+            self._forget(view)
+        new = seen - filed.keys()
         for view in workloads:
-            before = views.get(view.key)
-            if before is view:
-                continue
-            if before is not None:
-                self._forget(before)
-            self._file(view)
-        if len(views) > len(workloads):
-            present = {view.key for view in workloads}
-            for key in [key for key in views if key not in present]:
-                self._forget(views.pop(key))
+            if id(view) in new:
+                before = self.views.get(view.key)
+                if before is not None:  # a job listed twice under one key: the later counts
+                    del filed[id(before)]
+                    self._forget(before)
+                filed[id(view)] = view
+                self._file(view)
 
     def _file(self, view: WorkloadView) -> None:
         self.views[view.key] = view

@@ -85,15 +85,35 @@ class QueueInfo:
     resource it is over in, and how much more: what its condition names."""
 
 
+_last_tree: tuple[tuple[tuple[Queue, ...], int], tuple[QueueTree, dict[str, str]]] | None = None
+
+
+def queue_tree(queues: Iterable[Queue], max_queue_depth: int) -> tuple[QueueTree, dict[str, str]]:
+    """The queue tree (root added when missing) and its violations (``tree_violations``).
+
+    Both follow from the queues alone, which change far less often than cycles run (the
+    decision passes run on every change): the last tree is kept, and used again while the
+    queues are the same (most often the very same views, compared by identity first)."""
+    global _last_tree
+    key = (tuple(queues), max_queue_depth)
+    last = _last_tree  # one read: the two passes' threads may replace it meanwhile
+    if last is not None and last[0] == key:
+        return last[1]
+    named = {q.name: q for q in key[0]}
+    if ROOT_QUEUE not in named:
+        named[ROOT_QUEUE] = Queue(name=ROOT_QUEUE)
+    tree = QueueTree(named)
+    built = (tree, tree_violations(tree, max_queue_depth))
+    _last_tree = (key, built)
+    return built
+
+
 class Session:
     def __init__(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
         self.config: SchedulerConfig = snapshot.config
         self.now: datetime = snapshot.now
-        queues = {q.name: q for q in snapshot.queues}
-        if ROOT_QUEUE not in queues:
-            queues[ROOT_QUEUE] = Queue(name=ROOT_QUEUE)
-        self.tree = QueueTree(queues)
+        self.tree, self.violations = queue_tree(snapshot.queues, snapshot.max_queue_depth)
         self.priority_classes = {pc.name: pc.value for pc in snapshot.priority_classes}
         defaults = [pc for pc in snapshot.priority_classes if pc.global_default]
         self.default_priority = max((pc.value for pc in defaults), default=0)
@@ -138,8 +158,7 @@ class Session:
         return 0
 
     def _build_queues(self) -> None:
-        tree = self.tree
-        violations = tree_violations(tree, self.snapshot.max_queue_depth)
+        tree, violations = self.tree, self.violations
         for name in sorted(tree.queues, key=lambda n: (tree.depth(n), n)):
             queue = tree.queues[name]
             parent = tree.parent(name)

@@ -66,7 +66,11 @@ class Recorder:
 
 
 def start(
-    elector: Elector, debounce: float = 1.0, batch: float = 1.0, full_pass: float = 5.0
+    elector: Elector,
+    debounce: float = 1.0,
+    batch: float = 1.0,
+    full_pass: float = 5.0,
+    resync: float = 60,
 ) -> tuple[SchedulingLoop, Recorder]:
     state = ClusterState()
     recorder = Recorder()
@@ -74,7 +78,7 @@ def start(
         namespace="ns",
         debounce_seconds=debounce,
         batch_seconds=batch,
-        resync_seconds=60,
+        resync_seconds=resync,
         full_pass_seconds=full_pass,
     )
     loop = SchedulingLoop(client.ApiClient(), state, elector, settings, relist=recorder.relist)  # type: ignore[arg-type]
@@ -225,6 +229,41 @@ async def test_decisions_never_wait_for_the_full_pass_which_runs_at_most_so_ofte
         await asyncio.sleep(0.5)
         assert recorder.calls.count("explain") == 2  # nothing changed since: no other pass
         assert started <= loop.explained_at
+    finally:
+        task.cancel()
+
+
+async def stream(loop: SchedulingLoop, seconds: float, every: float) -> None:
+    """Changes that may let a job in, one every ``every`` seconds for ``seconds``."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        loop.state.notify()
+        await asyncio.sleep(every)
+
+
+async def test_the_full_pass_waits_for_a_pause_in_the_changes() -> None:
+    """Changes decided one after another: the next full pass waits until they pause for a
+    fifth of full_pass_seconds (here 0.4 s), not beside every decision."""
+    loop, recorder = start(Elector(leading=True), debounce=0, full_pass=2.0)
+    task = asyncio.create_task(loop.run())
+    try:
+        await stream(loop, 3.0, 0.05)
+        assert recorder.calls.count("explain") == 1  # the new leader's first, at once
+        assert recorder.calls.count("decide") > 10
+        stopped = time.monotonic()
+        while recorder.calls.count("explain") < 2:
+            await asyncio.sleep(0.01)
+        assert time.monotonic() - stopped >= 0.3
+    finally:
+        task.cancel()
+
+
+async def test_the_full_pass_waits_for_a_pause_no_longer_than_the_resync() -> None:
+    loop, recorder = start(Elector(leading=True), debounce=0, full_pass=0.5, resync=1.0)
+    task = asyncio.create_task(loop.run())
+    try:
+        await stream(loop, 3.4, 0.02)  # never a pause of 0.1 s
+        assert recorder.calls.count("explain") >= 2  # at 0, then after 1.5 s at the latest
     finally:
         task.cancel()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter, defaultdict
+from dataclasses import replace
 
 from builders import job, node, queue, running, snapshot
 
@@ -115,3 +116,13 @@ def test_every_cycle_keeps_the_rules_on_random_clusters() -> None:
         decided.update(d.action for d in result.decisions)
     # The random clusters do exercise every kind of decision.
     assert decided["admit"] > 200 and decided["reclaim"] > 20 and decided["preempt"] > 20
+
+
+def test_a_queue_changed_since_the_last_cycle_is_seen_as_it_is_now() -> None:
+    """The queue tree and its rule violations are kept from one cycle to the next while the
+    queues are the same; a changed queue is seen at once, and a change back as well."""
+    child = queue("b", "a", capability={"cpu": 4})
+    narrow = snapshot([queue("a", capability={"cpu": 2}), child], [], [node(cpu=8)])
+    wide = replace(narrow, queues=[queue("a", capability={"cpu": 8}), child])
+    seen = [run_cycle(s).queues["b"].valid for s in (narrow, narrow, wide, wide, narrow)]
+    assert seen == [False, False, True, True, False]
