@@ -506,7 +506,9 @@ def test_gated_admitted_run_reclaimed_and_readmitted(play: Play, nodes: list[str
         # Completion through the controller gives the room back.
         play.delete("second")
         play.wait_no_pods("second")
-        play.create("done", low, complete_after="3s")
+        # Long enough for the background pass (every fullPassSeconds, 5 s) to write the
+        # waiting job's reason while "done" still runs.
+        play.create("done", low, complete_after="15s")
         play.wait_admitted("done")
         play.create("after", low)
         wait_for(lambda: play.annotation("after", "pending-reason"), what="after waiting")
