@@ -11,8 +11,11 @@ import statistics
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from sluice.operator.status import USAGE_WRITE_SECONDS
 
 from .components import Operator
 from .helpers import SUMMARY, Kubectl, controlplane, unique_name, wait_for
@@ -108,6 +111,12 @@ def run_b(s: Scenario, a_jobs: list[str]) -> tuple[float, list[str]]:
     return statistics.median(waits), order[: last_b + 1]
 
 
+def usage_recorded(s: Scenario, queue: str) -> dict[str, Any] | None:
+    """The queue's status once its status.usage names the scenario's resource."""
+    status = s.queue_status(queue)
+    return status if s.resource in (status.get("usage") or {}).get("resources", {}) else None
+
+
 @pytest.fixture(scope="module")
 def figures(request: pytest.FixtureRequest) -> Iterator[dict[str, float]]:
     found: dict[str, float] = {}
@@ -150,7 +159,13 @@ def test_with_the_plugin_b_goes_first_at_the_next_completions(
         s = Scenario(kubectl, namespace)
         a_jobs = fill_with_a(s, 14)
         figures["with"], order = run_b(s, a_jobs)
-        status = s.queue_status("a")
+        # status.usage is written at most every USAGE_WRITE_SECONDS: the first write may
+        # predate A's jobs; the next one records them.
+        status = wait_for(
+            lambda: usage_recorded(s, "a"),
+            timeout=USAGE_WRITE_SECONDS + 15,
+            what="A's usage in its status",
+        )
     finally:
         op.stop()
     # From B's arrival on, the slots that free go to B: its first two rounds take every one
