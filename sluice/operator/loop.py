@@ -95,8 +95,11 @@ class SchedulingLoop:
         self._leading = False
         self.memory = CollectorPacer()
         self.usage: dict[str, QueueUsage] = {}
-        """Queue -> usage as the last full pass sampled it (the usage plugin); empty when not
-        leading, so that a new term resumes from the Queues' status.usage."""
+        """Queue -> usage as the last decision pass sampled it (the usage plugin), with the
+        entry penalties of the decisions it wrote; empty when not leading, so that a new term
+        resumes from the Queues' status.usage. Each pass carries it forward with the
+        allocation it sees, so it is sampled at every decision pass, not only by the full
+        pass (whose decisions are never written, and which may run seconds apart)."""
         self.fast = FastPath()
         self.published: tuple[dict[str, int], int] = ({}, 0)
         """The executor's write and conflict counts as last added to the metrics."""
@@ -381,6 +384,12 @@ class SchedulingLoop:
         metrics.UNSURE_JOBS.set(len(self.executor.unsure))
         self.published = (dict(stats.by_kind), stats.conflicts)
 
+    def _sampled(self, fast: FastResult) -> None:
+        """The usage the pass sampled, once what it decided is written (or it decided
+        nothing): the next pass carries it forward from then."""
+        if fast.usage:
+            self.usage = dict(fast.usage)
+
     async def decide(self) -> CycleResult | None:
         """The decision pass: the full cycle's decisions from the fast pass, written at once."""
         started = time.perf_counter()
@@ -392,13 +401,17 @@ class SchedulingLoop:
         metrics.DECISION_SECONDS.observe(fasted - started)
         result = CycleResult(queue_order=(), queues={}, decisions=fast.decisions)
         stragglers = any(w.stragglers for w in taken.pod_workloads.values())
-        if not (result.decisions or stragglers) or not self.elector.holds():
+        if not self.elector.holds():
+            return result
+        if not (result.decisions or stragglers):
+            self._sampled(fast)
             return result
         # Before the write: a full pass running now says nothing more of these jobs.
         self.decided_since.update(d.job for d in result.decisions)
         if not await self._in("decide", self._write, result, taken, snapshot):
             self.state.notify()  # decided again once the Lease is sure (or by the next holder)
             return result
+        self._sampled(fast)
         self._count_writes()
         if not result.decisions:
             return result
@@ -432,7 +445,6 @@ class SchedulingLoop:
         metrics.CYCLE_SECONDS.observe(time.perf_counter() - started)
         if not self.elector.holds():
             return full  # lost the Lease while explaining: write nothing
-        self.usage = {n: q.usage for n, q in full.queues.items() if q.usage is not None}
         written = time.perf_counter()
         decided = {d.job for d in full.decisions} | self.decided_since
         result = replace(

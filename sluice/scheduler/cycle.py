@@ -36,8 +36,18 @@ def run_cycle(snapshot: Snapshot) -> CycleResult:
 def decide(snapshot: Snapshot) -> tuple[Decision, ...]:
     """The decisions of a cycle, without what explains the jobs that wait (positions,
     reasons, the queues' statuses): what the fast pass runs (sluice/scheduler/fast.py)."""
+    return decide_sampling(snapshot)[0]
+
+
+def decide_sampling(snapshot: Snapshot) -> tuple[tuple[Decision, ...], dict[str, QueueUsage]]:
+    """``decide``, and each queue's usage as the cycle sampled it, the entry penalties of
+    its decisions included (empty when the usage plugin is off), as ``run_cycle`` hands it
+    back (the root's left out)."""
     with _collector_paused():
-        return tuple(_act(Session(snapshot)).decisions)
+        session = Session(snapshot)
+        decisions = tuple(_act(session).decisions)
+    sampled = {name: _usage(session, name) for name in session.queues if name != ROOT_QUEUE}
+    return decisions, {name: usage for name, usage in sampled.items() if usage is not None}
 
 
 @contextmanager

@@ -29,8 +29,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+from sluice.api.queue import QueueUsage
 from sluice.api.views import JobPhase, WorkloadView
-from sluice.scheduler.cycle import decide
+from sluice.scheduler.cycle import decide, decide_sampling
 from sluice.scheduler.model import Decision, Snapshot
 
 FIRST = 1
@@ -59,6 +60,8 @@ class FastResult:
     """Jobs listed in the pass's last run."""
     runs: int
     """Runs of the decisions: 1, plus one for each time a kind was used up."""
+    usage: Mapping[str, QueueUsage] = field(default_factory=dict)
+    """Each queue's usage as the pass sampled it (the usage plugin; else empty)."""
 
 
 class FastPath:
@@ -78,7 +81,8 @@ class FastPath:
         """The decisions the full cycle would take on the snapshot."""
         self.observe(snapshot.workloads)
         if snapshot.config.usage is not None:
-            return FastResult(decide(snapshot), len(snapshot.workloads), 1)
+            decisions, usage = decide_sampling(snapshot)
+            return FastResult(decisions, len(snapshot.workloads), 1, usage)
         selective = {q.name for q in snapshot.queues if q.spec.namespace_selector is not None}
         widths: dict[Kind, int] = {}
         runs = 0

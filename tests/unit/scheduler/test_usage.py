@@ -18,6 +18,7 @@ from sluice.api.errors import ConfigError
 from sluice.api.queue import Queue, QueueUsage
 from sluice.scheduler import usage
 from sluice.scheduler.cycle import run_cycle
+from sluice.scheduler.fast import FastPath
 
 HOUR = 3600.0
 
@@ -188,6 +189,21 @@ def test_a_cycle_carries_usage_to_now_and_counts_what_is_held() -> None:
     assert a.dominant == "cpu 1.5h"
     # A queue with no usage yet starts at zero; its admission counts the entry penalty.
     assert b.resources == {"cpu": pytest.approx(60.0)}
+
+
+def test_the_decision_pass_samples_what_the_cycle_samples_its_penalties_included() -> None:
+    # The operator carries usage from one decision pass to the next: the sample the fast
+    # pass hands back must be the cycle's own, with the entry penalties of its admissions.
+    queues = [used(queue("a"), HOUR, cpu=100.0), queue("b")]
+    jobs = [running("a-r", "a", cpu=2), job("a1", "a"), job("b1", "b")]
+    snap = snapshot(queues, jobs, [node(cpu=4)], config=usage_config())
+    fast = FastPath().decide(snap)
+    full = run_cycle(snap)
+    assert fast.decisions == full.decisions and len(fast.decisions) == 2
+    assert fast.usage == {n: q.usage for n, q in full.queues.items() if q.usage is not None}
+    assert fast.usage["b"].resources == {"cpu": pytest.approx(60.0)}  # b1's entry penalty
+    off = FastPath().decide(snapshot(queues, jobs, [node(cpu=4)]))
+    assert off.usage == {} and off.decisions
 
 
 def test_the_operators_last_sample_comes_before_the_status() -> None:
