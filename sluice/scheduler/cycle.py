@@ -36,18 +36,22 @@ def run_cycle(snapshot: Snapshot) -> CycleResult:
 def decide(snapshot: Snapshot) -> tuple[Decision, ...]:
     """The decisions of a cycle, without what explains the jobs that wait (positions,
     reasons, the queues' statuses): what the fast pass runs (sluice/scheduler/fast.py)."""
-    return decide_sampling(snapshot)[0]
+    return _decided(snapshot)[1]
 
 
 def decide_sampling(snapshot: Snapshot) -> tuple[tuple[Decision, ...], dict[str, QueueUsage]]:
     """``decide``, and each queue's usage as the cycle sampled it, the entry penalties of
     its decisions included (empty when the usage plugin is off), as ``run_cycle`` hands it
     back (the root's left out)."""
-    with _collector_paused():
-        session = Session(snapshot)
-        decisions = tuple(_act(session).decisions)
+    session, decisions = _decided(snapshot)
     sampled = {name: _usage(session, name) for name in session.queues if name != ROOT_QUEUE}
     return decisions, {name: usage for name, usage in sampled.items() if usage is not None}
+
+
+def _decided(snapshot: Snapshot) -> tuple[Session, tuple[Decision, ...]]:
+    with _collector_paused():
+        session = Session(snapshot)
+        return session, tuple(_act(session).decisions)
 
 
 @contextmanager
