@@ -265,13 +265,13 @@ class QueueReconciler:
     def publish(self, result: CycleResult, now: datetime) -> None:
         """A cycle decided: every queue's status may change."""
         self.cycle = (result, now)
-        self.enqueue(*self.state.queue_views())
+        self.enqueue(*self.state.queue_reads()[1])
 
     async def run(self, leading: Callable[[], Awaitable[None]]) -> None:
         """Once ``leading()`` has returned (the Lease is held), for as long as the process
         runs: a replica that loses the Lease ends."""
         await leading()
-        self.enqueue(*RESERVED_QUEUES, *self.state.queue_views())
+        self.enqueue(*RESERVED_QUEUES, *self.state.queue_reads()[1])
         limit = asyncio.Semaphore(WRITERS)
         while True:
             await self.wake.wait()

@@ -288,17 +288,6 @@ class ClusterState:
                 )
             return self._queue_reads
 
-    def queue_views(self) -> dict[str, tuple[Obj, Queue]]:
-        """Each readable queue as stored and as read, a copy that stays valid while watch
-        events keep arriving."""
-        with self.lock:
-            reads = list(self.reads["Queue"].items())
-            return {
-                name: (self.queues[name], one.view)
-                for name, one in reads
-                if isinstance(one.view, Queue) and name in self.queues
-            }
-
     def on_queue(self, event: str, obj: Obj) -> None:
         self._store("Queue", self.queues, _name(obj), event, obj, unseen=_status_only)
 
