@@ -134,6 +134,16 @@ TOMBSTONES = 10_000
 """Deleted objects remembered, so a late answer to our own write cannot bring one back."""
 
 
+def _bare(obj: Obj) -> Obj:
+    """The object without ``metadata.managedFields``: the API server's record of which client
+    wrote which field, which nothing here reads or writes, and about half of what a stored
+    Job takes in memory (every writer of the object adds to it)."""
+    meta = obj.get("metadata")
+    if not meta or "managedFields" not in meta:
+        return obj
+    return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+
+
 def _gone(obj: Obj) -> bool:
     """A write answered with a deleting object that has no finalizer left: it is gone."""
     meta = obj.get("metadata") or {}
@@ -228,7 +238,7 @@ class ClusterState:
         minor: Callable[[Read | None, Read], bool] | None = None,
         also: Callable[[str, Obj | None], None] | None = None,
     ) -> None:
-        """Keep ``kept`` (the object itself unless told) and how ``obj`` reads, or forget
+        """Keep ``kept`` (the object itself, bare, unless told) and how ``obj`` reads, or forget
         them, unless an event already told something newer; wake the loop unless the object
         reads as it did, or ``unseen(before, after)`` says the change is nothing a cycle
         looks at. The wake is urgent unless ``minor(read before, read now)`` says the change
@@ -260,7 +270,7 @@ class ClusterState:
                 if buried is not None and version is not None and version <= buried:
                     return  # an answer older than the deletion: the object is gone
                 self.deleted.pop(tomb, None)
-                table[key] = obj if kept is None else kept
+                table[key] = _bare(obj) if kept is None else kept
                 before = reads.get(key)
                 reads[key] = seen
                 if also is not None:

@@ -288,3 +288,18 @@ def test_a_queue_over_its_capability_says_so_in_its_status_and_once_in_an_event(
         "holds no more than its capability again",
         False,
     )
+
+
+def test_a_stored_object_leaves_the_servers_field_ownership_out_and_reads_the_same() -> None:
+    state = ClusterState()
+    owners = [{"manager": "kubectl", "operation": "Update", "fieldsV1": {"f:spec": {}}}]
+    job = queued_job(3, spec={"suspend": True})
+    job["metadata"]["managedFields"] = owners  # type: ignore[index]
+    state.on_workload("ADDED", job)
+    kept = state.workloads["ns/j"]
+    assert "managedFields" not in kept["metadata"]
+    assert kept["metadata"]["resourceVersion"] == "3" and kept["spec"] == {"suspend": True}
+    assert job["metadata"]["managedFields"] is owners  # type: ignore[index]  # not changed
+    bare = ClusterState()
+    bare.on_workload("ADDED", queued_job(3, spec={"suspend": True}))
+    assert state.reads["Job"]["ns/j"] == bare.reads["Job"]["ns/j"]
