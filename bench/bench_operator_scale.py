@@ -12,7 +12,9 @@ decision); the operator's decision pass (the fast pass, on every change) and its
 while the singles were created); and the watch lag, read from the
 operator's ``sluice_event_loop_lag_seconds``: how late a 0.1 s timer on the event loop that
 reads and stores watch events fires, that is how long an event arriving then waits to be in
-the operator's state (while the stored jobs are first explained, and while the singles run).
+the operator's state (while the stored jobs are first explained, and while the singles run);
+and the operator's resident memory once every stored job is explained, beside the memory a
+bare ``json.loads`` of the same jobs as listed takes.
 
 Run: ``.venv/bin/python -m bench.bench_operator_scale [--queues 1000] [--jobs 40000]
 [--singles 20]``. Targets: median create-to-admission <= 0.2 s at 1,000 queues / 40,000
@@ -28,6 +30,7 @@ import re
 import statistics
 import sys
 import time
+import tracemalloc
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -122,6 +125,28 @@ class Scale:
             if not token:
                 return count
 
+    def parsed_mib(self) -> float:
+        """The floor of the operator's memory: the stored jobs as the API server lists them,
+        parsed by a bare ``json.loads`` (page by page; the bytes Python holds for each)."""
+        token: str | None = None
+        total = 0
+        tracemalloc.start()
+        try:
+            while True:
+                raw = self.batch.list_namespaced_job(
+                    "stored", limit=5000, _continue=token, _preload_content=False
+                )
+                data = raw.data
+                before = tracemalloc.get_traced_memory()[0]
+                page = json.loads(data)
+                total += tracemalloc.get_traced_memory()[0] - before
+                token = page["metadata"].get("continue")
+                del page
+                if not token:
+                    return total / 2**20
+        finally:
+            tracemalloc.stop()
+
     def admitted(self, name: str, namespace: str) -> bool:
         raw = self.batch.read_namespaced_job(name, namespace, _preload_content=False)
         return json.loads(raw.data)["spec"].get("suspend") is False
@@ -198,6 +223,7 @@ class Scale:
                 time.sleep(2)
             converged = time.monotonic() - started
             _progress(f"all {args.jobs:,} jobs explained {converged:.0f} s after the start")
+            resident = _resident_mib(operator.pid)
             lag_start = self.lag()
             before = self.passes()
             began = time.monotonic()
@@ -212,6 +238,7 @@ class Scale:
             operator.terminate()
             operator.wait(30)
         floors = [self.floor(i) for i in range(args.singles)]
+        parsed = self.parsed_mib()
         mean = {
             kind: (after[kind][0] - before[kind][0]) / max(after[kind][1] - before[kind][1], 1)
             for kind in after
@@ -231,6 +258,8 @@ class Scale:
         print(f"{'full passes while the singles ran':<52} {full_runs:>8.0f}"
               f"  (in {window:.0f} s: one every {window / max(full_runs, 1):.1f} s)")  # fmt: skip
         print(f"{'all stored jobs explained after the start (s)':<52} {converged:>8.0f}")
+        print(f"{'operator resident memory once all were explained (MiB)':<52}"
+              f" {resident:>8.0f} {parsed:>8.0f} {resident / parsed:>6.1f}x")  # fmt: skip
         windows = (
             ("while explaining", lag_start, {}),
             ("while the singles ran", lag_end, lag_start),
@@ -240,6 +269,7 @@ class Scale:
             print(f"{'watch lag ' + window + ', p99 / worst (s)':<52}"
                   f" {_bound(p99):>8} {_bound(worst):>8}  ({count:,.0f} probes)")  # fmt: skip
         print("(floor: the same client creating a job and un-suspending it itself)")
+        print("(memory floor: the stored jobs as listed, parsed by a bare json.loads)")
         print("(watch lag: how late a 0.1 s timer on the operator's event loop fired, as the upper")
         print(" bound of its histogram bucket: how long a watch event then waits to be stored)")
         met = median <= target
@@ -250,6 +280,14 @@ class Scale:
         print(f"target: worst watch lag while the singles ran <= {LAG_TARGET_S:g} s: "
               f"{'met' if lag_met else 'NOT met'}")  # fmt: skip
         return 0
+
+
+def _resident_mib(pid: int) -> float:
+    """A process's resident memory (Linux)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise SystemExit(f"no VmRSS for process {pid}")
 
 
 def lag_bounds(upto: dict[float, float], since: dict[float, float]) -> tuple[float, float, float]:
