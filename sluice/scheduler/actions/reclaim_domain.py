@@ -15,7 +15,9 @@ lowest priority of such a victim on it, its name), nor before (2, ...) when it h
 Those victims are looked for a priority at a time, lowest first, only while the domain could
 still come first; the searches stop as soon as the best found comes before every bound left.
 
-What does not change from one job to the next is kept: each leaf's victims spread over the
+A domain that would not hold what goes in it even were every job that may be a victim on it
+gone, whoever asks, is not looked at (reclaim's ``may_free``, kept across jobs). What does
+not change from one job to the next is kept: each leaf's victims spread over the
 domains, until one of them is taken (``Spread``); whether a victim alone frees a domain for
 pods of one shape, while the domain's room is as it was (``Alone``). Before that is asked of
 each victim of a priority, it is asked of all of them together: when not even they could,
@@ -94,6 +96,8 @@ class InLevel:
                 break
             domain = self.domains[value]
             if stage == SCAN:
+                if k == 0 and not self.reclaim.may_free(self.search.inside, domain):
+                    continue  # not even every victim on it gone makes room: none does
                 k = self._scan(domain, k, bound[1])
                 lowest = self.lowest[value]
                 if k < 0:
