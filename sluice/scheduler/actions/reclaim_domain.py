@@ -81,7 +81,8 @@ class InLevel:
         self.low: dict[str, int] = {}  # domain value -> the lowest priority of a victim on it
         self.level, self.of_job = level, reclaim.on_domains(level)
         self.on = self._gather()
-        self.lowest: dict[str, list[Listed]] = {}  # ``on``'s, lowest priority first
+        self.lowest: dict[str, list[tuple[int, list[JobInfo]]]] = {}
+        """Domain value -> ``on``'s victims by priority, the lowest first (``_scan``)."""
 
     def best(self) -> Found | None:
         """Domains are taken from a heap by bound: first (stage SCAN) the lowest priority
@@ -103,7 +104,7 @@ class InLevel:
                 if k < 0:
                     heapq.heappush(heap, (bound, SEARCH, value, 0))
                 elif k < len(lowest):
-                    heapq.heappush(heap, ((1, lowest[k][1].priority, value), SCAN, value, k))
+                    heapq.heappush(heap, ((1, lowest[k][0], value), SCAN, value, k))
                 else:
                     heapq.heappush(heap, ((2, -(2**63), value), SEARCH, value, 0))
                 continue
@@ -118,22 +119,21 @@ class InLevel:
         return None if best is None else best[1]
 
     def _scan(self, domain: Domain, k: int, priority: int) -> int:
-        """Look at the victims on the domain of this priority from ``k`` on: -1 when one
-        alone frees the domain, else where the next priority's begin."""
+        """Look at the victims on the domain of its ``k``-th lowest priority (``priority``):
+        -1 when one alone frees the domain, else ``k + 1``. Which of them is asked first
+        does not matter: each answer is kept, and any yes ends the look."""
         lowest = self.lowest.get(domain.value)
         if lowest is None:
-            lowest = self.lowest[domain.value] = sorted(
-                self.on[domain.value], key=lambda entry: (entry[1].priority, entry[1].key)
-            )
+            by_priority: dict[int, list[JobInfo]] = {}
+            for _, victim, _ in self.on[domain.value]:
+                by_priority.setdefault(victim.priority, []).append(victim)
+            lowest = self.lowest[domain.value] = sorted(by_priority.items())
         version = self.reclaim.session.domains.version(domain)
         kept = self.reclaim.alone.get((self.shape, domain.text))
         if kept is None or kept[0] != version:
             kept = self.reclaim.alone[(self.shape, domain.text)] = (version, {})
         known = kept[1]
-        end = k
-        while end < len(lowest) and lowest[end][1].priority == priority:
-            end += 1
-        run = [entry[1] for entry in lowest[k:end]]
+        run = lowest[k][1]
         unknown = [victim for victim in run if victim.key not in known]
         session, inside = self.reclaim.session, self.search.inside
         if len(unknown) > 2 and not frees_together(session, inside, domain, unknown):
@@ -145,7 +145,7 @@ class InLevel:
                 frees = known[victim.key] = self._frees(victim, domain)
             if frees:
                 return -1
-        return end
+        return k + 1
 
     def _frees(self, victim: JobInfo, domain: Domain) -> bool:
         session = self.reclaim.session  # victims.frees_alone, for this job
