@@ -81,7 +81,8 @@ class _Reclaim:
         self.held_on: dict[str, dict[str, Footprint]] = {}
         """Level -> domain value -> the room every job that may still be a victim holds on
         its nodes (``on_domains``'s jobs, less those taken since)."""
-        self.freeable: dict[tuple[object, str], tuple[int, bool]] = {}  # ``may_free``'s
+        self.freeable: dict[object, dict[str, tuple[int, bool]]] = {}
+        """Pod sets -> domain -> ``may_free``'s answer for them, and the domain's version then."""
         self.of_node: dict[str, dict[int, str]] = {}  # level -> node -> its domain's value
 
     # Conditions ------------------------------------------------------------------------------
@@ -446,20 +447,23 @@ class _Reclaim:
             self.held_on[level], self.of_node[level] = held, of_node
         return found
 
-    def may_free(self, inside: WorkloadView, domain: Domain) -> bool:
+    def may_free(
+        self, known: dict[str, tuple[int, bool]], inside: WorkloadView, domain: Domain
+    ) -> bool:
         """Whether what goes in the domain (set_domains.Search's ``inside``) could fit there
         were every job that may be a victim on it gone (``held_on``): when not, no victims
         the walk yields for any job do, so the domain is not looked at. Kept per shape and
         domain: a no for good (a victim taken moves its room from ``held_on`` to the free
         room, an admission takes room: neither adds any), a yes while the domain's room is
-        as it was."""
-        key = (inside.pod_sets, domain.text)
+        as it was (``known``: ``freeable``'s for the pod sets of ``inside``)."""
+        kept = known.get(domain.text)
+        if kept is not None and not kept[1]:
+            return False
         domains = self.session.domains
         version = domains.version(domain)
-        kept = self.freeable.get(key)
-        if kept is None or (kept[1] and kept[0] != version):
+        if kept is None or kept[0] != version:
             held = self.held_on[domain.level].get(domain.value, {})
-            kept = self.freeable[key] = (version, domains.could_hold(inside, domain, held))
+            kept = known[domain.text] = (version, domains.could_hold(inside, domain, held))
         return kept[1]
 
     def _helps(self, victim: JobInfo, need: dict[str, int], over: Taken) -> bool:

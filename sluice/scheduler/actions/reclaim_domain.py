@@ -56,8 +56,8 @@ resources) -> the leaf's ``version`` and ``InLevel._spread``'s list."""
 Shape = tuple[object, ...]
 """What a victim freeing a domain alone depends on besides the domain's room: the pod sets
 that go in it, what the cluster lacks and what each limit is over by."""
-Alone = dict[tuple[Shape, str], tuple[int, dict[str, bool]]]
-"""(shape, domain) -> the domain's room version (``Domains.version``), and victim -> whether
+Alone = dict[Shape, dict[str, tuple[int, dict[str, bool]]]]
+"""Shape -> domain -> the domain's room version (``Domains.version``), and victim -> whether
 it alone frees the domain for that shape: kept from one job to the next while the domain's
 room is as it was (a victim goes only by giving room back there)."""
 
@@ -78,6 +78,8 @@ class InLevel:
             tuple(sorted(self.need.items())),
             tuple((q, tuple(sorted(limits.items()))) for q, limits in sorted(over.items())),
         )
+        self.alone = reclaim.alone.setdefault(self.shape, {})  # this shape's, by domain
+        self.freeable = reclaim.freeable.setdefault(search.inside.pod_sets, {})
         self.low: dict[str, int] = {}  # domain value -> the lowest priority of a victim on it
         self.level, self.of_job = level, reclaim.on_domains(level)
         self.on = self._gather()
@@ -97,7 +99,7 @@ class InLevel:
                 break
             domain = self.domains[value]
             if stage == SCAN:
-                if k == 0 and not self.reclaim.may_free(self.search.inside, domain):
+                if k == 0 and not self.reclaim.may_free(self.freeable, self.search.inside, domain):
                     continue  # not even every victim on it gone makes room: none does
                 k = self._scan(domain, k, bound[1])
                 lowest = self.lowest[value]
@@ -129,9 +131,9 @@ class InLevel:
                 by_priority.setdefault(victim.priority, []).append(victim)
             lowest = self.lowest[domain.value] = sorted(by_priority.items())
         version = self.reclaim.session.domains.version(domain)
-        kept = self.reclaim.alone.get((self.shape, domain.text))
+        kept = self.alone.get(domain.text)
         if kept is None or kept[0] != version:
-            kept = self.reclaim.alone[(self.shape, domain.text)] = (version, {})
+            kept = self.alone[domain.text] = (version, {})
         known = kept[1]
         run = lowest[k][1]
         unknown = [victim for victim in run if victim.key not in known]
