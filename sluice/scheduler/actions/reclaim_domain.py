@@ -182,24 +182,30 @@ class InLevel:
             own = chain[level - 1]
             if not reclaim.within_deserved(self.job, own):
                 break  # every further group has a higher common ancestor: still not within
-            stack: list[tuple[str, tuple[str, ...]]] = [
-                (child, (child,)) for child in queues[chain[level]].children if child != own
+            # Each queue with the queues on its path not above their share (``strict``).
+            stack: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
+                (child, (child,), ()) for child in queues[chain[level]].children if child != own
             ]
             while stack:
-                name, path = stack.pop()
+                name, path, strict = stack.pop()
                 info = queues[name]
                 if info.children:
-                    if any(
+                    if not any(
                         info.allocated.get(r, 0) > info.deserved.get_amount(r) for r in short
-                    ) and reclaim.may_give(name, {}, short):
-                        stack.extend((child, (*path, child)) for child in info.children)
+                    ):
+                        continue
+                    above = reclaim.above_deserved(name, {}, short)
+                    if above or reclaim.may_give(name, {}, short):
+                        below = strict if above else (*strict, name)
+                        stack.extend((child, (*path, child), below) for child in info.children)
                     continue
                 excess = reclaim.excess.get(name)
                 if not excess or not any(r in excess for r in short):
                     continue
-                if not reclaim.may_give(name, {}, short):
-                    continue
-                strict = tuple(q for q in path if not reclaim.above_deserved(q, {}, short))
+                if not reclaim.above_deserved(name, {}, short):
+                    if not reclaim.may_give(name, {}, short):
+                        continue
+                    strict = (*strict, name)
                 for value, entry in self._spread(name, level, path, strict, resources):
                     priority = entry[1].priority
                     listed = out.get(value)
