@@ -85,8 +85,9 @@ class Domains:
         no domain of the level held them: none will until more is."""
         self._version: dict[str, int] = {}
         """Domain text -> how many times room was held or given back on its nodes."""
-        self._fitting: dict[PodSpecView, tuple[int, dict[int, int], int]] = {}
-        """Pod (a domain's ``pod_in``) -> room's version, how many each node takes, their sum."""
+        self._fitting: dict[tuple[PodSpecView, str], tuple[int, dict[int, int], int]] = {}
+        """(Pod (a domain's ``pod_in``), the domain's text) -> the domain's ``version``, how
+        many each node takes, their sum."""
         self._changes: dict[str, list[str]] = {}
         """Level -> the value of each of its domains room was held or given back on, in
         order, once per change."""
@@ -299,7 +300,7 @@ class Domains:
                 pod = pods.get((only.pod, level, value)) or self.pod_in(only.pod, domain)
                 held = holds.get(value)
                 if held is None:
-                    held = holds[value] = self._holding(pod)
+                    held = holds[value] = self._holding(pod, domain)
                 if held < only.pod_count:
                     continue
                 where = placement.place(pod, only.pod_count)
@@ -323,11 +324,11 @@ class Domains:
             seen[0] = len(changes)
         return holds
 
-    def _holding(self, pod: PodSpecView) -> int:
-        """How many pods alike (a domain's ``pod_in``) its nodes hold at once now: first fit
-        places exactly as many as each node takes, added up."""
+    def _holding(self, pod: PodSpecView, domain: Domain) -> int:
+        """How many pods alike (the domain's ``pod_in``) its nodes hold at once now: first
+        fit places exactly as many as each node takes, added up."""
         items = [(r, a) for r, a in pod.request.items() if a > 0]
-        return self._fits(pod, items)[1] if items else MANY
+        return self._fits(pod, items, domain)[1] if items else MANY
 
     def could_hold(
         self, view: WorkloadView, domain: Domain, more: Mapping[int, Mapping[str, int]]
@@ -342,7 +343,7 @@ class Domains:
             items = [(r, a) for r, a in pod.request.items() if a > 0]
             if not items or pod_set.pod_count <= 0:
                 continue
-            fits, n = self._fits(pod, items)
+            fits, n = self._fits(pod, items, domain)
             nodes = more if len(more) < len(fits) else fits
             for i in nodes:  # how many more each node takes with its room
                 before, extra = fits.get(i), more.get(i)
@@ -356,15 +357,19 @@ class Domains:
                 return False
         return True
 
-    def _fits(self, pod: PodSpecView, items: list[tuple[str, int]]) -> tuple[dict[int, int], int]:
-        """Node -> how many of the pods each node they may go on takes now, and their sum:
-        kept while room is as it was."""
-        version = self.placement.version
-        known = self._fitting.get(pod)
+    def _fits(
+        self, pod: PodSpecView, items: list[tuple[str, int]], domain: Domain
+    ) -> tuple[dict[int, int], int]:
+        """Node -> how many of the pods (the domain's ``pod_in``) each node they may go on
+        takes now, and their sum: kept while the domain's room is as it was (the nodes
+        they may go on are usable nodes of the domain, whose changes ``version`` counts)."""
+        key = (pod, domain.text)
+        version = self._version.get(domain.text, 0)
+        known = self._fitting.get(key)
         if known is None or known[0] != version:
             free = self.placement.free
             fits = {i: fits_in(free[i], items, MANY) for i in self.placement.eligible(pod)}
-            known = self._fitting[pod] = (version, fits, sum(fits.values()))
+            known = self._fitting[key] = (version, fits, sum(fits.values()))
         return known[1], known[2]
 
     def by_room_left(self, view: WorkloadView, level: str, freed: Footprint) -> list[Domain]:
