@@ -92,7 +92,7 @@ class InLevel:
         domain is searched at that bound (stage SEARCH); once none is left, at (2, ...)."""
         heap = [((1, low, value), SCAN, value, 0) for value, low in self.low.items()]
         heapq.heapify(heap)
-        best: tuple[Bound, Found] | None = None
+        best: tuple[Bound, Victims] | None = None
         while heap:
             bound, stage, value, k = heapq.heappop(heap)
             if best is not None and best[0] < bound:
@@ -115,10 +115,10 @@ class InLevel:
             if frees_together(session, inside, domain, (v for _, v, _ in victims)):
                 found = self._search(domain, victims)
                 if found is not None:
-                    key = domain_rank(found[0].chosen, domain)
+                    key = domain_rank(found.chosen, domain)
                     if best is None or key < best[0]:
                         best = (key, found)
-        return None if best is None else best[1]
+        return None if best is None else (best[1], best[1].placed())
 
     def _scan(self, domain: Domain, k: int, priority: int) -> int:
         """Look at the victims on the domain of its ``k``-th lowest priority (``priority``):
@@ -153,8 +153,9 @@ class InLevel:
         session = self.reclaim.session  # victims.frees_alone, for this job
         return frees_alone(session, self.need, self.over, victim, self.search.inside, domain)
 
-    def _search(self, domain: Domain, victims: list[Listed]) -> Found | None:
-        """The victims, in the candidates' order, that make the job fit in the domain."""
+    def _search(self, domain: Domain, victims: list[Listed]) -> Victims | None:
+        """The victims, in the candidates' order, that make the job fit in the domain (those
+        it does not need let go; where its pods go is worked out for the best domain only)."""
         reclaim, short, over = self.reclaim, self.short, self.over
         chosen = Victims(reclaim.session, self.job, over, self.search.where(domain))
         taken: Taken = {}
@@ -162,7 +163,8 @@ class InLevel:
             if not all(reclaim.gives_up(q, victim, taken, short) for q in path):
                 continue  # this domain's victims so far brought that queue back
             if reclaim._adds(chosen, taken, victim, over) and chosen.placeable():
-                return chosen, chosen.prune()
+                chosen.let_go()
+                return chosen
         return None
 
     def _gather(self) -> dict[str, list[Listed]]:
