@@ -3,6 +3,8 @@
 other pending job annotated rack-required; beside it, the very same cluster and jobs without
 the Topology and the annotations (the floor). Target: the median cycle within 1.3x the floor.
 Beside them, for information, the same jobs asking per pod set (their workers a rack each).
+Each variant prints its CPU time beside the wall-clock (the machine may be shared) and a digest
+of its decisions and pending jobs (a change that must decide nothing differently keeps it).
 
 Run: ``.venv/bin/python -m bench.bench_topology`` (``--quick`` for bench_scheduler's quick size).
 """
@@ -11,10 +13,11 @@ from __future__ import annotations
 
 import argparse
 import gc
+import hashlib
 import statistics
 import sys
 import time
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 from bench.bench_scheduler import QUICK
 from bench.gen_cluster import BASE, generate
@@ -62,18 +65,32 @@ def _per_pod_set(job: WorkloadView) -> WorkloadView:
     return replace(job, topology=None, pod_sets=(launcher, workers))
 
 
-def cycles(snapshot: Snapshot, repeat: int) -> tuple[list[float], int, int]:
-    """Cycle times, decisions, and admissions into a domain."""
-    times: list[float] = []
-    decisions = domains = 0
-    for _ in range(repeat):
+@dataclass
+class Run:
+    """One variant's cycles: wall-clock and CPU times, and what the last cycle decided."""
+
+    wall: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
+    decisions: int = 0
+    in_domain: int = 0
+    digest: str = ""
+    """Of the decisions and the pending jobs, in order: equal before and after a change
+    that must decide nothing differently."""
+
+    def cycle(self, snapshot: Snapshot) -> None:
         gc.collect()
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         result = run_cycle(snapshot)
-        times.append(time.perf_counter() - started)
-        decisions = len(result.decisions)
-        domains = sum(1 for d in result.decisions if d.domain)
-    return times, decisions, domains
+        self.wall.append(time.perf_counter() - started)
+        self.cpu.append(time.process_time() - cpu)
+        self.decisions = len(result.decisions)
+        self.in_domain = sum(1 for d in result.decisions if d.domain)
+        listed = repr((list(result.decisions), list(result.pending))).encode()
+        self.digest = hashlib.sha256(listed).hexdigest()[:16]
+
+    def median(self) -> str:
+        wall, cpu = statistics.median(self.wall), statistics.median(self.cpu)
+        return f"median {wall:.3f}s (CPU {cpu:.3f}s)"
 
 
 def main(argv: list[str]) -> int:
@@ -84,36 +101,31 @@ def main(argv: list[str]) -> int:
     size = QUICK if args.quick else BASE
     plain, racked, per_set = clusters(generate(size))
     # Alternate, so that a busy neighbour slows all alike.
-    floor: list[float] = []
-    timed: list[float] = []
-    split: list[float] = []
+    floor, timed, split = Run(), Run(), Run()
     for _ in range(args.repeat):
-        t, plain_decisions, _ = cycles(plain, 1)
-        floor += t
-        t, racked_decisions, in_domain = cycles(racked, 1)
-        timed += t
-        t, split_decisions, split_in_domain = cycles(per_set, 1)
-        split += t
-    f, m = statistics.median(floor), statistics.median(timed)
+        floor.cycle(plain)
+        timed.cycle(racked)
+        split.cycle(per_set)
+    f, m = statistics.median(floor.wall), statistics.median(timed.wall)
     print(
         f"{size.queues:,} queues, {size.pending:,} pending + {size.admitted:,} admitted jobs,"
         f" {size.nodes:,} nodes in {BLOCKS} blocks x {RACKS_PER_BLOCK} racks,"
         f" {args.repeat} cycles each"
     )
-    print(f"  without topology: median {f:.3f}s, {plain_decisions:,} decisions")
+    print(f"  without topology: {floor.median()}, {floor.decisions:,} decisions [{floor.digest}]")
     print(
-        f"  half the pending rack-required: median {m:.3f}s, {racked_decisions:,} decisions,"
-        f" {in_domain:,} admitted into a rack"
+        f"  half the pending rack-required: {timed.median()}, {timed.decisions:,} decisions,"
+        f" {timed.in_domain:,} admitted into a rack [{timed.digest}]"
     )
     print(
-        f"  the same per pod set (workers rack-required, launcher anywhere): median"
-        f" {statistics.median(split):.3f}s, {split_decisions:,} decisions,"
-        f" {split_in_domain:,} admitted with their workers in a rack"
-        f" (ratio {statistics.median(split) / f:.2f})"
+        f"  the same per pod set (workers rack-required, launcher anywhere): {split.median()},"
+        f" {split.decisions:,} decisions, {split.in_domain:,} admitted with their workers in a"
+        f" rack [{split.digest}] (ratio {statistics.median(split.wall) / f:.2f})"
     )
     ratio = m / f
+    cpu_ratio = statistics.median(timed.cpu) / statistics.median(floor.cpu)
     verdict = "met" if ratio <= TARGET_RATIO else "NOT met"
-    print(f"  ratio {ratio:.2f} (target <= {TARGET_RATIO}): {verdict}")
+    print(f"  ratio {ratio:.2f}, CPU {cpu_ratio:.2f} (target <= {TARGET_RATIO}): {verdict}")
     return 0
 
 

@@ -118,7 +118,8 @@ class _Shape:
     """
 
     __slots__ = (
-        "cursor", "early", "eligible", "every", "failed", "fitted", "items", "position", "read",
+        "cursor", "early", "eligible", "every", "failed", "failed_read", "fitted", "items",
+        "position", "read",
     )  # fmt: skip
 
     def __init__(
@@ -130,7 +131,10 @@ class _Shape:
         self.cursor = 0
         self.early: list[int] = []
         self.read = read
-        self.failed = 0  # the smallest count found not to fit since room last grew; 0: none
+        self.failed = 0
+        """The smallest count found not to fit since room last grew on a node it may go on
+        (``Placement.grown``, read up to ``failed_read`` for it); 0: none."""
+        self.failed_read = read
         self.fitted: tuple[int, int, Assignment] | None = None
         """The last placement of all its pods: room's version then, how many, where."""
         self.every: set[str] | None = None  # what every node that could hold one lacked
@@ -175,9 +179,6 @@ class Placement:
         for i, room in footprint.items():
             _add(self.free[i], room)
             self.grown.append(i)
-        if footprint:
-            for shape in self._shapes.values():
-                shape.failed = 0
         self._most.clear()
         self._explained.clear()
 
@@ -246,7 +247,14 @@ class Placement:
         shape = self._shape(pod)
         memo = extra is None and not partial
         if memo and shape.failed and count >= shape.failed:
-            return None
+            grown = self.grown
+            if shape.failed_read < len(grown):  # room given back since: on a node of its?
+                position = shape.position
+                if any(i in position for i in itertools.islice(grown, shape.failed_read, None)):
+                    shape.failed = 0
+                shape.failed_read = len(grown)
+            if shape.failed:
+                return None
         known = shape.fitted
         if extra is None and known is not None and known[0] == self.version and count <= known[1]:
             # Room is as it was when as many or more fitted: first fit takes the same nodes.
@@ -299,8 +307,8 @@ class Placement:
             shape.cursor = next((p for p in fitted if p >= cursor), len(eligible))
         shape.read = len(self.grown)
         if left and not partial:
-            if memo:
-                shape.failed = min(count, shape.failed or count)
+            if memo and (not shape.failed or count < shape.failed):  # (else known already)
+                shape.failed, shape.failed_read = count, len(self.grown)
             return None
         if not left and extra is None:
             shape.fitted = (self.version, count, out)

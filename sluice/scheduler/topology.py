@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sluice.api.constraints import PodSpecView, interned
 from sluice.api.quantity import format_quantity
@@ -30,11 +30,12 @@ class Domain:
     level: str
     value: str
     nodes: tuple[int, ...]
+    text: str = field(init=False, repr=False, compare=False)
+    """As sluice.dev/topology-assignment writes it: ``<level>=<value>`` (asked of every
+    domain looked at: made once)."""
 
-    @property
-    def text(self) -> str:
-        """As sluice.dev/topology-assignment writes it: ``<level>=<value>``."""
-        return f"{self.level}={self.value}"
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "text", f"{self.level}={self.value}")
 
     @property
     def short(self) -> str:
@@ -84,11 +85,17 @@ class Domains:
         no domain of the level held them: none will until more is."""
         self._version: dict[str, int] = {}
         """Domain text -> how many times room was held or given back on its nodes."""
-        self._fitting: dict[PodSpecView, tuple[int, dict[int, int], int]] = {}
-        """Pod (a domain's ``pod_in``) -> room's version, how many each node takes, their sum."""
-        self._holds: dict[tuple[PodSpecView, str], dict[str, tuple[int, int]]] = {}
-        """(pod, level) -> domain value -> (its ``_version`` then, how many such pods its
-        nodes the pod may go on hold at once): what first fit inside it adds up to."""
+        self._fitting: dict[tuple[PodSpecView, str], tuple[int, dict[int, int], int]] = {}
+        """(Pod (a domain's ``pod_in``), the domain's text) -> the domain's ``version``, how
+        many each node takes, their sum."""
+        self._changes: dict[str, list[str]] = {}
+        """Level -> the value of each of its domains room was held or given back on, in
+        order, once per change."""
+        self._holds: dict[tuple[PodSpecView, str], tuple[list[int], dict[str, int]]] = {}
+        """(pod, level) -> how far into the level's ``_changes`` it is up to date, and
+        domain value -> how many such pods its nodes the pod may go on hold at once now
+        (what first fit inside it adds up to), for the domains asked since their room last
+        changed."""
         if self.widening:
             placement.watchers.append(self._changed)
 
@@ -145,6 +152,7 @@ class Domains:
             version = self._version
             for text in touched:
                 version[text] = version.get(text, 0) + 1
+            self._changes.setdefault(level, []).extend(text[len(level) + 1 :] for text in touched)
             for (ranked_level, asked), (order, scores) in self._ranks.items():
                 if ranked_level != level:
                     continue
@@ -274,25 +282,26 @@ class Domains:
         sets = view.pod_sets
         only = sets[0] if len(sets) == 1 else None
         placement = self.placement
-        holds = self._holds.setdefault((only.pod, level), {}) if only is not None else {}
-        version = self._version
         # A domain with less free than asked in some resource ranks below this: skipped.
         asks = dict(need)
         start = bisect.bisect_left(ranking, (sum(asks[r] / total[r] for r in asked), ""))
-        for k in range(start, len(ranking)):
-            value = ranking[k][1]
+        holds: dict[str, int] = {}
+        if only is None:
+            tried = [value for _, value in ranking[start:]]
+        else:  # not those known to hold too few of its pods
+            holds, count = self._holding_now(only.pod, level), only.pod_count
+            tried = [value for _, value in ranking[start:] if holds.get(value, count) >= count]
+        for value in tried:
             domain = by_value[value]
-            text = domain.text
-            room = sums[text]
+            room = sums[domain.text]
             if any(room.get(r, 0) < a for r, a in need):
                 continue
             if only is not None:  # the common case, without building anything
                 pod = pods.get((only.pod, level, value)) or self.pod_in(only.pod, domain)
-                now = version.get(text, 0)
-                known = holds.get(value)
-                if known is None or known[0] != now:
-                    known = holds[value] = (now, self._holding(pod))
-                if known[1] < only.pod_count:
+                held = holds.get(value)
+                if held is None:
+                    held = holds[value] = self._holding(pod, domain)
+                if held < only.pod_count:
                     continue
                 where = placement.place(pod, only.pod_count)
                 if where is not None:
@@ -304,11 +313,22 @@ class Domains:
         self._failed[memo] = grown
         return None
 
-    def _holding(self, pod: PodSpecView) -> int:
-        """How many pods alike (a domain's ``pod_in``) its nodes hold at once now: first fit
-        places exactly as many as each node takes, added up."""
+    def _holding_now(self, pod: PodSpecView, level: str) -> dict[str, int]:
+        """Domain value -> how many of the pods its nodes hold now, for the domains whose
+        room has not changed since it was worked out (``_holds``)."""
+        changes = self._changes.setdefault(level, [])
+        seen, holds = self._holds.setdefault((pod, level), ([len(changes)], {}))
+        if seen[0] < len(changes):
+            for value in changes[seen[0] :]:
+                holds.pop(value, None)
+            seen[0] = len(changes)
+        return holds
+
+    def _holding(self, pod: PodSpecView, domain: Domain) -> int:
+        """How many pods alike (the domain's ``pod_in``) its nodes hold at once now: first
+        fit places exactly as many as each node takes, added up."""
         items = [(r, a) for r, a in pod.request.items() if a > 0]
-        return self._fits(pod, items)[1] if items else MANY
+        return self._fits(pod, items, domain)[1] if items else MANY
 
     def could_hold(
         self, view: WorkloadView, domain: Domain, more: Mapping[int, Mapping[str, int]]
@@ -323,7 +343,7 @@ class Domains:
             items = [(r, a) for r, a in pod.request.items() if a > 0]
             if not items or pod_set.pod_count <= 0:
                 continue
-            fits, n = self._fits(pod, items)
+            fits, n = self._fits(pod, items, domain)
             nodes = more if len(more) < len(fits) else fits
             for i in nodes:  # how many more each node takes with its room
                 before, extra = fits.get(i), more.get(i)
@@ -337,15 +357,19 @@ class Domains:
                 return False
         return True
 
-    def _fits(self, pod: PodSpecView, items: list[tuple[str, int]]) -> tuple[dict[int, int], int]:
-        """Node -> how many of the pods each node they may go on takes now, and their sum:
-        kept while room is as it was."""
-        version = self.placement.version
-        known = self._fitting.get(pod)
+    def _fits(
+        self, pod: PodSpecView, items: list[tuple[str, int]], domain: Domain
+    ) -> tuple[dict[int, int], int]:
+        """Node -> how many of the pods (the domain's ``pod_in``) each node they may go on
+        takes now, and their sum: kept while the domain's room is as it was (the nodes
+        they may go on are usable nodes of the domain, whose changes ``version`` counts)."""
+        key = (pod, domain.text)
+        version = self._version.get(domain.text, 0)
+        known = self._fitting.get(key)
         if known is None or known[0] != version:
             free = self.placement.free
             fits = {i: fits_in(free[i], items, MANY) for i in self.placement.eligible(pod)}
-            known = self._fitting[pod] = (version, fits, sum(fits.values()))
+            known = self._fitting[key] = (version, fits, sum(fits.values()))
         return known[1], known[2]
 
     def by_room_left(self, view: WorkloadView, level: str, freed: Footprint) -> list[Domain]:

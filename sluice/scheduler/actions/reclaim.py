@@ -19,7 +19,7 @@ import itertools
 from collections.abc import Collection, Iterator, Mapping
 from datetime import datetime, timedelta
 
-from sluice.api.views import EPOCH
+from sluice.api.views import EPOCH, WorkloadView
 from sluice.scheduler.actions.admit import admissible_leaves
 from sluice.scheduler.actions.outcome import Outcome
 from sluice.scheduler.actions.reclaim_domain import Alone, InLevel, Spread
@@ -35,6 +35,7 @@ from sluice.scheduler.order import leaf_order
 from sluice.scheduler.placement import Footprint
 from sluice.scheduler.session import JobInfo, Session
 from sluice.scheduler.set_domains import Placed, Search, Where, victim_search
+from sluice.scheduler.topology import Domain
 
 Taken = dict[str, dict[str, int]]
 Order = tuple[int, float, float, float, str]
@@ -77,6 +78,12 @@ class _Reclaim:
         self.alone: Alone = {}  # reclaim_domain.py's, kept from one job to the next
         self.spread: Spread = {}  # likewise
         self.by_domain: dict[str, dict[str, tuple[str, ...]]] = {}  # level -> ``on_domains``
+        self.held_on: dict[str, dict[str, Footprint]] = {}
+        """Level -> domain value -> the room every job that may still be a victim holds on
+        its nodes (``on_domains``'s jobs, less those taken since)."""
+        self.freeable: dict[object, dict[str, tuple[int, bool]]] = {}
+        """Pod sets -> domain -> ``may_free``'s answer for them, and the domain's version then."""
+        self.of_node: dict[str, dict[int, str]] = {}  # level -> node -> its domain's value
 
     # Conditions ------------------------------------------------------------------------------
     def eligible(self, job: JobInfo) -> bool:
@@ -432,7 +439,32 @@ class _Reclaim:
                 for job in self.session.queues[name].admitted_jobs
                 if self.eligible(job)
             }
+            held: dict[str, Footprint] = {}
+            for name in self.excess:
+                for job in self.session.queues[name].admitted_jobs:
+                    if job.key in found:
+                        _hold_on(held, of_node, job.footprint, 1)
+            self.held_on[level], self.of_node[level] = held, of_node
         return found
+
+    def may_free(
+        self, known: dict[str, tuple[int, bool]], inside: WorkloadView, domain: Domain
+    ) -> bool:
+        """Whether what goes in the domain (set_domains.Search's ``inside``) could fit there
+        were every job that may be a victim on it gone (``held_on``): when not, no victims
+        the walk yields for any job do, so the domain is not looked at. Kept per shape and
+        domain: a no for good (a victim taken moves its room from ``held_on`` to the free
+        room, an admission takes room: neither adds any), a yes while the domain's room is
+        as it was (``known``: ``freeable``'s for the pod sets of ``inside``)."""
+        kept = known.get(domain.text)
+        if kept is not None and not kept[1]:
+            return False
+        domains = self.session.domains
+        version = domains.version(domain)
+        if kept is None or kept[0] != version:
+            held = self.held_on[domain.level].get(domain.value, {})
+            kept = known[domain.text] = (version, domains.could_hold(inside, domain, held))
+        return kept[1]
 
     def _helps(self, victim: JobInfo, need: dict[str, int], over: Taken) -> bool:
         """Whether the victim frees something the cluster lacks, or frees room below an
@@ -448,6 +480,9 @@ class _Reclaim:
         touched = {v.queue for v in chosen}
         for name in touched:
             self._count_excess(name, -1)
+        for level, held in self.held_on.items():
+            for v in chosen:  # before they go: eviction forgets where they were
+                _hold_on(held, self.of_node[level], v.footprint, -1)
         for v in chosen:
             self.outcome.evict(self.session, "reclaim", v, job)
             self.victims[v.queue].remove(v)
@@ -530,3 +565,13 @@ def reclaim(session: Session, outcome: Outcome) -> None:
 def _add(target: dict[str, int], amounts: Mapping[str, int], sign: int) -> None:
     for r, a in amounts.items():
         target[r] = target.get(r, 0) + sign * a
+
+
+def _hold_on(
+    held: dict[str, Footprint], of_node: dict[int, str], footprint: Footprint, sign: int
+) -> None:
+    """Add (or with sign -1, take away) a job's room to that of the domains its nodes are in."""
+    for i, room in footprint.items():
+        value = of_node.get(i)
+        if value is not None:
+            _add(held.setdefault(value, {}).setdefault(i, {}), room, sign)

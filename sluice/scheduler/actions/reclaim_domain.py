@@ -15,7 +15,9 @@ lowest priority of such a victim on it, its name), nor before (2, ...) when it h
 Those victims are looked for a priority at a time, lowest first, only while the domain could
 still come first; the searches stop as soon as the best found comes before every bound left.
 
-What does not change from one job to the next is kept: each leaf's victims spread over the
+A domain that would not hold what goes in it even were every job that may be a victim on it
+gone, whoever asks, is not looked at (reclaim's ``may_free``, kept across jobs). What does
+not change from one job to the next is kept: each leaf's victims spread over the
 domains, until one of them is taken (``Spread``); whether a victim alone frees a domain for
 pods of one shape, while the domain's room is as it was (``Alone``). Before that is asked of
 each victim of a priority, it is asked of all of them together: when not even they could,
@@ -54,8 +56,8 @@ resources) -> the leaf's ``version`` and ``InLevel._spread``'s list."""
 Shape = tuple[object, ...]
 """What a victim freeing a domain alone depends on besides the domain's room: the pod sets
 that go in it, what the cluster lacks and what each limit is over by."""
-Alone = dict[tuple[Shape, str], tuple[int, dict[str, bool]]]
-"""(shape, domain) -> the domain's room version (``Domains.version``), and victim -> whether
+Alone = dict[Shape, dict[str, tuple[int, dict[str, bool]]]]
+"""Shape -> domain -> the domain's room version (``Domains.version``), and victim -> whether
 it alone frees the domain for that shape: kept from one job to the next while the domain's
 room is as it was (a victim goes only by giving room back there)."""
 
@@ -76,10 +78,13 @@ class InLevel:
             tuple(sorted(self.need.items())),
             tuple((q, tuple(sorted(limits.items()))) for q, limits in sorted(over.items())),
         )
+        self.alone = reclaim.alone.setdefault(self.shape, {})  # this shape's, by domain
+        self.freeable = reclaim.freeable.setdefault(search.inside.pod_sets, {})
         self.low: dict[str, int] = {}  # domain value -> the lowest priority of a victim on it
         self.level, self.of_job = level, reclaim.on_domains(level)
         self.on = self._gather()
-        self.lowest: dict[str, list[Listed]] = {}  # ``on``'s, lowest priority first
+        self.lowest: dict[str, list[tuple[int, list[JobInfo]]]] = {}
+        """Domain value -> ``on``'s victims by priority, the lowest first (``_scan``)."""
 
     def best(self) -> Found | None:
         """Domains are taken from a heap by bound: first (stage SCAN) the lowest priority
@@ -87,19 +92,21 @@ class InLevel:
         domain is searched at that bound (stage SEARCH); once none is left, at (2, ...)."""
         heap = [((1, low, value), SCAN, value, 0) for value, low in self.low.items()]
         heapq.heapify(heap)
-        best: tuple[Bound, Found] | None = None
+        best: tuple[Bound, Victims] | None = None
         while heap:
             bound, stage, value, k = heapq.heappop(heap)
             if best is not None and best[0] < bound:
                 break
             domain = self.domains[value]
             if stage == SCAN:
+                if k == 0 and not self.reclaim.may_free(self.freeable, self.search.inside, domain):
+                    continue  # not even every victim on it gone makes room: none does
                 k = self._scan(domain, k, bound[1])
                 lowest = self.lowest[value]
                 if k < 0:
                     heapq.heappush(heap, (bound, SEARCH, value, 0))
                 elif k < len(lowest):
-                    heapq.heappush(heap, ((1, lowest[k][1].priority, value), SCAN, value, k))
+                    heapq.heappush(heap, ((1, lowest[k][0], value), SCAN, value, k))
                 else:
                     heapq.heappush(heap, ((2, -(2**63), value), SEARCH, value, 0))
                 continue
@@ -108,28 +115,27 @@ class InLevel:
             if frees_together(session, inside, domain, (v for _, v, _ in victims)):
                 found = self._search(domain, victims)
                 if found is not None:
-                    key = domain_rank(found[0].chosen, domain)
+                    key = domain_rank(found.chosen, domain)
                     if best is None or key < best[0]:
                         best = (key, found)
-        return None if best is None else best[1]
+        return None if best is None else (best[1], best[1].placed())
 
     def _scan(self, domain: Domain, k: int, priority: int) -> int:
-        """Look at the victims on the domain of this priority from ``k`` on: -1 when one
-        alone frees the domain, else where the next priority's begin."""
+        """Look at the victims on the domain of its ``k``-th lowest priority (``priority``):
+        -1 when one alone frees the domain, else ``k + 1``. Which of them is asked first
+        does not matter: each answer is kept, and any yes ends the look."""
         lowest = self.lowest.get(domain.value)
         if lowest is None:
-            lowest = self.lowest[domain.value] = sorted(
-                self.on[domain.value], key=lambda entry: (entry[1].priority, entry[1].key)
-            )
+            by_priority: dict[int, list[JobInfo]] = {}
+            for _, victim, _ in self.on[domain.value]:
+                by_priority.setdefault(victim.priority, []).append(victim)
+            lowest = self.lowest[domain.value] = sorted(by_priority.items())
         version = self.reclaim.session.domains.version(domain)
-        kept = self.reclaim.alone.get((self.shape, domain.text))
+        kept = self.alone.get(domain.text)
         if kept is None or kept[0] != version:
-            kept = self.reclaim.alone[(self.shape, domain.text)] = (version, {})
+            kept = self.alone[domain.text] = (version, {})
         known = kept[1]
-        end = k
-        while end < len(lowest) and lowest[end][1].priority == priority:
-            end += 1
-        run = [entry[1] for entry in lowest[k:end]]
+        run = lowest[k][1]
         unknown = [victim for victim in run if victim.key not in known]
         session, inside = self.reclaim.session, self.search.inside
         if len(unknown) > 2 and not frees_together(session, inside, domain, unknown):
@@ -141,14 +147,15 @@ class InLevel:
                 frees = known[victim.key] = self._frees(victim, domain)
             if frees:
                 return -1
-        return end
+        return k + 1
 
     def _frees(self, victim: JobInfo, domain: Domain) -> bool:
         session = self.reclaim.session  # victims.frees_alone, for this job
         return frees_alone(session, self.need, self.over, victim, self.search.inside, domain)
 
-    def _search(self, domain: Domain, victims: list[Listed]) -> Found | None:
-        """The victims, in the candidates' order, that make the job fit in the domain."""
+    def _search(self, domain: Domain, victims: list[Listed]) -> Victims | None:
+        """The victims, in the candidates' order, that make the job fit in the domain (those
+        it does not need let go; where its pods go is worked out for the best domain only)."""
         reclaim, short, over = self.reclaim, self.short, self.over
         chosen = Victims(reclaim.session, self.job, over, self.search.where(domain))
         taken: Taken = {}
@@ -156,7 +163,8 @@ class InLevel:
             if not all(reclaim.gives_up(q, victim, taken, short) for q in path):
                 continue  # this domain's victims so far brought that queue back
             if reclaim._adds(chosen, taken, victim, over) and chosen.placeable():
-                return chosen, chosen.prune()
+                chosen.let_go()
+                return chosen
         return None
 
     def _gather(self) -> dict[str, list[Listed]]:
@@ -176,24 +184,30 @@ class InLevel:
             own = chain[level - 1]
             if not reclaim.within_deserved(self.job, own):
                 break  # every further group has a higher common ancestor: still not within
-            stack: list[tuple[str, tuple[str, ...]]] = [
-                (child, (child,)) for child in queues[chain[level]].children if child != own
+            # Each queue with the queues on its path not above their share (``strict``).
+            stack: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
+                (child, (child,), ()) for child in queues[chain[level]].children if child != own
             ]
             while stack:
-                name, path = stack.pop()
+                name, path, strict = stack.pop()
                 info = queues[name]
                 if info.children:
-                    if any(
+                    if not any(
                         info.allocated.get(r, 0) > info.deserved.get_amount(r) for r in short
-                    ) and reclaim.may_give(name, {}, short):
-                        stack.extend((child, (*path, child)) for child in info.children)
+                    ):
+                        continue
+                    above = reclaim.above_deserved(name, {}, short)
+                    if above or reclaim.may_give(name, {}, short):
+                        below = strict if above else (*strict, name)
+                        stack.extend((child, (*path, child), below) for child in info.children)
                     continue
                 excess = reclaim.excess.get(name)
                 if not excess or not any(r in excess for r in short):
                     continue
-                if not reclaim.may_give(name, {}, short):
-                    continue
-                strict = tuple(q for q in path if not reclaim.above_deserved(q, {}, short))
+                if not reclaim.above_deserved(name, {}, short):
+                    if not reclaim.may_give(name, {}, short):
+                        continue
+                    strict = (*strict, name)
                 for value, entry in self._spread(name, level, path, strict, resources):
                     priority = entry[1].priority
                     listed = out.get(value)

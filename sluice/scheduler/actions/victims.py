@@ -104,10 +104,15 @@ class Victims:
         return self.base + self.gain >= count
 
     def prune(self) -> Placed:
-        """Let go the victims the job does not need after all, the last chosen first, and
-        return where its pods go. Only two kinds may go: one chosen for the nodes alone (the
-        total was enough already), and one whose room the pods do not use; the others
-        free what the cluster or a limit lacks, and go in the order they were chosen."""
+        """``let_go``, then where the job's pods go."""
+        self.let_go()
+        return self.placed()
+
+    def let_go(self) -> None:
+        """Let go the victims the job does not need after all, the last chosen first. Only
+        two kinds may go: one chosen for the nodes alone (the total was enough already),
+        and one whose room the pods do not use; the others free what the cluster or a limit
+        lacks, and go in the order they were chosen."""
         assignment = place(self.session, self.job, self.room, self.domain)
         assert assignment is not None  # placeable() said so
         used = set(assignment)
@@ -119,6 +124,9 @@ class Victims:
                 self.chosen.remove(victim)
             else:
                 self._count(victim, 1)
+
+    def placed(self) -> Placed:
+        """Where the job's pods go once the chosen victims are gone (they fit: ``placeable``)."""
         placed = place_where(self.session, self.job, self.room, self.domain)
         assert placed is not None  # pruning keeps it placeable
         return placed
