@@ -96,13 +96,25 @@ class FastPath:
         self.always: dict[str, WorkloadView] = {}
         self.frame: _Frame = _Frame((), ())
 
-    def decide(self, snapshot: Snapshot) -> FastResult:
-        """The decisions the full cycle would take on the snapshot."""
+    def decide(
+        self, snapshot: Snapshot, changed: Mapping[str, WorkloadView | None] | None = None
+    ) -> FastResult:
+        """The decisions the full cycle would take on the snapshot.
+
+        ``changed``: when given, the snapshot's workloads are not looked at: the workloads
+        are those of the last pass, with these put in by key (None: gone), every workload
+        whose view changed since among them (the operator's change log)."""
         self._reframe(snapshot)
-        self.observe(snapshot.workloads)
+        if changed is None:
+            self.observe(snapshot.workloads)
+        else:
+            self.change(changed)
         if snapshot.config.usage is not None:
-            decisions, usage = decide_sampling(snapshot)
-            return FastResult(decisions, len(snapshot.workloads), 1, usage)
+            # Usage orders the jobs of a queue by namespace: every one is listed.
+            every = snapshot.workloads if changed is None else tuple(self.views.values())
+            whole = replace(snapshot, workloads=every)
+            decisions, usage = decide_sampling(whole)
+            return FastResult(decisions, len(whole.workloads), 1, usage)
         selective = {q.name for q in snapshot.queues if q.spec.namespace_selector is not None}
         widths: dict[Kind, int] = {}
         runs = 0
@@ -140,6 +152,21 @@ class FastPath:
                 if before is not None:  # a job listed twice under one key: the later counts
                     del filed[id(before)]
                     self._forget(before)
+                filed[id(view)] = view
+                self._file(view)
+
+    def change(self, changed: Mapping[str, WorkloadView | None]) -> None:
+        """Put in the workloads whose view changed, by key (None: gone)."""
+        views, filed = self.views, self.filed
+        for key, view in changed.items():
+            before = views.get(key)
+            if before is view:
+                continue
+            if before is not None:
+                del filed[id(before)]
+                del views[key]
+                self._forget(before)
+            if view is not None:
                 filed[id(view)] = view
                 self._file(view)
 
