@@ -21,7 +21,8 @@ workloads that changed. Printed: the median per event of each (wall; the told pa
 full cycle's CPU beside them), the ratio told/full, and the jobs the told pass listed. The
 first fast pass files every stored job (once per operator term): shown apart.
 
-Run: ``.venv/bin/python -m bench.bench_fast_path`` (``--quick``: 1,000 queues only).
+Run: ``.venv/bin/python -m bench.bench_fast_path`` (``--quick``: 1,000 queues only;
+``--clusters stored``: one of the two).
 Target: the told fast pass's median at 1,000 queues / 40,000 jobs at most a fifth of the
 full cycle's on the stored cluster (the living bench_operator_scale then meets its 0.2 s).
 """
@@ -222,6 +223,9 @@ def _child(cluster: str, size: Size) -> dict[str, Any]:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description="Fast pass against full cycle")
     parser.add_argument("--quick", action="store_true", help="1,000 queues only")
+    parser.add_argument(
+        "--clusters", default="stored,generated", help="which, comma-separated (both)"
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--scale", type=int, default=1, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -230,7 +234,7 @@ def main(argv: list[str]) -> int:
         return 0
     rows = []
     for scale in (1,) if args.quick else (1, 10):
-        for cluster in ("stored", "generated"):
+        for cluster in args.clusters.split(","):
             size = BASE.scaled(scale)
             _progress(f"{cluster}: {size.queues:,} queues, {size.pending + size.admitted:,} jobs")
             rows.append(_child(cluster, size))

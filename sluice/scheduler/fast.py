@@ -33,13 +33,14 @@ tests/unit/scheduler/test_fast_path.py checks it on random sequences of events.
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import TypeVar
 
 from sluice.api.constants import ROOT_QUEUE
 from sluice.api.constraints import PodSpecView
-from sluice.api.queue import QueueSpec, QueueUsage
+from sluice.api.queue import Queue, QueueSpec, QueueUsage
 from sluice.api.views import JobPhase, NodeView, WorkloadView
 from sluice.scheduler.cycle import decide, decide_sampling
 from sluice.scheduler.model import Decision, Snapshot
@@ -54,6 +55,7 @@ WIDER = 8
 """How many times more of a used-up kind the next run lists."""
 
 Kind = tuple[object, ...]
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -94,7 +96,7 @@ class FastPath:
         self.stuck_request: dict[str, dict[str, int]] = {}
         """Leaf queue -> the summed request of its waiting jobs of stuck kinds."""
         self.always: dict[str, WorkloadView] = {}
-        self.frame: _Frame = _Frame((), ())
+        self.frame = _Frame((), ())
 
     def decide(
         self, snapshot: Snapshot, changed: Mapping[str, WorkloadView | None] | None = None
@@ -227,11 +229,12 @@ class FastPath:
     def _reframe(self, snapshot: Snapshot) -> None:
         """Take in the nodes and the queues' specs; when they changed, every kind is asked
         again whether it is stuck."""
-        nodes = tuple(snapshot.nodes)
-        queues = tuple((q.name, q.spec) for q in snapshot.queues)
-        if nodes == self.frame.nodes and queues == self.frame.queues:
+        frame = self.frame
+        if _alike(snapshot.nodes, frame.nodes, _as_is) and _alike(
+            snapshot.queues, frame.queues, _spec
+        ):
             return
-        self.frame = _Frame(nodes, queues)
+        self.frame = _Frame(tuple(snapshot.nodes), tuple(snapshot.queues))
         for kind, alike in self.kinds.items():
             stuck = self._stuck(kind)
             if stuck == alike.stuck:
@@ -310,12 +313,10 @@ class FastPath:
 class _Frame:
     """What whether a kind is stuck rests on: the nodes, and the queues' specs."""
 
-    def __init__(
-        self, nodes: tuple[NodeView, ...], queues: tuple[tuple[str, QueueSpec], ...]
-    ) -> None:
+    def __init__(self, nodes: tuple[NodeView, ...], queues: tuple[Queue, ...]) -> None:
         self.nodes = nodes
         self.queues = queues
-        self.specs = dict(queues)
+        self.specs = {q.name: q.spec for q in queues}
         self.placement = Placement(nodes)
         self._holds: dict[PodSpecView, bool] = {}
 
@@ -328,3 +329,19 @@ class _Frame:
                 placement.could_hold(pod, i) for i in placement.eligible(pod)
             )
         return found
+
+
+def _as_is(view: object) -> object:
+    return view
+
+
+def _spec(queue: Queue) -> tuple[str, QueueSpec]:
+    return queue.name, queue.spec
+
+
+def _alike(now: Sequence[T], before: Sequence[T], key: Callable[[T], object]) -> bool:
+    """Whether two lists hold the same items by ``key``, in order; the items compared only
+    where they are not the very same (the views kept from one pass to the next)."""
+    return len(now) == len(before) and all(
+        a is b or key(a) == key(b) for a, b in zip(now, before, strict=True)
+    )
