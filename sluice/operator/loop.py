@@ -354,7 +354,12 @@ class SchedulingLoop:
                     changed[key] = formed.get(key)
         self.formed = formed
         took = time.perf_counter()
-        return taken, snapshot, self.fast.decide(snapshot, changed), took
+        try:
+            return taken, snapshot, self.fast.decide(snapshot, changed), took
+        except BaseException:
+            # What it was told is gone from the log: the next pass takes every workload.
+            self.fast, self.formed = FastPath(), {}
+            raise
 
     def _write(self, result: CycleResult, taken: Taken, snapshot: Snapshot) -> bool:
         """On the decision lane, in one hop: the decisions written (who waits is the full
