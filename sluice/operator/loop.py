@@ -101,6 +101,9 @@ class SchedulingLoop:
         allocation it sees, so it is sampled at every decision pass, not only by the full
         pass (whose decisions are never written, and which may run seconds apart)."""
         self.fast = FastPath()
+        self.formed: dict[str, WorkloadView] = {}
+        """The workloads of plain pods the last decision pass saw, by key: they are formed
+        anew each pass, so the pass compares them with these to find those that changed."""
         self.published: tuple[dict[str, int], int] = ({}, 0)
         """The executor's write and conflict counts as last added to the metrics."""
         self.explaining: asyncio.Task[CycleResult | None] | None = None
@@ -191,6 +194,7 @@ class SchedulingLoop:
                 self._leading = False
                 self.usage = {}
                 self.fast = FastPath()
+                self.formed = {}
                 continue
             if not self._leading and self.relist is not None:
                 # A new leader first lists everything, so its first pass also sees the
@@ -312,11 +316,13 @@ class SchedulingLoop:
             return False
         return True
 
-    def _noted(self, taken: Taken) -> Taken:
-        """The snapshot, with each object it newly leaves out logged once."""
+    def _noted(self, taken: Taken, whole: bool = True) -> Taken:
+        """The snapshot, with each object it newly leaves out logged once. Not ``whole``:
+        the decision pass's, which says nothing of the workloads (their unreadable ones are
+        kept till the next full pass says them)."""
         for key in set(taken.unreadable) - set(self.unreadable):
             log.warning("event=unreadable-object object=%s error=%r", key, taken.unreadable[key])
-        self.unreadable = taken.unreadable
+        self.unreadable = taken.unreadable if whole else {**self.unreadable, **taken.unreadable}
         return taken
 
     async def _taken(self, lane: str) -> Taken | None:
@@ -331,11 +337,29 @@ class SchedulingLoop:
 
     def _fast(self) -> tuple[Taken, Snapshot, FastResult, float]:
         """On the decision lane, in one hop: the cluster as stored now, the fast pass's
-        decisions on it, and when the snapshot was taken (perf_counter)."""
-        taken = self.state.snapshot(datetime.now(UTC), self.settings.max_queue_depth)
+        decisions on it, and when the snapshot was taken (perf_counter). The workloads are
+        taken whole only by a new fast pass; after that, only those whose read changed
+        (``ClusterState.decision_snapshot``), and the plain pods' that differ from the last
+        pass's."""
+        whole = not self.fast.views
+        taken, changed = self.state.decision_snapshot(
+            datetime.now(UTC), self.settings.max_queue_depth, whole
+        )
         snapshot = replace(taken.snapshot, usage=self.usage)
+        formed = {k: w.view for k, w in taken.pod_workloads.items() if w.view is not None}
+        if changed is not None:
+            last = self.formed
+            for key in formed.keys() | last.keys():
+                if formed.get(key) != last.get(key):
+                    changed[key] = formed.get(key)
+        self.formed = formed
         took = time.perf_counter()
-        return taken, snapshot, self.fast.decide(snapshot), took
+        try:
+            return taken, snapshot, self.fast.decide(snapshot, changed), took
+        except BaseException:
+            # What it was told is gone from the log: the next pass takes every workload.
+            self.fast, self.formed = FastPath(), {}
+            raise
 
     def _write(self, result: CycleResult, taken: Taken, snapshot: Snapshot) -> bool:
         """On the decision lane, in one hop: the decisions written (who waits is the full
@@ -396,7 +420,7 @@ class SchedulingLoop:
         if not await self._sure("decide"):
             return None
         taken, snapshot, fast, took = await self._in("decide", self._fast)
-        self._noted(taken)
+        self._noted(taken, whole=False)
         fasted = time.perf_counter()
         metrics.DECISION_SECONDS.observe(fasted - started)
         result = CycleResult(queue_order=(), queues={}, decisions=fast.decisions)

@@ -3,10 +3,12 @@
 Watch handlers store objects here and wake the loop. Each object is read into its view as it
 arrives (``sluice.scheduler.snapshot``: one reader per kind) and kept beside the object, so a
 cycle's Snapshot is a copy of the lists of views, cheap enough to take off the event loop;
-views are immutable, so cycles share them. The loop writes its own results back
-(``remember``) as soon as the API server has accepted them, so the next cycle never acts on
-a view older than its own writes. Those writes come from worker threads while watch events
-arrive on the event loop, hence the lock and the thread-safe wake-up.
+views are immutable, so cycles share them; the decision pass does not even copy the
+workloads, only those whose read changed since it last looked (``decision_snapshot``). The
+loop writes its own results back (``remember``) as soon as the API server has accepted them,
+so the next cycle never acts on a view older than its own writes. Those writes come from
+worker threads while watch events arrive on the event loop, hence the lock and the
+thread-safe wake-up.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from sluice.scheduler.model import Snapshot
 from sluice.scheduler.snapshot import (
     KINDS,
     READERS,
+    WORKLOAD_KINDS,
     Read,
     Reader,
     build_snapshot,
@@ -130,6 +133,10 @@ def _own_write(before: Read | None, after: Read) -> bool:
     return True
 
 
+CHANGES = 100_000
+"""Workload keys the change log holds at most between two decision passes (``changed``);
+past that, the next decision pass takes every workload again."""
+
 TOMBSTONES = 10_000
 """Deleted objects remembered, so a late answer to our own write cannot bring one back."""
 
@@ -205,6 +212,10 @@ class ClusterState:
     pod_defaults: PodDefaultsTable = field(default_factory=PodDefaultsTable)
     """The LimitRanges and RuntimeClasses seen: what each namespace adds to a pod's request
     (docs/workloads.md, "The request sluice counts")."""
+    changed: dict[str, None] | None = field(default_factory=dict)
+    """The keys of the workloads whose read changed since the decision pass last took them
+    (``decision_snapshot``), in no order that matters; None when more changed than
+    ``CHANGES``: the next decision pass then takes every workload."""
 
     def notify(self, urgent: bool = True) -> None:
         """Wake the scheduling loop, from its own thread or from a writer thread."""
@@ -256,6 +267,7 @@ class ClusterState:
                 table.pop(key, None)
                 if reads.pop(key, None) is not None:
                     self.read_versions[kind] = self.read_versions.get(kind, 0) + 1
+                    self._log(kind, key)
                 if also is not None:
                     also(key, None)
                 if version is not None:
@@ -273,6 +285,7 @@ class ClusterState:
                 table[key] = _bare(obj) if kept is None else kept
                 before = reads.get(key)
                 reads[key] = seen
+                self._log(kind, key)
                 if also is not None:
                     also(key, obj)
                 if before == seen:
@@ -284,6 +297,15 @@ class ClusterState:
                     self.notify(urgent=False)
                     return
         self.notify()
+
+    def _log(self, kind: str, key: str) -> None:
+        """Note that a workload's read changed (the lock is held)."""
+        changed = self.changed
+        if kind not in WORKLOAD_KINDS or changed is None:
+            return
+        changed[key] = None
+        if len(changed) > CHANGES:
+            self.changed = None
 
     def queue_reads(self) -> tuple[int, Mapping[str, Queue]]:
         """Each readable queue as read, and a number that changes whenever one of them does
@@ -393,6 +415,7 @@ class ClusterState:
             with self.lock:
                 if self.workloads.get(key) is obj:  # unless a newer event replaced it meanwhile
                     self.reads[kind][key] = seen
+                    self._log(kind, key)
         self.notify()
 
     def _member(self, key: str, obj: Obj | None) -> None:
@@ -422,12 +445,57 @@ class ClusterState:
         with self.lock:
             reads = [one for kind in KINDS for one in self.reads[kind].values()]
             members = list(self.pod_members.values())
+        return self._built(reads, members, now, max_queue_depth)
+
+    def _built(
+        self, reads: list[Read], members: list[PodMember], now: datetime, max_queue_depth: int
+    ) -> Taken:
         # Plain pods join the cycle as the workloads they form (docs/workloads.md).
         pod_workloads, formed = plain_pod_workloads(members)
         built = build_snapshot(
             reads + formed, now, strict=False, config=self.config, max_queue_depth=max_queue_depth
         )
         return Taken(built.snapshot, pod_workloads, built.unreadable)
+
+    def decision_snapshot(
+        self, now: datetime, max_queue_depth: int, whole: bool
+    ) -> tuple[Taken, dict[str, WorkloadView | None] | None]:
+        """What the decision pass decides on: a Snapshot of every kind but the workloads of
+        the kinds read from their own objects (those of plain pods are formed anew each
+        time), and those workloads' views by key, each one whose read changed since the
+        last call (None: it is gone, or left out as ``snapshot`` leaves it out). With
+        ``whole``, or when the log overflowed, the Snapshot is ``snapshot``'s, every
+        workload in it, and the mapping None. Either way the log starts afresh. What is
+        unreadable among the workloads is said by the whole snapshots only."""
+        with self.lock:
+            changed, self.changed = self.changed, {}
+            if whole or changed is None:
+                reads = [one for kind in KINDS for one in self.reads[kind].values()]
+                views = None
+            else:
+                reads = [
+                    one
+                    for kind in KINDS
+                    if kind not in WORKLOAD_KINDS
+                    for one in self.reads[kind].values()
+                ]
+                views = {key: self._workload(key) for key in changed}
+            members = list(self.pod_members.values())
+        return self._built(reads, members, now, max_queue_depth), views
+
+    def _workload(self, key: str) -> WorkloadView | None:
+        """The workload of this key as ``snapshot`` would list it (the lock is held): its one
+        readable view among the kinds; None when none, or when several kinds share the name
+        (``build_snapshot`` leaves them all out)."""
+        found: WorkloadView | None = None
+        for kind in WORKLOAD_KINDS:
+            one = self.reads[kind].get(key)
+            if one is None or one.error or not isinstance(one.view, WorkloadView):
+                continue
+            if found is not None:
+                return None
+            found = one.view
+        return found
 
 
 @dataclass(frozen=True)

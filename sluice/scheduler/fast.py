@@ -15,24 +15,36 @@ Listed always: admitted jobs (what the queues hold and what may be a victim), re
 namespaceSelector (whether it is taken depends on its namespace), and every job when the
 usage plugin orders jobs by their namespace's usage.
 
+A kind that no pass can admit while the nodes and the queues' specs stay as they are is not
+listed at all (``_stuck``): its pods fit on no node even were the node empty, or it asks
+more than the cluster's whole room, or more than the capability of its queue or of an
+ancestor. No victim can help it either (victims give back at most what they hold, within
+the nodes and within the queues). Its request is summed per queue once, as it is filed and
+forgotten, and every such kind is looked at again only when the nodes or the queues' specs
+change. A fifo queue's kinds are always listed: its first job holds the others back.
+
 The kinds are kept across passes, by the identity of each job's view: a pass looks once at
-each stored job (is it the view seen last time?), then works on the kinds and the admitted
-jobs, never on a sort of every waiting job. The decisions are those the full cycle
-(``cycle.run_cycle``) would take on the same snapshot: tests/unit/scheduler/test_fast_path.py
-checks it on random sequences of events.
+each stored job (is it the view seen last time?), then works on the kinds that may be
+admitted and the admitted jobs, never on a sort of every waiting job. The decisions are
+those the full cycle (``cycle.run_cycle``) would take on the same snapshot:
+tests/unit/scheduler/test_fast_path.py checks it on random sequences of events.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import TypeVar
 
-from sluice.api.queue import QueueUsage
-from sluice.api.views import JobPhase, WorkloadView
+from sluice.api.constants import ROOT_QUEUE
+from sluice.api.constraints import PodSpecView
+from sluice.api.queue import Queue, QueueSpec, QueueUsage
+from sluice.api.views import JobPhase, NodeView, WorkloadView
 from sluice.scheduler.cycle import decide, decide_sampling
 from sluice.scheduler.model import Decision, Snapshot
+from sluice.scheduler.placement import Placement
 
 FIRST = 1
 """Jobs of a kind listed at first."""
@@ -43,6 +55,7 @@ WIDER = 8
 """How many times more of a used-up kind the next run lists."""
 
 Kind = tuple[object, ...]
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -50,7 +63,10 @@ class _Alike:
     """The waiting jobs of one kind, in job order (they share their priority)."""
 
     queue: str
+    request: Mapping[str, int]
     waiting: list[tuple[datetime, str]] = field(default_factory=list)
+    stuck: bool = False
+    """No pass admits any of them while the frame stays as it is (``FastPath._stuck``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,14 +91,32 @@ class FastPath:
         """The views filed, by identity: what ``observe`` compares the stored jobs with."""
         self.kind_of: dict[str, Kind] = {}
         self.kinds: dict[Kind, _Alike] = {}
+        self.live: dict[Kind, _Alike] = {}
+        """The kinds that are not stuck: those a pass lists."""
+        self.stuck_request: dict[str, dict[str, int]] = {}
+        """Leaf queue -> the summed request of its waiting jobs of stuck kinds."""
         self.always: dict[str, WorkloadView] = {}
+        self.frame = _Frame((), ())
 
-    def decide(self, snapshot: Snapshot) -> FastResult:
-        """The decisions the full cycle would take on the snapshot."""
-        self.observe(snapshot.workloads)
+    def decide(
+        self, snapshot: Snapshot, changed: Mapping[str, WorkloadView | None] | None = None
+    ) -> FastResult:
+        """The decisions the full cycle would take on the snapshot.
+
+        ``changed``: when given, the snapshot's workloads are not looked at: the workloads
+        are those of the last pass, with these put in by key (None: gone), every workload
+        whose view changed since among them (the operator's change log)."""
+        self._reframe(snapshot)
+        if changed is None:
+            self.observe(snapshot.workloads)
+        else:
+            self.change(changed)
         if snapshot.config.usage is not None:
-            decisions, usage = decide_sampling(snapshot)
-            return FastResult(decisions, len(snapshot.workloads), 1, usage)
+            # Usage orders the jobs of a queue by namespace: every one is listed.
+            every = snapshot.workloads if changed is None else tuple(self.views.values())
+            whole = replace(snapshot, workloads=every)
+            decisions, usage = decide_sampling(whole)
+            return FastResult(decisions, len(whole.workloads), 1, usage)
         selective = {q.name for q in snapshot.queues if q.spec.namespace_selector is not None}
         widths: dict[Kind, int] = {}
         runs = 0
@@ -123,6 +157,21 @@ class FastPath:
                 filed[id(view)] = view
                 self._file(view)
 
+    def change(self, changed: Mapping[str, WorkloadView | None]) -> None:
+        """Put in the workloads whose view changed, by key (None: gone)."""
+        views, filed = self.views, self.filed
+        for key, view in changed.items():
+            before = views.get(key)
+            if before is view:
+                continue
+            if before is not None:
+                del filed[id(before)]
+                del views[key]
+                self._forget(before)
+            if view is not None:
+                filed[id(view)] = view
+                self._file(view)
+
     def _file(self, view: WorkloadView) -> None:
         self.views[view.key] = view
         if view.phase is JobPhase.COMPLETED:
@@ -140,9 +189,14 @@ class FastPath:
         )
         alike = self.kinds.get(kind)
         if alike is None:
-            alike = self.kinds[kind] = _Alike(view.queue)
+            alike = self.kinds[kind] = _Alike(view.queue, view.request.amounts)
+            alike.stuck = self._stuck(kind)
+            if not alike.stuck:
+                self.live[kind] = alike
         insort(alike.waiting, (view.creation_timestamp, view.key))
         self.kind_of[view.key] = kind
+        if alike.stuck:
+            self._count_stuck(alike, 1)
 
     def _forget(self, view: WorkloadView) -> None:
         key = view.key
@@ -153,8 +207,80 @@ class FastPath:
             return
         alike = self.kinds[kind]
         del alike.waiting[bisect_left(alike.waiting, (view.creation_timestamp, key))]
+        if alike.stuck:
+            self._count_stuck(alike, -1)
         if not alike.waiting:
             del self.kinds[kind]
+            self.live.pop(kind, None)
+
+    def _count_stuck(self, alike: _Alike, times: int) -> None:
+        """Add (or take away) ``times`` jobs of a stuck kind to its queue's summed request."""
+        summed = self.stuck_request.setdefault(alike.queue, {})
+        for r, a in alike.request.items():
+            left = summed.get(r, 0) + a * times
+            if left:
+                summed[r] = left
+            else:
+                del summed[r]
+        if not summed:
+            del self.stuck_request[alike.queue]
+
+    # Kinds no pass can admit -----------------------------------------------------------------
+    def _reframe(self, snapshot: Snapshot) -> None:
+        """Take in the nodes and the queues' specs; when they changed, every kind is asked
+        again whether it is stuck."""
+        frame = self.frame
+        if _alike(snapshot.nodes, frame.nodes, _as_is) and _alike(
+            snapshot.queues, frame.queues, _spec
+        ):
+            return
+        self.frame = _Frame(tuple(snapshot.nodes), tuple(snapshot.queues))
+        for kind, alike in self.kinds.items():
+            stuck = self._stuck(kind)
+            if stuck == alike.stuck:
+                continue
+            if alike.stuck:
+                self._count_stuck(alike, -len(alike.waiting))
+                self.live[kind] = alike
+            else:
+                del self.live[kind]
+            alike.stuck = stuck
+            if stuck:
+                self._count_stuck(alike, len(alike.waiting))
+
+    def _stuck(self, kind: Kind) -> bool:
+        """Whether no job of the kind can be admitted, whatever else is admitted or evicted,
+        while the frame stays as it is: it asks more of a resource than the usable nodes
+        hold together, or than a capability on its queue's path allows, or one of its pods
+        fits on no node that may take it, even empty. Never in a fifo queue."""
+        frame = self.frame
+        queue, request, pod_sets = kind[0], kind[3], kind[4]
+        assert isinstance(queue, str)
+        specs = frame.specs
+        spec = specs.get(queue)
+        if spec is None or spec.dequeue_strategy == "fifo":
+            return False
+        amounts = request.amounts  # type: ignore[attr-defined]
+        total = frame.placement.total
+        if any(a > total.get(r, 0) for r, a in amounts.items()):
+            return True
+        if any(
+            s.pod_count > 0 and not frame.holds(s.pod)
+            for s in pod_sets  # type: ignore[attr-defined]
+        ):
+            return True
+        name: str | None = queue
+        seen: set[str] = set()
+        while name is not None and name != ROOT_QUEUE and name not in seen:
+            seen.add(name)
+            spec = specs.get(name)
+            if spec is None:
+                break
+            cap = spec.capability
+            if any(r in cap and a > cap[r] for r, a in amounts.items()):
+                return True
+            name = spec.parent_name(name)
+        return False
 
     def _listing(
         self, selective: set[str], widths: Mapping[Kind, int]
@@ -163,9 +289,10 @@ class FastPath:
         for each kind with jobs left out, the keys of those listed."""
         views = self.views
         listed = list(self.always.values())
-        unlisted: dict[str, dict[str, int]] = {}
+        unlisted: dict[str, dict[str, int]] = dict(self.stuck_request)
+        copied: set[str] = set()  # queues whose sum here is this run's own copy
         shown: dict[Kind, list[str]] = {}
-        for kind, alike in self.kinds.items():
+        for kind, alike in self.live.items():
             width = widths.get(kind, self.first)
             if alike.queue in selective or len(alike.waiting) <= self.whole:
                 width = len(alike.waiting)
@@ -174,7 +301,47 @@ class FastPath:
             left = len(alike.waiting) - len(keys)
             if left > 0:
                 shown[kind] = keys
-                summed = unlisted.setdefault(alike.queue, {})
-                for r, a in views[keys[0]].request.amounts.items():
+                if alike.queue not in copied:
+                    copied.add(alike.queue)
+                    unlisted[alike.queue] = dict(unlisted.get(alike.queue, {}))
+                summed = unlisted[alike.queue]
+                for r, a in alike.request.items():
                     summed[r] = summed.get(r, 0) + a * left
         return listed, unlisted, shown
+
+
+class _Frame:
+    """What whether a kind is stuck rests on: the nodes, and the queues' specs."""
+
+    def __init__(self, nodes: tuple[NodeView, ...], queues: tuple[Queue, ...]) -> None:
+        self.nodes = nodes
+        self.queues = queues
+        self.specs = {q.name: q.spec for q in queues}
+        self.placement = Placement(nodes)
+        self._holds: dict[PodSpecView, bool] = {}
+
+    def holds(self, pod: PodSpecView) -> bool:
+        """Whether some node may take the pod and could hold one, empty."""
+        found = self._holds.get(pod)
+        if found is None:
+            placement = self.placement
+            found = self._holds[pod] = any(
+                placement.could_hold(pod, i) for i in placement.eligible(pod)
+            )
+        return found
+
+
+def _as_is(view: object) -> object:
+    return view
+
+
+def _spec(queue: Queue) -> tuple[str, QueueSpec]:
+    return queue.name, queue.spec
+
+
+def _alike(now: Sequence[T], before: Sequence[T], key: Callable[[T], object]) -> bool:
+    """Whether two lists hold the same items by ``key``, in order; the items compared only
+    where they are not the very same (the views kept from one pass to the next)."""
+    return len(now) == len(before) and all(
+        a is b or key(a) == key(b) for a, b in zip(now, before, strict=True)
+    )

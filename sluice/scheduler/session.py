@@ -108,6 +108,11 @@ def queue_tree(queues: Iterable[Queue], max_queue_depth: int) -> tuple[QueueTree
     return built
 
 
+_last_real: tuple[QueueTree, Resources, dict[str, Resources]] | None = None
+"""The realCapability of each queue, for the tree and the cluster's total it follows from
+alone: kept, like the tree, while both stay the same (``Session._derive``)."""
+
+
 class Session:
     def __init__(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
@@ -426,10 +431,18 @@ class Session:
 
     # Derived numbers ---------------------------------------------------------------------
     def _derive(self) -> None:
+        global _last_real
         order = sorted(self.queues.values(), key=lambda q: (q.depth, q.name))
-        taken: dict[str, Resources] = {}
-        for info in order:
-            info.real_capability = self._real_capability(info, taken)
+        last = _last_real  # one read: the two passes' threads may replace it meanwhile
+        if last is not None and last[0] is self.tree and last[1] == self.total:
+            for info in order:
+                info.real_capability = last[2][info.name]
+        else:
+            taken: dict[str, Resources] = {}
+            for info in order:
+                info.real_capability = self._real_capability(info, taken)
+            real = {info.name: info.real_capability for info in order}
+            _last_real = (self.tree, self.total, real)
         for info in reversed(order):  # bottom-up requests
             wanted: dict[str, int] = {}
             if info.children:

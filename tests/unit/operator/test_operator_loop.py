@@ -497,3 +497,50 @@ async def test_the_lease_is_renewed_while_the_event_loop_is_busy() -> None:
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
     found.release()
+
+
+def suspended_job(name: str, version: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "namespace": "ns",
+            "uid": f"uid-{name}",
+            "resourceVersion": str(version),
+            "labels": {"sluice.dev/queue-name": "team"},
+        },
+        "spec": {"suspend": True},
+    }
+
+
+def test_the_decision_pass_is_told_what_changed_and_starts_over_when_it_fails() -> None:
+    """The first decision pass takes every workload, the next only those that changed; one
+    that fails loses what it was told, so the one after takes every workload again."""
+    loop, _ = start(Elector(True))
+    loop.state.on_workload("ADDED", suspended_job("a", 1))
+    loop.state.on_workload("ADDED", suspended_job("b", 2))
+    told: list[Any] = []
+    decide = loop.fast.decide
+
+    def spy(snapshot: Any, changed: Any = None) -> Any:
+        told.append(None if changed is None else sorted(changed))
+        return decide(snapshot, changed)
+
+    loop.fast.decide = spy  # type: ignore[method-assign]
+    loop._fast()
+    loop.state.on_workload("ADDED", suspended_job("c", 3))
+    loop._fast()
+    assert told == [None, ["ns/c"]]
+    assert sorted(loop.fast.views) == ["ns/a", "ns/b", "ns/c"]
+
+    def fail(snapshot: Any, changed: Any = None) -> Any:
+        raise RuntimeError("a pass that fails")
+
+    loop.fast.decide = fail  # type: ignore[method-assign]
+    loop.state.on_workload("DELETED", suspended_job("a", 4))
+    with pytest.raises(RuntimeError):
+        loop._fast()
+    taken, *_ = loop._fast()  # a new fast pass: every workload again
+    assert sorted(loop.fast.views) == ["ns/b", "ns/c"]
+    assert sorted(j.key for j in taken.snapshot.workloads) == ["ns/b", "ns/c"]

@@ -170,3 +170,49 @@ def test_workloads_of_one_name_across_kinds_are_left_out_and_said_why() -> None:
         "pytorchjob/ns/train": "workloads of kinds JobSet, PyTorchJob are all named ns/train:"
         " sluice does not tell them apart and leaves them out; give them different names",
     }
+
+
+def test_the_decision_pass_takes_only_the_workloads_whose_read_changed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """After one whole snapshot, each decision snapshot carries no workload but the views
+    that changed since the last, by key (None: gone or left out); put into what the pass
+    kept, they make the workloads of the whole snapshot, step by step."""
+    state = ClusterState()
+    state.on_workload("ADDED", jobset("a", True))
+    state.on_workload("ADDED", pytorch_job("b", True))
+    taken, changed = state.decision_snapshot(NOW, 5, whole=True)
+    assert changed is None
+    kept: dict[str, Any] = {j.key: j for j in taken.snapshot.workloads}
+    assert sorted(kept) == ["ns/a", "ns/b"]
+
+    def step(expected: set[str]) -> None:
+        taken, changed = state.decision_snapshot(NOW, 5, whole=False)
+        assert taken.snapshot.workloads == [] and changed is not None
+        assert set(changed) == expected
+        for key, view in changed.items():
+            if view is None:
+                kept.pop(key, None)
+            else:
+                kept[key] = view
+        assert kept == {j.key: j for j in state.snapshot(NOW, 5).snapshot.workloads}
+
+    step(set())
+    unsuspended = jobset("a", False)
+    unsuspended["metadata"]["resourceVersion"] = "2"
+    state.on_workload("MODIFIED", unsuspended)
+    step({"ns/a"})
+    state.on_workload("ADDED", pytorch_job("a", True))  # one name across kinds: both left out
+    step({"ns/a"})
+    assert "ns/a" not in kept
+    state.on_workload("DELETED", pytorch_job("a", True))
+    state.on_workload("DELETED", pytorch_job("b", True))
+    step({"ns/a", "ns/b"})
+    assert sorted(kept) == ["ns/a"]
+    # More changes than the log holds: the next pass takes every workload again.
+    monkeypatch.setattr("sluice.operator.state.CHANGES", 1)
+    state.on_workload("ADDED", pytorch_job("c", True))
+    state.on_workload("ADDED", pytorch_job("d", True))
+    taken, changed = state.decision_snapshot(NOW, 5, whole=False)
+    assert changed is None
+    assert sorted(j.key for j in taken.snapshot.workloads) == ["ns/a", "ns/c", "ns/d"]
