@@ -145,12 +145,23 @@ def cluster(seed: int) -> Snapshot:
     if rng.random() < 0.2:  # a node of no rack
         nodes.append(node("loose", cpu=8, memory="32Gi"))
     leaves = [f"q{i}" for i in range(rng.randint(2, 5))]
-    queues = [queue("dept-a"), queue("dept-b")]
+    # Drawn apart, so the rest of each cluster stays as it was: departments with a deserved
+    # share of their own, and a team between a department and some of its leaves (the walk
+    # then passes queues not above their share above a leaf, which its victims may not ask).
+    tree = random.Random(-1 - seed)
+    shares = [{"deserved": {"cpu": str(tree.choice((4, 8, 16)))}} if tree.random() < 0.5 else {}]
+    queues = [queue("dept-a", **shares[0]), queue("dept-b")]
+    team = tree.random() < 0.5
+    if team:
+        queues.append(queue("team-a", "dept-a", deserved={"cpu": str(tree.choice((2, 4, 8)))}))
     for i, name in enumerate(leaves):
+        parent = rng.choice(("dept-a", "dept-b"))
+        if team and parent == "dept-a" and tree.random() < 0.7:
+            parent = "team-a"
         queues.append(
             queue(
                 name,
-                rng.choice(("dept-a", "dept-b")),
+                parent,
                 created=i,
                 deserved={"cpu": str(rng.choice((2, 4, 8, 16)))},
                 priority=rng.choice((0, 0, 10)),
