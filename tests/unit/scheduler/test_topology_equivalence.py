@@ -333,7 +333,6 @@ def test_a_subtree_kept_from_one_job_to_the_next_follows_the_share_of_the_queues
         queue("l2", "t"),
     ]
     v = replace(gang("v", "l1", 1, admitted=0, cpu=2, **{gpu: 2}), phase=JobPhase.RUNNING)
-    (main,) = v.pod_sets
     pods = [pod("v-0", "n0", owner=v)]
     ask = TopologyRequest(RACK, True)
     jobs = [
