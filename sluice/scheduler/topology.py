@@ -286,12 +286,13 @@ class Domains:
         asks = dict(need)
         start = bisect.bisect_left(ranking, (sum(asks[r] / total[r] for r in asked), ""))
         holds: dict[str, int] = {}
-        if only is None:
-            tried = [value for _, value in ranking[start:]]
-        else:  # not those known to hold too few of its pods
+        count = 0
+        if only is not None:
             holds, count = self._holding_now(only.pod, level), only.pod_count
-            tried = [value for _, value in ranking[start:] if holds.get(value, count) >= count]
-        for value in tried:
+        for k in range(start, len(ranking)):
+            value = ranking[k][1]
+            if holds and holds.get(value, count) < count:
+                continue  # known to hold too few of its pods
             domain = by_value[value]
             room = sums[domain.text]
             if any(room.get(r, 0) < a for r, a in need):

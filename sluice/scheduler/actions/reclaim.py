@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 from sluice.api.views import EPOCH, WorkloadView
 from sluice.scheduler.actions.admit import admissible_leaves
 from sluice.scheduler.actions.outcome import Outcome
-from sluice.scheduler.actions.reclaim_domain import Alone, InLevel, Spread
+from sluice.scheduler.actions.reclaim_domain import Alone, InLevel, Subtrees
 from sluice.scheduler.actions.victims import Victims
 from sluice.scheduler.fit import (
     as_hard,
@@ -76,7 +76,7 @@ class _Reclaim:
             if not info.children and info.admitted_jobs and info.queue.spec.reclaimable:
                 self._count_excess(name, +1)
         self.alone: Alone = {}  # reclaim_domain.py's, kept from one job to the next
-        self.spread: Spread = {}  # likewise
+        self.subtrees: Subtrees = {}  # likewise
         self.by_domain: dict[str, dict[str, tuple[str, ...]]] = {}  # level -> ``on_domains``
         self.held_on: dict[str, dict[str, Footprint]] = {}
         """Level -> domain value -> the room every job that may still be a victim holds on

@@ -5,8 +5,9 @@ What a domain's search takes is what a search of the job's candidates (reclaim's
 ``candidates``, in their order) would take were it limited to the victims on that domain's
 nodes: each victim taken when it still qualifies after what was taken before it in the same
 domain, until the job fits. So each domain is searched alone, over its share of the victims
-the walk yields (``InLevel._gather``: the leaves the walk opens, in its order: nearest
-relatives, then queue priority, then victim order), without walking the others'.
+the walk yields (``InLevel._gather``: the leaves the walk opens; in a domain's search, in
+the walk's order: nearest relatives, then queue priority, then victim order), without
+walking the others'.
 
 Domains are searched from the one whose result could come first. A search keeps at least
 one victim, and the last it takes always stays (without it, the search had not been done): a
@@ -17,8 +18,11 @@ still come first; the searches stop as soon as the best found comes before every
 
 A domain that would not hold what goes in it even were every job that may be a victim on it
 gone, whoever asks, is not looked at (reclaim's ``may_free``, kept across jobs). What does
-not change from one job to the next is kept: each leaf's victims spread over the
-domains, until one of them is taken (``Spread``); whether a victim alone frees a domain for
+not change from one job to the next is kept: for each queue the walk enters, the victims of
+its subtree spread over the domains with each domain's lowest priority, until a victim below
+it is taken or an admission puts a queue below it over its share (``Subtrees``): a job then
+puts together only the subtrees of its common ancestors' children, and a domain's victims
+only when the domain is looked at (``InLevel._on``); whether a victim alone frees a domain for
 pods of one shape, while the domain's room is as it was (``Alone``). Before that is asked of
 each victim of a priority, it is asked of all of them together: when not even they could,
 none of them alone does.
@@ -50,9 +54,12 @@ Listed = tuple[tuple[tuple[int, int, float], "Order"], JobInfo, tuple[str, ...]]
 """A victim of a domain: its place in the candidates' order (the level of the common
 ancestor with the job, its queue's priority, minus that queue's usage per weight, its victim
 order), itself, and the queues on its path below the common ancestor."""
-Spread = dict[tuple[object, ...], tuple[int, list[tuple[str, Listed]]]]
-"""(level, leaf, the level of the common ancestor, path, its queues not above their share,
-resources) -> the leaf's ``version`` and ``InLevel._spread``'s list."""
+Part = dict[str, tuple[int, list[Listed]]]
+"""Domain value -> the lowest priority of the victims on it of one queue's subtree the walk
+yields, and those victims (``InLevel._subtree``)."""
+Subtrees = dict[tuple[object, ...], tuple[int, Part]]
+"""(level, queue, the level of the common ancestor, path, the queues on it not above their
+share, resources) -> the queue's ``version`` and its ``Part``."""
 Shape = tuple[object, ...]
 """What a victim freeing a domain alone depends on besides the domain's room: the pod sets
 that go in it, what the cluster lacks and what each limit is over by."""
@@ -82,7 +89,9 @@ class InLevel:
         self.freeable = reclaim.freeable.setdefault(search.inside.pod_sets, {})
         self.low: dict[str, int] = {}  # domain value -> the lowest priority of a victim on it
         self.level, self.of_job = level, reclaim.on_domains(level)
-        self.on = self._gather()
+        self.parts: list[Part] = []  # ``_gather``'s subtrees
+        self.on: dict[str, list[Listed]] = {}  # domain value -> its victims (``_on``)
+        self._gather()
         self.lowest: dict[str, list[tuple[int, list[JobInfo]]]] = {}
         """Domain value -> ``on``'s victims by priority, the lowest first (``_scan``)."""
 
@@ -110,7 +119,7 @@ class InLevel:
                 else:
                     heapq.heappush(heap, ((2, -(2**63), value), SEARCH, value, 0))
                 continue
-            victims = sorted(self.on[value], key=lambda entry: entry[0])
+            victims = sorted(self._on(value), key=lambda entry: entry[0])
             session, inside = self.reclaim.session, self.search.inside
             if frees_together(session, inside, domain, (v for _, v, _ in victims)):
                 found = self._search(domain, victims)
@@ -127,7 +136,7 @@ class InLevel:
         lowest = self.lowest.get(domain.value)
         if lowest is None:
             by_priority: dict[int, list[JobInfo]] = {}
-            for _, victim, _ in self.on[domain.value]:
+            for _, victim, _ in self._on(domain.value):
                 by_priority.setdefault(victim.priority, []).append(victim)
             lowest = self.lowest[domain.value] = sorted(by_priority.items())
         version = self.reclaim.session.domains.version(domain)
@@ -167,76 +176,103 @@ class InLevel:
                 return chosen
         return None
 
-    def _gather(self) -> dict[str, list[Listed]]:
-        """Domain value -> the victims on it the candidates' walk yields (nothing taken),
-        given the domains each job that may be a victim is on (``of_job``). The walk's
-        rules (reclaim's ``candidates`` and ``bound``): group by group, while the job's own
-        queues below are within their deserved share; into a queue only when it may give
-        (``may_give``) and, above a leaf, is above its deserved share in something the job
-        lacks; from a leaf above its share in such a resource, its victims holding one of
-        them, but for one that asks what a queue on its path not above its share names."""
-        reclaim, short = self.reclaim, self.short
-        session, resources = reclaim.session, frozenset(short)
-        queues, chain = session.queues, session.chain(self.job.queue)
-        low = self.low
-        out: dict[str, list[Listed]] = {}
+    def _on(self, value: str) -> list[Listed]:
+        """The victims on a domain the walk yields (``_gather``), put together when asked."""
+        found = self.on.get(value)
+        if found is None:
+            found = self.on[value] = []
+            for part in self.parts:
+                got = part.get(value)
+                if got is not None:
+                    found.extend(got[1])
+        return found
+
+    def _gather(self) -> None:
+        """The parts of the candidates' walk (nothing taken): for each level (common
+        ancestor) up to the first where the job's own queue is not within its deserved
+        share, the subtrees of its children but the job's own (``_subtree``); and each
+        domain's lowest victim priority among them (``low``)."""
+        reclaim = self.reclaim
+        queues, chain = reclaim.session.queues, reclaim.session.chain(self.job.queue)
+        resources = frozenset(self.short)
         for level in range(1, len(chain)):
             own = chain[level - 1]
             if not reclaim.within_deserved(self.job, own):
                 break  # every further group has a higher common ancestor: still not within
-            # Each queue with the queues on its path not above their share (``strict``).
-            stack: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
-                (child, (child,), ()) for child in queues[chain[level]].children if child != own
-            ]
-            while stack:
-                name, path, strict = stack.pop()
-                info = queues[name]
-                if info.children:
-                    if not any(
-                        info.allocated.get(r, 0) > info.deserved.get_amount(r) for r in short
-                    ):
-                        continue
-                    above = reclaim.above_deserved(name, {}, short)
-                    if above or reclaim.may_give(name, {}, short):
-                        below = strict if above else (*strict, name)
-                        stack.extend((child, (*path, child), below) for child in info.children)
-                    continue
-                excess = reclaim.excess.get(name)
-                if not excess or not any(r in excess for r in short):
-                    continue
-                if not reclaim.above_deserved(name, {}, short):
-                    if not reclaim.may_give(name, {}, short):
-                        continue
-                    strict = (*strict, name)
-                for value, entry in self._spread(name, level, path, strict, resources):
-                    priority = entry[1].priority
-                    listed = out.get(value)
-                    if listed is None:
-                        out[value], low[value] = [entry], priority
-                    else:
-                        listed.append(entry)
-                        if priority < low[value]:
-                            low[value] = priority
-        return out
+            for child in queues[chain[level]].children:
+                if child != own:
+                    part = self._subtree(child, level, (child,), (), resources)
+                    if part:
+                        self.parts.append(part)
+        low = self.low
+        for part in self.parts:
+            for value, (priority, _) in part.items():
+                if priority < low.get(value, priority + 1):
+                    low[value] = priority
 
-    def _spread(
-        self, leaf: str, level: int, path: tuple[str, ...], strict: tuple[str, ...],
+    def _subtree(
+        self, name: str, level: int, path: tuple[str, ...], strict: tuple[str, ...],
         resources: frozenset[str],
-    ) -> list[tuple[str, Listed]]:  # fmt: skip
-        """The leaf's victims the walk yields, each once per domain it is on, kept while no
-        victim of the leaf is taken (its ``version``)."""
+    ) -> Part:  # fmt: skip
+        """Domain value -> the lowest priority and the victims on it of the queue's subtree
+        the walk yields, given the queues on its path not above their share (``strict``).
+        The walk's rules (reclaim's ``candidates`` and ``bound``): into a queue only when it
+        may give (``may_give``) and, above a leaf, is above its deserved share in something
+        the job lacks; from a leaf above its share in such a resource, its victims holding
+        one of them, but for one that asks what a queue on its path not above its share
+        names. Kept while nothing below the queue is taken and no admission puts a queue
+        below it over its share (its ``version``)."""
         reclaim = self.reclaim
-        key = (self.level, leaf, level, path, strict, resources)
-        version = reclaim.version.get(leaf, 0)
-        kept = reclaim.spread.get(key)
+        key = (self.level, name, level, path, strict, resources)
+        version = reclaim.version.get(name, 0)
+        kept = reclaim.subtrees.get(key)
         if kept is not None and kept[0] == version:
             return kept[1]
+        out: Part = {}
+        info = reclaim.session.queues[name]
+        if info.children:
+            if any(info.allocated.get(r, 0) > info.deserved.get_amount(r) for r in resources):
+                above = reclaim.above_deserved(name, {}, resources)
+                if above or reclaim.may_give(name, {}, resources):
+                    below = strict if above else (*strict, name)
+                    for child in info.children:
+                        part = self._subtree(child, level, (*path, child), below, resources)
+                        for value, (priority, victims) in part.items():
+                            got = out.get(value)
+                            if got is None:
+                                out[value] = (priority, list(victims))
+                            else:
+                                got[1].extend(victims)
+                                if priority < got[0]:
+                                    out[value] = (priority, got[1])
+        else:
+            self._leaf(out, name, level, path, strict, resources)
+        reclaim.subtrees[key] = (version, out)
+        return out
+
+    def _leaf(
+        self, out: Part, leaf: str, level: int, path: tuple[str, ...], strict: tuple[str, ...],
+        resources: frozenset[str],
+    ) -> None:  # fmt: skip
+        """The leaf's victims the walk yields, each once per domain it is on (``_subtree``)."""
+        reclaim = self.reclaim
+        excess = reclaim.excess.get(leaf)
+        if not excess or not any(r in excess for r in resources):
+            return
+        if not reclaim.above_deserved(leaf, {}, resources):
+            if not reclaim.may_give(leaf, {}, resources):
+                return
+            strict = (*strict, leaf)
         rank = (level, reclaim.session.queues[leaf].priority, reclaim.used(leaf))
-        out: list[tuple[str, Listed]] = []
         for victim in reclaim.victims_for(leaf, resources):
             if strict and any(reclaim.asks_owed(victim, q) for q in strict):
                 continue
             entry = ((rank, reclaim.order(victim)), victim, path)
-            out.extend((value, entry) for value in self.of_job.get(victim.key, ()))
-        reclaim.spread[key] = (version, out)
-        return out
+            for value in self.of_job.get(victim.key, ()):
+                got = out.get(value)
+                if got is None:
+                    out[value] = (victim.priority, [entry])
+                else:
+                    got[1].append(entry)
+                    if victim.priority < got[0]:
+                        out[value] = (victim.priority, got[1])

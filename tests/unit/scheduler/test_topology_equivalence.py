@@ -23,12 +23,14 @@ from sluice.api.topology import TopologyRequest, TopologyView
 from sluice.api.views import JobPhase, NodeView, PodSet, PodView, WorkloadView
 from sluice.scheduler.actions import preempt as preempt_action
 from sluice.scheduler.actions import reclaim as reclaim_action
+from sluice.scheduler.actions.outcome import Outcome
+from sluice.scheduler.actions.reclaim_domain import InLevel
 from sluice.scheduler.actions.victims import Victims, domain_rank
 from sluice.scheduler.cycle import run_cycle
 from sluice.scheduler.model import Snapshot
 from sluice.scheduler.placement import Footprint, Placement
 from sluice.scheduler.session import JobInfo, Session
-from sluice.scheduler.set_domains import Placed, Search
+from sluice.scheduler.set_domains import Placed, Search, victim_search
 from sluice.scheduler.topology import Domains
 
 BLOCK, RACK = "example.com/block", "example.com/rack"
@@ -37,6 +39,7 @@ TAINT = Taint(GPU, "present", "NoSchedule")
 TOLERATION = Toleration(GPU, "Exists", "", "NoSchedule")
 ACTIONS = {"actions": "enqueue, allocate, reclaim, preempt, backfill"}
 CLASSES = {"high": 1000, "mid": 10, "low": -5, "lowest": -100}
+CAPACITY = {**ACTIONS, "tiers": [{"plugins": [{"name": "priority"}, {"name": "capacity"}]}]}
 
 
 # The reference: every domain tried --------------------------------------------------------
@@ -145,12 +148,23 @@ def cluster(seed: int) -> Snapshot:
     if rng.random() < 0.2:  # a node of no rack
         nodes.append(node("loose", cpu=8, memory="32Gi"))
     leaves = [f"q{i}" for i in range(rng.randint(2, 5))]
-    queues = [queue("dept-a"), queue("dept-b")]
+    # Drawn apart, so the rest of each cluster stays as it was: departments with a deserved
+    # share of their own, and a team between a department and some of its leaves (the walk
+    # then passes queues not above their share above a leaf, which its victims may not ask).
+    tree = random.Random(-1 - seed)
+    shares = [{"deserved": {"cpu": str(tree.choice((4, 8, 16)))}} if tree.random() < 0.5 else {}]
+    queues = [queue("dept-a", **shares[0]), queue("dept-b")]
+    team = tree.random() < 0.5
+    if team:
+        queues.append(queue("team-a", "dept-a", deserved={"cpu": str(tree.choice((2, 4, 8)))}))
     for i, name in enumerate(leaves):
+        parent = rng.choice(("dept-a", "dept-b"))
+        if team and parent == "dept-a" and tree.random() < 0.7:
+            parent = "team-a"
         queues.append(
             queue(
                 name,
-                rng.choice(("dept-a", "dept-b")),
+                parent,
                 created=i,
                 deserved={"cpu": str(rng.choice((2, 4, 8, 16)))},
                 priority=rng.choice((0, 0, 10)),
@@ -302,3 +316,48 @@ def test_what_the_search_keeps_from_one_job_to_the_next_follows_the_room() -> No
     ]
     with everywhere():
         assert run_cycle(snap) == result
+
+
+def test_a_subtree_kept_from_one_job_to_the_next_follows_the_share_of_the_queues_above() -> None:
+    """The victims of a queue's subtree are kept from one job to the next, but which of them
+    the walk yields depends on the queues above it too (capacity: each deserved is what its
+    spec names): while team t is not above its share in cpu, v (in l1, below t) asks what t
+    is owed and is no victim for a job short of cpu and GPUs; once an admission in l1's
+    sibling l2 puts t over its share, v is one, though nothing in l1 changed."""
+    gpu = "nvidia.com/gpu"
+    nodes = [node("n0", labels={BLOCK: "b0", RACK: "r0"}, cpu=16, **{gpu: 8})]
+    queues = [
+        queue("a", deserved={"cpu": "100"}),
+        queue("t", deserved={"cpu": "4"}),
+        queue("l1", "t"),
+        queue("l2", "t"),
+    ]
+    v = replace(gang("v", "l1", 1, admitted=0, cpu=2, **{gpu: 2}), phase=JobPhase.RUNNING)
+    pods = [pod("v-0", "n0", owner=v)]
+    ask = TopologyRequest(RACK, True)
+    jobs = [
+        v,
+        replace(gang("j", "a", 1, created=5, cpu=1, **{gpu: 1}), topology=ask),
+        gang("w", "l2", 1, created=6, cpu=4),
+    ]
+    snap = replace(
+        snapshot(queues, jobs, nodes, config=CAPACITY, priority_classes=CLASSES, pods=pods),
+        topologies=(TopologyView("default", (BLOCK, RACK)),),
+    )
+    short = {"cpu": 1, gpu: 1}
+
+    def victims(reclaim: reclaim_action._Reclaim, session: Session) -> list[str]:
+        (job,) = session.queues["a"].pending_jobs
+        search = victim_search(session.domains, job.view)
+        assert search is not None
+        level = InLevel(reclaim, job, short, {}, search, RACK)
+        return [victim.key for _, victim, _ in level._on("r0")]
+
+    session = Session(snap)
+    kept = reclaim_action._Reclaim(session, Outcome())
+    assert victims(kept, session) == []
+    (w,) = session.queues["l2"].pending_jobs
+    session.admit(w, {})
+    kept.admitted(w)
+    anew = reclaim_action._Reclaim(session, Outcome())
+    assert victims(kept, session) == victims(anew, session) == ["ns/v"]
