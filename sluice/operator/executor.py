@@ -90,8 +90,12 @@ class Executor:
     # Workloads ---------------------------------------------------------------------------
     def write(self, write: Write) -> Obj | None:
         """One workload's write (a patch of the workload, or of its plain pods), while its
-        precondition holds. The resourceVersion sent is the newest seen, so the write never
-        undoes a change the operator has not seen yet."""
+        precondition holds. A decision sends the newest resourceVersion seen, so it never
+        undoes a change the operator has not seen yet. A pending reason, sluice's own
+        annotation, undoes no one's change: it sends the uid seen instead, so it lands on that
+        object (not on one created since under its name) whatever else changed meanwhile; a
+        controller's status writes (the Job controller marks every new suspended Job) made
+        nearly every reason written after a restart at 40,000 Jobs conflict."""
         if write.pods is not None:
             return self.write_pods(write, write.pods)
         current = self.state.workloads.get(write.workload)
@@ -101,9 +105,13 @@ class Executor:
             self.stats.conflict()
             log.info("event=stale-decision job=%s kind=%s", write.workload, write.kind)
             return None
-        version = (current.get("metadata") or {}).get("resourceVersion")
+        meta = current.get("metadata") or {}
         body = {**write.patch, "metadata": {**write.patch.get("metadata", {})}}
-        body["metadata"]["resourceVersion"] = version
+        if write.kind == "reason":
+            if meta.get("uid"):
+                body["metadata"]["uid"] = meta["uid"]
+        else:
+            body["metadata"]["resourceVersion"] = meta.get("resourceVersion")
         namespace, name = write.workload.split("/", 1)
         try:
             obj = self._patch(adapter_of(current), namespace, name, body)

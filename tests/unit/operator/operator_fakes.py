@@ -61,6 +61,9 @@ class FakeCluster:
         wanted = (body.get("metadata") or {}).get("resourceVersion")
         if wanted is not None and wanted != stored["metadata"]["resourceVersion"]:
             raise ApiException(status=409, reason="Conflict")
+        uid = (body.get("metadata") or {}).get("uid")
+        if uid is not None and uid != stored["metadata"].get("uid"):
+            raise ApiException(status=422, reason="Invalid")  # metadata.uid is immutable
         merge(stored, copy.deepcopy(body))
         self.version += 1
         stored["metadata"]["resourceVersion"] = str(self.version)

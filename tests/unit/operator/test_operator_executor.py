@@ -161,6 +161,29 @@ async def test_no_phase_runs_once_the_lease_is_no_longer_held() -> None:
     assert not done and cluster.calls == []
 
 
+async def test_a_pending_reason_lands_on_the_object_seen_whatever_else_changed_since() -> None:
+    """A reason is sluice's own annotation: a status write the operator has not seen yet
+    (a controller's) does not make it fail, but it never lands on a job created since
+    under the same name."""
+    executor, cluster, state = fake_executor()
+    job(cluster, state, "j")
+    cluster.patch("job/ns/j", {"status": {"conditions": [{"type": "Suspended"}]}})  # unseen
+    reason = PendingJob("ns/j", "team", 1, "no node has room")
+    apply_result(executor, result(pending=(reason,)), NOW)
+    assert annotations(cluster.objects["job/ns/j"])["sluice.dev/pending-reason"] == (
+        "position 1 in team; no node has room"
+    )
+    assert executor.stats.conflicts == 0
+    job(cluster, state, "k")
+    cluster.objects["job/ns/k"]["metadata"]["uid"] = "uid-k-again"  # deleted, created again
+    apply_result(executor, result(pending=(PendingJob("ns/k", "team", 1, "no room"),)), NOW)
+    assert "sluice.dev/pending-reason" not in annotations(cluster.objects["job/ns/k"])
+    # A decision still rests on the version seen: it fails on the unseen change.
+    cluster.patch("job/ns/j", {"status": {"active": 0}})
+    apply_result(executor, result(Decision("admit", "ns/j", "team", "")), NOW)
+    assert cluster.objects["job/ns/j"]["spec"]["suspend"] is True
+
+
 async def test_pending_reason_written_when_it_changes_event_only_when_its_cause_does() -> None:
     executor, cluster, state = fake_executor()
     now = [1000.0]
