@@ -212,13 +212,14 @@ class Domains:
         key = (pod, domain.level, domain.value)
         found = self._pods.get(key)
         if found is None:
-            selector = dict(pod.node_selector)
-            clash = selector.get(domain.level, domain.value) != domain.value
-            selector[domain.level] = domain.value
+            clash = dict(pod.node_selector).get(domain.level, domain.value) != domain.value
+            # A pod that selects another domain keeps that too: no node has both, nor is it
+            # the pod of the same request that selects nothing.
+            selector = {*pod.node_selector, (domain.level, domain.value)}
             found = self._pods[key] = interned(
                 PodSpecView(
                     request=pod.request,
-                    node_selector=tuple(sorted(selector.items())),
+                    node_selector=tuple(sorted(selector)),
                     affinity=pod.affinity,
                     tolerations=pod.tolerations,
                 )
