@@ -68,6 +68,10 @@ class Domains:
                     self.broken[level] = f"Topology {topology.name} is not nested: {problem}"
         self._domains: dict[str, list[Domain]] = {}
         self._pods: dict[tuple[PodSpecView, str, str], PodSpecView] = {}
+        self._seeded: set[tuple[object, ...]] = set()
+        """The constraints of the pods in a domain (``pod_in``) whose nodes are seeded."""
+        self._allowed: dict[tuple[object, ...], set[int]] = {}
+        """A pod's constraints -> the nodes that may take it, as a set."""
         self._sums: dict[str, dict[str, int]] = {}
         """Domain text -> the free room of its usable nodes, kept as room is held and given
         back (``_changed``), for the levels looked at so far."""
@@ -208,20 +212,25 @@ class Domains:
         key = (pod, domain.level, domain.value)
         found = self._pods.get(key)
         if found is None:
-            selector = dict(pod.node_selector)
-            clash = selector.get(domain.level, domain.value) != domain.value
-            selector[domain.level] = domain.value
+            clash = dict(pod.node_selector).get(domain.level, domain.value) != domain.value
+            # A pod that selects another domain keeps that too: no node has both, nor is it
+            # the pod of the same request that selects nothing.
+            selector = {*pod.node_selector, (domain.level, domain.value)}
             found = self._pods[key] = interned(
                 PodSpecView(
                     request=pod.request,
-                    node_selector=tuple(sorted(selector.items())),
+                    node_selector=tuple(sorted(selector)),
                     affinity=pod.affinity,
                     tolerations=pod.tolerations,
                 )
             )
-            allowed = set(self.placement.eligible(pod))
-            nodes = [] if clash else [i for i in domain.nodes if i in allowed]
-            self.placement.seed(found, nodes)
+            if found.constraints not in self._seeded:  # pods of other requests seeded it
+                self._seeded.add(found.constraints)
+                allowed = self._allowed.get(pod.constraints)
+                if allowed is None:
+                    allowed = self._allowed[pod.constraints] = set(self.placement.eligible(pod))
+                nodes = [] if clash else [i for i in domain.nodes if i in allowed]
+                self.placement.seed(found, nodes)
         return found
 
     def place_in(

@@ -6,10 +6,14 @@ from dataclasses import replace
 
 from builders import gang, node, queue, snapshot
 
+from sluice.api.constraints import PodSpecView, interned
+from sluice.api.resources import Resources
 from sluice.api.topology import TopologyRequest, TopologyView
 from sluice.api.views import JobPhase, NodeView, WorkloadView
 from sluice.scheduler.cycle import run_cycle
 from sluice.scheduler.model import CycleResult, Snapshot
+from sluice.scheduler.placement import Placement
+from sluice.scheduler.topology import Domains
 
 BLOCK, RACK = "example.com/block", "example.com/rack"
 TOPOLOGY = TopologyView("default", (BLOCK, RACK, "kubernetes.io/hostname"))
@@ -151,3 +155,17 @@ def test_preempt_for_a_rack_required_job_stays_in_one_rack() -> None:
         ("preempt", "ns/low0", ""),
         ("admit", "ns/high", f"{RACK}=r0"),
     ]
+
+
+def test_a_pod_that_selects_another_domain_fits_on_no_node_of_this_one() -> None:
+    """Even after a pod of the same request that selects nothing was placed in the domain:
+    the two are not taken for the same pod."""
+    placement = Placement([node(f"n{i}", labels={RACK: f"r{i % 2}"}, cpu=4) for i in range(4)])
+    domains = Domains([TopologyView("racks", (RACK,))], placement)
+    r0, r1 = domains.domains(RACK)
+    request = Resources({"cpu": 1000})
+    anywhere = interned(PodSpecView(request=request, node_selector=()))
+    in_r0 = interned(PodSpecView(request=request, node_selector=((RACK, "r0"),)))
+    assert placement.eligible(domains.pod_in(anywhere, r1)) == [1, 3]
+    assert placement.eligible(domains.pod_in(in_r0, r1)) == []
+    assert placement.eligible(domains.pod_in(in_r0, r0)) == [0, 2]
