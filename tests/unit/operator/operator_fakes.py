@@ -190,7 +190,14 @@ def fake_reconciler(
 
 def job(cluster: FakeCluster, state: ClusterState, name: str, **annotations: str) -> dict[str, Any]:
     """A suspended managed job, stored in the fake cluster and seen by the operator."""
-    body = {
+    seen = cluster.add(f"job/ns/{name}", job_object(name, **annotations))
+    state.on_workload("ADDED", seen)
+    return seen
+
+
+def job_object(name: str, **annotations: str) -> dict[str, Any]:
+    """A suspended managed job in namespace ns, queue team."""
+    return {
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {
@@ -202,9 +209,6 @@ def job(cluster: FakeCluster, state: ClusterState, name: str, **annotations: str
         },
         "spec": {"suspend": True},
     }
-    seen = cluster.add(f"job/ns/{name}", body)
-    state.on_workload("ADDED", seen)
-    return seen
 
 
 def queue(cluster: FakeCluster, state: ClusterState, name: str, **meta: Any) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+from operator_fakes import job_object
 from urllib3.exceptions import MaxRetryError, ProtocolError
 
 from sluice.kube.errors import API_ERRORS
@@ -500,18 +501,9 @@ async def test_the_lease_is_renewed_while_the_event_loop_is_busy() -> None:
 
 
 def suspended_job(name: str, version: int) -> dict[str, Any]:
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": name,
-            "namespace": "ns",
-            "uid": f"uid-{name}",
-            "resourceVersion": str(version),
-            "labels": {"sluice.dev/queue-name": "team"},
-        },
-        "spec": {"suspend": True},
-    }
+    body = job_object(name)
+    body["metadata"]["resourceVersion"] = str(version)
+    return body
 
 
 def test_the_decision_pass_is_told_what_changed_and_starts_over_when_it_fails() -> None:
