@@ -285,12 +285,12 @@ class ClusterState:
                 table[key] = _bare(obj) if kept is None else kept
                 before = reads.get(key)
                 reads[key] = seen
-                self._log(kind, key)
                 if also is not None:
                     also(key, obj)
                 if before == seen:
                     return
                 self.read_versions[kind] = self.read_versions.get(kind, 0) + 1
+                self._log(kind, key)
                 if unseen is not None and current is not None and unseen(current, obj):
                     return
                 if minor is not None and minor(before, seen):

@@ -202,6 +202,10 @@ def test_the_decision_pass_takes_only_the_workloads_whose_read_changed(
     unsuspended["metadata"]["resourceVersion"] = "2"
     state.on_workload("MODIFIED", unsuspended)
     step({"ns/a"})
+    echoed = jobset("a", False)  # a new version that reads the same (a status, an annotation)
+    echoed["metadata"]["resourceVersion"] = "3"
+    state.on_workload("MODIFIED", echoed)
+    step(set())
     state.on_workload("ADDED", pytorch_job("a", True))  # one name across kinds: both left out
     step({"ns/a"})
     assert "ns/a" not in kept
