@@ -9,16 +9,20 @@ each single job the time from its create to its admission, beside the floor of t
 client creating a job and un-suspending it itself (the two writes the path needs, no
 decision); the operator's decision pass (the fast pass, on every change) and its full pass
 (every job's position and reason, in the background: how long it took and how many ran
-while the singles were created); and the watch lag, read from the
-operator's ``sluice_event_loop_lag_seconds``: how late a 0.1 s timer on the event loop that
-reads and stores watch events fires, that is how long an event arriving then waits to be in
-the operator's state (while the stored jobs are first explained, and while the singles run);
+while the singles were created); how far behind the watches run, read from the operator's
+``sluice_watch_echo_seconds``: how long each of its own writes (a pending reason, an
+admission, a Queue's status) took to come back to it on its watch, that is how long any event
+then waits in the watch streams and in Kopf's queues before the operator sees it; the
+event-loop lag beside it (``sluice_event_loop_lag_seconds``, how late a 0.1 s timer fires on
+the loop that stores the events); both while the stored jobs are first explained and while
+the singles run;
 and the operator's resident memory once every stored job is explained, beside the memory a
 bare ``json.loads`` of the same jobs as listed takes.
 
 Run: ``.venv/bin/python -m bench.bench_operator_scale [--queues 1000] [--jobs 40000]
 [--singles 20]``. Targets: median create-to-admission <= 0.2 s at 1,000 queues / 40,000
-jobs (<= 0.5 s at 10,000 queues / 400,000 jobs); watch lag <= 1 s.
+jobs (<= 0.5 s at 10,000 queues / 400,000 jobs); watch echo p99 <= 1 s while the singles
+run.
 """
 
 from __future__ import annotations
@@ -179,12 +183,19 @@ class Scale:
         url = f"http://127.0.0.1:{self.metrics_port}/metrics"
         return urllib.request.urlopen(url, timeout=10).read().decode()  # type: ignore[no-any-return]
 
-    def lag(self) -> dict[float, float]:
-        """The event-loop lag histogram: upper bound -> observations at or under it."""
-        found = re.findall(
-            r'^sluice_event_loop_lag_seconds_bucket\{le="([^"]+)"\} (\S+)$', self.metrics(), re.M
-        )
-        return {float(bound): float(count) for bound, count in found}
+    def lag(self) -> dict[str, dict[float, float]]:
+        """The event-loop lag and the watch echo histograms: name -> upper bound ->
+        observations at or under it."""
+        text = self.metrics()
+        return {
+            name: {
+                float(bound): float(count)
+                for bound, count in re.findall(
+                    rf'^sluice_{name}_seconds_bucket\{{le="([^"]+)"\}} (\S+)$', text, re.M
+                )
+            }
+            for name in ("event_loop_lag", "watch_echo")
+        }
 
     def seconds(self, histogram: str) -> tuple[float, float]:
         """The sum and count of one of the operator's duration histograms."""
@@ -264,20 +275,23 @@ class Scale:
             ("while explaining", lag_start, {}),
             ("while the singles ran", lag_end, lag_start),
         )
-        for window, upto, since in windows:
-            p99, worst, count = lag_bounds(upto, since)
-            print(f"{'watch lag ' + window + ', p99 / worst (s)':<52}"
-                  f" {_bound(p99):>8} {_bound(worst):>8}  ({count:,.0f} probes)")  # fmt: skip
+        for name, what, unit in (("event_loop_lag", "loop lag", "probes"),
+                                 ("watch_echo", "watch echo", "writes")):  # fmt: skip
+            for window, upto, since in windows:
+                p99, worst, count = lag_bounds(upto[name], since.get(name, {}))
+                print(f"{what + ' ' + window + ', p99 / worst (s)':<52}"
+                      f" {_bound(p99):>8} {_bound(worst):>8}  ({count:,.0f} {unit})")  # fmt: skip
         print("(floor: the same client creating a job and un-suspending it itself)")
         print("(memory floor: the stored jobs as listed, parsed by a bare json.loads)")
-        print("(watch lag: how late a 0.1 s timer on the operator's event loop fired, as the upper")
-        print(" bound of its histogram bucket: how long a watch event then waits to be stored)")
+        print("(loop lag: how late a 0.1 s timer on the operator's event loop fired; watch echo:")
+        print(" how long each of the operator's own writes took to come back on its watch, how")
+        print(" far behind the watches run; both as the upper bound of a histogram bucket)")
         met = median <= target
         print(
             f"\ntarget: median create to admission <= {target:g} s: {'met' if met else 'NOT met'}"
         )
-        lag_met = lag_bounds(lag_end, lag_start)[1] <= LAG_TARGET_S
-        print(f"target: worst watch lag while the singles ran <= {LAG_TARGET_S:g} s: "
+        lag_met = lag_bounds(lag_end["watch_echo"], lag_start["watch_echo"])[0] <= LAG_TARGET_S
+        print(f"target: watch echo p99 while the singles ran <= {LAG_TARGET_S:g} s: "
               f"{'met' if lag_met else 'NOT met'}")  # fmt: skip
         return 0
 
@@ -301,7 +315,7 @@ def lag_bounds(upto: dict[float, float], since: dict[float, float]) -> tuple[flo
 
 
 def _bound(bound: float) -> str:
-    return f"<={bound:g}" if bound != float("inf") else ">10"
+    return f"<={bound:g}" if bound != float("inf") else "beyond"
 
 
 def main() -> int:

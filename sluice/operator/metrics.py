@@ -87,6 +87,14 @@ EVENT_LOOP_LAG = Histogram(
     registry=REGISTRY,
 )
 LAG_PROBE_SECONDS = 0.1
+WATCH_ECHO = Histogram(
+    "sluice_watch_echo_seconds",
+    "How long each of the operator's own writes to a workload or Queue took to come back on"
+    " its watch: how far behind the watches run (events wait in the watch streams and in"
+    " Kopf's queues before the operator sees them).",
+    buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900),
+    registry=REGISTRY,
+)
 LEADER = Gauge("sluice_leader", "1 while this replica holds the Lease.", registry=REGISTRY)
 CONFIG_ERRORS = Counter(
     "sluice_config_errors",

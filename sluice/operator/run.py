@@ -160,7 +160,7 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> int:
     the process again, and it comes back as a warm follower)."""
     api = _with_room_for_writers(api)
     workloads = options.workloads
-    state = ClusterState(loop=asyncio.get_running_loop())
+    state = ClusterState(loop=asyncio.get_running_loop(), echo=metrics.WATCH_ECHO.observe)
     state.readers = readers(
         workload_kinds=[a.kind for a in workloads], defaults_of=state.pod_defaults.of
     )

@@ -138,6 +138,9 @@ CHANGES = 100_000
 past that, the next decision pass takes every workload again."""
 
 TOMBSTONES = 10_000
+ECHOES = 10_000
+"""The most of the operator's own writes awaited on the watches at once (the oldest is
+forgotten first)."""
 """Deleted objects remembered, so a late answer to our own write cannot bring one back."""
 
 
@@ -212,6 +215,14 @@ class ClusterState:
     pod_defaults: PodDefaultsTable = field(default_factory=PodDefaultsTable)
     """The LimitRanges and RuntimeClasses seen: what each namespace adds to a pod's request
     (docs/workloads.md, "The request sluice counts")."""
+    echo: Callable[[float], None] = lambda seconds: None
+    """Told, for each of the operator's own writes to a workload or Queue, how long the watch
+    took to bring it back (``sluice_watch_echo_seconds``): how far behind the watches run."""
+    clock: Callable[[], float] = time.monotonic
+    """What ``echo``'s times are measured by."""
+    awaited: dict[str, tuple[int, float]] = field(default_factory=dict)
+    """kind/key -> the resourceVersion of the operator's last write to it and when it landed
+    (monotonic), until the watch brings that version or a newer one."""
     changed: dict[str, None] | None = field(default_factory=dict)
     """The keys of the workloads whose read changed since the decision pass last took them
     (``decision_snapshot``), in no order that matters; None when more changed than
@@ -321,11 +332,38 @@ class ClusterState:
             return self._queue_reads
 
     def on_queue(self, event: str, obj: Obj) -> None:
+        self._echoed("Queue", _name(obj), obj)
         self._store("Queue", self.queues, _name(obj), event, obj, unseen=_status_only)
 
     def on_workload(self, event: str, obj: Obj) -> None:
         """A workload of any kind (a batch/v1 Job when the object names none)."""
-        self._store(_kind(obj), self.workloads, object_key(obj), event, obj, minor=_job_only_runs)
+        kind, key = _kind(obj), object_key(obj)
+        self._echoed(kind, key, obj)
+        self._store(kind, self.workloads, key, event, obj, minor=_job_only_runs)
+
+    def _await(self, kind: str, key: str, obj: Obj) -> None:
+        """The operator wrote this object: note when, to time its way back on the watch."""
+        version = _version(obj)
+        if version is None:
+            return
+        with self.lock:
+            self.awaited.pop(f"{kind}/{key}", None)  # re-inserted last: the oldest stay first
+            self.awaited[f"{kind}/{key}"] = (version, self.clock())
+            while len(self.awaited) > ECHOES:
+                del self.awaited[next(iter(self.awaited))]
+
+    def _echoed(self, kind: str, key: str, obj: Obj) -> None:
+        """A watch event: when it brings back (or passes) the operator's last write to the
+        object, tell ``echo`` how long that took."""
+        if not self.awaited:
+            return
+        with self.lock:
+            waited = self.awaited.get(f"{kind}/{key}")
+            version = _version(obj)
+            if waited is None or version is None or version < waited[0]:
+                return
+            del self.awaited[f"{kind}/{key}"]
+        self.echo(self.clock() - waited[1])
 
     def on_node(self, event: str, obj: Obj) -> None:
         self._store("Node", self.nodes, _name(obj), event, obj)
@@ -430,10 +468,13 @@ class ClusterState:
 
     def remember_workload(self, obj: Obj) -> None:
         """The object the API server returned for our own write."""
-        self._store(_kind(obj), self.workloads, object_key(obj), "MODIFIED", obj, minor=_own_write)
+        kind, key = _kind(obj), object_key(obj)
+        self._store(kind, self.workloads, key, "MODIFIED", obj, minor=_own_write)
+        self._await(kind, key, obj)
 
     def remember_queue(self, obj: Obj) -> None:
         self._store("Queue", self.queues, _name(obj), "MODIFIED", obj, unseen=_status_only)
+        self._await("Queue", _name(obj), obj)
 
     def queue(self, name: str) -> Obj | None:
         with self.lock:

@@ -5,11 +5,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import kopf
+import pytest
 from kubernetes import client
 
 from sluice.api.conditions import status_differs
 from sluice.api.constants import QUEUE_FINALIZER
 from sluice.api.resources import Resources
+from sluice.operator import state as state_module
 from sluice.operator.handlers import configure_settings, connection_info
 from sluice.operator.state import ClusterState
 from sluice.operator.status import over_capability_event, queue_status
@@ -51,6 +53,27 @@ def test_the_watch_echoing_our_own_write_does_not_wake_the_loop_again() -> None:
     assert not state.wake.is_set()
     state.on_workload("MODIFIED", queued_job(8, spec={"suspend": False, "parallelism": 3}))
     assert state.wake.is_set() and state.urgent.is_set()
+
+
+def test_each_own_write_is_timed_once_until_its_watch_brings_it_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    echoes: list[float] = []
+    clock = iter([100.0, 101.5, 200.0, 203.0, 300.0, 301.0, 302.0])
+    state = ClusterState(echo=echoes.append, clock=lambda: next(clock))
+    state.remember_workload(queued_job(7, spec={"suspend": False}))  # landed at 100
+    state.on_workload("MODIFIED", queued_job(6))  # an older event: not the echo
+    assert echoes == []
+    state.on_workload("MODIFIED", queued_job(7, spec={"suspend": False}))  # seen at 101.5
+    state.on_workload("MODIFIED", queued_job(8))  # no write of ours awaits it
+    assert echoes == [1.5]
+    state.remember_queue(obj("q", 3, kind="Queue"))  # landed at 200
+    state.on_queue("MODIFIED", obj("q", 4, kind="Queue"))  # a newer one passes it: 3 s
+    assert echoes == [1.5, 3.0]
+    monkeypatch.setattr(state_module, "ECHOES", 2)  # at most two awaited: the oldest go
+    for name, version in (("a", 1), ("b", 1), ("c", 1)):
+        state.remember_workload(obj(name, version))  # landed at 300, 301, 302
+    assert list(state.awaited) == ["Job/ns/b", "Job/ns/c"]
 
 
 def test_only_what_may_let_a_job_in_wakes_the_loop_at_once() -> None:
