@@ -201,7 +201,8 @@ class ClusterState:
     urgent_since: float = float("-inf")
     """When ``urgent`` was last set (monotonic)."""
     read_versions: dict[str, int] = field(default_factory=dict)
-    """Kind -> how many times one of its reads changed (``queue_reads``)."""
+    """Kind -> how many times one of its reads changed other than as ``unseen`` allows (for
+    a Queue: other than in its status, finalizers or other annotations): ``queue_reads``."""
     _queue_reads: tuple[int, Mapping[str, Queue]] = (-1, {})
     lock: threading.Lock = field(default_factory=threading.Lock)
     deleted: dict[str, int] = field(default_factory=dict)  # table/key -> resourceVersion
@@ -300,10 +301,10 @@ class ClusterState:
                     also(key, obj)
                 if before == seen:
                     return
-                self.read_versions[kind] = self.read_versions.get(kind, 0) + 1
                 self._log(kind, key)
                 if unseen is not None and current is not None and unseen(current, obj):
                     return
+                self.read_versions[kind] = self.read_versions.get(kind, 0) + 1
                 if minor is not None and minor(before, seen):
                     self.notify(urgent=False)
                     return
@@ -319,8 +320,11 @@ class ClusterState:
             self.changed = None
 
     def queue_reads(self) -> tuple[int, Mapping[str, Queue]]:
-        """Each readable queue as read, and a number that changes whenever one of them does
-        (not when only a status does): the same mapping, not to be modified, until then."""
+        """Each readable queue as read, and a number that changes whenever one of them changes
+        other than in its status, finalizers or other annotations: the same mapping, not to be
+        modified, until then (its statuses as they were when it was taken). The queue tree and
+        the lifecycle follow from it; after a cycle every queue's status is written, and a
+        new tree for each of them would be quadratic in the queues."""
         with self.lock:
             version = self.read_versions.get("Queue", 0)
             if self._queue_reads[0] != version:

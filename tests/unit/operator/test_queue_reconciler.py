@@ -157,6 +157,17 @@ def test_the_tree_is_walked_once_per_state_of_the_queues_and_a_newer_object_coun
     read = TreeReader(state)
     first, actions = read()
     assert read()[0] is first and read()[1] is actions  # nothing changed: the same walk
+
+    def changed(name: str, version: str, **fields: object) -> dict[str, object]:
+        meta = {**state.queues[name]["metadata"], "resourceVersion": version}
+        return {**state.queues[name], "metadata": meta, **fields}
+
+    state.on_queue("MODIFIED", changed("team", "900", status={"state": "Open", "running": 3}))
+    assert state.queues["team"]["status"]["running"] == 3
+    assert read()[0] is first  # a status written after a cycle: not a new walk
+    state.on_queue("MODIFIED", changed("team", "901", spec={"parent": "dept", "weight": 3}))
+    again = read()[0]
+    assert again is not first and again.queues["team"].spec.weight == 3  # its spec: a new walk
     closed = {**state.queues["dept"], "spec": {"parent": "root", "state": "Closed"}}
     closed["metadata"] = {**closed["metadata"], "resourceVersion": "999"}
     _, seen = read(closed)  # newer than what the watch stored
