@@ -12,7 +12,7 @@ from sluice.api.conditions import status_differs
 from sluice.api.constants import QUEUE_FINALIZER
 from sluice.api.resources import Resources
 from sluice.operator import state as state_module
-from sluice.operator.handlers import configure_settings, connection_info
+from sluice.operator.handlers import build_registry, configure_settings, connection_info
 from sluice.operator.state import ClusterState
 from sluice.operator.status import over_capability_event, queue_status
 from sluice.scheduler.model import QueueResult
@@ -250,6 +250,13 @@ def test_kopf_streams_only_managed_jobs_and_writes_nothing_of_its_own() -> None:
     assert settings.persistence.finalizer != QUEUE_FINALIZER
     assert not settings.posting.enabled
     assert settings.scanning.disabled
+    # No change handlers, so no last-handled essence: none built from events, none stored.
+    registry = build_registry(ClusterState(), client.ApiClient())
+    resources = [jobs, nodes, kopf.Resource("scheduling.sluice.dev", "v1beta1", "queues")]
+    assert not any(registry._changing.has_handlers(resource=r) for r in resources)
+    job = kopf.Body({"metadata": {"name": "j", "labels": {"a": "b"}}, "spec": {"x": 1}})
+    assert settings.persistence.diffbase_storage.build(body=job) == {}
+    assert settings.persistence.diffbase_storage.fetch(body=job) is None
 
 
 def test_the_connection_pool_holds_every_parallel_writer_of_both_passes() -> None:
