@@ -359,14 +359,15 @@ class ClusterState:
     def _echoed(self, kind: str, key: str, obj: Obj) -> None:
         """A watch event: when it brings back (or passes) the operator's last write to the
         object, tell ``echo`` how long that took."""
-        if not self.awaited:
+        at = f"{kind}/{key}"
+        if self.awaited.get(at) is None:  # most events: no lock taken (the watch waits on it)
             return
+        version = _version(obj)
         with self.lock:
-            waited = self.awaited.get(f"{kind}/{key}")
-            version = _version(obj)
+            waited = self.awaited.get(at)
             if waited is None or version is None or version < waited[0]:
                 return
-            del self.awaited[f"{kind}/{key}"]
+            del self.awaited[at]
         self.echo(self.clock() - waited[1])
 
     def on_node(self, event: str, obj: Obj) -> None:
