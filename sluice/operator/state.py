@@ -138,10 +138,11 @@ CHANGES = 100_000
 past that, the next decision pass takes every workload again."""
 
 TOMBSTONES = 10_000
+"""Deleted objects remembered, so a late answer to our own write cannot bring one back."""
+
 ECHOES = 10_000
 """The most of the operator's own writes awaited on the watches at once (the oldest is
 forgotten first)."""
-"""Deleted objects remembered, so a late answer to our own write cannot bring one back."""
 
 
 def _bare(obj: Obj) -> Obj:
