@@ -4,7 +4,8 @@ requeue, pending reasons).
 Woken by watch events (see ``_woken``) or by the periodic resync; only the Lease holder
 writes. Two passes share the work (docs/architecture.md, *Two passes*):
 
-- the decision pass (``decide``) runs on every wake: the fast pass of
+- the decision pass (``decide``) runs on every change that may let a job in or must be acted
+  on, and at each resync (never for one that only statuses show): the fast pass of
   sluice/scheduler/fast.py, which takes the full cycle's decisions from only the waiting jobs
   that may be decided, and writes them (victims, then admissions) at once;
 - the full pass (``explain``) runs the whole cycle in the background, at most every
@@ -229,11 +230,15 @@ class SchedulingLoop:
                     self.state.notify()
                     continue
                 now = time.monotonic()
-                if changed or now - last_decided >= self.settings.resync_seconds:
-                    # What only statuses show (pods starting, the echo of a pass's own
-                    # writes) is explained by the resync's full pass, not by one of its own.
+                resync = now - last_decided >= self.settings.resync_seconds
+                if changed or resync:
+                    # What only statuses show (pods starting, the answers to a pass's own
+                    # writes) is explained by the resync's full pass, not by one of its own,
+                    # and decides nothing: a decision pass for it would only hold the
+                    # processor from the watches (each of 40,000 pending reasons written).
                     if urgent or now - self.explained_at >= self.settings.resync_seconds:
                         self.explain_due = True
+                if urgent or resync:
                     last_decided = now
                     await self.decide()
                 self._explain_when_due()
