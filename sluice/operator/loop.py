@@ -231,13 +231,13 @@ class SchedulingLoop:
                     continue
                 now = time.monotonic()
                 resync = now - last_decided >= self.settings.resync_seconds
-                if changed or resync:
-                    # What only statuses show (pods starting, the answers to a pass's own
-                    # writes) is explained by the resync's full pass, not by one of its own,
-                    # and decides nothing: a decision pass for it would only hold the
-                    # processor from the watches (each of 40,000 pending reasons written).
-                    if urgent or now - self.explained_at >= self.settings.resync_seconds:
-                        self.explain_due = True
+                # What only statuses show (pods starting, the answers to a pass's own writes)
+                # is explained by the resync's full pass, not by one of its own, and decides
+                # nothing: a decision pass for it would only hold the processor from the
+                # watches (each of 40,000 pending reasons written).
+                stale = now - self.explained_at >= self.settings.resync_seconds
+                if urgent or ((changed or resync) and stale):
+                    self.explain_due = True
                 if urgent or resync:
                     last_decided = now
                     await self.decide()
