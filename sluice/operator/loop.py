@@ -112,6 +112,9 @@ class SchedulingLoop:
         self.explain_due = True
         """Something changed since the last full pass started."""
         self.explained_at = float("-inf")  # when the last full pass started (monotonic)
+        self.decide_due = False
+        """A full pass found decisions no decision pass took since its snapshot: the next
+        wake runs a decision pass, whatever woke it."""
         self.lanes = {
             lane: ThreadPoolExecutor(1, thread_name_prefix=f"sluice-{lane}")
             for lane in ("decide", "explain")
@@ -238,8 +241,9 @@ class SchedulingLoop:
                 stale = now - self.explained_at >= self.settings.resync_seconds
                 if urgent or ((changed or resync) and stale):
                     self.explain_due = True
-                if urgent or resync:
+                if urgent or resync or self.decide_due:
                     last_decided = now
+                    self.decide_due = False
                     await self.decide()
                 self._explain_when_due()
             except Exception:
@@ -499,5 +503,11 @@ class SchedulingLoop:
         if decided - self.decided_since:
             # It found decisions no decision pass took since its snapshot (they may have
             # been taken before it): one more decision pass makes sure.
-            self.state.notify(urgent=False)
+            self.decide_again()
         return full
+
+    def decide_again(self) -> None:
+        """Run a decision pass at the next wake, which this is, though no change that may let
+        a job in is there to start one."""
+        self.decide_due = True
+        self.state.notify(urgent=False)

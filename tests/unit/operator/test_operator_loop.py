@@ -309,6 +309,23 @@ async def test_a_change_only_statuses_show_is_left_to_the_resyncs_full_pass() ->
         task.cancel()
 
 
+async def test_a_full_pass_that_found_decisions_not_taken_gets_a_decision_pass() -> None:
+    loop, recorder = start(Elector(leading=True), debounce=0, batch=0.05, full_pass=0.1)
+    task = asyncio.create_task(loop.run())
+    try:
+        loop.state.notify()
+        await asyncio.wait_for(recorder.explained.wait(), 5)
+        await asyncio.sleep(0.3)
+        assert recorder.calls == ["relist", "config", "decide", "explain"]
+        recorder.ran.clear()
+        loop.decide_again()  # what the full pass does when it decided what none took
+        await asyncio.wait_for(recorder.ran.wait(), 5)
+        await asyncio.sleep(0.3)
+        assert recorder.calls == ["relist", "config", "decide", "explain", "decide"]
+    finally:
+        task.cancel()
+
+
 def lease(holder: str, renewed_ago: float, duration: int = 15) -> client.V1Lease:
     renewed = datetime.now(UTC) - timedelta(seconds=renewed_ago)
     return client.V1Lease(
