@@ -83,7 +83,8 @@ class World:
         if rng.random() < 0.3:
             spec["capability"] = {"cpu": rng.randint(2, 8)}
         if parent is not None:
-            spec["priority"] = rng.choice((0, 0, 5))
+            ranked = rng.choice((0, 0, 5, "hi"))  # "hi": its PriorityClass's value
+            spec["priority_class_name" if ranked == "hi" else "priority"] = ranked
             if rng.random() < 0.2:
                 spec["dequeue"] = "fifo"
             if rng.random() < 0.2:
@@ -124,7 +125,7 @@ class World:
         self.now += timedelta(seconds=rng.randint(1, 30))
         kind = rng.choices(
             ["create", "finish", "delete", "queue", "tweak", "class", "node", "pods"],
-            weights=[6, 3, 2, 1, 1, 0.3, 1, 2],
+            weights=[6, 3, 2, 1, 1, 0.5, 1, 2],
         )[0]
         if kind == "create":
             self.create()
