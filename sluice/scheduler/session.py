@@ -380,7 +380,7 @@ class Session:
             if info.parent is not None and info.allocated:
                 _add(self.queues[info.parent].allocated, info.allocated)
         for info in self.queues.values():
-            over = over_capability(info.allocated, info.capability)
+            over = over_capability(info.allocated, info.capability) if info.allocated else None
             if over:
                 info.over_capability = over
                 info.grown = self._grown_below(info.name, over)
