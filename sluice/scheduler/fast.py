@@ -119,7 +119,7 @@ class FastPath:
             whole = replace(snapshot, workloads=every)
             decisions, usage = decide_sampling(whole, self.kept)
             return FastResult(decisions, len(whole.workloads), 1, usage)
-        selective = {q.name for q in snapshot.queues if q.spec.namespace_selector is not None}
+        selective = self.frame.selective
         widths: dict[Kind, int] = {}
         runs = 0
         while True:
@@ -313,12 +313,15 @@ class FastPath:
 
 
 class _Frame:
-    """What whether a kind is stuck rests on: the nodes, and the queues' specs."""
+    """What whether a kind is stuck rests on: the nodes, and the queues' specs (and which
+    queues have a namespaceSelector)."""
 
     def __init__(self, nodes: tuple[NodeView, ...], queues: tuple[Queue, ...], kept: Kept) -> None:
         self.nodes = nodes
         self.queues = queues
         self.specs = {q.name: q.spec for q in queues}
+        self.selective = {q.name for q in queues if q.spec.namespace_selector is not None}
+        """The queues with a namespaceSelector: their waiting jobs are all listed."""
         self.placement = kept.placement_for(nodes)
         self._holds: dict[PodSpecView, bool] = {}
 

@@ -23,6 +23,7 @@ The full cycle (``cycle.run_cycle``) keeps nothing: its session works out everyt
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, KeysView, Sequence
+from operator import is_
 from typing import TYPE_CHECKING, TypeVar
 
 from sluice.api.resources import EMPTY, Resources
@@ -119,7 +120,9 @@ class PodsTaken:
 def same_list(now: Sequence[T], before: Sequence[T], key: Callable[[T], object]) -> bool:
     """Whether two lists hold the same items by ``key``, in order; the items compared only
     where they are not the very same (the views kept from one pass to the next)."""
-    return len(now) == len(before) and all(
+    if len(now) != len(before):
+        return False
+    return all(map(is_, now, before)) or all(
         a is b or key(a) == key(b) for a, b in zip(now, before, strict=True)
     )
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from operator import is_
 
 from sluice.api.config import SchedulerConfig
 from sluice.api.constants import ROOT_QUEUE
@@ -503,17 +504,21 @@ class Session:
             real = {info.name: info.real_capability for info in order}
             _last_real = (self.tree, self.total, real)
         requests = kept.requests if kept is not None else None
+        unlisted = self.snapshot.unlisted
         for info in reversed(order):  # bottom-up requests
             wanted: dict[str, int] = {}
             parts: tuple[object, ...]  # what the request is added up from
             if info.children:
-                parts = tuple(self.queues[child].request for child in info.children)
-            else:
+                parts = tuple([self.queues[child].request for child in info.children])
+            elif info.blocked_by or info.allocated or info.pending_jobs:
                 _add(wanted, info.allocated)
                 if not info.blocked_by:
                     for job in info.pending_jobs:
                         _add(wanted, job.request)
-                    _add(wanted, self.snapshot.unlisted.get(info.name, {}))
+                    _add(wanted, unlisted.get(info.name, {}))
+                parts = tuple(wanted.items())
+            else:  # its unlisted jobs' request alone (most leaves, on the fast pass)
+                wanted = dict(unlisted.get(info.name, {}))
                 parts = tuple(wanted.items())
             if requests is not None:
                 # Kept while added up from the same: the same children's requests, or the
@@ -805,7 +810,7 @@ def _holding_as_admitted(job: JobInfo, only: PodSet) -> Holding | None:
 
 def _same(a: tuple[object, ...], b: tuple[object, ...]) -> bool:
     """Whether two tuples hold the very same objects, in order."""
-    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+    return len(a) == len(b) and all(map(is_, a, b))
 
 
 def job_order_key(job: JobInfo) -> tuple[int, datetime, str]:
