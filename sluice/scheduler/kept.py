@@ -16,6 +16,9 @@ of that code on the same inputs.
   (``deserved.split``) while its deserved and its children's claims are the same: a new
   job in one leaf splits again the parents on its path, and below them only the subtrees
   whose deserved moved.
+- What the pods take of the nodes as if no workload owned any, while the pods and the nodes
+  are the same (from the second session that sees them): a session then looks only at the
+  pods of its admitted workloads.
 
 The full cycle (``cycle.run_cycle``) keeps nothing: its session works out everything.
 """
@@ -59,12 +62,22 @@ class Kept:
         self.capped: dict[str, tuple[tuple[object, ...], Resources]] = {}
         """Queue -> what its deserved rests on under the capacity plugin, and that deserved."""
         self.pods_taken: PodsTaken | None = None
+        self.pods_seen: tuple[PodView, ...] = ()
+        self.pods_seen_on: Placement | None = None
 
     def forget_all_but(self, queues: KeysView[str]) -> None:
         """Drop what is kept of queues that are gone."""
         for memo in (self.requests, self.splits, self.capped):
             for name in memo.keys() - queues:
                 del memo[name]
+
+    def pods_seen_again(self, pods: Sequence[PodView]) -> bool:
+        """Whether these are the pods the last session saw, on the same nodes (remembered
+        either way). What the pods take is kept only for pods seen twice in a row: were
+        they new on every pass, keeping it would cost more than it saves."""
+        again = self.pods_seen_on is self.placement and same_list(pods, self.pods_seen, as_is)
+        self.pods_seen, self.pods_seen_on = tuple(pods), self.placement
+        return again
 
     def placement_for(self, nodes: Sequence[NodeView]) -> Placement:
         """A placement of the nodes with their whole room free: the node index of the last

@@ -344,11 +344,16 @@ class Session:
         """``_take_room`` from what the pods take as none of them is owned, kept while the
         pods and the nodes are the same (``Kept.pods_taken``): only the pods of this
         session's admitted workloads are looked at, to move what they take from the
-        others' (``used``) to their workload's footprint."""
+        others' (``used``) to their workload's footprint. Pods not seen by the last session
+        are taken as without anything kept (``Kept.pods_seen_again``)."""
         assert self.kept is not None
         placement, used = self.placement, self.used
         taken = self.kept.pods_taken
         if taken is None or not taken.holds(pods, self.kept.placement):
+            self.kept.pods_taken = None
+            if not self.kept.pods_seen_again(pods):
+                _take_room(placement, pods, by_uid, by_label, used)
+                return
             empty = Placement(placement.nodes, like=placement)
             alone: dict[str, int] = {}
             _take_room(empty, pods, {}, {}, alone)

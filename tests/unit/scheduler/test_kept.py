@@ -103,13 +103,14 @@ def test_the_pods_are_taken_again_when_they_change() -> None:
         [other, pod("p2", "n2", cpu=3, finished=True), pod("x-0", "n1", owner=running, cpu=3)],
         [replace(other, finished=True), pod("x-0", "n1", owner=running, cpu=3)],
     ]
-    for pods in steps:
-        snap = snapshot(QUEUES, [running], nodes, pods=pods)
+    for sight, pods in enumerate(step for step in steps for _ in range(2)):
+        snap = snapshot(QUEUES, [running], nodes, pods=list(pods))
         with_kept, alone = Session(snap, kept), Session(snap)
         assert with_kept.placement.free == alone.placement.free
         assert {r: a for r, a in with_kept.used.items() if a} == alone.used
         assert derived(with_kept) == derived(alone)
         (held,) = with_kept.admitted_at_start
+        assert (kept.pods_taken is not None) == (sight % 2 == 1)  # kept from the second sight
         assert (held.held, held.footprint) == (
             alone.admitted_at_start[0].held,
             alone.admitted_at_start[0].footprint,
