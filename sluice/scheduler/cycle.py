@@ -22,6 +22,7 @@ from sluice.scheduler.actions.preempt import preempt
 from sluice.scheduler.actions.reclaim import reclaim
 from sluice.scheduler.actions.requeue import requeue
 from sluice.scheduler.fit import over_capability
+from sluice.scheduler.kept import Kept
 from sluice.scheduler.model import CycleResult, Decision, PendingJob, QueueResult, Snapshot
 from sluice.scheduler.order import leaf_order
 from sluice.scheduler.session import JobInfo, Session, job_order_key
@@ -33,24 +34,28 @@ def run_cycle(snapshot: Snapshot) -> CycleResult:
         return _run_cycle(snapshot)
 
 
-def decide(snapshot: Snapshot) -> tuple[Decision, ...]:
+def decide(snapshot: Snapshot, kept: Kept | None = None) -> tuple[Decision, ...]:
     """The decisions of a cycle, without what explains the jobs that wait (positions,
-    reasons, the queues' statuses): what the fast pass runs (sluice/scheduler/fast.py)."""
-    return _decided(snapshot)[1]
+    reasons, the queues' statuses): what the fast pass runs (sluice/scheduler/fast.py).
+    ``kept``: what the last session worked out, taken where it still holds
+    (sluice/scheduler/kept.py)."""
+    return _decided(snapshot, kept)[1]
 
 
-def decide_sampling(snapshot: Snapshot) -> tuple[tuple[Decision, ...], dict[str, QueueUsage]]:
+def decide_sampling(
+    snapshot: Snapshot, kept: Kept | None = None
+) -> tuple[tuple[Decision, ...], dict[str, QueueUsage]]:
     """``decide``, and each queue's usage as the cycle sampled it, the entry penalties of
     its decisions included (empty when the usage plugin is off), as ``run_cycle`` hands it
     back (the root's left out)."""
-    session, decisions = _decided(snapshot)
+    session, decisions = _decided(snapshot, kept)
     sampled = {name: _usage(session, name) for name in session.queues if name != ROOT_QUEUE}
     return decisions, {name: usage for name, usage in sampled.items() if usage is not None}
 
 
-def _decided(snapshot: Snapshot) -> tuple[Session, tuple[Decision, ...]]:
+def _decided(snapshot: Snapshot, kept: Kept | None) -> tuple[Session, tuple[Decision, ...]]:
     with _collector_paused():
-        session = Session(snapshot)
+        session = Session(snapshot, kept)
         return session, tuple(_act(session).decisions)
 
 

@@ -33,7 +33,7 @@ tests/unit/scheduler/test_fast_path.py checks it on random sequences of events.
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TypeVar
@@ -43,8 +43,8 @@ from sluice.api.constraints import PodSpecView
 from sluice.api.queue import Queue, QueueSpec, QueueUsage
 from sluice.api.views import JobPhase, NodeView, WorkloadView
 from sluice.scheduler.cycle import decide, decide_sampling
+from sluice.scheduler.kept import Kept, as_is, same_list
 from sluice.scheduler.model import Decision, Snapshot
-from sluice.scheduler.placement import Placement
 
 FIRST = 1
 """Jobs of a kind listed at first."""
@@ -96,7 +96,9 @@ class FastPath:
         self.stuck_request: dict[str, dict[str, int]] = {}
         """Leaf queue -> the summed request of its waiting jobs of stuck kinds."""
         self.always: dict[str, WorkloadView] = {}
-        self.frame = _Frame((), ())
+        self.kept = Kept()
+        """What each run's session leaves for the next (sluice/scheduler/kept.py)."""
+        self.frame = _Frame((), (), self.kept)
 
     def decide(
         self, snapshot: Snapshot, changed: Mapping[str, WorkloadView | None] | None = None
@@ -115,15 +117,15 @@ class FastPath:
             # Usage orders the jobs of a queue by namespace: every one is listed.
             every = snapshot.workloads if changed is None else tuple(self.views.values())
             whole = replace(snapshot, workloads=every)
-            decisions, usage = decide_sampling(whole)
+            decisions, usage = decide_sampling(whole, self.kept)
             return FastResult(decisions, len(whole.workloads), 1, usage)
-        selective = {q.name for q in snapshot.queues if q.spec.namespace_selector is not None}
+        selective = self.frame.selective
         widths: dict[Kind, int] = {}
         runs = 0
         while True:
             runs += 1
             listed, unlisted, shown = self._listing(selective, widths)
-            decisions = decide(replace(snapshot, workloads=listed, unlisted=unlisted))
+            decisions = decide(replace(snapshot, workloads=listed, unlisted=unlisted), self.kept)
             admitted = {d.job for d in decisions if d.action == "admit"}
             used_up = [kind for kind, keys in shown.items() if admitted.issuperset(keys)]
             if not used_up:
@@ -230,11 +232,11 @@ class FastPath:
         """Take in the nodes and the queues' specs; when they changed, every kind is asked
         again whether it is stuck."""
         frame = self.frame
-        if _alike(snapshot.nodes, frame.nodes, _as_is) and _alike(
+        if same_list(snapshot.nodes, frame.nodes, as_is) and same_list(
             snapshot.queues, frame.queues, _spec
         ):
             return
-        self.frame = _Frame(tuple(snapshot.nodes), tuple(snapshot.queues))
+        self.frame = _Frame(tuple(snapshot.nodes), tuple(snapshot.queues), self.kept)
         for kind, alike in self.kinds.items():
             stuck = self._stuck(kind)
             if stuck == alike.stuck:
@@ -311,13 +313,16 @@ class FastPath:
 
 
 class _Frame:
-    """What whether a kind is stuck rests on: the nodes, and the queues' specs."""
+    """What whether a kind is stuck rests on: the nodes, and the queues' specs (and which
+    queues have a namespaceSelector)."""
 
-    def __init__(self, nodes: tuple[NodeView, ...], queues: tuple[Queue, ...]) -> None:
+    def __init__(self, nodes: tuple[NodeView, ...], queues: tuple[Queue, ...], kept: Kept) -> None:
         self.nodes = nodes
         self.queues = queues
         self.specs = {q.name: q.spec for q in queues}
-        self.placement = Placement(nodes)
+        self.selective = {q.name for q in queues if q.spec.namespace_selector is not None}
+        """The queues with a namespaceSelector: their waiting jobs are all listed."""
+        self.placement = kept.placement_for(nodes)
         self._holds: dict[PodSpecView, bool] = {}
 
     def holds(self, pod: PodSpecView) -> bool:
@@ -331,17 +336,5 @@ class _Frame:
         return found
 
 
-def _as_is(view: object) -> object:
-    return view
-
-
 def _spec(queue: Queue) -> tuple[str, QueueSpec]:
     return queue.name, queue.spec
-
-
-def _alike(now: Sequence[T], before: Sequence[T], key: Callable[[T], object]) -> bool:
-    """Whether two lists hold the same items by ``key``, in order; the items compared only
-    where they are not the very same (the views kept from one pass to the next)."""
-    return len(now) == len(before) and all(
-        a is b or key(a) == key(b) for a, b in zip(now, before, strict=True)
-    )

@@ -143,32 +143,59 @@ class _Shape:
 class Placement:
     """The nodes' free room during one cycle, changed as jobs are admitted and evicted."""
 
-    def __init__(self, nodes: Iterable[NodeView]) -> None:
-        self.nodes = sorted(nodes, key=lambda n: n.name)
-        self.index = {node.name: i for i, node in enumerate(self.nodes)}
-        self.free: list[Room] = [dict(node.allocatable.items()) for node in self.nodes]
-        self.total: Room = {}
-        """The room of the nodes that hold any (Ready, not cordoned): the cluster's total."""
-        for node in self.nodes:
-            if node.usable:
-                _add(self.total, node.allocatable)
+    def __init__(self, nodes: Iterable[NodeView], like: Placement | None = None) -> None:
+        """``like``: a placement of these very nodes (in any state): what follows from the
+        nodes alone (their order and index, the total, which nodes may take each set of
+        constraints) is taken from it instead of being worked out again."""
+        if like is None:
+            self.nodes = sorted(nodes, key=lambda n: n.name)
+            self.index = {node.name: i for i, node in enumerate(self.nodes)}
+            self.total: Room = {}
+            """The room of the nodes that hold any (Ready, not cordoned): the cluster's total."""
+            for node in self.nodes:
+                if node.usable:
+                    _add(self.total, node.allocatable)
+            self.usable = {n.name: i for i, n in enumerate(self.nodes) if n.usable}
+            """Node name -> index, for the nodes that hold room."""
+            self._empty: list[Room] = [dict(node.allocatable.items()) for node in self.nodes]
+            """Each node's room with nothing on it: never changed (``free`` shares its rooms
+            until one is written, ``room``)."""
+            self._eligible: dict[tuple[object, ...], tuple[list[int], dict[int, int]]] = {}
+            """Constraints -> the nodes that may take such pods, in order, and their positions."""
+        else:
+            self.nodes, self.index, self.total = like.nodes, like.index, like.total
+            self.usable, self._empty, self._eligible = like.usable, like._empty, like._eligible
+        self.free: list[Room] = list(self._empty)
+        self._written: set[int] = set()  # the nodes whose room in ``free`` is this one's own
         self.grown: list[int] = []  # every node room was given back on, in order
         self.watchers: list[Callable[[Footprint, int], None]] = []
         """Told of every room held (-1) or given back (+1): what keeps sums of it (topology)."""
         self.version = 0  # changed whenever room is held or given back
-        self._eligible: dict[tuple[object, ...], tuple[list[int], dict[int, int]]] = {}
-        """Constraints -> the nodes that may take such pods, in order, and their positions."""
         self._shapes: dict[PodSpecView, _Shape] = {}
         self._most: dict[tuple[object, ...], dict[str, tuple[int, int]]] = {}
         self._explained: dict[tuple[PodSpecView, int], str] = {}
 
     # Room --------------------------------------------------------------------------------
+    def start_from(self, free: list[Room]) -> None:
+        """Take this free room of each node (before anything is held): shared with whoever
+        else has it until this placement writes to a node's (``room``)."""
+        self.free = list(free)
+        self._written = set()
+
+    def room(self, i: int) -> Room:
+        """Node ``i``'s free room, to be changed: this placement's own copy."""
+        if i in self._written:
+            return self.free[i]
+        self._written.add(i)
+        room = self.free[i] = dict(self.free[i])
+        return room
+
     def hold(self, footprint: Footprint) -> None:
         self.version += 1
         for watcher in self.watchers:
             watcher(footprint, -1)
         for i, room in footprint.items():
-            _add(self.free[i], room, -1)
+            _add(self.room(i), room, -1)
         self._most.clear()
         self._explained.clear()
 
@@ -177,7 +204,7 @@ class Placement:
         for watcher in self.watchers:
             watcher(footprint, 1)
         for i, room in footprint.items():
-            _add(self.free[i], room)
+            _add(self.room(i), room)
             self.grown.append(i)
         self._most.clear()
         self._explained.clear()

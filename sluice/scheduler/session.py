@@ -8,9 +8,10 @@ times a cycle.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from operator import is_
 
 from sluice.api.config import SchedulerConfig
 from sluice.api.constants import ROOT_QUEUE
@@ -23,6 +24,7 @@ from sluice.queues.limits import child_real_capability, over_capability
 from sluice.queues.rules import tree_violations
 from sluice.queues.tree import QueueTree
 from sluice.scheduler import usage as usage_rule
+from sluice.scheduler.kept import Kept, PodsTaken
 from sluice.scheduler.model import Snapshot
 from sluice.scheduler.placement import Footprint, Placement
 from sluice.scheduler.plugins import deserved as deserved_plugins
@@ -84,6 +86,17 @@ class QueueInfo:
     """The workloads below it whose pods hold more than they were admitted with, in a
     resource it is over in, and how much more: what its condition names."""
 
+    def clear(self) -> None:
+        """Back to how it is built (``Session._build_queues``): no jobs, nothing derived."""
+        self.real_capability = self.deserved = self.request = EMPTY
+        self.allocated = {}
+        self.pending_jobs = []
+        self.refused_jobs = []
+        self.admitted_jobs = []
+        self.completed = 0
+        self.over_capability = {}
+        self.grown = []
+
 
 _last_tree: tuple[tuple[tuple[Queue, ...], int], tuple[QueueTree, dict[str, str]]] | None = None
 
@@ -114,8 +127,11 @@ alone: kept, like the tree, while both stay the same (``Session._derive``)."""
 
 
 class Session:
-    def __init__(self, snapshot: Snapshot) -> None:
+    def __init__(self, snapshot: Snapshot, kept: Kept | None = None) -> None:
+        """``kept``: what the last session on this cluster worked out, taken where its
+        inputs are the same and left there for the next (sluice/scheduler/kept.py)."""
         self.snapshot = snapshot
+        self.kept = kept
         self.config: SchedulerConfig = snapshot.config
         self.now: datetime = snapshot.now
         self.tree, self.violations = queue_tree(snapshot.queues, snapshot.max_queue_depth)
@@ -125,8 +141,12 @@ class Session:
         self.never_classes = {pc.name for pc in snapshot.priority_classes if pc.never_preempts}
         top = max(defaults, key=lambda pc: (pc.value, pc.name), default=None)
         self.default_never = top is not None and top.never_preempts
-        self.placement = Placement(snapshot.nodes)
-        self.total = Resources(self.placement.total)
+        if kept is None:
+            self.placement = Placement(snapshot.nodes)
+            self.total = Resources(self.placement.total)
+        else:
+            self.placement = kept.placement_for(snapshot.nodes)
+            self.total = kept.total
         self.domains = Domains(snapshot.topologies, self.placement)
         self.used: dict[str, int] = {}
         self.queues: dict[str, QueueInfo] = {}
@@ -163,6 +183,23 @@ class Session:
         return 0
 
     def _build_queues(self) -> None:
+        kept = self.kept
+        if kept is None:
+            self._build_queue_infos()
+            return
+        made_of = (self.tree, self.violations, tuple(self.snapshot.priority_classes))
+        if kept.queues_from is not None and kept.queues_from == made_of:
+            for info in kept.order:
+                info.clear()
+            self.queues = kept.queues
+            return
+        self._build_queue_infos()
+        kept.queues_from, kept.queues = made_of, self.queues
+        kept.order = list(self.queues.values())  # built by (depth, name)
+        kept.deepest_first = sorted(kept.order, key=lambda q: -q.depth)
+        kept.forget_all_but(self.queues.keys())
+
+    def _build_queue_infos(self) -> None:
         tree, violations = self.tree, self.violations
         for name in sorted(tree.queues, key=lambda n: (tree.depth(n), n)):
             queue = tree.queues[name]
@@ -261,7 +298,7 @@ class Session:
         for info in self.queues.values():
             info.pending_jobs.sort(key=job_order_key)
 
-    def _account_pods(self, pods: Iterable[PodView]) -> None:
+    def _account_pods(self, pods: Sequence[PodView]) -> None:
         """Every unfinished pod bound to a node that holds room takes its request there; an
         admitted workload holds, per pod set, the larger of what it was admitted with and
         what its live pods of that set ask (docs/scheduler.md, *What a workload holds*), and
@@ -280,33 +317,10 @@ class Session:
             elif view.uid:
                 by_uid[view.uid] = job
         used = self.used
-        free = placement.free
-        usable = {n.name: i for i, n in enumerate(placement.nodes) if n.usable}
-        for pod in pods:  # tens of thousands: the loop does its own adding
-            owner = by_uid.get(pod.job_uid) if pod.job_uid else None
-            if owner is not None and owner.view.namespace != pod.namespace:
-                owner = None
-            if owner is None and pod.named_by and by_label:
-                owner = next(
-                    (
-                        found
-                        for label, name in pod.named_by
-                        if (found := by_label.get((pod.namespace, label, name))) is not None
-                    ),
-                    None,
-                )
-            if owner is not None:
-                owner.pods.append(pod)  # finished ones too: they tell when it last got pods
-            if pod.finished or not pod.node:
-                continue
-            i = usable.get(pod.node)
-            if i is None:
-                continue
-            room = free[i]
-            holder = owner.footprint.setdefault(i, {}) if owner is not None else used
-            for r, a in pod.request.items():
-                room[r] = room.get(r, 0) - a
-                holder[r] = holder.get(r, 0) + a
+        if self.kept is None:
+            _take_room(placement, pods, by_uid, by_label, used)
+        else:
+            self._take_kept_room(pods, by_uid, by_label)
         waiting: list[tuple[JobInfo, PodSpecView, int]] = []
         for job in self.admitted_at_start:
             job.held, leaving, missing = _holding(job)
@@ -321,17 +335,58 @@ class Session:
             for i, room in kept.items():
                 _add(job.footprint.setdefault(i, {}), room)
 
+    def _take_kept_room(
+        self,
+        pods: Sequence[PodView],
+        by_uid: Mapping[str, JobInfo],
+        by_label: Mapping[tuple[str, str, str], JobInfo],
+    ) -> None:
+        """``_take_room`` from what the pods take as none of them is owned, kept while the
+        pods and the nodes are the same (``Kept.pods_taken``): only the pods of this
+        session's admitted workloads are looked at, to move what they take from the
+        others' (``used``) to their workload's footprint. Pods not seen by the last session
+        are taken as without anything kept (``Kept.pods_seen_again``)."""
+        assert self.kept is not None
+        placement, used = self.placement, self.used
+        taken = self.kept.pods_taken
+        if taken is None or not taken.holds(pods, self.kept.placement):
+            self.kept.pods_taken = None
+            if not self.kept.pods_seen_again(pods):
+                _take_room(placement, pods, by_uid, by_label, used)
+                return
+            empty = Placement(placement.nodes, like=placement)
+            alone: dict[str, int] = {}
+            _take_room(empty, pods, {}, {}, alone)
+            taken = self.kept.pods_taken = PodsTaken(pods, self.kept.placement, empty.free, alone)
+        placement.start_from(taken.free)
+        _add(used, taken.used)
+        usable = placement.usable
+        for pod in taken.of(by_uid, by_label):
+            owner = _owner(pod, by_uid, by_label)
+            if owner is None:
+                continue
+            owner.pods.append(pod)
+            if pod.finished or not pod.node:
+                continue
+            i = usable.get(pod.node)
+            if i is None:
+                continue
+            holder = owner.footprint.setdefault(i, {})
+            for r, a in pod.request.items():
+                used[r] -= a
+                holder[r] = holder.get(r, 0) + a
+
     def _allocate(self) -> None:
         """Each queue is allocated what the admitted workloads of its subtree hold; a queue
         that holds more than its capability admits nothing more below it (``over``)."""
         for info in self.queues.values():
             for job in info.admitted_jobs:
                 _add(info.allocated, job.held)
-        for info in sorted(self.queues.values(), key=lambda q: -q.depth):
+        for info in self._deepest_first():
             if info.parent is not None and info.allocated:
                 _add(self.queues[info.parent].allocated, info.allocated)
         for info in self.queues.values():
-            over = over_capability(info.allocated, info.capability)
+            over = over_capability(info.allocated, info.capability) if info.allocated else None
             if over:
                 info.over_capability = over
                 info.grown = self._grown_below(info.name, over)
@@ -430,9 +485,19 @@ class Session:
         return [n for n in (name, *self.tree.descendants(name)) if not self.queues[n].children]
 
     # Derived numbers ---------------------------------------------------------------------
+    def _deepest_first(self) -> list[QueueInfo]:
+        if self.kept is None:
+            return sorted(self.queues.values(), key=lambda q: -q.depth)
+        return self.kept.deepest_first
+
     def _derive(self) -> None:
         global _last_real
-        order = sorted(self.queues.values(), key=lambda q: (q.depth, q.name))
+        kept = self.kept
+        order = (
+            kept.order
+            if kept is not None
+            else sorted(self.queues.values(), key=lambda q: (q.depth, q.name))
+        )
         last = _last_real  # one read: the two passes' threads may replace it meanwhile
         if last is not None and last[0] is self.tree and last[1] == self.total:
             for info in order:
@@ -443,18 +508,36 @@ class Session:
                 info.real_capability = self._real_capability(info, taken)
             real = {info.name: info.real_capability for info in order}
             _last_real = (self.tree, self.total, real)
+        requests = kept.requests if kept is not None else None
+        unlisted = self.snapshot.unlisted
         for info in reversed(order):  # bottom-up requests
             wanted: dict[str, int] = {}
+            parts: tuple[object, ...]  # what the request is added up from
             if info.children:
-                for child in info.children:
-                    _add(wanted, self.queues[child].request)
-            else:
+                parts = tuple([self.queues[child].request for child in info.children])
+            elif info.blocked_by or info.allocated or info.pending_jobs:
                 _add(wanted, info.allocated)
                 if not info.blocked_by:
                     for job in info.pending_jobs:
                         _add(wanted, job.request)
-                    _add(wanted, self.snapshot.unlisted.get(info.name, {}))
+                    _add(wanted, unlisted.get(info.name, {}))
+                parts = tuple(wanted.items())
+            else:  # its unlisted jobs' request alone (most leaves, on the fast pass)
+                wanted = dict(unlisted.get(info.name, {}))
+                parts = tuple(wanted.items())
+            if requests is not None:
+                # Kept while added up from the same: the same children's requests, or the
+                # same amounts in the same order.
+                was = requests.get(info.name)
+                if was is not None and (_same(was[0], parts) if info.children else was[0] == parts):
+                    info.request = was[1]
+                    continue
+            if info.children:
+                for part in parts:
+                    _add(wanted, part)  # type: ignore[arg-type]
             info.request = Resources(wanted)
+            if requests is not None:
+                requests[info.name] = (parts, info.request)
         self._derive_deserved(order)
 
     def _real_capability(self, info: QueueInfo, taken: dict[str, Resources]) -> Resources:
@@ -481,19 +564,38 @@ class Session:
         plugin = self.config.deserved_plugin()
         root = self.queues[ROOT_QUEUE]
         root.deserved = self.total
+        kept = self.kept
         if plugin is None or plugin.name == "capacity":
             for info in order:
                 if info.parent is None:
                     continue
                 wanted = info.queue.spec.deserved
+                capped_on = (wanted, info.real_capability, info.guarantee)
+                known = kept.capped.get(info.name) if kept is not None else None
+                if known is not None and _same(known[0], capped_on):
+                    info.deserved = known[1]
+                    continue
                 capped = Resources(
                     {r: min(a, info.real_capability.get_amount(r)) for r, a in wanted.items()}
                 )
                 info.deserved = capped.maximum(info.guarantee)
+                if kept is not None:
+                    kept.capped[info.name] = (capped_on, info.deserved)
             return
         for info in order:
             if not info.children:
                 continue
+            children = [self.queues[c] for c in info.children]
+            if kept is not None:
+                inputs: list[object] = [plugin, info.deserved, info.children]
+                for child in children:
+                    inputs += (child.weight, child.request, child.real_capability, child.guarantee)
+                rests_on = tuple(inputs)
+                last = kept.splits.get(info.name)
+                if last is not None and _same(last[0], rests_on):
+                    for child, amount in zip(children, last[1], strict=True):
+                        child.deserved = amount
+                    continue
             claims = [
                 deserved_plugins.Claim(
                     name=child.name,
@@ -501,10 +603,20 @@ class Session:
                     cap=child.request.minimum(child.real_capability),
                     guarantee=child.guarantee,
                 )
-                for child in (self.queues[c] for c in info.children)
+                for child in children
             ]
-            for name, amount in deserved_plugins.split(plugin, info.deserved, claims).items():
-                self.queues[name].deserved = amount
+            shares = deserved_plugins.split(plugin, info.deserved, claims)
+            for child in children:
+                child.deserved = shares[child.name]
+            if kept is not None:
+                before = kept.splits.get(info.name)
+                if before is not None and len(before[1]) == len(children):
+                    # A share that did not move stays the same object: below it, nothing
+                    # is split again.
+                    for child, was in zip(children, before[1], strict=True):
+                        if list(was.items()) == list(child.deserved.items()):
+                            child.deserved = was
+                kept.splits[info.name] = (rests_on, tuple(c.deserved for c in children))
 
     # Shares --------------------------------------------------------------------------------
     def share(self, name: str) -> float:
@@ -564,6 +676,54 @@ class Session:
         for name in self.chain(job.queue):
             _sub(self.queues[name].allocated, job.held)
         self.queues[job.queue].admitted_jobs.remove(job)
+
+
+def _owner(
+    pod: PodView,
+    by_uid: Mapping[str, JobInfo],
+    by_label: Mapping[tuple[str, str, str], JobInfo],
+) -> JobInfo | None:
+    """The admitted workload a pod is of: the Job that controls it (in its namespace), else
+    the first workload that names it by one of its labels."""
+    owner = by_uid.get(pod.job_uid) if pod.job_uid else None
+    if owner is not None and owner.view.namespace != pod.namespace:
+        owner = None
+    if owner is None and pod.named_by and by_label:
+        owner = next(
+            (
+                found
+                for label, name in pod.named_by
+                if (found := by_label.get((pod.namespace, label, name))) is not None
+            ),
+            None,
+        )
+    return owner
+
+
+def _take_room(
+    placement: Placement,
+    pods: Iterable[PodView],
+    by_uid: Mapping[str, JobInfo],
+    by_label: Mapping[tuple[str, str, str], JobInfo],
+    used: dict[str, int],
+) -> None:
+    """Every unfinished pod bound to a node that holds room takes its request there: for its
+    workload (``_owner``), on its footprint; for none, in ``used``."""
+    usable = placement.usable
+    for pod in pods:  # tens of thousands: the loop does its own adding
+        owner = _owner(pod, by_uid, by_label)
+        if owner is not None:
+            owner.pods.append(pod)  # finished ones too: they tell when it last got pods
+        if pod.finished or not pod.node:
+            continue
+        i = usable.get(pod.node)
+        if i is None:
+            continue
+        room = placement.room(i)
+        holder = owner.footprint.setdefault(i, {}) if owner is not None else used
+        for r, a in pod.request.items():
+            room[r] = room.get(r, 0) - a
+            holder[r] = holder.get(r, 0) + a
 
 
 def _pod_set_of(sets: tuple[PodSet, ...], pod: PodView) -> int:
@@ -651,6 +811,11 @@ def _holding_as_admitted(job: JobInfo, only: PodSet) -> Holding | None:
         return None
     missing = only.pod_count - placed
     return job.request, gone, ([(job, only.pod, missing)] if missing > 0 else [])
+
+
+def _same(a: tuple[object, ...], b: tuple[object, ...]) -> bool:
+    """Whether two tuples hold the very same objects, in order."""
+    return len(a) == len(b) and all(map(is_, a, b))
 
 
 def job_order_key(job: JobInfo) -> tuple[int, datetime, str]:

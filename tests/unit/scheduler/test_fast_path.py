@@ -7,7 +7,14 @@ no admission may take a queue over its capability.
 
 Some jobs are stuck for a while (sluice/scheduler/fast.py leaves them unlisted): they ask
 more than any node holds, a resource (gpu) or a label (zone) only some nodes have now and
-then, or more than their queue's capability; node and queue changes unstick them."""
+then, or more than their queue's capability; node and queue changes unstick them.
+
+The FastPath keeps what its sessions work out from one pass to the next
+(sluice/scheduler/kept.py): the node index, the queue records, each queue's request and
+each parent's split, what the pods take. So the events also change each of their inputs
+alone: one queue's weight, guarantee or capability, a priority class's value, a node, and
+the pods (admitted jobs' pods bound, growing past what they were admitted with, finishing,
+terminating; pods of no workload)."""
 
 from __future__ import annotations
 
@@ -16,12 +23,13 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
-from builders import NOW, gang, job, node, queue, snapshot
+from builders import NOW, gang, job, node, pod, queue, snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sluice.api.queue import Queue
-from sluice.api.views import JobPhase, NodeView, WorkloadView
+from sluice.api.queue import Guarantee, Queue
+from sluice.api.resources import Resources
+from sluice.api.views import JobPhase, NodeView, PodView, WorkloadView
 from sluice.scheduler.cycle import apply_decisions, run_cycle
 from sluice.scheduler.fast import FastPath, FastResult
 from sluice.scheduler.model import Snapshot
@@ -64,6 +72,8 @@ class World:
             self.leaves.append(name)
         self.nodes = [self.random_node(f"n{i}") for i in range(rng.randint(1, 3))]
         self.jobs: dict[str, WorkloadView] = {}
+        self.pods: list[PodView] = []
+        self.classes = {"hi": 100, "lo": -5}
         self.made = 0
         self.now = NOW
 
@@ -73,7 +83,8 @@ class World:
         if rng.random() < 0.3:
             spec["capability"] = {"cpu": rng.randint(2, 8)}
         if parent is not None:
-            spec["priority"] = rng.choice((0, 0, 5))
+            ranked = rng.choice((0, 0, 5, "hi"))  # "hi": its PriorityClass's value
+            spec["priority_class_name" if ranked == "hi" else "priority"] = ranked
             if rng.random() < 0.2:
                 spec["dequeue"] = "fifo"
             if rng.random() < 0.2:
@@ -103,8 +114,9 @@ class World:
             list(self.jobs.values()),
             list(self.nodes),
             config=self.config,
-            priority_classes={"hi": 100, "lo": -5},
+            priority_classes=dict(self.classes),
             now=self.now,
+            pods=list(self.pods),
         )
 
     # Events -------------------------------------------------------------------------------
@@ -112,7 +124,8 @@ class World:
         rng = self.rng
         self.now += timedelta(seconds=rng.randint(1, 30))
         kind = rng.choices(
-            ["create", "finish", "delete", "queue", "node"], weights=[6, 3, 2, 1, 1]
+            ["create", "finish", "delete", "queue", "tweak", "class", "node", "pods"],
+            weights=[6, 3, 2, 1, 1, 0.5, 1, 2],
         )[0]
         if kind == "create":
             self.create()
@@ -125,9 +138,52 @@ class World:
             name = rng.choice(self.leaves + self.departments)
             parent = self.queues[name].spec.parent
             self.queues[name] = self.random_queue(name, parent if name in self.leaves else None)
-        else:
+        elif kind == "tweak":
+            self.tweak_queue()
+        elif kind == "class":
+            self.classes["hi"] = rng.choice((100, 3, -10))
+        elif kind == "node":
             self.change_node()
+        else:
+            self.change_pods()
         return kind
+
+    def tweak_queue(self) -> None:
+        """One input of one queue's share changed alone: its weight, guarantee or capability."""
+        rng = self.rng
+        name = rng.choice(self.leaves + self.departments)
+        before = self.queues[name]
+        what = rng.choice(("weight", "guarantee", "capability"))
+        if what == "weight":
+            change: dict[str, Any] = {"weight": rng.randint(1, 4)}
+        elif what == "capability":
+            change = {"capability": Resources.limit({"cpu": rng.randint(2, 10) * 1000})}
+        else:
+            change = {"guarantee": Guarantee(resource=Resources({"cpu": rng.randint(0, 3) * 1000}))}
+        spec = before.spec.model_copy(update=change)
+        self.queues[name] = before.model_copy(update={"spec": spec})
+
+    def change_pods(self) -> None:
+        """The pods of an admitted job bound to nodes (now and then one asking more than it
+        was admitted with), one of them finishing or terminating, or a pod of no workload."""
+        rng = self.rng
+        admitted = sorted(k for k, j in self.jobs.items() if j.phase.admitted and j.uid)
+        roll = rng.random()
+        if roll < 0.5 and admitted and self.nodes:
+            owner = self.jobs[rng.choice(admitted)]
+            for _ in range(sum(s.count for s in owner.pod_sets)):
+                extra: dict[str, Any] = {"cpu": 4} if rng.random() < 0.1 else {}
+                self.made += 1
+                at = rng.choice(self.nodes).name if rng.random() < 0.8 else None
+                self.pods.append(pod(f"p{self.made}", at, owner=owner, **extra))
+        elif roll < 0.8 and self.pods:
+            i = rng.randrange(len(self.pods))
+            gone = ("finished", "terminating")[rng.random() < 0.5]
+            self.pods[i] = replace(self.pods[i], **{gone: True})
+        elif self.nodes:
+            self.made += 1
+            at = rng.choice(self.nodes).name
+            self.pods.append(pod(f"p{self.made}", at, cpu=rng.choice((1, 2))))
 
     def create(self) -> None:
         """A burst of alike jobs (one kind, as from one template), now and then a gang."""
@@ -147,6 +203,7 @@ class World:
             created = int((self.now - NOW).total_seconds()) + 3600 + rng.randint(-5, 0)
             if pods == 1 and not zoned:
                 made = job(name, leaf, cpu=cpu, created=created, **shape, **extra)
+                made = replace(made, uid=f"uid-{name}")
             else:
                 made = gang(
                     name,
@@ -164,7 +221,11 @@ class World:
         admitted = sorted(k for k, j in self.jobs.items() if j.phase.admitted)
         if admitted:
             key = self.rng.choice(admitted)
-            self.jobs[key] = replace(self.jobs[key], phase=JobPhase.COMPLETED)
+            done = self.jobs[key] = replace(self.jobs[key], phase=JobPhase.COMPLETED)
+            self.pods = [
+                replace(p, finished=True) if p.job_uid == done.uid and done.uid else p
+                for p in self.pods
+            ]
 
     def change_node(self) -> None:
         rng = self.rng
@@ -179,6 +240,7 @@ class World:
     def apply(self, snap: Snapshot, result: Any) -> None:
         after = apply_decisions(snap, result, self.now)
         self.jobs = {j.key: j for j in after.workloads}
+        self.pods = list(after.pods or ())
 
 
 def decided(result: Any) -> list[tuple[str, str, str | None]]:
