@@ -116,12 +116,13 @@ class InLevel:
                     heapq.heappush(heap, (bound, SEARCH, value, 0))
                 elif k < len(lowest):
                     heapq.heappush(heap, ((1, lowest[k][0], value), SCAN, value, k))
-                else:
-                    heapq.heappush(heap, ((2, -(2**63), value), SEARCH, value, 0))
+                else:  # two victims or more, each of priority ``low`` at least
+                    heapq.heappush(heap, ((2, 2 * lowest[0][0], value), SEARCH, value, 0))
                 continue
             victims = sorted(self._on(value), key=lambda entry: entry[0])
             session, inside = self.reclaim.session, self.search.inside
-            if frees_together(session, inside, domain, (v for _, v, _ in victims)):
+            # One of them alone frees it (bound (1, ...)): all of them together do.
+            if bound[0] == 1 or frees_together(session, inside, domain, (v for _, v, _ in victims)):
                 found = self._search(domain, victims)
                 if found is not None:
                     key = domain_rank(found.chosen, domain)
