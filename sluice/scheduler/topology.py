@@ -12,6 +12,7 @@ lacks.
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -298,8 +299,7 @@ class Domains:
         count = 0
         if only is not None:
             holds, count = self._holding_now(only.pod, level), only.pod_count
-        for k in range(start, len(ranking)):
-            value = ranking[k][1]
+        for _, value in itertools.islice(ranking, start, None):
             if holds and holds.get(value, count) < count:
                 continue  # known to hold too few of its pods
             domain = by_value[value]
