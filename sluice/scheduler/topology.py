@@ -20,7 +20,7 @@ from sluice.api.constraints import PodSpecView, interned
 from sluice.api.quantity import format_quantity
 from sluice.api.resources import Resources, describe_amount
 from sluice.api.topology import TopologyRequest, TopologyView, not_nested
-from sluice.api.views import WorkloadView
+from sluice.api.views import PodSet, WorkloadView
 from sluice.scheduler.placement import Footprint, Placement, fits_in
 
 
@@ -101,6 +101,8 @@ class Domains:
         domain value -> how many such pods its nodes the pod may go on hold at once now
         (what first fit inside it adds up to), for the domains asked since their room last
         changed."""
+        self._last: dict[tuple[PodSet, ...], Domain] = {}
+        """Pod sets -> the domain ``place`` last put them in, without room given back."""
         if self.widening:
             placement.watchers.append(self._changed)
 
@@ -411,8 +413,20 @@ class Domains:
         for level in self.levels(request):
             found = self.best_at(view, level, freed)
             if found is not None:
+                if not freed:
+                    self._last[view.pod_sets] = found[1]
                 return found
         return None
+
+    def still_holds(self, view: WorkloadView) -> bool:
+        """Whether the domain ``place`` last put pods sets like the workload's in holds them
+        now: then some domain does (which one ``place`` would choose is not asked). False
+        when it does not, or none did: not known."""
+        last = self._last.get(view.pod_sets)
+        request = view.topology
+        if last is None or request is None or last.level not in self.levels(request):
+            return False
+        return self.place_in(view, last) is not None
 
     # Words ---------------------------------------------------------------------------------
     def explain(self, view: WorkloadView) -> str:
