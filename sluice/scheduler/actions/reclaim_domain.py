@@ -12,9 +12,12 @@ walking the others'.
 Domains are searched from the one whose result could come first. A search keeps at least
 one victim, and the last it takes always stays (without it, the search had not been done): a
 domain freed by one victim is freed by one that alone frees it, so none comes before (1, the
-lowest priority of such a victim on it, its name), nor before (2, ...) when it has none.
+lowest priority of such a victim on it, its name), nor, when it has none, before (2, twice
+the lowest priority of a victim on it, its name): two victims at least, none of them lower.
 Those victims are looked for a priority at a time, lowest first, only while the domain could
-still come first; the searches stop as soon as the best found comes before every bound left.
+still come first (a domain already known to be freed by one victim is searched without
+asking whether all of them together would: they would); the searches stop as soon as the
+best found comes before every bound left.
 
 A domain that would not hold what goes in it even were every job that may be a victim on it
 gone, whoever asks, is not looked at (reclaim's ``may_free``, kept across jobs). What does
