@@ -193,6 +193,8 @@ def place(
 
 def placeable(session: Session, job: JobInfo) -> bool:
     """Whether every pod of the job fits on the nodes now (``place`` without the where)."""
+    if job.view.topology is not None and session.domains.still_holds(job.view):
+        return True
     if job.view.topology is not None or asks_per_set(job.view):
         return place_where(session, job) is not None
     sets = job.view.pod_sets

@@ -12,15 +12,16 @@ lacks.
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from sluice.api.constraints import PodSpecView, interned
-from sluice.api.quantity import format_quantity
-from sluice.api.resources import Resources, describe_amount
+from sluice.api.resources import Resources
 from sluice.api.topology import TopologyRequest, TopologyView, not_nested
-from sluice.api.views import WorkloadView
+from sluice.api.views import PodSet, WorkloadView
 from sluice.scheduler.placement import Footprint, Placement, fits_in
+from sluice.scheduler.topology_words import why_not
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +101,8 @@ class Domains:
         domain value -> how many such pods its nodes the pod may go on hold at once now
         (what first fit inside it adds up to), for the domains asked since their room last
         changed."""
+        self._last: dict[tuple[PodSet, ...], Domain] = {}
+        """Pod sets -> the domain ``place`` last put them in, without room given back."""
         if self.widening:
             placement.watchers.append(self._changed)
 
@@ -298,8 +301,7 @@ class Domains:
         count = 0
         if only is not None:
             holds, count = self._holding_now(only.pod, level), only.pod_count
-        for k in range(start, len(ranking)):
-            value = ranking[k][1]
+        for _, value in itertools.islice(ranking, start, None):
             if holds and holds.get(value, count) < count:
                 continue  # known to hold too few of its pods
             domain = by_value[value]
@@ -411,8 +413,20 @@ class Domains:
         for level in self.levels(request):
             found = self.best_at(view, level, freed)
             if found is not None:
+                if not freed and found[1] is not None:
+                    self._last[view.pod_sets] = found[1]
                 return found
         return None
+
+    def still_holds(self, view: WorkloadView) -> bool:
+        """Whether the domain ``place`` last put pods sets like the workload's in holds them
+        now: then some domain does (which one ``place`` would choose is not asked). False
+        when it does not, or none did: not known."""
+        last = self._last.get(view.pod_sets)
+        request = view.topology
+        if last is None or request is None or last.level not in self.levels(request):
+            return False
+        return self.place_in(view, last) is not None
 
     # Words ---------------------------------------------------------------------------------
     def explain(self, view: WorkloadView) -> str:
@@ -423,48 +437,5 @@ class Domains:
         key = (view.pod_sets, request, self.placement.version)
         said = self._explained.get(key)
         if said is None:
-            said = self._explained[key] = self._explain(view, request)
+            said = self._explained[key] = why_not(self, view, request)
         return said
-
-    def _explain(self, view: WorkloadView, request: TopologyRequest) -> str:
-        level = request.level
-        if level not in self.widening:
-            return f"no Topology has the level {level}"
-        if level in self.broken:
-            return self.broken[level]
-        what = " + ".join(
-            f"{s.pod_count} x {s.pod.request.describe()}" for s in view.pod_sets if s.pod_count
-        )
-        domains = self.domains(level)
-        if not domains:
-            return f"no node has the label {level}, so no {level} holds {what}"
-        best, most = domains[0], self._share(view, domains[0])
-        for domain in domains[1:]:
-            share = self._share(view, domain)
-            if share > most or (
-                share == most and _backwards(domain.value) > _backwards(best.value)
-            ):
-                best, most = domain, share
-        free, total = self.free(best), self.total(best)
-        room = ", ".join(
-            f"{describe_amount(r, max(free.get(r, 0), 0))} free of"
-            f" {format_quantity(total.get(r, 0), r)}"
-            for r, a in sorted(view.request.items())
-            if a > 0
-        )
-        names = [self.placement.nodes[i].name for i in best.nodes]
-        nodes = ", ".join(names[:3]) + (" ..." if len(names) > 3 else "")
-        return f"no {level} holds {what}: best {best.short} has {room} (nodes {nodes})"
-
-    def _share(self, view: WorkloadView, domain: Domain) -> float:
-        """The domain's free room in what the workload asks, a share of the cluster's."""
-        free, total = self.free(domain), self.placement.total
-        return sum(
-            free.get(r, 0) / total[r] for r, a in view.request.items() if a > 0 and total.get(r)
-        )
-
-
-def _backwards(name: str) -> str:
-    """The name with every character turned around: on a tie of room, the greatest of these
-    is the best domain (the first by name; of two where one begins the other, the longer)."""
-    return "".join(chr(0x10FFFF - ord(c)) for c in name)

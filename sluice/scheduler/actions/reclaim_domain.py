@@ -12,9 +12,12 @@ walking the others'.
 Domains are searched from the one whose result could come first. A search keeps at least
 one victim, and the last it takes always stays (without it, the search had not been done): a
 domain freed by one victim is freed by one that alone frees it, so none comes before (1, the
-lowest priority of such a victim on it, its name), nor before (2, ...) when it has none.
+lowest priority of such a victim on it, its name), nor, when it has none, before (2, twice
+the lowest priority of a victim on it, its name): two victims at least, none of them lower.
 Those victims are looked for a priority at a time, lowest first, only while the domain could
-still come first; the searches stop as soon as the best found comes before every bound left.
+still come first (a domain already known to be freed by one victim is searched without
+asking whether all of them together would: they would); the searches stop as soon as the
+best found comes before every bound left.
 
 A domain that would not hold what goes in it even were every job that may be a victim on it
 gone, whoever asks, is not looked at (reclaim's ``may_free``, kept across jobs). What does
@@ -92,36 +95,37 @@ class InLevel:
         self.parts: list[Part] = []  # ``_gather``'s subtrees
         self.on: dict[str, list[Listed]] = {}  # domain value -> its victims (``_on``)
         self._gather()
-        self.lowest: dict[str, list[tuple[int, list[JobInfo]]]] = {}
-        """Domain value -> ``on``'s victims by priority, the lowest first (``_scan``)."""
 
     def best(self) -> Found | None:
         """Domains are taken from a heap by bound: first (stage SCAN) the lowest priority
         of a victim on it not yet looked at; when one of that priority alone frees it, the
-        domain is searched at that bound (stage SEARCH); once none is left, at (2, ...)."""
-        heap = [((1, low, value), SCAN, value, 0) for value, low in self.low.items()]
+        domain is searched at that bound (stage SEARCH); once none is left, at (2, twice
+        its lowest priority): two victims or more, none of a lower one."""
+        heap = [((1, low, value), SCAN, value) for value, low in self.low.items()]
         heapq.heapify(heap)
         best: tuple[Bound, Victims] | None = None
+        may_free, freeable, inside = self.reclaim.may_free, self.freeable, self.search.inside
         while heap:
-            bound, stage, value, k = heapq.heappop(heap)
+            bound, stage, value = heapq.heappop(heap)
             if best is not None and best[0] < bound:
                 break
             domain = self.domains[value]
             if stage == SCAN:
-                if k == 0 and not self.reclaim.may_free(self.freeable, self.search.inside, domain):
+                low = self.low[value]
+                if bound[1] == low and not may_free(freeable, inside, domain):
                     continue  # not even every victim on it gone makes room: none does
-                k = self._scan(domain, k, bound[1])
-                lowest = self.lowest[value]
-                if k < 0:
-                    heapq.heappush(heap, (bound, SEARCH, value, 0))
-                elif k < len(lowest):
-                    heapq.heappush(heap, ((1, lowest[k][0], value), SCAN, value, k))
+                frees, after = self._scan(domain, bound[1])
+                if frees:
+                    heapq.heappush(heap, (bound, SEARCH, value))
+                elif after is not None:
+                    heapq.heappush(heap, ((1, after, value), SCAN, value))
                 else:
-                    heapq.heappush(heap, ((2, -(2**63), value), SEARCH, value, 0))
+                    heapq.heappush(heap, ((2, 2 * low, value), SEARCH, value))
                 continue
             victims = sorted(self._on(value), key=lambda entry: entry[0])
-            session, inside = self.reclaim.session, self.search.inside
-            if frees_together(session, inside, domain, (v for _, v, _ in victims)):
+            # One of them alone frees it (bound (1, ...)): all of them together do.
+            session = self.reclaim.session
+            if bound[0] == 1 or frees_together(session, inside, domain, (v for _, v, _ in victims)):
                 found = self._search(domain, victims)
                 if found is not None:
                     key = domain_rank(found.chosen, domain)
@@ -129,34 +133,42 @@ class InLevel:
                         best = (key, found)
         return None if best is None else (best[1], best[1].placed())
 
-    def _scan(self, domain: Domain, k: int, priority: int) -> int:
-        """Look at the victims on the domain of its ``k``-th lowest priority (``priority``):
-        -1 when one alone frees the domain, else ``k + 1``. Which of them is asked first
-        does not matter: each answer is kept, and any yes ends the look."""
-        lowest = self.lowest.get(domain.value)
-        if lowest is None:
-            by_priority: dict[int, list[JobInfo]] = {}
-            for _, victim, _ in self._on(domain.value):
-                by_priority.setdefault(victim.priority, []).append(victim)
-            lowest = self.lowest[domain.value] = sorted(by_priority.items())
+    def _scan(self, domain: Domain, priority: int) -> tuple[bool, int | None]:
+        """Look at the victims on the domain of the priority given: whether one alone frees
+        the domain, and the next priority of a victim on it (None: none higher). Which of
+        them is asked first does not matter: each answer is kept, and any yes ends the look."""
+        value = domain.value
         version = self.reclaim.session.domains.version(domain)
         kept = self.alone.get(domain.text)
         if kept is None or kept[0] != version:
             kept = self.alone[domain.text] = (version, {})
         known = kept[1]
-        run = lowest[k][1]
-        unknown = [victim for victim in run if victim.key not in known]
+        unknown: list[JobInfo] = []
+        after: int | None = None
+        for part in self.parts:  # the victims on it (``_on``), without putting them together
+            got = part.get(value)
+            if got is None:
+                continue
+            for _, victim, _ in got[1]:
+                other = victim.priority
+                if other == priority:
+                    frees = known.get(victim.key)
+                    if frees:
+                        return True, None
+                    if frees is None:
+                        unknown.append(victim)
+                elif other > priority and (after is None or other < after):
+                    after = other
         session, inside = self.reclaim.session, self.search.inside
         if len(unknown) > 2 and not frees_together(session, inside, domain, unknown):
             for victim in unknown:  # not even all of them together could
                 known[victim.key] = False
-        for victim in run:
-            frees = known.get(victim.key)
-            if frees is None:
-                frees = known[victim.key] = self._frees(victim, domain)
+            return False, after
+        for victim in unknown:
+            frees = known[victim.key] = self._frees(victim, domain)
             if frees:
-                return -1
-        return k + 1
+                return True, None
+        return False, after
 
     def _frees(self, victim: JobInfo, domain: Domain) -> bool:
         session = self.reclaim.session  # victims.frees_alone, for this job

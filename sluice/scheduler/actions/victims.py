@@ -116,7 +116,10 @@ class Victims:
         assignment = place(self.session, self.job, self.room, self.domain)
         assert assignment is not None  # placeable() said so
         used = set(assignment)
-        for victim in reversed(list(self.chosen)):
+        # The last chosen stays when there are others: without it, the job did not fit (the
+        # search asked after each one it chose).
+        kept = self.chosen[:-1] if len(self.chosen) > 1 else list(self.chosen)
+        for victim in reversed(kept):
             if victim.key not in self.for_pods and used.intersection(victim.footprint):
                 continue
             self._count(victim, -1)

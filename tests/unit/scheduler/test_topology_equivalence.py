@@ -119,6 +119,7 @@ def preempt_everywhere(
 def everywhere() -> Iterator[None]:
     with (
         mock.patch.object(Domains, "best_at", best_at_everywhere),
+        mock.patch.object(Domains, "still_holds", lambda self, view: False),  # every domain tried
         mock.patch.object(reclaim_action._Reclaim, "_in_one_domain", reclaim_everywhere),
         mock.patch.object(preempt_action, "_in_one_domain", preempt_everywhere),
     ):
@@ -361,3 +362,39 @@ def test_a_subtree_kept_from_one_job_to_the_next_follows_the_share_of_the_queues
     kept.admitted(w)
     anew = reclaim_action._Reclaim(session, Outcome())
     assert victims(kept, session) == victims(anew, session) == ["ns/v"]
+
+
+def test_the_domain_pods_alike_last_went_in_counts_only_at_a_level_the_job_may_go_at() -> None:
+    """Reclaim first asks whether a job fits now, and the domain pods sets like its own were
+    last put in is asked that first. Two jobs of 2 pods x 4 cpu: wide asks the block, goes
+    on r0-0 and leaves 4 cpu free in each rack; narrow asks a rack, which none holds, though
+    the block still does: it must take v in r0 (the first of two racks one victim frees)."""
+    nodes = [
+        node(name, labels={BLOCK: "b0", RACK: name[:2], "host": name}, cpu=8)
+        for name in ("r0-0", "r0-1", "r1-0")
+    ]
+    victims = [
+        replace(
+            gang(name, "b", 1, selector={"host": host}, admitted=n, cpu=4),
+            phase=JobPhase.RUNNING,
+        )
+        for n, (name, host) in enumerate([("v", "r0-1"), ("u", "r1-0")])
+    ]
+    jobs = [
+        replace(gang(name, "a", 2, created=10 + n, cpu=4), topology=TopologyRequest(level, True))
+        for n, (name, level) in enumerate([("wide", BLOCK), ("narrow", RACK)])
+    ]
+    huge = gang("huge", "a", 1, created=20, cpu=100)  # a asks more than it may have
+    snap = replace(
+        snapshot([queue("a", weight=3), queue("b")], [*victims, *jobs, huge], nodes,
+                 config=ACTIONS),
+        topologies=(TopologyView("default", (BLOCK, RACK)),),
+    )  # fmt: skip
+    result = run_cycle(snap)
+    assert [(d.action, d.job, d.domain) for d in result.decisions] == [
+        ("admit", "ns/wide", f"{BLOCK}=b0"),
+        ("reclaim", "ns/v", ""),
+        ("admit", "ns/narrow", f"{RACK}=r0"),
+    ]
+    with everywhere():
+        assert run_cycle(snap) == result
