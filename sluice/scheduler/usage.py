@@ -36,7 +36,10 @@ def advance(
     """The usage ``seconds`` later, ``held`` (resource -> units) held all that time:
     u * d + rate * h / ln 2 * (1 - d), with d the decay factor."""
     d = decay_factor(seconds, half_life)
-    gained = half_life / math.log(2.0) * (1.0 - d)
+    # 1 - d without the cancellation of subtracting two nearly equal numbers: over a short
+    # interval of a long half-life d is 1 - 3e-9, and 1.0 - d kept only a few digits.
+    lost = -math.expm1(-max(seconds, 0.0) / half_life * math.log(2.0))
+    gained = half_life / math.log(2.0) * lost
     out: Amounts = {r: a * d for r, a in usage.items()}
     for r, rate in held.items():
         if rate > 0:
