@@ -53,6 +53,16 @@ class QueueTree:
     def build(cls, queues: Mapping[str, Queue]) -> QueueTree:
         return cls(queues)
 
+    def over(self, queues: Mapping[str, Queue]) -> QueueTree:
+        """This tree over other views of the very same queues, each with the same parent
+        (a status written since, say): the walks are shared, not done again. The caller
+        vouches for the names and parents."""
+        tree = QueueTree.__new__(QueueTree)
+        tree.queues = queues
+        tree._parent, tree._children = self._parent, self._children
+        tree._ancestors, tree._depth, tree._problems = self._ancestors, self._depth, self._problems
+        return tree
+
     def _walk(self, name: str) -> None:
         chain: list[str] = []
         seen = {name}

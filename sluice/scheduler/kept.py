@@ -10,7 +10,7 @@ of that code on the same inputs.
 
 - The node index (``Placement``'s order, total and which nodes may take each set of
   constraints) while the nodes are the same; each session gets its own room on them.
-- The record of each queue (``QueueInfo``) while the tree, its violations and the priority
+- The record of each queue (``QueueInfo``) while the queues' specs and the priority
   classes are the same: the records are used again, cleared of the last session's jobs.
 - Each queue's request while what it adds up to is the same, and each parent's split
   (``deserved.split``) while its deserved and its children's claims are the same: a new
@@ -48,7 +48,8 @@ class Kept:
         self.total: Resources = EMPTY
         """The cluster's total of ``placement``: one object while the nodes stay the same."""
         self.queues_from: tuple[object, ...] | None = None
-        """What ``queues`` follow from: the tree, its violations, the priority classes."""
+        """What ``queues`` follow from: the queues' specs (the very same violations dict of
+        ``session.queue_tree``) and the priority classes."""
         self.queues: dict[str, QueueInfo] = {}
         self.order: list[QueueInfo] = []
         """The queues by (depth, name): the order the tree is derived in."""

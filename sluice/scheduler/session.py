@@ -104,9 +104,13 @@ _last_tree: tuple[tuple[tuple[Queue, ...], int], tuple[QueueTree, dict[str, str]
 def queue_tree(queues: Iterable[Queue], max_queue_depth: int) -> tuple[QueueTree, dict[str, str]]:
     """The queue tree (root added when missing) and its violations (``tree_violations``).
 
-    Both follow from the queues alone, which change far less often than cycles run (the
-    decision passes run on every change): the last tree is kept, and used again while the
-    queues are the same (most often the very same views, compared by identity first)."""
+    Both follow from the queues' specs alone, which change far less often than cycles run
+    (the decision passes run on every change; a queue's status is written after nearly every
+    full pass): the last tree is kept, and used again while the queues are the same (most
+    often the very same views, compared by identity first); while only what is outside their
+    specs changed, the tree is the same walk over the new views, and the violations the very
+    same dict. So what follows from the specs alone may be kept while the violations are
+    the same object (``Session._derive``'s realCapability, the kept queue records)."""
     global _last_tree
     key = (tuple(queues), max_queue_depth)
     last = _last_tree  # one read: the two passes' threads may replace it meanwhile
@@ -115,15 +119,31 @@ def queue_tree(queues: Iterable[Queue], max_queue_depth: int) -> tuple[QueueTree
     named = {q.name: q for q in key[0]}
     if ROOT_QUEUE not in named:
         named[ROOT_QUEUE] = Queue(name=ROOT_QUEUE)
-    tree = QueueTree(named)
-    built = (tree, tree_violations(tree, max_queue_depth))
+    if last is not None and _same_specs(last[0], key):
+        built = (last[1][0].over(named), last[1][1])
+    else:
+        tree = QueueTree(named)
+        built = (tree, tree_violations(tree, max_queue_depth))
     _last_tree = (key, built)
     return built
 
 
-_last_real: tuple[QueueTree, Resources, dict[str, Resources]] | None = None
-"""The realCapability of each queue, for the tree and the cluster's total it follows from
-alone: kept, like the tree, while both stay the same (``Session._derive``)."""
+def _same_specs(was: tuple[tuple[Queue, ...], int], now: tuple[tuple[Queue, ...], int]) -> bool:
+    """The same queues, in the same order, each with the same spec, at the same depth limit."""
+    return (
+        was[1] == now[1]
+        and len(was[0]) == len(now[0])
+        and all(
+            a is b or (a.name == b.name and a.spec == b.spec)
+            for a, b in zip(was[0], now[0], strict=True)
+        )
+    )
+
+
+_last_real: tuple[dict[str, str], Resources, dict[str, Resources]] | None = None
+"""The realCapability of each queue, for the queues' specs (the very same violations dict of
+``queue_tree``) and the cluster's total it follows from alone: kept while both stay the
+same (``Session._derive``)."""
 
 
 class Session:
@@ -187,14 +207,18 @@ class Session:
         if kept is None:
             self._build_queue_infos()
             return
-        made_of = (self.tree, self.violations, tuple(self.snapshot.priority_classes))
-        if kept.queues_from is not None and kept.queues_from == made_of:
+        classes = tuple(self.snapshot.priority_classes)
+        made_of = kept.queues_from
+        if made_of is not None and made_of[0] is self.violations and made_of[1] == classes:
+            # The same specs (queue_tree): the records hold, each over its queue's view now.
+            views = self.tree.queues
             for info in kept.order:
                 info.clear()
+                info.queue = views[info.name]
             self.queues = kept.queues
             return
         self._build_queue_infos()
-        kept.queues_from, kept.queues = made_of, self.queues
+        kept.queues_from, kept.queues = (self.violations, classes), self.queues
         kept.order = list(self.queues.values())  # built by (depth, name)
         kept.deepest_first = sorted(kept.order, key=lambda q: -q.depth)
         kept.forget_all_but(self.queues.keys())
@@ -499,7 +523,7 @@ class Session:
             else sorted(self.queues.values(), key=lambda q: (q.depth, q.name))
         )
         last = _last_real  # one read: the two passes' threads may replace it meanwhile
-        if last is not None and last[0] is self.tree and last[1] == self.total:
+        if last is not None and last[0] is self.violations and last[1] == self.total:
             for info in order:
                 info.real_capability = last[2][info.name]
         else:
@@ -507,7 +531,7 @@ class Session:
             for info in order:
                 info.real_capability = self._real_capability(info, taken)
             real = {info.name: info.real_capability for info in order}
-            _last_real = (self.tree, self.total, real)
+            _last_real = (self.violations, self.total, real)
         requests = kept.requests if kept is not None else None
         unlisted = self.snapshot.unlisted
         for info in reversed(order):  # bottom-up requests

@@ -11,8 +11,10 @@ from typing import Any
 import pytest
 from builders import job, node, pod, queue, snapshot
 
+from sluice.api.queue import QueueStatus
 from sluice.api.resources import EMPTY
 from sluice.api.views import JobPhase
+from sluice.scheduler import session as session_module
 from sluice.scheduler.kept import Kept
 from sluice.scheduler.plugins import deserved as deserved_plugins
 from sluice.scheduler.session import QueueInfo, Session
@@ -115,3 +117,35 @@ def test_the_pods_are_taken_again_when_they_change() -> None:
             alone.admitted_at_start[0].held,
             alone.admitted_at_start[0].footprint,
         )
+
+
+def test_a_status_written_keeps_what_follows_from_the_specs_and_shows_the_new_status(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """After a full pass nearly every queue's status is written: the tree's walk, its
+    violations, realCapability and the queue records follow from the specs alone, so they
+    are kept, each record over the queue's new view; a spec changed works all out again."""
+    walks: list[int] = []
+    built = session_module.QueueTree.__init__
+
+    def walked(tree: Any, queues: Any) -> None:
+        walks.append(len(queues))
+        built(tree, queues)
+
+    monkeypatch.setattr(session_module.QueueTree, "__init__", walked)
+    monkeypatch.setattr(session_module, "_last_tree", None)  # not another test's tree
+    jobs = [job("x", "a", cpu=1, phase=JobPhase.RUNNING), job("y", "c", cpu=2)]
+    kept = Kept()
+    first = Session(snapshot(QUEUES, jobs, [node(cpu=64)]), kept)
+    status = QueueStatus(state="Open", running=1)
+    written = [q.model_copy(update={"status": status}) if q.name == "a" else q for q in QUEUES]
+    after = Session(snapshot(written, jobs, [node(cpu=64)]), kept)
+    assert len(walks) == 1  # the same walk, over the new views
+    assert after.violations is first.violations and after.tree is not first.tree
+    assert after.queues["a"].queue.status.running == 1  # the record shows the new status
+    assert derived(after) == derived(Session(snapshot(written, jobs, [node(cpu=64)])))
+    reweighed = [queue("a", "d0", weight=5) if q.name == "a" else q for q in written]
+    again = Session(snapshot(reweighed, jobs, [node(cpu=64)]), kept)
+    assert len(walks) == 2  # a spec changed: walked again
+    assert again.violations is not first.violations and again.queues["a"].weight == 5
+    assert derived(again) == derived(Session(snapshot(reweighed, jobs, [node(cpu=64)])))
