@@ -110,6 +110,24 @@ def _job_only_runs(before: Read | None, after: Read) -> bool:
     )
 
 
+def _job_only_explained(before: Read | None, after: Read) -> bool:
+    """A workload whose pending reason changed, and nothing else: sluice's own annotation,
+    which no decision reads. The watch often brings the full pass's reason write before
+    its writer thread has the answer (then it is not yet known as the operator's own), and
+    each of 40,000 such events woke a decision pass."""
+    was, now = before and before.view, after.view
+    return (
+        isinstance(was, WorkloadView)
+        and isinstance(now, WorkloadView)
+        and dataclasses.replace(was, pending_reason=now.pending_reason) == now
+    )
+
+
+def _job_decides_nothing(before: Read | None, after: Read) -> bool:
+    """What a change to a workload that lets no job in and frees nothing looks like."""
+    return _job_only_runs(before, after) or _job_only_explained(before, after)
+
+
 def _pod_only_takes(before: Read | None, after: Read) -> bool:
     """A pod that takes room (created, bound to a node) and frees none: no waiting job can
     fit because of it, whoever owns it."""
@@ -344,7 +362,7 @@ class ClusterState:
         """A workload of any kind (a batch/v1 Job when the object names none)."""
         kind, key = _kind(obj), object_key(obj)
         self._echoed(kind, key, obj)
-        self._store(kind, self.workloads, key, event, obj, minor=_job_only_runs)
+        self._store(kind, self.workloads, key, event, obj, minor=_job_decides_nothing)
 
     def _await(self, kind: str, key: str, obj: Obj) -> None:
         """The operator wrote this object: note when, to time its way back on the watch."""

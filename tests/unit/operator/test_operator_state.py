@@ -91,6 +91,17 @@ def test_only_what_may_let_a_job_in_wakes_the_loop_at_once() -> None:
     state.on_workload("MODIFIED", queued_job(5, spec={"suspend": False}, status=done))
     assert state.urgent.is_set()  # its quota is free
 
+    waiting = queued_job(10, spec={"suspend": True})
+    state.on_workload("ADDED", {**waiting, "metadata": {**waiting["metadata"], "name": "w"}})
+    state.wake.clear()
+    state.urgent.clear()
+    explained = queued_job(11, spec={"suspend": True})
+    reason = {"sluice.dev/pending-reason": "position 1 in team"}
+    explained["metadata"] = {**explained["metadata"], "name": "w", "annotations": reason}  # type: ignore[dict-item]
+    state.on_workload("MODIFIED", explained)  # its reason written: decides nothing
+    assert state.wake.is_set() and not state.urgent.is_set()
+    assert "ns/w" in (state.changed or {})  # yet the decision pass is told of it
+
     pod = {"metadata": {"name": "p", "namespace": "ns", "resourceVersion": "6"},
            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
            "status": {"phase": "Pending"}}  # fmt: skip
