@@ -40,10 +40,10 @@ from typing import TypeVar
 
 from sluice.api.constants import ROOT_QUEUE
 from sluice.api.constraints import PodSpecView
-from sluice.api.queue import Queue, QueueSpec, QueueUsage
+from sluice.api.queue import Queue, QueueUsage
 from sluice.api.views import JobPhase, NodeView, WorkloadView
 from sluice.scheduler.cycle import decide, decide_sampling
-from sluice.scheduler.kept import Kept, as_is, same_list
+from sluice.scheduler.kept import Kept, as_is, name_and_spec, same_list
 from sluice.scheduler.model import Decision, Snapshot
 
 FIRST = 1
@@ -233,7 +233,7 @@ class FastPath:
         again whether it is stuck."""
         frame = self.frame
         if same_list(snapshot.nodes, frame.nodes, as_is) and same_list(
-            snapshot.queues, frame.queues, _spec
+            snapshot.queues, frame.queues, name_and_spec
         ):
             return
         self.frame = _Frame(tuple(snapshot.nodes), tuple(snapshot.queues), self.kept)
@@ -334,7 +334,3 @@ class _Frame:
                 placement.could_hold(pod, i) for i in placement.eligible(pod)
             )
         return found
-
-
-def _spec(queue: Queue) -> tuple[str, QueueSpec]:
-    return queue.name, queue.spec

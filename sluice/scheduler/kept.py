@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, KeysView, Sequence
 from operator import is_
 from typing import TYPE_CHECKING, TypeVar
 
+from sluice.api.queue import Queue, QueueSpec
 from sluice.api.resources import EMPTY, Resources
 from sluice.api.views import NodeView, PodView
 from sluice.scheduler.placement import Placement
@@ -143,3 +144,8 @@ def same_list(now: Sequence[T], before: Sequence[T], key: Callable[[T], object])
 
 def as_is(view: object) -> object:
     return view
+
+
+def name_and_spec(queue: Queue) -> tuple[str, QueueSpec]:
+    """What a queue is compared by where only its spec counts (not its status)."""
+    return queue.name, queue.spec

@@ -24,7 +24,7 @@ from sluice.queues.limits import child_real_capability, over_capability
 from sluice.queues.rules import tree_violations
 from sluice.queues.tree import QueueTree
 from sluice.scheduler import usage as usage_rule
-from sluice.scheduler.kept import Kept, PodsTaken
+from sluice.scheduler.kept import Kept, PodsTaken, name_and_spec, same_list
 from sluice.scheduler.model import Snapshot
 from sluice.scheduler.placement import Footprint, Placement
 from sluice.scheduler.plugins import deserved as deserved_plugins
@@ -119,25 +119,17 @@ def queue_tree(queues: Iterable[Queue], max_queue_depth: int) -> tuple[QueueTree
     named = {q.name: q for q in key[0]}
     if ROOT_QUEUE not in named:
         named[ROOT_QUEUE] = Queue(name=ROOT_QUEUE)
-    if last is not None and _same_specs(last[0], key):
+    if (
+        last is not None
+        and last[0][1] == max_queue_depth
+        and same_list(key[0], last[0][0], name_and_spec)
+    ):
         built = (last[1][0].over(named), last[1][1])
     else:
         tree = QueueTree(named)
         built = (tree, tree_violations(tree, max_queue_depth))
     _last_tree = (key, built)
     return built
-
-
-def _same_specs(was: tuple[tuple[Queue, ...], int], now: tuple[tuple[Queue, ...], int]) -> bool:
-    """The same queues, in the same order, each with the same spec, at the same depth limit."""
-    return (
-        was[1] == now[1]
-        and len(was[0]) == len(now[0])
-        and all(
-            a is b or (a.name == b.name and a.spec == b.spec)
-            for a, b in zip(was[0], now[0], strict=True)
-        )
-    )
 
 
 _last_real: tuple[dict[str, str], Resources, dict[str, Resources]] | None = None
