@@ -146,6 +146,19 @@ def _pod_only_takes(before: Read | None, after: Read) -> bool:
     )
 
 
+def _same_spec_kept(before: Read | None, after: Read) -> Read:
+    """A Queue read again whose spec reads as before keeps the very spec object it had: the
+    decision pass compares every queue's spec each pass, by identity first, and each full
+    pass writes every Queue's status (10,000 specs compared field by field a pass, two
+    fifths of a decision pass at that size, when each status write brought a new spec)."""
+    was, now = before and before.view, after.view
+    if not isinstance(was, Queue) or not isinstance(now, Queue) or was.spec is now.spec:
+        return after
+    if was.spec != now.spec:
+        return after
+    return dataclasses.replace(after, view=now.model_copy(update={"spec": was.spec}))
+
+
 def _own_write(before: Read | None, after: Read) -> bool:
     """The answer to the operator's own write: the cycle that made it has counted it."""
     return True
@@ -279,13 +292,15 @@ class ClusterState:
         unseen: Callable[[Obj, Obj], bool] | None = None,
         minor: Callable[[Read | None, Read], bool] | None = None,
         also: Callable[[str, Obj | None], None] | None = None,
+        keep: Callable[[Read | None, Read], Read] | None = None,
     ) -> None:
         """Keep ``kept`` (the object itself, bare, unless told) and how ``obj`` reads, or forget
         them, unless an event already told something newer; wake the loop unless the object
         reads as it did, or ``unseen(before, after)`` says the change is nothing a cycle
         looks at. The wake is urgent unless ``minor(read before, read now)`` says the change
         cannot let a job in. ``also(key, obj or None)``, under the lock, keeps what else is
-        read of an object stored (None: forgotten)."""
+        read of an object stored (None: forgotten). ``keep(read before, read now)`` gives
+        the read to store, which may share parts of the one before."""
         tomb = f"{id(table)}/{key}"  # tables are per kind, so are their tombstones
         version = _version(obj)
         reads = self.reads[kind]
@@ -315,6 +330,8 @@ class ClusterState:
                 self.deleted.pop(tomb, None)
                 table[key] = _bare(obj) if kept is None else kept
                 before = reads.get(key)
+                if keep is not None:
+                    seen = keep(before, seen)
                 reads[key] = seen
                 if also is not None:
                     also(key, obj)
@@ -356,7 +373,14 @@ class ClusterState:
 
     def on_queue(self, event: str, obj: Obj) -> None:
         self._echoed("Queue", _name(obj), obj)
-        self._store("Queue", self.queues, _name(obj), event, obj, unseen=_status_only)
+        self._store_queue(event, obj)
+
+    def _store_queue(self, event: str, obj: Obj) -> None:
+        """A Queue, from its watch or from the answer to a write."""
+        name = _name(obj)
+        self._store(
+            "Queue", self.queues, name, event, obj, unseen=_status_only, keep=_same_spec_kept
+        )
 
     def on_workload(self, event: str, obj: Obj) -> None:
         """A workload of any kind (a batch/v1 Job when the object names none)."""
@@ -497,7 +521,7 @@ class ClusterState:
         self._await(kind, key, obj)
 
     def remember_queue(self, obj: Obj) -> None:
-        self._store("Queue", self.queues, _name(obj), "MODIFIED", obj, unseen=_status_only)
+        self._store_queue("MODIFIED", obj)
         self._await("Queue", _name(obj), obj)
 
     def queue(self, name: str) -> Obj | None:

@@ -139,6 +139,23 @@ def test_a_queue_change_no_cycle_looks_at_does_not_wake_the_loop() -> None:
     assert state.wake.is_set()
 
 
+def test_a_queue_read_again_with_the_same_spec_keeps_the_very_spec_object() -> None:
+    """The decision pass compares every queue's spec by identity first: each status written
+    must not give the next pass a new spec to compare field by field."""
+    state = ClusterState()
+    spec = {"parent": "root", "weight": 2, "capability": {"cpu": "4"}}
+    state.on_queue("ADDED", obj("team", 5, spec=spec))
+    first = state.reads["Queue"]["team"].view
+    state.remember_queue(obj("team", 6, spec=dict(spec), status={"pending": 3}))
+    state.on_queue("MODIFIED", obj("team", 7, spec=dict(spec), status={"pending": 4}))
+    now = state.reads["Queue"]["team"].view
+    assert now is not first and now.status.pending == 4  # the status read anew
+    assert now.spec is first.spec
+    state.on_queue("MODIFIED", obj("team", 8, spec={**spec, "weight": 3}))
+    changed = state.reads["Queue"]["team"].view
+    assert changed.spec is not first.spec and changed.spec.weight == 3
+
+
 def test_a_late_answer_to_our_own_write_never_brings_a_deleted_object_back() -> None:
     state = ClusterState()
     state.on_queue("ADDED", obj("child", 5, spec={"parent": "dept"}))
