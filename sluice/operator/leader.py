@@ -66,6 +66,10 @@ class LeaseElector:
         self._stop = threading.Event()
         self._round = threading.Lock()  # a round, or the release: never both at once
         self._loop: asyncio.AbstractEventLoop | None = None  # where listeners are told
+        self.rounded = threading.Event()
+        """Set once the first round is over, whatever its outcome."""
+        self.led_since = float("inf")
+        """When the round that took the Lease began (monotonic); infinity while not leading."""
         self.expires_in: float | None = None
         """Seconds until another holder's Lease expires, as last read (None: not known)."""
 
@@ -238,6 +242,7 @@ class LeaseElector:
                 self.renewed_at = started
             if leading != self.is_leader:
                 self.is_leader = leading
+                self.led_since = started if leading else float("inf")
                 log.info(
                     "event=%s identity=%s lease=%s/%s",
                     "became-leader" if leading else "lost-leadership",
@@ -246,6 +251,7 @@ class LeaseElector:
                     self.name,
                 )
                 self._tell_soon(loop)
+            self.rounded.set()
             self._stop.wait(self.next_round(leading, failed))
 
     def _tell_soon(self, loop: asyncio.AbstractEventLoop | None = None) -> None:

@@ -10,6 +10,7 @@ import logging
 import os
 import signal
 import socket
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -72,6 +73,7 @@ def prime(
 ) -> None:
     """An authoritative listing: before the first cycle, so it never sees half a cluster, and
     again whenever this replica becomes the leader."""
+    began = time.monotonic()
     objects = client.CustomObjectsApi(api)
     core = client.CoreV1Api(api)
     # What namespaces add to their pods' requests comes before the workloads, read with it.
@@ -112,6 +114,7 @@ def prime(
                 item.setdefault("apiVersion", api_version)
                 item.setdefault("kind", kind)
                 store("ADDED", item)
+    state.listed_at = began
 
 
 async def prime_until_listed(
@@ -201,7 +204,14 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> int:
     running = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):  # until Kopf's watches take them over
         running.add_signal_handler(sig, stop.set)
+    # The Lease is sought before the first listing: a replica that takes it as it starts
+    # (none held it, or its holder let it go) then lists once, not again as a new leader.
+    lease = asyncio.create_task(elector.run(), name="lease")
+    await asyncio.to_thread(elector.rounded.wait, elector.call_timeout)
     if not await prime_until_listed(api, state, workloads, stop):
+        lease.cancel()
+        await asyncio.gather(lease, return_exceptions=True)
+        await asyncio.to_thread(elector.release)
         return 0
     loop.memory.settle()
     loop.synced.set()
@@ -232,7 +242,7 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> int:
             ),
             name="kopf",
         ),
-        asyncio.create_task(elector.run(), name="lease"),
+        lease,
         asyncio.create_task(loop.run(), name="loop"),
         asyncio.create_task(queues.run(partial(elector.until, True)), name="queues"),
         asyncio.create_task(topologies.run(partial(elector.until, True)), name="topologies"),

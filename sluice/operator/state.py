@@ -256,6 +256,9 @@ class ClusterState:
     awaited: dict[str, tuple[int, float]] = field(default_factory=dict)
     """kind/key -> the resourceVersion of the operator's last write to it and when it landed
     (monotonic), until the watch brings that version or a newer one."""
+    listed_at: float = float("-inf")
+    """When the last listing of everything began (monotonic, ``run.prime``): a replica whose
+    listing began after it took the Lease has seen every write of the leader before it."""
     changed: dict[str, None] | None = field(default_factory=dict)
     """The keys of the workloads whose read changed since the decision pass last took them
     (``decision_snapshot``), in no order that matters; None when more changed than

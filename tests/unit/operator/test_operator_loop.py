@@ -29,6 +29,7 @@ class Elector:
     def __init__(self, leading: bool) -> None:
         self.leading = leading
         self.is_leader = leading
+        self.led_since = 0.0 if leading else float("inf")
 
     def holds(self) -> bool:
         return self.leading
@@ -111,6 +112,32 @@ async def test_a_burst_of_events_makes_one_cycle_and_a_new_leader_lists_first() 
         assert not loop.state.wake.is_set()  # the burst was folded into that one pass
     finally:
         task.cancel()
+
+
+async def test_a_leader_whose_listing_began_after_it_took_the_lease_does_not_list_again() -> None:
+    """A replica that takes the Lease as it starts lists once: its listing already holds
+    every write of the leader before it."""
+    elector = Elector(leading=True)
+    elector.led_since = 100.0
+    loop, recorder = start(elector, debounce=0)
+    loop.state.listed_at = 100.5
+    task = asyncio.create_task(loop.run())
+    try:
+        loop.state.notify(urgent=False)  # the new leader decides at once all the same
+        await asyncio.wait_for(recorder.ran.wait(), timeout=10)
+    finally:
+        task.cancel()
+    assert recorder.calls[:2] == ["config", "decide"]
+    loop.state.listed_at = 99.5  # began before it took the Lease: listed again
+    loop._leading = False
+    recorder.ran.clear()
+    task = asyncio.create_task(loop.run())
+    try:
+        loop.state.notify(urgent=False)
+        await asyncio.wait_for(recorder.ran.wait(), timeout=10)
+    finally:
+        task.cancel()
+    assert "relist" in recorder.calls
 
 
 async def test_a_new_leader_that_cannot_list_says_so_in_one_line_and_lists_again(
