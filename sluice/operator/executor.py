@@ -45,6 +45,10 @@ JSON_PATCH = "application/json-patch+json"
 
 WRITERS = 8
 """Parallel writes within one phase; phases stay ordered (victims before admissions)."""
+BACKGROUND_WRITERS = 2
+"""Parallel writes of the full pass, which decides nothing (pending reasons): few, so that
+the API server, which they keep busy while a new leader first explains every stored job,
+still answers the decisions' writes, the watches and the tenants' own requests promptly."""
 
 
 def post_event(core: client.CoreV1Api, namespace: str, event: dict[str, Any]) -> bool:
@@ -263,6 +267,7 @@ class Executor:
         plan: Plan,
         may_write: Callable[[], bool],
         decided: Callable[[], None] = lambda: None,
+        writers: int = WRITERS,
     ) -> bool:
         """Carry the phases out in order; ``may_write`` is asked before each, so a replica that
         lost the Lease stops there. Admissions count on the room the victims leave: when any
@@ -270,8 +275,8 @@ class Executor:
         on the fresh view). Events follow every decision of the cycle, so the workload is the record
         and the Event only tells it. ``decided`` is called once every decision is written,
         before the pending reasons (what the queues' statuses show is known by then). Returns
-        whether every phase ran."""
-        with ThreadPoolExecutor(WRITERS, thread_name_prefix="sluice-write") as pool:
+        whether every phase ran. ``writers``: how many writes run at once."""
+        with ThreadPoolExecutor(writers, thread_name_prefix="sluice-write") as pool:
             if not may_write():
                 return False
             done = self._phase(pool, plan.victims)

@@ -40,7 +40,7 @@ from sluice.api.queue import QueueUsage
 from sluice.api.views import WorkloadView
 from sluice.kube.errors import API_ERRORS, Failure, classify, message
 from sluice.operator import metrics
-from sluice.operator.executor import Executor
+from sluice.operator.executor import BACKGROUND_WRITERS, Executor
 from sluice.operator.leader import LeaseElector
 from sluice.operator.memory import CollectorPacer
 from sluice.operator.plan import EventSpec, Plan, plan
@@ -497,7 +497,9 @@ class SchedulingLoop:
             # The Queues' statuses are written while the pending reasons are still written.
             running.call_soon_threadsafe(self.decided, full, now)
 
-        await self._in("explain", self.executor.run, writes, self.elector.holds, publish)
+        await self._in(
+            "explain", self.executor.run, writes, self.elector.holds, publish, BACKGROUND_WRITERS
+        )
         metrics.APPLY_SECONDS.observe(time.perf_counter() - written)
         self._count_writes()
         await self._in("explain", metrics.publish, full, snapshot.queues, snapshot.workloads, now)

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from datetime import UTC, datetime
+from typing import Any
 
 from operator_fakes import apply_result, fake_executor, job
 
+from sluice.operator.executor import BACKGROUND_WRITERS, WRITERS
 from sluice.operator.plan import POSITION_REFRESH, basis, plan
 from sluice.scheduler.model import CycleResult, Decision, PendingJob
 
@@ -267,3 +271,36 @@ async def test_statuses_are_told_once_decisions_are_written_not_after_a_deferral
     )
     assert not executor.run(deferred, lambda: True, lambda: told.append([]))
     assert len(told) == 1
+
+
+async def test_the_full_passs_reasons_are_written_by_no_more_writers_than_it_is_given() -> None:
+    """The full pass writes its reasons with few writers (``BACKGROUND_WRITERS``), so the
+    API server they keep busy still answers the decisions and the watches promptly."""
+    executor, cluster, state = fake_executor()
+    for i in range(12):
+        job(cluster, state, f"j{i}")
+    answer = executor.custom.patch_namespaced_custom_object
+    lock = threading.Lock()
+    flight = {"now": 0, "most": 0}
+
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        with lock:
+            flight["now"] += 1
+            flight["most"] = max(flight["most"], flight["now"])
+        time.sleep(0.02)
+        with lock:
+            flight["now"] -= 1
+        return answer(*args, **kwargs)
+
+    executor.custom.patch_namespaced_custom_object = slow  # type: ignore[method-assign]
+    reasons = tuple(PendingJob(f"ns/j{i}", "team", i + 1, "no room") for i in range(12))
+    writes = plan(result(pending=reasons), state.workloads, {}, NOW, executor.clock(), {})
+    assert executor.run(writes, lambda: True, writers=BACKGROUND_WRITERS)
+    assert flight["most"] == BACKGROUND_WRITERS < WRITERS
+    assert all("sluice.dev/pending-reason" in annotations(cluster.objects[f"job/ns/j{i}"])
+               for i in range(12))  # fmt: skip
+    flight["most"] = 0
+    again = tuple(PendingJob(f"ns/j{i}", "team", i + 1, "no room now") for i in range(12))
+    writes = plan(result(pending=again), state.workloads, {}, NOW, executor.clock(), {})
+    assert executor.run(writes, lambda: True)
+    assert flight["most"] > BACKGROUND_WRITERS  # the decisions' writers, by default
