@@ -48,6 +48,7 @@ MANY = 1 << 62  # more pods than any node takes: how many fit, uncapped
 
 Placed = tuple[Footprint, Domain | None]
 """Where a workload's pods go, and the domain they go in (None: anywhere)."""
+Missing = tuple[dict[int, int], list[tuple[str, int]], int]  # ``Domains.missing``'s
 
 
 class Domains:
@@ -342,6 +343,20 @@ class Domains:
         items = [(r, a) for r, a in pod.request.items() if a > 0]
         return self._fits(pod, items, domain)[1] if items else MANY
 
+    def missing(self, view: WorkloadView, domain: Domain) -> list[Missing]:
+        """For each pod set the domain does not hold now (alone, on its nodes the pods may go
+        on): node -> how many pods it takes now, what a pod asks, how many more must fit."""
+        out: list[Missing] = []
+        for pod_set in view.pod_sets:
+            pod = self.pod_in(pod_set.pod, domain)
+            items = [(r, a) for r, a in pod.request.items() if a > 0]
+            if not items or pod_set.pod_count <= 0:
+                continue
+            fits, n = self._fits(pod, items, domain)
+            if n < pod_set.pod_count:
+                out.append((fits, items, pod_set.pod_count - n))
+        return out
+
     def could_hold(
         self, view: WorkloadView, domain: Domain, more: Mapping[int, Mapping[str, int]]
     ) -> bool:
@@ -350,12 +365,8 @@ class Domains:
         nodes of the domain it may go on. When not, no choice among those victims makes it
         fit there."""
         free = self.placement.free
-        for pod_set in view.pod_sets:
-            pod = self.pod_in(pod_set.pod, domain)
-            items = [(r, a) for r, a in pod.request.items() if a > 0]
-            if not items or pod_set.pod_count <= 0:
-                continue
-            fits, n = self._fits(pod, items, domain)
+        for fits, items, lacking in self.missing(view, domain):
+            n = 0
             nodes = more if len(more) < len(fits) else fits
             for i in nodes:  # how many more each node takes with its room
                 before, extra = fits.get(i), more.get(i)
@@ -365,7 +376,7 @@ class Domains:
                         {r: room.get(r, 0) + extra.get(r, 0) for r, _ in items}, items, MANY
                     )
                     n -= before
-            if n < pod_set.pod_count:
+            if n < lacking:
                 return False
         return True
 

@@ -42,6 +42,7 @@ from sluice.scheduler.actions.victims import (
     domain_rank,
     frees_alone,
     frees_together,
+    gives_too_little,
 )
 from sluice.scheduler.session import JobInfo
 from sluice.scheduler.set_domains import Placed, Search
@@ -160,6 +161,14 @@ class InLevel:
                 elif other > priority and (after is None or other < after):
                     after = other
         session, inside = self.reclaim.session, self.search.inside
+        if unknown:
+            missing, maybe = session.domains.missing(inside, domain), []
+            for victim in unknown:  # too little room on it for what the domain lacks: no
+                if gives_too_little(missing, victim.footprint):
+                    known[victim.key] = False
+                else:
+                    maybe.append(victim)
+            unknown = maybe
         if len(unknown) > 2 and not frees_together(session, inside, domain, unknown):
             for victim in unknown:  # not even all of them together could
                 known[victim.key] = False
