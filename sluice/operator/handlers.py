@@ -71,6 +71,30 @@ class NoEssence(kopf.DiffBaseStorage):
         return None
 
 
+class NoProgress(kopf.ProgressStorage):
+    """Kopf records each change handler's progress on the object. sluice registers none
+    (``NoEssence``), so nothing is recorded, and the essence Kopf hands over on each event
+    is not copied to strip records it cannot hold (two copies per event by default)."""
+
+    def fetch(self, *, key: kopf.HandlerId, body: kopf.Body) -> kopf.ProgressRecord | None:
+        return None
+
+    def store(
+        self, *, key: kopf.HandlerId, record: kopf.ProgressRecord, body: kopf.Body,
+        patch: kopf.Patch,
+    ) -> None:  # fmt: skip
+        return None
+
+    def purge(self, *, key: kopf.HandlerId, body: kopf.Body, patch: kopf.Patch) -> None:
+        return None
+
+    def touch(self, *, body: kopf.Body, patch: kopf.Patch, value: str | None) -> None:
+        return None
+
+    def clear(self, *, essence: kopf.BodyEssence) -> kopf.BodyEssence:
+        return essence
+
+
 def configure_settings(
     settings: kopf.OperatorSettings, workloads: Sequence[Adapter] = (JOB,)
 ) -> None:
@@ -78,6 +102,7 @@ def configure_settings(
     # no handler of it needs one for.
     settings.persistence.finalizer = f"{PREFIX}/kopf-finalizer"
     settings.persistence.diffbase_storage = NoEssence()
+    settings.persistence.progress_storage = NoProgress()
     settings.posting.enabled = False  # sluice posts its own Events, about decisions
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 330

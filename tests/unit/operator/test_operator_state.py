@@ -285,6 +285,10 @@ def test_kopf_streams_only_managed_jobs_and_writes_nothing_of_its_own() -> None:
     job = kopf.Body({"metadata": {"name": "j", "labels": {"a": "b"}}, "spec": {"x": 1}})
     assert settings.persistence.diffbase_storage.build(body=job) == {}
     assert settings.persistence.diffbase_storage.fetch(body=job) is None
+    progress = settings.persistence.progress_storage
+    patch = kopf.Patch()
+    progress.touch(body=job, patch=patch, value="x")
+    assert progress.fetch(key=kopf.HandlerId("h"), body=job) is None and not patch
 
 
 def test_the_connection_pool_holds_every_parallel_writer_of_both_passes() -> None:
