@@ -208,10 +208,14 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> int:
     # (none held it, or its holder let it go) then lists once, not again as a new leader.
     lease = asyncio.create_task(elector.run(), name="lease")
     await asyncio.to_thread(elector.rounded.wait, elector.call_timeout)
-    if not await prime_until_listed(api, state, workloads, stop):
+    if not await prime_until_listed(api, state, workloads, stop) or stop.is_set():
+        # Stopped before or while it listed (it may hold the Lease already): no watch is
+        # started only to be stopped, and the Lease is handed over all the same.
+        log.info("event=stopping")
         lease.cancel()
         await asyncio.gather(lease, return_exceptions=True)
         await asyncio.to_thread(elector.release)
+        log.info("event=stopped")
         return 0
     loop.memory.settle()
     loop.synced.set()
