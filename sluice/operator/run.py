@@ -72,7 +72,7 @@ def prime(
     api: client.ApiClient, state: ClusterState, workloads: tuple[Adapter, ...] = (JOB,)
 ) -> None:
     """An authoritative listing: before the first cycle, so it never sees half a cluster, and
-    again whenever this replica becomes the leader."""
+    again when this replica becomes the leader after it last listed (``state.listed_at``)."""
     began = time.monotonic()
     objects = client.CustomObjectsApi(api)
     core = client.CoreV1Api(api)
