@@ -25,9 +25,14 @@ Amounts = dict[str, float]
 """Resource -> resource-seconds (whole units, not milli-units)."""
 
 
+def _halvings(seconds: float, half_life: float) -> float:
+    """How many half-lives ``seconds`` are (none for a time that runs backwards)."""
+    return max(seconds, 0.0) / half_life
+
+
 def decay_factor(seconds: float, half_life: float) -> float:
     """How much of a usage is left after ``seconds``: 2^(-seconds / half-life)."""
-    return math.pow(2.0, -max(seconds, 0.0) / half_life)
+    return math.pow(2.0, -_halvings(seconds, half_life))
 
 
 def advance(
@@ -38,7 +43,7 @@ def advance(
     d = decay_factor(seconds, half_life)
     # 1 - d without the cancellation of subtracting two nearly equal numbers: over a short
     # interval of a long half-life d is 1 - 3e-9, and 1.0 - d kept only a few digits.
-    lost = -math.expm1(-max(seconds, 0.0) / half_life * math.log(2.0))
+    lost = -math.expm1(-_halvings(seconds, half_life) * math.log(2.0))
     gained = half_life / math.log(2.0) * lost
     out: Amounts = {r: a * d for r, a in usage.items()}
     for r, rate in held.items():
