@@ -152,11 +152,14 @@ def _same_spec_kept(before: Read | None, after: Read) -> Read:
     pass writes every Queue's status (10,000 specs compared field by field a pass, two
     fifths of a decision pass at that size, when each status write brought a new spec)."""
     was, now = before and before.view, after.view
-    if not isinstance(was, Queue) or not isinstance(now, Queue) or was.spec is now.spec:
-        return after
-    if was.spec != now.spec:
-        return after
-    return dataclasses.replace(after, view=now.model_copy(update={"spec": was.spec}))
+    if (
+        isinstance(was, Queue)
+        and isinstance(now, Queue)
+        and was.spec is not now.spec
+        and was.spec == now.spec
+    ):
+        return dataclasses.replace(after, view=now.model_copy(update={"spec": was.spec}))
+    return after
 
 
 def _own_write(before: Read | None, after: Read) -> bool:
@@ -380,9 +383,8 @@ class ClusterState:
 
     def _store_queue(self, event: str, obj: Obj) -> None:
         """A Queue, from its watch or from the answer to a write."""
-        name = _name(obj)
         self._store(
-            "Queue", self.queues, name, event, obj, unseen=_status_only, keep=_same_spec_kept
+            "Queue", self.queues, _name(obj), event, obj, unseen=_status_only, keep=_same_spec_kept
         )
 
     def on_workload(self, event: str, obj: Obj) -> None:
@@ -396,9 +398,10 @@ class ClusterState:
         version = _version(obj)
         if version is None:
             return
+        at = f"{kind}/{key}"
         with self.lock:
-            self.awaited.pop(f"{kind}/{key}", None)  # re-inserted last: the oldest stay first
-            self.awaited[f"{kind}/{key}"] = (version, self.clock())
+            self.awaited.pop(at, None)  # re-inserted last: the oldest stay first
+            self.awaited[at] = (version, self.clock())
             while len(self.awaited) > ECHOES:
                 del self.awaited[next(iter(self.awaited))]
 
