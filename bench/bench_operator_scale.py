@@ -57,6 +57,7 @@ LAG_TARGET_S = 1.0
 EXPLAINING_GAP_S = 10.0
 """While the stored jobs are first explained, one job is created every this many seconds."""
 LIST_EVERY_S = 10.0
+"""Once the operator says every reason is written, how often the stored jobs are listed."""
 
 
 def _progress(message: str) -> None:

@@ -430,7 +430,7 @@ class Domains:
         return None
 
     def still_holds(self, view: WorkloadView) -> bool:
-        """Whether the domain ``place`` last put pods sets like the workload's in holds them
+        """Whether the domain ``place`` last put pod sets like the workload's in holds them
         now: then some domain does (which one ``place`` would choose is not asked). False
         when it does not, or none did: not known."""
         last = self._last.get(view.pod_sets)
