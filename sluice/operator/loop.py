@@ -406,6 +406,7 @@ class SchedulingLoop:
         return plan(
             result,
             self.state.workloads,
+            self.state.workload_views,
             decided_on,
             snapshot.now,
             executor.clock(),

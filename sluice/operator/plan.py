@@ -27,7 +27,7 @@ from sluice.api.constants import (
     REQUEUES_ANNOTATION,
 )
 from sluice.api.topology import assignment_text
-from sluice.api.views import split_pending_reason
+from sluice.api.views import WorkloadView, split_pending_reason
 from sluice.api.workloads import Adapter, adapter_for
 from sluice.api.workloads.job import JOB
 from sluice.api.workloads.pods import PodMember, PodWorkload
@@ -157,16 +157,16 @@ def _admission(decision: Decision, now: datetime, decided: Basis | None, adapter
 
 
 def _reason(
-    pending: PendingJob, job: Obj | None, clock: float, written: Mapping[str, float]
+    pending: PendingJob, job: WorkloadView | None, clock: float, written: Mapping[str, float]
 ) -> Write | None:
-    """Why a job waits, when that changed. A change of position alone (the jobs ahead were
-    admitted) is written at most every POSITION_REFRESH seconds per job, or each admission
-    would rewrite every job queued behind it (``sluice job why`` derives the live position).
-    An Event, a Warning as kubectl shows them, only when the cause itself changed."""
+    """Why a job waits, when that changed from what its stored object says (its latest view,
+    ``job``). A change of position alone (the jobs ahead were admitted) is written at most
+    every POSITION_REFRESH seconds per job, or each admission would rewrite every job queued
+    behind it (``sluice job why`` derives the live position). An Event, a Warning as kubectl
+    shows them, only when the cause itself changed."""
     if job is None:
         return None
-    annotations = (job.get("metadata") or {}).get("annotations") or {}
-    previous = annotations.get(PENDING_REASON_ANNOTATION)
+    previous = job.pending_reason
     text = pending.reason
     if previous == text:
         return None
@@ -182,6 +182,7 @@ def _reason(
 def plan(
     result: CycleResult,
     workloads: Mapping[str, Obj],
+    views: Mapping[str, WorkloadView],
     decided_on: Mapping[str, Basis],
     now: datetime,
     clock: float,
@@ -189,7 +190,9 @@ def plan(
     pod_workloads: Mapping[str, PodWorkload] | None = None,
 ) -> Plan:
     """The writes of one cycle's result against the workloads as stored (``workloads``, by
-    key) and the workloads of plain pods the cycle saw (``pod_workloads``, by key).
+    key: parsed only for the jobs decided on or to be given their templates back; ``views``,
+    their latest views, for the others) and the workloads of plain pods the cycle saw
+    (``pod_workloads``, by key).
 
     ``decided_on`` maps each job to the generation and queue the cycle saw; ``clock`` and
     ``positions_written`` (job -> clock of its last reason write) pace position updates.
@@ -202,9 +205,10 @@ def plan(
         if workload is not None:
             (admissions if d.action == "admit" else victims).append(_pod_decision(d, workload, now))
         elif d.action == "admit":
-            adapter = adapter_of(workloads.get(d.job))
+            obj = workloads.get(d.job)  # parsed once (``stored.py``)
+            adapter = adapter_of(obj)
             write = _admission(d, now, decided_on.get(d.job), adapter)
-            if extra := admission_patch(d.domain, workloads.get(d.job), adapter):
+            if extra := admission_patch(d.domain, obj, adapter):
                 write = replace(write, patch=merged(write.patch, extra))
             admissions.append(write)
         else:
@@ -215,12 +219,12 @@ def plan(
     for p in result.pending:
         workload = pods.get(p.job)
         if workload is None:
-            reasons.append(_reason(p, workloads.get(p.job), clock, positions_written))
+            reasons.append(_reason(p, views.get(p.job), clock, positions_written))
         else:
             previous = workload.view.pending_reason if workload.view is not None else None
             reasons.append(_pod_reason(p, previous, workload, clock, positions_written))
     admitted = {d.job for d in result.decisions if d.action == "admit"}
-    reasons = _with_restores(result, workloads, admitted, reasons)
+    reasons = _with_restores(result, workloads, views, admitted, reasons)
     for key, workload in pods.items():
         if workload.view is None:
             reasons.append(_group_waiting(workload, now))
@@ -238,17 +242,22 @@ def plan(
 def _with_restores(
     result: CycleResult,
     jobs: Mapping[str, Obj],
+    views: Mapping[str, WorkloadView],
     admitted: set[str],
     reasons: list[Write | None],
 ) -> list[Write | None]:
     """Each waiting workload that sluice had confined to Topology domains and that is
     suspended now gets its templates back as before (operator.topology), in the same write as
-    its pending reason when it has one."""
+    its pending reason when it has one. Only those whose latest view records an assignment
+    are looked at as stored."""
     by_job = {w.workload: i for i, w in enumerate(reasons) if w is not None and w.pods is None}
     out = list(reasons)
     for pending in result.pending:
+        view = views.get(pending.job)
+        if view is None or not view.assignment or pending.job in admitted:
+            continue
         obj = jobs.get(pending.job)
-        if obj is None or pending.job in admitted:
+        if obj is None:
             continue
         restore = restore_patch(obj, adapter_of(obj))
         if restore is None:

@@ -18,7 +18,7 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
@@ -37,6 +37,7 @@ from sluice.api.topology import TopologyView
 from sluice.api.views import JOB_KIND, NodeView, PodView, WorkloadView
 from sluice.api.workloads.pods import PodMember, PodWorkload
 from sluice.dashboard.domains import ClusterViews
+from sluice.operator.stored import Stored, version_of
 from sluice.scheduler.model import Snapshot
 from sluice.scheduler.snapshot import (
     KINDS,
@@ -68,19 +69,19 @@ def _name(obj: Obj) -> str:
     return str((obj.get("metadata") or {}).get("name", ""))
 
 
-def _version(obj: Obj | None) -> int | None:
-    """resourceVersions are opaque, but the API server's are integers."""
-    try:
-        return int(str(((obj or {}).get("metadata") or {}).get("resourceVersion")))
-    except (TypeError, ValueError):
-        return None
+_version = version_of
+Table = dict[str, Obj] | Stored
 
 
-def _newer(current: Obj | None, incoming: Obj) -> bool:
-    """Whether an event's object is not older than what is stored (an older event must not
-    undo our write)."""
-    have, got = _version(current), _version(incoming)
+def _newer(have: int | None, incoming: Obj) -> bool:
+    """Whether an event's object is not older than what is stored (its resourceVersion,
+    ``have``): an older event must not undo our write."""
+    got = _version(incoming)
     return have is None or got is None or got >= have
+
+
+def _stored_version(table: Table, key: str) -> int | None:
+    return table.version(key) if isinstance(table, Stored) else _version(table.get(key))
 
 
 def _status_only(before: Obj, after: Obj) -> bool:
@@ -215,8 +216,9 @@ def _read_or_none(
 @dataclass
 class ClusterState:
     queues: dict[str, Obj] = field(default_factory=dict)
-    workloads: dict[str, Obj] = field(default_factory=dict)
-    """Every managed workload, of whatever kind (docs/workloads.md), by namespace/name."""
+    workloads: Stored = field(default_factory=Stored)
+    """Every managed workload, of whatever kind (docs/workloads.md), by namespace/name, kept
+    as its JSON text (``stored.py``): what the passes read of it is its view in ``reads``."""
     nodes: dict[str, Obj] = field(default_factory=dict)
     priority_classes: dict[str, Obj] = field(default_factory=dict)
     topologies: dict[str, Obj] = field(default_factory=dict)
@@ -290,7 +292,7 @@ class ClusterState:
     def _store(
         self,
         kind: str,
-        table: dict[str, Obj],
+        table: Table,
         key: str,
         event: str,
         obj: Obj,
@@ -311,12 +313,13 @@ class ClusterState:
         version = _version(obj)
         reads = self.reads[kind]
         deleting = event == "DELETED" or _gone(obj)
-        if not deleting and version is not None and _version(table.get(key)) == version:
+        if not deleting and version is not None and _stored_version(table, key) == version:
             return  # the same object again (a watch echoing the operator's own write)
         seen = None if deleting else read(kind, f"{kind.lower()}/{key}", obj, self.readers)
         with self.lock:
             if seen is None:
-                table.pop(key, None)
+                if key in table:
+                    del table[key]
                 if reads.pop(key, None) is not None:
                     self.read_versions[kind] = self.read_versions.get(kind, 0) + 1
                     self._log(kind, key)
@@ -327,13 +330,13 @@ class ClusterState:
                     while len(self.deleted) > TOMBSTONES:
                         del self.deleted[next(iter(self.deleted))]
             else:
-                current = table.get(key)
-                if not _newer(current, obj):
+                if not _newer(_stored_version(table, key), obj):
                     return
                 buried = self.deleted.get(tomb)
                 if buried is not None and version is not None and version <= buried:
                     return  # an answer older than the deletion: the object is gone
                 self.deleted.pop(tomb, None)
+                current = table.get(key) if unseen is not None else None
                 table[key] = _bare(obj) if kept is None else kept
                 before = reads.get(key)
                 if keep is not None:
@@ -493,19 +496,22 @@ class ClusterState:
     def _read_workloads_again(self, namespace: str | None) -> None:
         """Read the stored workloads (of one namespace, or all) anew: what their pods will ask
         changed while the objects did not."""
+        workloads = self.workloads
         with self.lock:
             stored = [
-                (key, obj)
-                for key, obj in self.workloads.items()
+                (key, kept)
+                for key in workloads
                 if namespace is None or key.partition("/")[0] == namespace
+                if (kept := workloads.kept(key)) is not None
             ]
         if not stored:
             return
-        for key, obj in stored:
+        for key, kept in stored:
+            obj = kept.parsed()
             kind = _kind(obj)
             seen = read(kind, f"{kind.lower()}/{key}", obj, self.readers)
             with self.lock:
-                if self.workloads.get(key) is obj:  # unless a newer event replaced it meanwhile
+                if workloads.kept(key) is kept:  # unless a newer event replaced it meanwhile
                     self.reads[kind][key] = seen
                     self._log(kind, key)
         self.notify()
@@ -578,6 +584,11 @@ class ClusterState:
             members = list(self.pod_members.values())
         return self._built(reads, members, now, max_queue_depth), views
 
+    @property
+    def workload_views(self) -> Mapping[str, WorkloadView]:
+        """Each stored workload's latest view, as ``_workload`` finds it (under the lock)."""
+        return LatestViews(self)
+
     def _workload(self, key: str) -> WorkloadView | None:
         """The workload of this key as ``snapshot`` would list it (the lock is held): its one
         readable view among the kinds; None when none, or when several kinds share the name
@@ -591,6 +602,28 @@ class ClusterState:
                 return None
             found = one.view
         return found
+
+
+class LatestViews(Mapping[str, WorkloadView]):
+    """``ClusterState.workload_views``: each lookup takes the lock once."""
+
+    def __init__(self, state: ClusterState) -> None:
+        self._state = state
+
+    def __getitem__(self, key: str) -> WorkloadView:
+        state = self._state
+        with state.lock:
+            found = state._workload(key)
+        if found is None:
+            raise KeyError(key)
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        with self._state.lock:
+            return iter(list(self._state.workloads))
+
+    def __len__(self) -> int:
+        return len(self._state.workloads)
 
 
 @dataclass(frozen=True)

@@ -235,6 +235,7 @@ def apply_result(
     writes = plan(
         cycle,
         executor.state.workloads,
+        executor.state.workload_views,
         decided_on or {},
         now,
         executor.clock(),

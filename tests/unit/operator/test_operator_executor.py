@@ -253,7 +253,7 @@ async def test_statuses_are_told_once_decisions_are_written_not_after_a_deferral
         Decision("admit", "ns/a", "team", ""),
         pending=(PendingJob("ns/waiting", "team", 1, "no node has room"),),
     )
-    writes = plan(cycle, state.workloads, {}, NOW, 0.0, {})
+    writes = plan(cycle, state.workloads, state.workload_views, {}, NOW, 0.0, {})
     # Told after the admission, before the pending reason is written.
     assert executor.run(
         writes, lambda: True, lambda: told.append([c for c in cluster.calls if c[0] == "patch"])
@@ -264,6 +264,7 @@ async def test_statuses_are_told_once_decisions_are_written_not_after_a_deferral
     deferred = plan(
         result(Decision("reclaim", "ns/victim", "b", "", for_job="ns/waiting")),
         state.workloads,
+        state.workload_views,
         {},
         NOW,
         0.0,
@@ -294,13 +295,23 @@ async def test_the_full_passs_reasons_are_written_by_no_more_writers_than_it_is_
 
     executor.custom.patch_namespaced_custom_object = slow  # type: ignore[method-assign]
     reasons = tuple(PendingJob(f"ns/j{i}", "team", i + 1, "no room") for i in range(12))
-    writes = plan(result(pending=reasons), state.workloads, {}, NOW, executor.clock(), {})
+    writes = plan(
+        result(pending=reasons),
+        state.workloads,
+        state.workload_views,
+        {},
+        NOW,
+        executor.clock(),
+        {},
+    )
     assert executor.run(writes, lambda: True, writers=BACKGROUND_WRITERS)
     assert flight["most"] == BACKGROUND_WRITERS < WRITERS
     assert all("sluice.dev/pending-reason" in annotations(cluster.objects[f"job/ns/j{i}"])
                for i in range(12))  # fmt: skip
     flight["most"] = 0
     again = tuple(PendingJob(f"ns/j{i}", "team", i + 1, "no room now") for i in range(12))
-    writes = plan(result(pending=again), state.workloads, {}, NOW, executor.clock(), {})
+    writes = plan(
+        result(pending=again), state.workloads, state.workload_views, {}, NOW, executor.clock(), {}
+    )
     assert executor.run(writes, lambda: True)
     assert flight["most"] > BACKGROUND_WRITERS  # the decisions' writers, by default

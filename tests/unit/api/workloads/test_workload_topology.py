@@ -16,9 +16,11 @@ from workload_fixtures import merge_patch, objects
 
 from sluice.api.errors import InvalidObject
 from sluice.api.topology import TopologyRequest
+from sluice.api.views import WorkloadView
 from sluice.api.workloads import BY_KIND, Adapter, workload_from_object
 from sluice.api.workloads.model import at
 from sluice.operator.plan import basis, plan
+from sluice.operator.state import ClusterState
 from sluice.queues.topology import check_topology_request
 from sluice.scheduler.model import CycleResult, Decision, PendingJob
 
@@ -49,13 +51,20 @@ def held(file: str) -> tuple[dict[str, Any], Adapter]:
     return obj, adapter
 
 
+def as_stored(obj: dict[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, WorkloadView]]:
+    """The workload as the operator keeps it, and its latest view (``plan``'s inputs)."""
+    state = ClusterState()
+    state.on_workload("ADDED", obj)
+    return state.workloads, state.workload_views
+
+
 def admitted(obj: dict[str, Any], domain: str) -> dict[str, Any]:
     key = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
     decided = {key: basis(obj)}
     result = CycleResult(
         (), {}, decisions=(Decision("admit", key, "team-a", "fits", domain=domain),)
     )
-    (write,) = plan(result, {key: obj}, decided, NOW, 0.0, {}).admissions
+    (write,) = plan(result, *as_stored(obj), decided, NOW, 0.0, {}).admissions
     return merge_patch(obj, write.patch)
 
 
@@ -64,7 +73,7 @@ def suspended_and_restored(obj: dict[str, Any], adapter: Adapter) -> dict[str, A
     obj = merge_patch(obj, adapter.suspend_patch(True))
     waiting = PendingJob(key, "team-a", 1, "reclaimed")
     result = CycleResult((), {}, pending=(waiting,))
-    (write,) = plan(result, {key: obj}, {}, NOW, 0.0, {}).reasons
+    (write,) = plan(result, *as_stored(obj), {}, NOW, 0.0, {}).reasons
     assert write.basis == basis(obj)  # a list of templates is written whole: on this spec
     return merge_patch(obj, write.patch)
 
@@ -120,7 +129,7 @@ def test_a_workload_still_running_keeps_its_domains() -> None:
     running = admitted(obj, f"workers: {RACK}=r3")
     key = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
     result = CycleResult((), {}, pending=(PendingJob(key, "team-a", 1, "x"),))
-    writes = plan(result, {key: running}, {}, NOW, 0.0, {}).reasons
+    writes = plan(result, *as_stored(running), {}, NOW, 0.0, {}).reasons
     assert all("spec" not in w.patch for w in writes)
 
 
