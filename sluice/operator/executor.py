@@ -45,6 +45,8 @@ JSON_PATCH = "application/json-patch+json"
 
 WRITERS = 8
 """Parallel writes within one phase; phases stay ordered (victims before admissions)."""
+WINDOW = 500
+"""The most writes of one phase handed to the writers at once (``Executor._phase``)."""
 BACKGROUND_WRITERS = 2
 """Parallel writes of the full pass, which decides nothing (pending reasons): few, so that
 the API server, which they keep busy while a new leader first explains every stored job,
@@ -308,8 +310,17 @@ class Executor:
     def _phase(
         self, pool: ThreadPoolExecutor, writes: tuple[Write, ...]
     ) -> list[tuple[Write, Obj]]:
-        answers = list(pool.map(self.write, writes))
-        return [(w, obj) for w, obj in zip(writes, answers, strict=True) if obj is not None]
+        """The writes that landed, each with what its Event names of the answer (``_named``).
+        They are handed to the writers a window at a time: a new leader's first full pass
+        writes a reason on every stored job, and all of them at once, each with its answer
+        kept to the end, was a peak of memory the operator's size kept afterwards."""
+        done: list[tuple[Write, Obj]] = []
+        for start in range(0, len(writes), WINDOW):
+            window = writes[start : start + WINDOW]
+            for write, obj in zip(window, pool.map(self.write, window), strict=True):
+                if obj is not None:
+                    done.append((write, _named(obj)))
+        return done
 
     def _announce(self, done: list[tuple[Write, Obj]]) -> None:
         """Hand the Events of the writes that landed to the sink (it posts them in order)."""
@@ -317,6 +328,15 @@ class Executor:
             if write.event is not None and obj:
                 kind = "Pod" if write.pods is not None else str(obj.get("kind") or JOB.kind)
                 self.post_event(obj, write.event, kind)
+
+
+def _named(obj: Obj) -> Obj:
+    """What an Event says of the object a write answered with (events.event_body)."""
+    meta = obj.get("metadata") or {}
+    named: dict[str, Any] = {k: obj[k] for k in ("apiVersion", "kind") if k in obj}
+    named["metadata"] = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion")
+                         if k in meta}  # fmt: skip
+    return named
 
 
 def _path(adapter: Adapter, namespace: str) -> tuple[str, str, str, str]:

@@ -23,6 +23,7 @@ from sluice.api.constants import GROUP, PLURAL, PREFIX, QUEUE_LABEL, TOPOLOGY_PL
 from sluice.api.workloads import Adapter
 from sluice.api.workloads.job import JOB
 from sluice.dashboard.view import DashboardView
+from sluice.kube.watch import PAGE
 from sluice.operator import metrics
 from sluice.operator.state import ClusterState
 
@@ -106,6 +107,10 @@ def configure_settings(
     settings.posting.enabled = False  # sluice posts its own Events, about decisions
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 330
+    # The watches' first listing in pages, as the operator's own (kube.watch.PAGE): whole, a
+    # listing of 100,000 Jobs is one answer parsed at once, which the operator's memory keeps
+    # the size of long after.
+    settings.watching.chunk_size = PAGE
     # Only managed Jobs travel: the API server filters them (the handler's own ``labels``
     # filter alone would still stream every Job of the cluster to the operator). A Job that
     # loses its queue label arrives as a deletion.

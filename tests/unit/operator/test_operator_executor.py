@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
+
 from operator_fakes import apply_result, fake_executor, job
 
+from sluice.operator import executor as executor_module
 from sluice.operator.executor import BACKGROUND_WRITERS, WRITERS
 from sluice.operator.plan import POSITION_REFRESH, basis, plan
 from sluice.scheduler.model import CycleResult, Decision, PendingJob
@@ -315,3 +319,33 @@ async def test_the_full_passs_reasons_are_written_by_no_more_writers_than_it_is_
     )
     assert executor.run(writes, lambda: True)
     assert flight["most"] > BACKGROUND_WRITERS  # the decisions' writers, by default
+
+
+def test_a_phase_hands_its_writes_over_a_window_at_a_time_and_keeps_only_their_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A new leader's first full pass writes a reason on every stored job: handed over all at
+    once, each answer kept whole to the end of the phase, they were the operator's peak of
+    memory (its resident size keeps a peak)."""
+    executor, cluster, state = fake_executor()
+    for i in range(7):
+        job(cluster, state, f"j{i}")
+    monkeypatch.setattr(executor_module, "WINDOW", 3)
+    handed: list[int] = []
+    hand = ThreadPoolExecutor.map
+
+    def counted(pool: ThreadPoolExecutor, fn: Any, *iterables: Any, **kwargs: Any) -> Any:
+        items = list(iterables[0])
+        handed.append(len(items))
+        return hand(pool, fn, items, **kwargs)
+
+    monkeypatch.setattr(ThreadPoolExecutor, "map", counted)
+    told: list[dict[str, Any]] = []
+    monkeypatch.setattr(executor, "post_event", lambda obj, spec, kind="Job": told.append(obj))
+    waiting = tuple(PendingJob(f"ns/j{i}", "team", i + 1, "no room") for i in range(7))
+    writes = plan(result(pending=waiting), state.workloads, state.workload_views, {}, NOW, 0.0, {})
+    assert executor.run(writes, lambda: True)
+    assert handed == [3, 3, 1]
+    assert [o["metadata"]["name"] for o in told] == [f"j{i}" for i in range(7)]
+    assert all(set(o) == {"apiVersion", "kind", "metadata"} for o in told)
+    assert all(set(o["metadata"]) <= {"name", "namespace", "uid", "resourceVersion"} for o in told)

@@ -11,6 +11,7 @@ from kubernetes import client
 from sluice.api.conditions import status_differs
 from sluice.api.constants import QUEUE_FINALIZER
 from sluice.api.resources import Resources
+from sluice.kube.watch import PAGE
 from sluice.operator import state as state_module
 from sluice.operator.handlers import build_registry, configure_settings, connection_info
 from sluice.operator.state import ClusterState
@@ -278,6 +279,7 @@ def test_kopf_streams_only_managed_jobs_and_writes_nothing_of_its_own() -> None:
     assert settings.persistence.finalizer != QUEUE_FINALIZER
     assert not settings.posting.enabled
     assert settings.scanning.disabled
+    assert settings.watching.chunk_size == PAGE  # the first listing in pages, not whole
     # No change handlers, so no last-handled essence: none built from events, none stored.
     registry = build_registry(ClusterState(), client.ApiClient())
     resources = [jobs, nodes, kopf.Resource("scheduling.sluice.dev", "v1beta1", "queues")]
