@@ -9,7 +9,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-
 from operator_fakes import apply_result, fake_executor, job
 
 from sluice.operator import executor as executor_module
