@@ -82,14 +82,21 @@ def refusal(pod: PodSpecView, node: NodeView) -> str | None:
     return None
 
 
-def fits_in(free: Mapping[str, int], items: Sequence[tuple[str, int]], most: int) -> int:
-    """How many pods of ``items`` (their positive requests) fit in ``free``, at most ``most``."""
+def fits_in(
+    free: Mapping[str, int],
+    items: Sequence[tuple[str, int]],
+    most: int,
+    extra: Mapping[str, int] | None = None,
+) -> int:
+    """How many pods of ``items`` (their positive requests) fit in ``free`` (with ``extra``
+    added), at most ``most``."""
     n = most
     for r, a in items:
-        have = free.get(r, 0)
+        have = free.get(r, 0) if extra is None else free.get(r, 0) + extra.get(r, 0)
         if have < a:
             return 0
-        n = min(n, have // a)
+        if have // a < n:
+            n = have // a
     return n
 
 
@@ -252,11 +259,7 @@ class Placement:
     def fit(self, pod: PodSpecView, i: int, extra: Mapping[str, int] | None, most: int) -> int:
         """How many of the pods fit on node ``i`` (with ``extra`` room given back), at most
         ``most``. For pods all alike, first fit places as many as these add up to."""
-        free: Mapping[str, int] = self.free[i]
-        if extra:
-            free = dict(free)
-            _add(free, extra)
-        return fits_in(free, self._shape(pod).items, most)
+        return fits_in(self.free[i], self._shape(pod).items, most, extra or None)
 
     # Placing -------------------------------------------------------------------------------
     def place(
