@@ -12,7 +12,8 @@ prediction of where kube-scheduler will put them.
 Room only shrinks while jobs are admitted, and grows only where a victim's room is given back,
 so two things are remembered per pod shape: the first node that could still take one pod
 (nodes before it never can again, but for those given room back since), and, until room
-grows, the smallest count that did not fit.
+grows, the smallest count that did not fit. Whether a node could hold one were it empty
+depends on its allocatable alone: asked once per node and shape.
 """
 
 from __future__ import annotations
@@ -82,14 +83,21 @@ def refusal(pod: PodSpecView, node: NodeView) -> str | None:
     return None
 
 
-def fits_in(free: Mapping[str, int], items: Sequence[tuple[str, int]], most: int) -> int:
-    """How many pods of ``items`` (their positive requests) fit in ``free``, at most ``most``."""
+def fits_in(
+    free: Mapping[str, int],
+    items: Sequence[tuple[str, int]],
+    most: int,
+    extra: Mapping[str, int] | None = None,
+) -> int:
+    """How many pods of ``items`` (their positive requests) fit in ``free`` (with ``extra``
+    added), at most ``most``."""
     n = most
     for r, a in items:
-        have = free.get(r, 0)
+        have = free.get(r, 0) if extra is None else free.get(r, 0) + extra.get(r, 0)
         if have < a:
             return 0
-        n = min(n, have // a)
+        if have // a < n:
+            n = have // a
     return n
 
 
@@ -118,8 +126,8 @@ class _Shape:
     """
 
     __slots__ = (
-        "cursor", "early", "eligible", "every", "failed", "failed_read", "fitted", "items",
-        "position", "read",
+        "cursor", "early", "eligible", "every", "failed", "failed_read", "fitted", "holds",
+        "items", "position", "read",
     )  # fmt: skip
 
     def __init__(
@@ -138,6 +146,7 @@ class _Shape:
         self.fitted: tuple[int, int, Assignment] | None = None
         """The last placement of all its pods: room's version then, how many, where."""
         self.every: set[str] | None = None  # what every node that could hold one lacked
+        self.holds: dict[int, bool] = {}  # node -> whether it could hold one, empty
 
 
 class Placement:
@@ -242,7 +251,12 @@ class Placement:
         """Whether node ``i`` may take the pod and could hold one, empty: the only nodes
         whose room can ever matter to it."""
         shape = self._shape(pod)
-        return i in shape.position and fits_in(self.nodes[i].allocatable, shape.items, 1) > 0
+        if i not in shape.position:
+            return False
+        holds = shape.holds.get(i)
+        if holds is None:
+            holds = shape.holds[i] = fits_in(self.nodes[i].allocatable, shape.items, 1) > 0
+        return holds
 
     def lacking(self, pod: PodSpecView) -> set[str]:
         """What the nodes that may take the pod, and could hold one, were found short of for
@@ -252,11 +266,7 @@ class Placement:
     def fit(self, pod: PodSpecView, i: int, extra: Mapping[str, int] | None, most: int) -> int:
         """How many of the pods fit on node ``i`` (with ``extra`` room given back), at most
         ``most``. For pods all alike, first fit places as many as these add up to."""
-        free: Mapping[str, int] = self.free[i]
-        if extra:
-            free = dict(free)
-            _add(free, extra)
-        return fits_in(free, self._shape(pod).items, most)
+        return fits_in(self.free[i], self._shape(pod).items, most, extra or None)
 
     # Placing -------------------------------------------------------------------------------
     def place(

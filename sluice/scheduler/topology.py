@@ -371,11 +371,7 @@ class Domains:
             for i in nodes:  # how many more each node takes with its room
                 before, extra = fits.get(i), more.get(i)
                 if before is not None and extra:
-                    room = free[i]
-                    n += fits_in(
-                        {r: room.get(r, 0) + extra.get(r, 0) for r, _ in items}, items, MANY
-                    )
-                    n -= before
+                    n += fits_in(free[i], items, MANY, extra) - before
             if n < lacking:
                 return False
         return True

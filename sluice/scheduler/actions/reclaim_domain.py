@@ -189,12 +189,15 @@ class InLevel:
         reclaim, short, over = self.reclaim, self.short, self.over
         chosen = Victims(reclaim.session, self.job, over, self.search.where(domain))
         taken: Taken = {}
+        gives_up = reclaim.gives_up
         for _, victim, path in victims:
-            if not all(reclaim.gives_up(q, victim, taken, short) for q in path):
-                continue  # this domain's victims so far brought that queue back
-            if reclaim._adds(chosen, taken, victim, over) and chosen.placeable():
-                chosen.let_go()
-                return chosen
+            for q in path:
+                if not gives_up(q, victim, taken, short):
+                    break  # this domain's victims so far brought that queue back
+            else:
+                if reclaim._adds(chosen, taken, victim, over) and chosen.placeable():
+                    chosen.let_go()
+                    return chosen
         return None
 
     def _on(self, value: str) -> list[Listed]:
