@@ -28,6 +28,16 @@ POSTERS = 1
 """One poster keeps them in order."""
 
 
+def named(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """Only what ``event_body`` reads of the object an Event is about: kept in its place by a
+    writer that would otherwise hold whole answers until their Events are handed over."""
+    meta = obj.get("metadata") or {}
+    out: dict[str, Any] = {k: obj[k] for k in ("apiVersion", "kind") if k in obj}
+    out["metadata"] = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion")
+                       if k in meta}  # fmt: skip
+    return out
+
+
 def event_body(obj: Mapping[str, Any], spec: EventSpec, kind: str, now: datetime) -> dict[str, Any]:
     meta = obj.get("metadata") or {}
     return {

@@ -34,7 +34,7 @@ from sluice.api.workloads import Adapter
 from sluice.api.workloads.job import JOB
 from sluice.kube.errors import API_ERRORS, Failure, classify, message
 from sluice.kube.watch import drain
-from sluice.operator.events import EventSink
+from sluice.operator.events import EventSink, named
 from sluice.operator.plan import EventSpec, Obj, Plan, PodChange, Write, adapter_of, basis
 from sluice.operator.state import ClusterState
 
@@ -310,7 +310,7 @@ class Executor:
     def _phase(
         self, pool: ThreadPoolExecutor, writes: tuple[Write, ...]
     ) -> list[tuple[Write, Obj]]:
-        """The writes that landed, each with what its Event names of the answer (``_named``).
+        """The writes that landed, each with what its Event names of the answer (``events.named``).
         They are handed to the writers a window at a time: a new leader's first full pass
         writes a reason on every stored job, and all of them at once, each with its answer
         kept to the end, was a peak of memory the operator's size kept afterwards."""
@@ -319,7 +319,7 @@ class Executor:
             window = writes[start : start + WINDOW]
             for write, obj in zip(window, pool.map(self.write, window), strict=True):
                 if obj is not None:
-                    done.append((write, _named(obj)))
+                    done.append((write, named(obj)))
         return done
 
     def _announce(self, done: list[tuple[Write, Obj]]) -> None:
@@ -328,15 +328,6 @@ class Executor:
             if write.event is not None and obj:
                 kind = "Pod" if write.pods is not None else str(obj.get("kind") or JOB.kind)
                 self.post_event(obj, write.event, kind)
-
-
-def _named(obj: Obj) -> Obj:
-    """What an Event says of the object a write answered with (events.event_body)."""
-    meta = obj.get("metadata") or {}
-    named: dict[str, Any] = {k: obj[k] for k in ("apiVersion", "kind") if k in obj}
-    named["metadata"] = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion")
-                         if k in meta}  # fmt: skip
-    return named
 
 
 def _path(adapter: Adapter, namespace: str) -> tuple[str, str, str, str]:

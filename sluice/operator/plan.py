@@ -216,15 +216,19 @@ def plan(
                 _eviction(d, now, decided_on.get(d.job), adapter_of(workloads.get(d.job)))
             )
     reasons: list[Write | None] = []
+    confined: list[str] = []  # waiting jobs whose latest view records an assignment
     for p in result.pending:
         workload = pods.get(p.job)
         if workload is None:
-            reasons.append(_reason(p, views.get(p.job), clock, positions_written))
+            view = views.get(p.job)
+            reasons.append(_reason(p, view, clock, positions_written))
+            if view is not None and view.assignment:
+                confined.append(p.job)
         else:
             previous = workload.view.pending_reason if workload.view is not None else None
             reasons.append(_pod_reason(p, previous, workload, clock, positions_written))
     admitted = {d.job for d in result.decisions if d.action == "admit"}
-    reasons = _with_restores(result, workloads, views, admitted, reasons)
+    reasons = _with_restores(confined, workloads, admitted, reasons)
     for key, workload in pods.items():
         if workload.view is None:
             reasons.append(_group_waiting(workload, now))
@@ -240,33 +244,29 @@ def plan(
 
 
 def _with_restores(
-    result: CycleResult,
+    confined: list[str],
     jobs: Mapping[str, Obj],
-    views: Mapping[str, WorkloadView],
     admitted: set[str],
     reasons: list[Write | None],
 ) -> list[Write | None]:
-    """Each waiting workload that sluice had confined to Topology domains and that is
+    """Each waiting workload that sluice had confined to Topology domains (``confined``: its
+    latest view records an assignment; only those are looked at as stored) and that is
     suspended now gets its templates back as before (operator.topology), in the same write as
-    its pending reason when it has one. Only those whose latest view records an assignment
-    are looked at as stored."""
+    its pending reason when it has one."""
     by_job = {w.workload: i for i, w in enumerate(reasons) if w is not None and w.pods is None}
     out = list(reasons)
-    for pending in result.pending:
-        view = views.get(pending.job)
-        if view is None or not view.assignment or pending.job in admitted:
-            continue
-        obj = jobs.get(pending.job)
+    for job in confined:
+        obj = None if job in admitted else jobs.get(job)
         if obj is None:
             continue
         restore = restore_patch(obj, adapter_of(obj))
         if restore is None:
             continue
-        i = by_job.get(pending.job)
+        i = by_job.get(job)
         # A template inside a list is written whole: the write rests on the spec it was
         # worked out from.
         if i is None:
-            out.append(Write("restore", pending.job, restore, basis(obj)))
+            out.append(Write("restore", job, restore, basis(obj)))
         else:
             write = out[i]
             assert write is not None

@@ -69,19 +69,18 @@ def _name(obj: Obj) -> str:
     return str((obj.get("metadata") or {}).get("name", ""))
 
 
-_version = version_of
 Table = dict[str, Obj] | Stored
 
 
 def _newer(have: int | None, incoming: Obj) -> bool:
     """Whether an event's object is not older than what is stored (its resourceVersion,
     ``have``): an older event must not undo our write."""
-    got = _version(incoming)
+    got = version_of(incoming)
     return have is None or got is None or got >= have
 
 
 def _stored_version(table: Table, key: str) -> int | None:
-    return table.version(key) if isinstance(table, Stored) else _version(table.get(key))
+    return table.version(key) if isinstance(table, Stored) else version_of(table.get(key))
 
 
 def _status_only(before: Obj, after: Obj) -> bool:
@@ -310,7 +309,7 @@ class ClusterState:
         read of an object stored (None: forgotten). ``keep(read before, read now)`` gives
         the read to store, which may share parts of the one before."""
         tomb = f"{id(table)}/{key}"  # tables are per kind, so are their tombstones
-        version = _version(obj)
+        version = version_of(obj)
         reads = self.reads[kind]
         deleting = event == "DELETED" or _gone(obj)
         if not deleting and version is not None and _stored_version(table, key) == version:
@@ -398,7 +397,7 @@ class ClusterState:
 
     def _await(self, kind: str, key: str, obj: Obj) -> None:
         """The operator wrote this object: note when, to time its way back on the watch."""
-        version = _version(obj)
+        version = version_of(obj)
         if version is None:
             return
         at = f"{kind}/{key}"
@@ -414,7 +413,7 @@ class ClusterState:
         at = f"{kind}/{key}"
         if self.awaited.get(at) is None:  # most events: no lock taken (the watch waits on it)
             return
-        version = _version(obj)
+        version = version_of(obj)
         with self.lock:
             waited = self.awaited.get(at)
             if waited is None or version is None or version < waited[0]:
