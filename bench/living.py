@@ -17,13 +17,16 @@ import controlplane  # noqa: E402
 
 
 @contextmanager
-def living_cluster() -> Iterator[tuple[Any, Any, Path]]:
-    """(the cluster, an API client for it, the scratch directory for logs)."""
+def living_cluster(leave_out: tuple[str, ...] = ()) -> Iterator[tuple[Any, Any, Path]]:
+    """(the cluster, an API client for it, the scratch directory for logs); ``leave_out``:
+    living processes not started."""
     from sluice.kube import api_client
 
     with tempfile.TemporaryDirectory() as tmp:
         state = Path(tmp)
-        plane = controlplane.ControlPlane(state, tie_to_parent=True, data_root=state)
+        plane = controlplane.ControlPlane(
+            state, tie_to_parent=True, data_root=state, leave_out=leave_out
+        )
         print("[bench] starting the living cluster", file=sys.stderr, flush=True)
         cluster = plane.up()
         try:
