@@ -9,6 +9,8 @@ import signal
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from .helpers import Kubectl, controlplane, unique_name, wait_for
 
 kwok = controlplane.kwok
@@ -184,3 +186,23 @@ def test_up_reuses_a_whole_cluster_replaces_one_missing_a_part_and_down_stops_al
         plane.down()
     assert not any(alive(pid) for pid in again.values())
     assert not (state_dir / "state.json").exists()
+
+
+def test_a_cluster_may_leave_out_the_controller_manager_and_is_still_whole(
+    tmp_path: Path,
+) -> None:
+    state_dir = tmp_path / "cluster"
+    with pytest.raises(controlplane.ControlPlaneError, match="cannot leave out"):
+        controlplane.ControlPlane(state_dir, leave_out=("kube-apiserver",))
+    plane = controlplane.ControlPlane(
+        state_dir, tie_to_parent=True, data_root=tmp_path, leave_out=("kube-controller-manager",)
+    )
+    first = plane.up()
+    try:
+        started = json.loads((state_dir / "state.json").read_text())["pids"]
+        assert set(started) == {"etcd", "kube-apiserver", "kube-scheduler", "kwok"}
+        assert plane.status() is not None  # what was left out is not missing
+        assert plane.up().server == first.server
+        assert json.loads((state_dir / "state.json").read_text())["pids"] == started
+    finally:
+        plane.down()
