@@ -38,6 +38,7 @@ import json
 import os
 import re
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -88,6 +89,8 @@ class Scale:
         self.metrics_port = devenv.free_port()
         # 60 min, or 10 ms a job at more than 360,000 (400,000 took about 55 min here).
         self.explain_within = max(3600.0, args.jobs / 100)
+        self.operator: subprocess.Popen[bytes] | None = None
+        self.operator_log: Path | None = None
 
     def queues(self) -> list[str]:
         leaves = []
@@ -185,6 +188,14 @@ class Scale:
         raw = self.batch.read_namespaced_job(name, namespace, _preload_content=False)
         return json.loads(raw.data)["spec"].get("suspend") is False
 
+    def still_running(self) -> None:
+        """Stop the benchmark, with the end of the operator's log, if the operator exited (no
+        wait for a deadline that cannot be met)."""
+        if self.operator is None or self.operator.poll() is None:
+            return
+        tail = self.operator_log.read_text(errors="replace")[-3000:] if self.operator_log else ""
+        raise SystemExit(f"the operator exited ({self.operator.returncode}); its log ends:\n{tail}")
+
     def single(self, name: str, within: float = 60, since: float | None = None) -> float:
         """Create one job that fits, in the empty queue; the seconds from ``since`` (its
         create when None) until it is admitted."""
@@ -194,6 +205,7 @@ class Scale:
         while not self.admitted(name, "singles"):
             if time.monotonic() - started > within:
                 raise SystemExit(f"{name} not admitted within {within:g} s")
+            self.still_running()
             time.sleep(0.02)
         return time.monotonic() - started
 
@@ -218,6 +230,7 @@ class Scale:
         operator's count of reasons written is watched until it reaches the stored jobs,
         then the jobs are listed (again every ``LIST_EVERY_S`` until all show one)."""
         while True:
+            self.still_running()
             if time.monotonic() - started > self.explain_within:
                 raise SystemExit(
                     f"the stored jobs not all explained after {self.explain_within / 60:.0f} min"
@@ -293,6 +306,7 @@ class Scale:
             self.cluster.kubeconfig, state / "operator.log", "--health-port=0",
             f"--metrics-port={self.metrics_port}", "--dashboard-port=0", "--lease-seconds=60",
         )  # fmt: skip
+        self.operator, self.operator_log = operator, state / "operator.log"
         started = time.monotonic()
         try:
             done = threading.Event()
