@@ -214,9 +214,12 @@ class Scale:
         once (how soon a new leader at this size admits anything) and then one every
         ``EXPLAINING_GAP_S`` (what a tenant waits while the new leader explains)."""
         first = self.single("first", within=self.explain_within, since=started)
+        _progress(f"the job created at the start admitted after {first:.1f} s")
         during: list[float] = []
         while not done.wait(EXPLAINING_GAP_S):
-            during.append(self.single(f"during-{len(during):03d}", within=self.explain_within))
+            name = f"during-{len(during):03d}"
+            during.append(self.single(name, within=self.explain_within))
+            _progress(f"while explaining: {name} admitted {during[-1]:.2f} s after its create")
         return {"first": first, "during": during}
 
     def reasons_written(self) -> float:
