@@ -618,11 +618,14 @@ class LatestViews(Mapping[str, WorkloadView]):
         return found
 
     def __iter__(self) -> Iterator[str]:
-        with self._state.lock:
-            return iter(list(self._state.workloads))
+        """The keys that have a view (a stored workload may have none: unreadable, or its
+        name shared by several kinds), so that each key iterated is one ``[]`` answers."""
+        state = self._state
+        with state.lock:
+            return iter([key for key in state.workloads if state._workload(key) is not None])
 
     def __len__(self) -> int:
-        return len(self._state.workloads)
+        return sum(1 for _ in self)
 
 
 @dataclass(frozen=True)

@@ -201,6 +201,21 @@ def test_unreadable_objects_are_left_out_and_reported() -> None:
     assert set(taken.unreadable) == {"queue/bad", "job/ns/j"}
 
 
+def test_the_latest_views_list_only_the_workloads_they_can_answer_for() -> None:
+    state = ClusterState()
+    state.on_workload("ADDED", queued_job(3, spec={"suspend": True}))
+    bad = {"cpu": "x"}  # a request no quantity reads: the workload is stored, with no view
+    broken = obj("k", 4, spec={"template": {"spec": {"containers": [
+        {"name": "c", "resources": {"requests": bad}}]}}})  # fmt: skip
+    broken["metadata"]["labels"] = {"sluice.dev/queue-name": "team"}  # type: ignore[index]
+    state.on_workload("ADDED", broken)
+    views = state.workload_views
+    assert set(state.workloads) == {"ns/j", "ns/k"}
+    assert list(views) == ["ns/j"] and len(views) == 1
+    assert views.get("ns/k") is None and views["ns/j"].name == "j"
+    assert all(views[key] is not None for key in views)
+
+
 def test_plain_pods_join_the_snapshot_as_the_workloads_they_form() -> None:
     state = ClusterState()
 
