@@ -96,9 +96,8 @@ class ListWatch:
         while not self.stop.is_set():
             try:
                 if self.version is None:
-                    items, self.version = list_all(self.call, **self.kwargs)
+                    self.listing()
                     self.listings += 1
-                    self.on_listing(items)
                 self.watch()
                 backoff = BACKOFF_FIRST
             except Exception as err:  # noqa: BLE001 - the watch must outlive any failure
@@ -116,12 +115,20 @@ class ListWatch:
                 self.stop.wait(backoff)
                 backoff = min(backoff * 2, BACKOFF_MOST)
 
+    def listing(self) -> None:
+        """List everything anew, hand it to ``on_listing`` and note where to watch from."""
+        items, self.version = list_all(self.call, **self.kwargs)
+        self.on_listing(items)
+
     def watch(self) -> None:
         """One watch from ``version`` until the server ends it or ``stop``; an expired
         version raises (the client turns the server's ERROR event into an ApiException)."""
         stream = watch.Watch()  # type: ignore[no-untyped-call]
+        call = self.call
         events = stream.stream(  # type: ignore[no-untyped-call]
-            self.call,
+            # Through a function that names no return type, the client hands each event's
+            # object over as parsed, not dumped and parsed again (twice) into its model.
+            lambda **kwargs: call(**kwargs),
             resource_version=self.version,
             timeout_seconds=self.timeout_seconds,
             allow_watch_bookmarks=True,

@@ -1,27 +1,26 @@
 """The operator's one Kopf registry: watch handlers that store what they see, wake the loop and
-name the Queues due for reconciling; every replica runs them.
+name the Queues due for reconciling; every replica runs them. The workloads and the pods,
+which a cluster holds by the hundred thousand, are watched outside it (``watches.py``).
 
 They are coroutines so that they run on the event loop itself: Kopf would run plain
 functions in its thread pool, one hop more per event.
 
 They are all ``@kopf.on.event`` handlers, which keep no state on the objects: Kopf writes
-nothing to any object, so a follower writes nothing, and tenants' workloads never get a Kopf
-finalizer or annotation. The Lease holder's Queue writes are the Queue reconciler's
+nothing to any object, so a follower writes nothing, and no object gets a Kopf finalizer or
+annotation. The Lease holder's Queue writes are the Queue reconciler's
 (``queue_reconciler.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import kopf
 from kubernetes import client
 
-from sluice.api.constants import GROUP, PLURAL, PREFIX, QUEUE_LABEL, TOPOLOGY_PLURAL, VERSION
-from sluice.api.workloads import Adapter
-from sluice.api.workloads.job import JOB
+from sluice.api.constants import GROUP, PLURAL, PREFIX, TOPOLOGY_PLURAL, VERSION
 from sluice.dashboard.view import DashboardView
 from sluice.kube.watch import PAGE
 from sluice.operator import metrics
@@ -96,9 +95,7 @@ class NoProgress(kopf.ProgressStorage):
         return essence
 
 
-def configure_settings(
-    settings: kopf.OperatorSettings, workloads: Sequence[Adapter] = (JOB,)
-) -> None:
+def configure_settings(settings: kopf.OperatorSettings) -> None:
     # Never the Queues' subtree finalizer: Kopf takes its own finalizer off any object that
     # no handler of it needs one for.
     settings.persistence.finalizer = f"{PREFIX}/kopf-finalizer"
@@ -108,16 +105,8 @@ def configure_settings(
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 330
     # The watches' first listing in pages, as the operator's own (kube.watch.PAGE): whole, a
-    # listing of 100,000 Jobs is one answer parsed at once, which the operator's memory keeps
-    # the size of long after.
+    # listing of 10,000 nodes or Queues is one answer parsed at once.
     settings.watching.chunk_size = PAGE
-    # Only managed Jobs travel: the API server filters them (the handler's own ``labels``
-    # filter alone would still stream every Job of the cluster to the operator). A Job that
-    # loses its queue label arrives as a deletion.
-    for adapter in workloads:  # the same for every kind of workload sluice gates
-        settings.watching.label_selectors[adapter.group, adapter.version, adapter.plural] = (
-            QUEUE_LABEL
-        )
     # No CRD watch: the resources are known at start-up (listing Queues fails without the
     # CRD), and the operator's role need not read CustomResourceDefinitions.
     settings.scanning.disabled = True
@@ -127,19 +116,18 @@ def build_registry(
     state: ClusterState,
     api: client.ApiClient,
     view: DashboardView | None = None,
-    workloads: Sequence[Adapter] = (JOB,),
     queue_seen_by: Callable[[Mapping[str, Any]], None] = lambda obj: None,
     topology_due: Callable[[], None] = lambda: None,
 ) -> kopf.OperatorRegistry:
     """The watches: they fill the state (and the dashboard's view, on every replica).
-    ``workloads``: the kinds of workload sluice gates (docs/workloads.md); ``queue_seen_by``:
+    ``queue_seen_by``:
     told of every Queue event (the Queue reconciler); ``topology_due``: called on every
     Topology and Node event (the Topologies' statuses follow the nodes' labels)."""
     registry = kopf.OperatorRegistry()
 
     @kopf.on.startup(registry=registry)
     def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
-        configure_settings(settings, workloads)
+        configure_settings(settings)
 
     probes: list[asyncio.Task[None]] = []  # held here: the loop keeps only weak references
 
@@ -160,25 +148,6 @@ def build_registry(
         if view is not None:
             view.on_queue(_event(type), body)
 
-    async def workload_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:
-        # The server-side selector sends only managed workloads; one whose label went away
-        # comes as a deletion carrying its new, unlabelled self, which must still leave the
-        # cache.
-        labels = (body.get("metadata") or {}).get("labels") or {}
-        event = _event(type) if QUEUE_LABEL in labels else "DELETED"
-        state.on_workload(event, dict(body))
-        if view is not None and body.get("kind", JOB.kind) == JOB.kind:
-            view.on_job(event, body)  # the dashboard shows Jobs
-
-    for adapter in workloads:
-        kopf.on.event(
-            adapter.group,
-            adapter.version,
-            adapter.plural,
-            id=f"{adapter.plural}.{adapter.group}",
-            registry=registry,
-        )(workload_seen)
-
     @kopf.on.event("", "v1", "nodes", registry=registry)
     async def node_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:
         state.on_node(_event(type), dict(body))
@@ -188,11 +157,6 @@ def build_registry(
     async def namespace_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:
         # Their labels decide which queues take their jobs (spec.namespaceSelector).
         state.on_namespace(_event(type), dict(body))
-
-    @kopf.on.event("", "v1", "pods", registry=registry)
-    async def pod_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:
-        # Every pod bound to a node takes room there, whoever owns it.
-        state.on_pod(_event(type), body)
 
     @kopf.on.event("", "v1", "limitranges", registry=registry)
     async def limit_range_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:

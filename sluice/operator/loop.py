@@ -76,7 +76,7 @@ class SchedulingLoop:
         state: ClusterState,
         elector: LeaseElector,
         settings: LoopSettings,
-        relist: Callable[[], None] | None = None,
+        relist: Callable[[], object] | None = None,
         decided: Callable[[CycleResult, datetime], None] = lambda result, now: None,
     ) -> None:
         self.api = api

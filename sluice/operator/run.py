@@ -1,6 +1,8 @@
-"""Running the operator: prime the caches, then one Kopf operator (the watches, on every
-replica), the Lease, and in the Lease holder only the scheduling loop's cycles, the Queue
-reconciler and the Topologies' statuses. A replica that loses the Lease ends."""
+"""Running the operator: prime the caches, then, on every replica, one Kopf operator (the
+watches of Queues, nodes and the rest) and the workloads' and pods' watches resumed from that
+listing (``watches.py``), the Lease, and in the Lease holder only the scheduling loop's
+cycles, the Queue reconciler and the Topologies' statuses. A replica that loses the Lease
+ends."""
 
 from __future__ import annotations
 
@@ -11,7 +13,6 @@ import os
 import signal
 import socket
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -20,13 +21,12 @@ import kopf
 from kubernetes import client
 from prometheus_client import start_http_server
 
-from sluice.api.constants import CONFIGMAP_NAME, GROUP, PLURAL, QUEUE_LABEL, VERSION
+from sluice.api.constants import CONFIGMAP_NAME, GROUP, PLURAL, VERSION
 from sluice.api.workloads import ADAPTERS, Adapter
 from sluice.api.workloads.job import JOB
 from sluice.dashboard.server import serve as serve_dashboard
 from sluice.dashboard.view import DashboardView
 from sluice.kube.errors import API_ERRORS, message
-from sluice.kube.watch import Lister, pages
 from sluice.operator import metrics
 from sluice.operator.executor import WRITERS
 from sluice.operator.handlers import build_registry
@@ -36,6 +36,7 @@ from sluice.operator.loop import LoopSettings, SchedulingLoop
 from sluice.operator.queue_reconciler import QueueReconciler
 from sluice.operator.state import ClusterState
 from sluice.operator.topology_status import TopologyReconciler
+from sluice.operator.watches import Listing, list_into, listings, resumed
 from sluice.scheduler.snapshot import readers
 
 log = logging.getLogger("sluice.operator")
@@ -68,53 +69,43 @@ class OperatorOptions:
         return tuple(a for a in ADAPTERS if a.kind in self.workload_kinds)
 
 
+Versions = dict[str, str | None]
+"""Kind -> the resourceVersion its listing ended at, for the kinds the resumed watches
+(``watches.py``) start from."""
+
+
 def prime(
     api: client.ApiClient, state: ClusterState, workloads: tuple[Adapter, ...] = (JOB,)
-) -> None:
+) -> Versions:
     """An authoritative listing: before the first cycle, so it never sees half a cluster, and
-    again when this replica becomes the leader after it last listed (``state.listed_at``)."""
+    again when this replica becomes the leader after it last listed (``state.listed_at``).
+    Where the workloads' and the pods' listings ended, for their watches to start from."""
     began = time.monotonic()
     objects = client.CustomObjectsApi(api)
     core = client.CoreV1Api(api)
     # What namespaces add to their pods' requests comes before the workloads, read with it.
-    listings: list[tuple[Lister, str, str, Callable[[str, Any], None], str]] = [
+    before: list[Listing] = [
         (partial(objects.list_cluster_custom_object, GROUP, VERSION, PLURAL),
          f"{GROUP}/{VERSION}", "Queue", state.on_queue, ""),
         (core.list_limit_range_for_all_namespaces, "v1", "LimitRange", state.on_limit_range, ""),
         (client.NodeV1Api(api).list_runtime_class,
          "node.k8s.io/v1", "RuntimeClass", state.on_runtime_class, ""),
     ]  # fmt: skip
-    listings += [
-        (
-            partial(
-                objects.list_cluster_custom_object, adapter.group, adapter.version, adapter.plural
-            ),
-            adapter.api_version,
-            adapter.kind,
-            state.on_workload,
-            QUEUE_LABEL,
-        )
-        for adapter in workloads
-    ]
-    listings += [
+    after: list[Listing] = [
         (core.list_node, "v1", "Node", state.on_node, ""),
         (core.list_namespace, "v1", "Namespace", state.on_namespace, ""),
-        (core.list_pod_for_all_namespaces, "v1", "Pod", state.on_pod, ""),
-        (
-            client.SchedulingV1Api(api).list_priority_class,
-            "scheduling.k8s.io/v1",
-            "PriorityClass",
-            state.on_priority_class,
-            "",
-        ),
-    ]
-    for call, api_version, kind, store, selector in listings:
-        for items, _ in pages(call, label_selector=selector):
-            for item in items:
-                item.setdefault("apiVersion", api_version)
-                item.setdefault("kind", kind)
-                store("ADDED", item)
+        (client.SchedulingV1Api(api).list_priority_class,
+         "scheduling.k8s.io/v1", "PriorityClass", state.on_priority_class, ""),
+    ]  # fmt: skip
+    for listing in before:
+        list_into(*listing)
+    versions: Versions = {}
+    for call, api_version, kind, store, selector in listings(api, state, workloads):
+        versions[kind] = list_into(call, api_version, kind, store, selector)[1]
+    for listing in after:
+        list_into(*listing)
     state.listed_at = began
+    return versions
 
 
 async def prime_until_listed(
@@ -123,20 +114,19 @@ async def prime_until_listed(
     workloads: tuple[Adapter, ...],
     stop: asyncio.Event,
     retry_seconds: float = PRIME_RETRY_SECONDS,
-) -> bool:
+) -> Versions | None:
     """The first listing, tried again while the API server cannot be reached or refuses: a
     replica started during an outage (or cut off from the API server) waits, unready, and
-    logs why, instead of crashing over and over. False when stopped before it listed."""
+    logs why, instead of crashing over and over. None when stopped before it listed."""
     while True:
         try:
-            await asyncio.to_thread(prime, api, state, workloads)
-            return True
+            return await asyncio.to_thread(prime, api, state, workloads)
         except API_ERRORS as err:
             log.warning("event=list-failed error=%s retry_seconds=%g", message(err), retry_seconds)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), retry_seconds)
         if stop.is_set():
-            return False
+            return None
 
 
 def _with_room_for_writers(api: client.ApiClient) -> client.ApiClient:
@@ -208,7 +198,8 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> int:
     # (none held it, or its holder let it go) then lists once, not again as a new leader.
     lease = asyncio.create_task(elector.run(), name="lease")
     await asyncio.to_thread(elector.rounded.wait, elector.call_timeout)
-    if not await prime_until_listed(api, state, workloads, stop) or stop.is_set():
+    versions = await prime_until_listed(api, state, workloads, stop)
+    if versions is None or stop.is_set():
         # Stopped before or while it listed (it may hold the Lease already): no watch is
         # started only to be stopped, and the Lease is handed over all the same.
         log.info("event=stopping")
@@ -229,14 +220,13 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> int:
         len(state.queues),
         len(state.workloads),
     )
-    registry = build_registry(
-        state,
-        api,
-        view if options.dashboard_port else None,
-        workloads,
-        queues.on_queue,
-        topologies.due,
-    )
+    shown = view if options.dashboard_port else None
+    registry = build_registry(state, api, shown, queues.on_queue, topologies.due)
+    # The workloads and the pods are watched from where the listing above ended, not listed
+    # again (watches.py).
+    watches = resumed(api, state, workloads, versions, shown)
+    for watch in watches:
+        watch.start()
     kopf_stop: asyncio.Future[None] = running.create_future()
     lost = asyncio.create_task(_until_lease_lost(elector), name="lease-lost")
     tasks += [
@@ -271,6 +261,8 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> int:
         log.info("event=stopping")
         if not kopf_stop.done():
             kopf_stop.set_result(None)
+        for watch in watches:
+            watch.stop.set()
         for task in [waiter, lost, *tasks[1:]]:
             task.cancel()
         await asyncio.gather(waiter, lost, *tasks, return_exceptions=True)

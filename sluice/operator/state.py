@@ -18,7 +18,7 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
@@ -534,6 +534,19 @@ class ClusterState:
     def remember_queue(self, obj: Obj) -> None:
         self._store_queue("MODIFIED", obj)
         self._await("Queue", _name(obj), obj)
+
+    def unlisted(self, kind: str, listed: Collection[str], version: int | None) -> list[str]:
+        """The keys stored of a kind (a workload kind, or Pod) that a listing at ``version``
+        did not hold, though stored at or before it: deleted while no watch was there to
+        say so. One stored after the listing is newer than it, and stays."""
+        table: Table = self.pods if kind == "Pod" else self.workloads
+        with self.lock:
+            return [
+                key
+                for key in self.reads[kind]
+                if key not in listed
+                if version is None or (_stored_version(table, key) or 0) <= version
+            ]
 
     def queue(self, name: str) -> Obj | None:
         with self.lock:

@@ -1,6 +1,8 @@
 """The one list-and-watch (sluice.kube.watch) against the real API server: a version too old
 to watch from (410) lists again; a dropped connection resumes the watch where it was, with
-no listing, and nothing created meanwhile is missed."""
+no listing, and nothing created meanwhile is missed. The operator's watches of workloads
+and pods start where its own listing ended, and a listing again forgets what was deleted
+while none watched."""
 
 from __future__ import annotations
 
@@ -18,8 +20,14 @@ from urllib.parse import urlparse
 import pytest
 from kubernetes import client
 
+from sluice.api.constants import QUEUE_LABEL
+from sluice.api.workloads.job import JOB
 from sluice.kube import api_client
 from sluice.kube.watch import ListWatch
+from sluice.operator.run import prime
+from sluice.operator.state import ClusterState
+from sluice.operator.watches import resumed
+from sluice.scheduler.snapshot import readers
 
 from .helpers import Kubectl, controlplane, wait_for
 
@@ -147,3 +155,42 @@ def test_expired_versions_list_again_and_a_dropped_watch_resumes(
         assert len(listed) == 1  # resumed from the last version seen, not listed again
     finally:
         watch.stop.set()
+
+
+def test_the_operators_watches_start_where_its_listing_ended_and_forget_what_they_missed(
+    control_plane: controlplane.Cluster,
+    kubectl: Kubectl,
+    namespace: str,
+) -> None:
+    api = api_client(str(control_plane.kubeconfig))
+    state = ClusterState(readers=readers(workload_kinds=[JOB.kind]))
+
+    def create(name: str) -> None:
+        kubectl.apply({"apiVersion": "batch/v1", "kind": "Job",
+                       "metadata": {"name": name, "namespace": namespace,
+                                    "labels": {QUEUE_LABEL: "team"}},
+                       "spec": {"suspend": True, "template": {"spec": {
+                           "restartPolicy": "Never",
+                           "containers": [{"name": "c", "image": "i"}]}}}})  # fmt: skip
+
+    def stored() -> set[str]:
+        return {k.partition("/")[2] for k in state.workloads if k.startswith(f"{namespace}/")}
+
+    create("a")
+    create("b")
+    versions = prime(api, state, (JOB,))
+    assert stored() == {"a", "b"}
+    jobs = resumed(api, state, (JOB,), versions)[0]
+    jobs.start()
+    try:
+        create("c")
+        wait_for(lambda: "c" in stored(), timeout=30, what="c watched")
+        assert jobs.listings == 0  # it went on from the operator's own listing
+    finally:
+        jobs.stop.set()
+    kubectl.run("delete", "job", "a", "-n", namespace)  # while nothing watches
+    # What the watch does when its version has expired (410, as the test above shows; the
+    # API server's watch cache serves Jobs from versions etcd has compacted away).
+    jobs.listing()
+    assert stored() == {"b", "c"}  # a forgotten: the listing no longer held it
+    assert jobs.version is not None and int(jobs.version) > int(versions[JOB.kind] or 0)

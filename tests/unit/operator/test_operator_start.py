@@ -25,10 +25,11 @@ async def test_the_first_listing_is_tried_again_until_the_api_server_answers(
     ]
     calls: list[int] = []
 
-    def prime(*_: Any) -> None:
+    def prime(*_: Any) -> dict[str, str | None]:
         calls.append(1)
         if failures:
             raise failures.pop(0)
+        return {"Job": "7"}
 
     monkeypatch.setattr(run, "prime", prime)
     state = ClusterState(loop=asyncio.get_running_loop())
@@ -40,7 +41,7 @@ async def test_the_first_listing_is_tried_again_until_the_api_server_answers(
             asyncio.Event(),
             retry_seconds=0.01,  # type: ignore[arg-type]
         )
-    assert listed
+    assert listed == {"Job": "7"}  # where the workloads' watch starts
     assert len(calls) == 3
     lines = [r.getMessage() for r in caplog.records if "event=list-failed" in r.getMessage()]
     assert len(lines) == 2
@@ -62,7 +63,7 @@ async def test_a_signal_while_waiting_for_the_api_server_ends_the_wait(
         run.prime_until_listed(None, state, (), stop, retry_seconds=10),  # type: ignore[arg-type]
         timeout=5,
     )
-    assert not listed
+    assert listed is None
 
 
 async def test_a_failure_that_is_not_the_api_servers_is_not_hidden(

@@ -201,6 +201,18 @@ def test_unreadable_objects_are_left_out_and_reported() -> None:
     assert set(taken.unreadable) == {"queue/bad", "job/ns/j"}
 
 
+def test_a_listing_forgets_only_what_it_missed_though_stored_before_it() -> None:
+    state = ClusterState()
+    for name, version in (("kept", 5), ("deleted-unseen", 6), ("created-since", 12)):
+        state.on_workload("ADDED", obj(name, version))
+    state.on_pod("ADDED", obj("p", 7))
+    listed = {"ns/kept"}  # a listing at version 10
+    assert state.unlisted("Job", listed, 10) == ["ns/deleted-unseen"]
+    assert state.unlisted("Pod", listed, 10) == ["ns/p"]
+    assert state.unlisted("JobSet", listed, 10) == []  # another kind's keys are not its own
+    assert sorted(state.unlisted("Job", listed, None)) == ["ns/created-since", "ns/deleted-unseen"]
+
+
 def test_the_latest_views_list_only_the_workloads_they_can_answer_for() -> None:
     state = ClusterState()
     state.on_workload("ADDED", queued_job(3, spec={"suspend": True}))
@@ -282,13 +294,15 @@ def test_kopf_connects_with_the_same_credentials_as_the_client() -> None:
     )
 
 
-def test_kopf_streams_only_managed_jobs_and_writes_nothing_of_its_own() -> None:
+def test_kopf_watches_no_workload_nor_pod_and_writes_nothing_of_its_own() -> None:
     settings = kopf.OperatorSettings()
     configure_settings(settings)
-    jobs = kopf.Resource("batch", "v1", "jobs")
-    assert list(settings.watching.label_selectors.collect(jobs)) == ["sluice.dev/queue-name"]
+    jobs, pods = kopf.Resource("batch", "v1", "jobs"), kopf.Resource("", "v1", "pods")
     nodes = kopf.Resource("", "v1", "nodes")
-    assert list(settings.watching.label_selectors.collect(nodes)) == []
+    registry = build_registry(ClusterState(), client.ApiClient())
+    # The workloads and the pods are watched from the operator's own listing (watches.py).
+    assert not any(registry._watching.has_handlers(resource=r) for r in (jobs, pods))
+    assert registry._watching.has_handlers(resource=nodes)
     # Never the Queues' subtree finalizer: Kopf takes its own off where no handler needs it.
     assert settings.persistence.finalizer.startswith("sluice.dev/")
     assert settings.persistence.finalizer != QUEUE_FINALIZER
@@ -296,7 +310,6 @@ def test_kopf_streams_only_managed_jobs_and_writes_nothing_of_its_own() -> None:
     assert settings.scanning.disabled
     assert settings.watching.chunk_size == PAGE  # the first listing in pages, not whole
     # No change handlers, so no last-handled essence: none built from events, none stored.
-    registry = build_registry(ClusterState(), client.ApiClient())
     resources = [jobs, nodes, kopf.Resource("scheduling.sluice.dev", "v1beta1", "queues")]
     assert not any(registry._changing.has_handlers(resource=r) for r in resources)
     job = kopf.Body({"metadata": {"name": "j", "labels": {"a": "b"}}, "spec": {"x": 1}})

@@ -7,15 +7,15 @@ import copy
 from datetime import UTC, datetime
 from typing import Any
 
-import kopf
 import pytest
+from kubernetes import client
 from operator_fakes import apply_result, fake_executor
 
 from sluice.api.workloads import BY_KIND
 from sluice.api.workloads.jobset import JOBSET
 from sluice.api.workloads.kubeflow import PYTORCH_JOB
-from sluice.operator.handlers import configure_settings
 from sluice.operator.state import ClusterState
+from sluice.operator.watches import listings
 from sluice.scheduler.model import CycleResult, Decision
 from sluice.scheduler.snapshot import readers
 
@@ -137,13 +137,25 @@ def test_a_job_a_gated_kind_controls_is_part_of_it_not_a_workload(
 
 
 def test_every_gated_kind_is_streamed_only_when_managed() -> None:
-    settings = kopf.OperatorSettings()
-    configure_settings(settings, (BY_KIND["Job"], JOBSET, PYTORCH_JOB))
-    for adapter in (JOBSET, PYTORCH_JOB):
-        resource = kopf.Resource(adapter.group, adapter.version, adapter.plural)
-        assert list(settings.watching.label_selectors.collect(resource)) == [
-            "sluice.dev/queue-name"
-        ]
+    state = ClusterState(readers=readers(workload_kinds=("Job", "JobSet", "PyTorchJob")))
+    kinds = (BY_KIND["Job"], JOBSET, PYTORCH_JOB)
+    watched = {
+        kind: selector for _, _, kind, _, selector in listings(client.ApiClient(), state, kinds)
+    }
+    assert watched == {
+        "Job": "sluice.dev/queue-name",
+        "JobSet": "sluice.dev/queue-name",
+        "PyTorchJob": "sluice.dev/queue-name",
+        "Pod": "",  # every pod bound to a node takes room there, whoever owns it
+    }
+    # One whose label went away leaves the cache, whatever the event says.
+    store = listings(client.ApiClient(), state, kinds)[1][3]
+    store("ADDED", copy.deepcopy(jobset("sweep", True)))
+    assert "ns/sweep" in state.workloads
+    unlabelled = copy.deepcopy(jobset("sweep", True))
+    del unlabelled["metadata"]["labels"]
+    store("MODIFIED", unlabelled)
+    assert "ns/sweep" not in state.workloads
 
 
 def test_the_snapshot_holds_every_kind_the_state_stores() -> None:

@@ -1,0 +1,138 @@
+"""The watches of what a cluster holds many of: the workloads sluice gates and the pods.
+
+They start where the operator's own first listing (``run.prime``) ended, from its
+resourceVersion, instead of listing everything a second time: at 400,000 stored jobs a
+second listing through Kopf's per-event machinery took about 8 minutes of the operator's
+processor (docs/operations.md, *Sizing*). Each runs in a thread of its own
+(``sluice.kube.watch``): an event is parsed once, read into its view and stored
+(``ClusterState``, whose lock and wake-up serve threads). When the version has expired (410),
+the kind is listed again page by page into the state, and what that listing no longer holds
+is forgotten: it was deleted while no watch was there to say so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from functools import partial
+from typing import Any
+
+from kubernetes import client
+
+from sluice.api.constants import QUEUE_LABEL
+from sluice.api.workloads import Adapter
+from sluice.api.workloads.job import JOB
+from sluice.dashboard.view import DashboardView
+from sluice.kube.watch import Lister, ListWatch, pages
+from sluice.operator.state import ClusterState, object_key
+from sluice.operator.stored import version_of
+
+Store = Callable[[str, Mapping[str, Any]], None]
+"""``store(event, object)``: an ADDED, MODIFIED or DELETED object into the state."""
+
+
+def list_into(
+    call: Lister, api_version: str, kind: str, store: Store, selector: str = ""
+) -> tuple[set[str], str | None]:
+    """One kind listed page by page, each object stored as its page arrives (the whole
+    listing is never held at once): the keys listed, and the version to watch from."""
+    listed: set[str] = set()
+    version: str | None = None
+    for items, at in pages(call, label_selector=selector):
+        version = at
+        for item in items:
+            item.setdefault("apiVersion", api_version)
+            item.setdefault("kind", kind)
+            store("ADDED", item)
+            listed.add(object_key(item))
+    return listed, version
+
+
+class Resumed(ListWatch):
+    """A kind's watch, started from a listing already made (``version``)."""
+
+    def __init__(
+        self,
+        state: ClusterState,
+        call: Lister,
+        api_version: str,
+        kind: str,
+        store: Store,
+        version: str | None,
+        selector: str = "",
+    ) -> None:
+        super().__init__(kind.lower(), call, lambda items: None, store, label_selector=selector)
+        self.state = state
+        self.api_version = api_version
+        self.kind = kind
+        self.store = store
+        self.version = version
+
+    def listing(self) -> None:
+        listed, version = list_into(
+            self.call, self.api_version, self.kind, self.store, self.kwargs["label_selector"]
+        )
+        at = version_of({"metadata": {"resourceVersion": version}})
+        for key in self.state.unlisted(self.kind, listed, at):
+            namespace, _, name = key.partition("/")
+            gone = {"metadata": {"namespace": namespace, "name": name}}
+            self.store("DELETED", {"apiVersion": self.api_version, "kind": self.kind, **gone})
+        self.version = version
+
+
+def store_workload(state: ClusterState, view: DashboardView | None) -> Store:
+    """How a managed workload's event is stored (and shown, for a Job, on the dashboard)."""
+
+    def store(event: str, obj: Mapping[str, Any]) -> None:
+        # The label selector sends only managed workloads; one whose label went away comes
+        # as a deletion carrying its new, unlabelled self, which must still leave the cache.
+        labels = (obj.get("metadata") or {}).get("labels") or {}
+        event = event if QUEUE_LABEL in labels else "DELETED"
+        state.on_workload(event, obj)
+        if view is not None and obj.get("kind", JOB.kind) == JOB.kind:
+            view.on_job(event, obj)  # the dashboard shows Jobs
+
+    return store
+
+
+Listing = tuple[Lister, str, str, Store, str]
+"""(list call, apiVersion, kind, store, label selector)."""
+
+
+def listings(
+    api: client.ApiClient,
+    state: ClusterState,
+    workloads: tuple[Adapter, ...],
+    view: DashboardView | None = None,
+) -> list[Listing]:
+    """What the resumed watches list and watch: each workload kind, then the pods."""
+    objects = client.CustomObjectsApi(api)
+    workload = store_workload(state, view)
+    kinds: list[Listing] = [
+        (
+            partial(
+                objects.list_cluster_custom_object, adapter.group, adapter.version, adapter.plural
+            ),
+            adapter.api_version,
+            adapter.kind,
+            workload,
+            QUEUE_LABEL,
+        )
+        for adapter in workloads
+    ]
+    return [*kinds, (client.CoreV1Api(api).list_pod_for_all_namespaces, "v1", "Pod",
+                     state.on_pod, "")]  # fmt: skip
+
+
+def resumed(
+    api: client.ApiClient,
+    state: ClusterState,
+    workloads: tuple[Adapter, ...],
+    versions: Mapping[str, str | None],
+    view: DashboardView | None = None,
+) -> list[Resumed]:
+    """A watch of each of ``listings``, from the version its listing ended at (``versions``,
+    by kind; none: it lists first), storing into the state and ``view``; not yet started."""
+    return [
+        Resumed(state, call, api_version, kind, store, versions.get(kind), selector)
+        for call, api_version, kind, store, selector in listings(api, state, workloads, view)
+    ]
