@@ -380,8 +380,8 @@ class ClusterState:
             return self._queue_reads
 
     def on_queue(self, event: str, obj: Obj) -> None:
-        self._echoed("Queue", _name(obj), obj)
         self._store_queue(event, obj)
+        self._echoed("Queue", _name(obj), obj)
 
     def _store_queue(self, event: str, obj: Obj) -> None:
         """A Queue, from its watch or from the answer to a write."""
@@ -392,20 +392,27 @@ class ClusterState:
     def on_workload(self, event: str, obj: Obj) -> None:
         """A workload of any kind (a batch/v1 Job when the object names none)."""
         kind, key = _kind(obj), object_key(obj)
-        self._echoed(kind, key, obj)
         self._store(kind, self.workloads, key, event, obj, minor=_job_decides_nothing)
+        self._echoed(kind, key, obj)
 
-    def _await(self, kind: str, key: str, obj: Obj) -> None:
-        """The operator wrote this object: note when, to time its way back on the watch."""
+    def _await(self, kind: str, table: Table, key: str, obj: Obj) -> None:
+        """The operator wrote this object: note when, to time its way back on the watch.
+        Called before the answer is stored, and a watch event is stored before it is
+        timed (``_echoed``): so a watch that brought the write back before its answer was
+        stored (the watches run on threads of their own) is told here, as no wait."""
         version = version_of(obj)
         if version is None:
             return
         at = f"{kind}/{key}"
         with self.lock:
-            self.awaited.pop(at, None)  # re-inserted last: the oldest stay first
-            self.awaited[at] = (version, self.clock())
-            while len(self.awaited) > ECHOES:
-                del self.awaited[next(iter(self.awaited))]
+            back = (_stored_version(table, key) or 0) >= version
+            if not back:
+                self.awaited.pop(at, None)  # re-inserted last: the oldest stay first
+                self.awaited[at] = (version, self.clock())
+                while len(self.awaited) > ECHOES:
+                    del self.awaited[next(iter(self.awaited))]
+        if back:
+            self.echo(0.0)
 
     def _echoed(self, kind: str, key: str, obj: Obj) -> None:
         """A watch event: when it brings back (or passes) the operator's last write to the
@@ -528,12 +535,12 @@ class ClusterState:
     def remember_workload(self, obj: Obj) -> None:
         """The object the API server returned for our own write."""
         kind, key = _kind(obj), object_key(obj)
+        self._await(kind, self.workloads, key, obj)
         self._store(kind, self.workloads, key, "MODIFIED", obj, minor=_own_write)
-        self._await(kind, key, obj)
 
     def remember_queue(self, obj: Obj) -> None:
+        self._await("Queue", self.queues, _name(obj), obj)
         self._store_queue("MODIFIED", obj)
-        self._await("Queue", _name(obj), obj)
 
     def unlisted(self, kind: str, listed: Collection[str], version: int | None) -> list[str]:
         """The keys stored of a kind (a workload kind, or Pod) that a listing at ``version``

@@ -77,6 +77,15 @@ def test_each_own_write_is_timed_once_until_its_watch_brings_it_back(
     assert list(state.awaited) == ["Job/ns/b", "Job/ns/c"]
 
 
+def test_a_write_its_watch_brought_back_before_its_answer_was_stored_waited_not_at_all() -> None:
+    echoes: list[float] = []
+    state = ClusterState(echo=echoes.append, clock=lambda: 5.0)
+    state.on_workload("MODIFIED", queued_job(7, spec={"suspend": False}))  # the watch, first
+    state.remember_workload(queued_job(7, spec={"suspend": False}))  # then the write's answer
+    assert echoes == [0.0]
+    assert not state.awaited  # nothing left to wait for until a later event passes it
+
+
 def test_only_what_may_let_a_job_in_wakes_the_loop_at_once() -> None:
     state = ClusterState()
     state.on_workload("ADDED", queued_job(1, spec={"suspend": True}))
