@@ -12,7 +12,8 @@ decision); the operator's decision pass (the fast pass, on every change) and its
 while the singles were created); how far behind the watches run, read from the operator's
 ``sluice_watch_echo_seconds``: how long each of its own writes (a pending reason, an
 admission, a Queue's status) took to come back to it on its watch, that is how long any event
-then waits in the watch streams and in Kopf's queues before the operator sees it; the
+then waits in the watch streams (and, for a Queue, in Kopf's queues) before the operator sees
+it; the
 event-loop lag beside it (``sluice_event_loop_lag_seconds``, how late a 0.1 s timer fires on
 the loop that stores the events); both while the stored jobs are first explained and while
 the singles run;
@@ -25,8 +26,8 @@ on one 24 GiB machine: the controller manager takes no part in the admissions me
 stored job stays suspended; a single is admitted when the operator un-suspends it), and at
 400,000 jobs it would hold about 6 GiB. (A Go memory limit, ``GOMEMLIMIT``, on the API server
 was tried for the same end and left out: at 9 GiB, about what the API server holds at 400,000
-jobs, the operator's first listing had not finished after 28 minutes and its continue token
-expired; without it, the listing took about 8 minutes.) Targets: median create-to-admission
+jobs, the second listing the operator's watches then made had not finished after 28 minutes
+and its continue token expired; without it, it took about 8 minutes.) Targets: median create-to-admission
 <= 0.2 s at 1,000 queues / 40,000 jobs (<= 0.5 s at 10,000 queues / 400,000 jobs); watch
 echo p99 <= 1 s while the singles run.
 """
