@@ -36,7 +36,7 @@ from sluice.operator.loop import LoopSettings, SchedulingLoop
 from sluice.operator.queue_reconciler import QueueReconciler
 from sluice.operator.state import ClusterState
 from sluice.operator.topology_status import TopologyReconciler
-from sluice.operator.watches import Listing, list_into, listings, resumed
+from sluice.operator.watches import Listing, list_anew, list_into, listings, resumed
 from sluice.scheduler.snapshot import readers
 
 log = logging.getLogger("sluice.operator")
@@ -78,8 +78,9 @@ def prime(
     api: client.ApiClient, state: ClusterState, workloads: tuple[Adapter, ...] = (JOB,)
 ) -> Versions:
     """An authoritative listing: before the first cycle, so it never sees half a cluster, and
-    again when this replica becomes the leader after it last listed (``state.listed_at``).
-    Where the workloads' and the pods' listings ended, for their watches to start from."""
+    again when this replica becomes the leader after it last listed (``state.listed_at``);
+    a workload or pod stored that it no longer holds is forgotten. Where the workloads' and
+    the pods' listings ended, for their watches to start from."""
     began = time.monotonic()
     objects = client.CustomObjectsApi(api)
     core = client.CoreV1Api(api)
@@ -100,8 +101,8 @@ def prime(
     for listing in before:
         list_into(*listing)
     versions: Versions = {}
-    for call, api_version, kind, store, selector in listings(api, state, workloads):
-        versions[kind] = list_into(call, api_version, kind, store, selector)[1]
+    for listing in listings(api, state, workloads):
+        versions[listing[2]] = list_anew(state, listing)
     for listing in after:
         list_into(*listing)
     state.listed_at = began

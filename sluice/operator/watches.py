@@ -7,7 +7,8 @@ processor (docs/operations.md, *Sizing*). Each runs in a thread of its own
 (``sluice.kube.watch``): an event is parsed once, read into its view and stored
 (``ClusterState``, whose lock and wake-up serve threads). When the version has expired (410),
 the kind is listed again page by page into the state, and what that listing no longer holds
-is forgotten: it was deleted while no watch was there to say so.
+is forgotten: it was deleted while no watch was there to say so. A new leader's listing
+(``run.prime`` again) forgets the same way.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ from sluice.operator.stored import version_of
 Store = Callable[[str, Mapping[str, Any]], None]
 """``store(event, object)``: an ADDED, MODIFIED or DELETED object into the state."""
 
+Listing = tuple[Lister, str, str, Store, str]
+"""(list call, apiVersion, kind, store, label selector)."""
+
 
 def list_into(
     call: Lister, api_version: str, kind: str, store: Store, selector: str = ""
@@ -47,36 +51,32 @@ def list_into(
     return listed, version
 
 
-class Resumed(ListWatch):
-    """A kind's watch, started from a listing already made (``version``)."""
+def list_anew(state: ClusterState, listing: Listing) -> str | None:
+    """One of ``listings`` listed into the state (``list_into``), and what it no longer
+    holds forgotten (``ClusterState.unlisted``): the version to watch from."""
+    call, api_version, kind, store, selector = listing
+    listed, version = list_into(call, api_version, kind, store, selector)
+    at = version_of({"metadata": {"resourceVersion": version}})
+    for key in state.unlisted(kind, listed, at):
+        namespace, _, name = key.partition("/")
+        gone = {"metadata": {"namespace": namespace, "name": name}}
+        store("DELETED", {"apiVersion": api_version, "kind": kind, **gone})
+    return version
 
-    def __init__(
-        self,
-        state: ClusterState,
-        call: Lister,
-        api_version: str,
-        kind: str,
-        store: Store,
-        version: str | None,
-        selector: str = "",
-    ) -> None:
+
+class Resumed(ListWatch):
+    """A kind's watch, started from a listing already made (``version``); when that
+    version has expired, it lists anew (``list_anew``)."""
+
+    def __init__(self, state: ClusterState, listing: Listing, version: str | None) -> None:
+        call, _, kind, store, selector = listing
         super().__init__(kind.lower(), call, lambda items: None, store, label_selector=selector)
         self.state = state
-        self.api_version = api_version
-        self.kind = kind
-        self.store = store
+        self.kind_listing = listing
         self.version = version
 
     def listing(self) -> None:
-        listed, version = list_into(
-            self.call, self.api_version, self.kind, self.store, self.kwargs["label_selector"]
-        )
-        at = version_of({"metadata": {"resourceVersion": version}})
-        for key in self.state.unlisted(self.kind, listed, at):
-            namespace, _, name = key.partition("/")
-            gone = {"metadata": {"namespace": namespace, "name": name}}
-            self.store("DELETED", {"apiVersion": self.api_version, "kind": self.kind, **gone})
-        self.version = version
+        self.version = list_anew(self.state, self.kind_listing)
 
 
 def store_workload(state: ClusterState, view: DashboardView | None) -> Store:
@@ -92,10 +92,6 @@ def store_workload(state: ClusterState, view: DashboardView | None) -> Store:
             view.on_job(event, obj)  # the dashboard shows Jobs
 
     return store
-
-
-Listing = tuple[Lister, str, str, Store, str]
-"""(list call, apiVersion, kind, store, label selector)."""
 
 
 def listings(
@@ -133,6 +129,6 @@ def resumed(
     """A watch of each of ``listings``, from the version its listing ended at (``versions``,
     by kind; none: it lists first), storing into the state and ``view``; not yet started."""
     return [
-        Resumed(state, call, api_version, kind, store, versions.get(kind), selector)
-        for call, api_version, kind, store, selector in listings(api, state, workloads, view)
+        Resumed(state, listing, versions.get(listing[2]))
+        for listing in listings(api, state, workloads, view)
     ]

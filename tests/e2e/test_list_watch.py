@@ -194,3 +194,6 @@ def test_the_operators_watches_start_where_its_listing_ended_and_forget_what_the
     jobs.listing()
     assert stored() == {"b", "c"}  # a forgotten: the listing no longer held it
     assert jobs.version is not None and int(jobs.version) > int(versions[JOB.kind] or 0)
+    kubectl.run("delete", "job", "b", "-n", namespace)
+    prime(api, state, (JOB,))  # a new leader's listing forgets the same way
+    assert stored() == {"c"}
