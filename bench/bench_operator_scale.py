@@ -27,9 +27,9 @@ stored job stays suspended; a single is admitted when the operator un-suspends i
 400,000 jobs it would hold about 6 GiB. (A Go memory limit, ``GOMEMLIMIT``, on the API server
 was tried for the same end and left out: at 9 GiB, about what the API server holds at 400,000
 jobs, the second listing the operator's watches then made had not finished after 28 minutes
-and its continue token expired; without it, it took about 8 minutes.) Targets: median create-to-admission
-<= 0.2 s at 1,000 queues / 40,000 jobs (<= 0.5 s at 10,000 queues / 400,000 jobs); watch
-echo p99 <= 1 s while the singles run.
+and its continue token expired; without it, it took about 8 minutes.) Targets: median
+create-to-admission <= 0.2 s at 1,000 queues / 40,000 jobs (<= 0.5 s at 10,000 queues /
+400,000 jobs); watch echo p99 <= 1 s while the singles run.
 """
 
 from __future__ import annotations

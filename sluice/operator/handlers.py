@@ -120,9 +120,9 @@ def build_registry(
     topology_due: Callable[[], None] = lambda: None,
 ) -> kopf.OperatorRegistry:
     """The watches: they fill the state (and the dashboard's view, on every replica).
-    ``queue_seen_by``:
-    told of every Queue event (the Queue reconciler); ``topology_due``: called on every
-    Topology and Node event (the Topologies' statuses follow the nodes' labels)."""
+    ``queue_seen_by``: told of every Queue event (the Queue reconciler); ``topology_due``:
+    called on every Topology and Node event (the Topologies' statuses follow the nodes'
+    labels)."""
     registry = kopf.OperatorRegistry()
 
     @kopf.on.startup(registry=registry)

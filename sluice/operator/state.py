@@ -7,8 +7,8 @@ views are immutable, so cycles share them; the decision pass does not even copy 
 workloads, only those whose read changed since it last looked (``decision_snapshot``). The
 loop writes its own results back (``remember``) as soon as the API server has accepted them,
 so the next cycle never acts on a view older than its own writes. Those writes come from
-worker threads while watch events arrive on the event loop, hence the lock and the
-thread-safe wake-up.
+worker threads while watch events arrive on the event loop (Kopf's) and on the workloads'
+and pods' watch threads (``watches.py``), hence the lock and the thread-safe wake-up.
 """
 
 from __future__ import annotations
