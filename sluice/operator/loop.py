@@ -178,6 +178,15 @@ class SchedulingLoop:
             self.executor.post_event(obj, EventSpec(reason, text, warning=True), "ConfigMap")
 
     async def run(self) -> None:
+        try:
+            await self._passes()
+        finally:
+            # The full pass running in the background ends with the loop: Kopf, stopping,
+            # would otherwise wait for it as for any task it did not start.
+            if self.explaining is not None:
+                self.explaining.cancel()
+
+    async def _passes(self) -> None:
         await self.synced.wait()
         last_config = 0.0
         last_decided = float("-inf")
