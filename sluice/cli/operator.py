@@ -17,6 +17,7 @@ from sluice.cli.common import (
     setup_logging,
     workload_kinds,
 )
+from sluice.operator.exiting import STOP_SECONDS
 
 
 def register(app: typer.Typer) -> None:
@@ -66,6 +67,15 @@ def run(
     max_queue_depth: Annotated[
         int, typer.Option(help="Deepest allowed queue level under root.")
     ] = DEFAULT_MAX_QUEUE_DEPTH,
+    stop_seconds: Annotated[
+        float,
+        typer.Option(
+            min=1.0,
+            help="Once stopping (a signal, a lost Lease), end after this long at the latest,"
+            " naming in the log what had not stopped; keep it below the pod's"
+            " terminationGracePeriodSeconds.",
+        ),
+    ] = STOP_SECONDS,
     workload_kind: WorkloadKinds = None,
     log_level: LogLevel = "info",
 ) -> None:
@@ -93,5 +103,6 @@ def run(
         full_pass_seconds=full_pass_seconds,
         max_queue_depth=max_queue_depth,
         workload_kinds=kinds,
+        stop_seconds=stop_seconds,
     )
     raise typer.Exit(asyncio.run(run_operator(api, options)))

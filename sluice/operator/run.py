@@ -29,6 +29,7 @@ from sluice.dashboard.view import DashboardView
 from sluice.kube.errors import API_ERRORS, message
 from sluice.operator import metrics
 from sluice.operator.executor import WRITERS
+from sluice.operator.exiting import end_within
 from sluice.operator.handlers import build_registry
 from sluice.operator.health import serve_health
 from sluice.operator.leader import LeaseElector
@@ -63,6 +64,9 @@ class OperatorOptions:
     workload_kinds: tuple[str, ...] = (JOB.kind,)
     """The kinds of workload sluice gates (docs/workloads.md): each is watched, read and
     held through its adapter."""
+    stop_seconds: float | None = None
+    """Once stopping, the process ends after this long at the latest (``exiting.py``);
+    None: only when all has stopped, as when it runs inside another program."""
 
     @property
     def workloads(self) -> tuple[Adapter, ...]:
@@ -149,6 +153,12 @@ async def _until_lease_lost(elector: LeaseElector) -> None:
     await elector.until(False)
 
 
+def _stopping(options: OperatorOptions, status: int) -> None:
+    log.info("event=stopping status=%d", status)
+    if options.stop_seconds is not None:
+        end_within(options.stop_seconds, status)
+
+
 async def run_operator(api: client.ApiClient, options: OperatorOptions) -> int:
     """Until a signal (0), or until the Lease is lost or a task fails (1: Kubernetes starts
     the process again, and it comes back as a warm follower)."""
@@ -203,7 +213,7 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> int:
     if versions is None or stop.is_set():
         # Stopped before or while it listed (it may hold the Lease already): no watch is
         # started only to be stopped, and the Lease is handed over all the same.
-        log.info("event=stopping")
+        _stopping(options, 0)
         lease.cancel()
         await asyncio.gather(lease, return_exceptions=True)
         await asyncio.to_thread(elector.release)
@@ -259,7 +269,7 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> int:
                 log.error("event=task-failed task=%s error=%r", task.get_name(), task.exception())
                 status = 1
     finally:
-        log.info("event=stopping")
+        _stopping(options, status)
         if not kopf_stop.done():
             kopf_stop.set_result(None)
         for watch in watches:

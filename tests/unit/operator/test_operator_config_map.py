@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from sluice.api.constants import CONFIGMAP_NAME
 from sluice.cli.main import _register, app
+from sluice.operator.exiting import STOP_SECONDS
 from sluice.operator.loop import LoopSettings, SchedulingLoop
 from sluice.operator.run import OperatorOptions
 from sluice.operator.state import ClusterState
@@ -53,11 +54,16 @@ def test_the_loop_reads_the_config_map_it_was_given() -> None:
 
 
 @pytest.mark.parametrize(
-    ("flags", "expected"),
-    [([], CONFIGMAP_NAME), (["--config-map-name", "b-sluice-scheduler"], "b-sluice-scheduler")],
+    ("flags", "field", "expected"),
+    [
+        ([], "config_map_name", CONFIGMAP_NAME),
+        (["--config-map-name", "b-sluice-scheduler"], "config_map_name", "b-sluice-scheduler"),
+        ([], "stop_seconds", STOP_SECONDS),
+        (["--stop-seconds", "25"], "stop_seconds", 25.0),
+    ],
 )
-def test_operator_run_threads_the_config_map_name(
-    monkeypatch: pytest.MonkeyPatch, flags: list[str], expected: str
+def test_operator_run_threads_its_flags_into_the_options(
+    monkeypatch: pytest.MonkeyPatch, flags: list[str], field: str, expected: object
 ) -> None:
     seen: list[OperatorOptions] = []
 
@@ -68,4 +74,4 @@ def test_operator_run_threads_the_config_map_name(
     monkeypatch.setattr("sluice.kube.api_client", lambda kubeconfig: object())
     result = CliRunner().invoke(app, ["operator", "run", *flags])
     assert result.exit_code == 0, result.output
-    assert [o.config_map_name for o in seen] == [expected]
+    assert [getattr(o, field) for o in seen] == [expected]
