@@ -21,9 +21,14 @@ _COMPACT = json.JSONEncoder(separators=(",", ":"), check_circular=False)
 
 
 def version_of(obj: Obj | None) -> int | None:
+    """An object's resourceVersion as an integer (``as_version``)."""
+    return as_version(((obj or {}).get("metadata") or {}).get("resourceVersion"))
+
+
+def as_version(value: object) -> int | None:
     """resourceVersions are opaque, but the API server's are integers."""
     try:
-        return int(str(((obj or {}).get("metadata") or {}).get("resourceVersion")))
+        return int(str(value))
     except (TypeError, ValueError):
         return None
 

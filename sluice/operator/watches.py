@@ -25,7 +25,7 @@ from sluice.api.workloads.job import JOB
 from sluice.dashboard.view import DashboardView
 from sluice.kube.watch import Lister, ListWatch, pages
 from sluice.operator.state import ClusterState, object_key
-from sluice.operator.stored import version_of
+from sluice.operator.stored import as_version
 
 Store = Callable[[str, Mapping[str, Any]], None]
 """``store(event, object)``: an ADDED, MODIFIED or DELETED object into the state."""
@@ -56,8 +56,7 @@ def list_anew(state: ClusterState, listing: Listing) -> str | None:
     holds forgotten (``ClusterState.unlisted``): the version to watch from."""
     call, api_version, kind, store, selector = listing
     listed, version = list_into(call, api_version, kind, store, selector)
-    at = version_of({"metadata": {"resourceVersion": version}})
-    for key in state.unlisted(kind, listed, at):
+    for key in state.unlisted(kind, listed, as_version(version)):
         namespace, _, name = key.partition("/")
         gone = {"metadata": {"namespace": namespace, "name": name}}
         store("DELETED", {"apiVersion": api_version, "kind": kind, **gone})
