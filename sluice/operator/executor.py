@@ -34,6 +34,7 @@ from sluice.api.workloads import Adapter
 from sluice.api.workloads.job import JOB
 from sluice.kube.errors import API_ERRORS, Failure, classify, message
 from sluice.kube.watch import drain
+from sluice.operator import metrics
 from sluice.operator.events import EventSink, named
 from sluice.operator.plan import EventSpec, Obj, Plan, PodChange, Write, adapter_of, basis
 from sluice.operator.state import ClusterState
@@ -126,6 +127,8 @@ class Executor:
             return None
         self.stats.count(write.kind)
         self.state.remember_workload(obj)
+        if write.decision is not None:
+            metrics.decision_written(write.decision, write.created)
         if write.kind == "reason":
             with self.stats.lock:
                 self.positions_written[write.workload] = self.clock()
@@ -173,6 +176,8 @@ class Executor:
         if write.kind == "reason":
             with self.stats.lock:
                 self.positions_written[write.workload] = self.clock()
+        if write.decision is not None:
+            metrics.decision_written(write.decision, write.created)
         return first or {}
 
     def _patch(self, adapter: Adapter, namespace: str, name: str, body: dict[str, Any]) -> Obj:

@@ -465,8 +465,6 @@ class SchedulingLoop:
         self._count_writes()
         if not result.decisions:
             return result
-        for decision in result.decisions:
-            metrics.DECISIONS.labels(decision.action).inc()
         log.info(
             "event=decided decisions=%d listed=%d runs=%d seconds=%.3f waited=%.3f"
             " snapshot=%.3f fast=%.3f written=%.3f",
@@ -512,7 +510,7 @@ class SchedulingLoop:
         )
         metrics.APPLY_SECONDS.observe(time.perf_counter() - written)
         self._count_writes()
-        await self._in("explain", metrics.publish, full, snapshot.queues, snapshot.workloads, now)
+        await self._in("explain", metrics.publish, full, snapshot.queues)
         self.cycles += 1
         log.info(
             "event=explained pending=%d seconds=%.3f",

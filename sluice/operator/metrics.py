@@ -7,15 +7,14 @@ import contextlib
 import functools
 import threading
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 
 from prometheus_client import Counter, Gauge, Histogram
 
 from sluice.api.queue import Queue
-from sluice.api.views import WorkloadView
 from sluice.observability import new_registry
 from sluice.queues.limits import over_capability
-from sluice.scheduler.model import CycleResult
+from sluice.scheduler.model import CycleResult, Decision
 
 REGISTRY = new_registry()
 
@@ -227,11 +226,9 @@ With a thousand queues, setting every series each cycle took longer than its dec
 _shown_lock = threading.Lock()
 
 
-def publish(
-    result: CycleResult, queues: Iterable[Queue], jobs: Iterable[WorkloadView], now: datetime
-) -> None:
-    """A written cycle as metrics: per-queue numbers, pending by reason, admission waits and
-    evictions. Per-queue series follow the cycle whole, so a deleted queue's go away."""
+def publish(result: CycleResult, queues: Iterable[Queue]) -> None:
+    """A full pass as metrics: per-queue numbers and pending by reason. Per-queue series
+    follow the cycle whole, so a deleted queue's go away."""
     global _shown
     series = cycle_series(result, queues)
     with _shown_lock:
@@ -242,16 +239,18 @@ def publish(
             with contextlib.suppress(KeyError):  # already gone
                 gauge.remove(*labels)
         _shown = series
-    admitted = {d.job: d.queue for d in result.decisions if d.action == "admit"}
-    if admitted:
-        for job in jobs:
-            queue = admitted.get(job.key)
-            if queue is not None:
-                since = (now - job.creation_timestamp).total_seconds()
-                ADMISSION_WAIT.labels(queue).observe(max(since, 0.0))
-    for decision in result.decisions:
-        if decision.action != "admit":
-            EVICTIONS.labels(decision.queue, decision.action).inc()
+
+
+def decision_written(decision: Decision, created: datetime | None) -> None:
+    """One decision has landed on its workload, whichever pass made it: counted by action; an
+    admission's wait since the workload was created observed, an eviction counted by its
+    queue and why."""
+    DECISIONS.labels(decision.action).inc()
+    if decision.action != "admit":
+        EVICTIONS.labels(decision.queue, decision.action).inc()
+    elif created is not None:
+        waited = (datetime.now(UTC) - created).total_seconds()
+        ADMISSION_WAIT.labels(decision.queue).observe(max(waited, 0.0))
 
 
 async def probe_event_loop_lag(interval: float = LAG_PROBE_SECONDS) -> None:

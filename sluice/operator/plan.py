@@ -96,6 +96,11 @@ class Write:
     event: EventSpec | None = None
     pods: tuple[PodChange, ...] | None = None
     """None: a write of the workload object itself."""
+    decision: Decision | None = None
+    """The decision the write carries out (None: a reason, a restore, a straggler's release):
+    the metrics count it once it has landed."""
+    created: datetime | None = None
+    """When the workload decided on was created: an admission's wait is measured from it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,19 +207,21 @@ def plan(
     admissions: list[Write] = []
     for d in result.decisions:
         workload = pods.get(d.job)
+        seen = views.get(d.job)
         if workload is not None:
-            (admissions if d.action == "admit" else victims).append(_pod_decision(d, workload, now))
+            write = _pod_decision(d, workload, now)
+            seen = workload.view
         elif d.action == "admit":
             obj = workloads.get(d.job)  # parsed once (``stored.py``)
             adapter = adapter_of(obj)
             write = _admission(d, now, decided_on.get(d.job), adapter)
             if extra := admission_patch(d.domain, obj, adapter):
                 write = replace(write, patch=merged(write.patch, extra))
-            admissions.append(write)
         else:
-            victims.append(
-                _eviction(d, now, decided_on.get(d.job), adapter_of(workloads.get(d.job)))
-            )
+            write = _eviction(d, now, decided_on.get(d.job), adapter_of(workloads.get(d.job)))
+        created = seen.creation_timestamp if seen is not None else None
+        write = replace(write, decision=d, created=created)
+        (admissions if d.action == "admit" else victims).append(write)
     reasons: list[Write | None] = []
     confined: list[str] = []  # waiting jobs whose latest view records an assignment
     for p in result.pending:

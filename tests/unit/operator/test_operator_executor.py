@@ -348,3 +348,35 @@ def test_a_phase_hands_its_writes_over_a_window_at_a_time_and_keeps_only_their_n
     assert [o["metadata"]["name"] for o in told] == [f"j{i}" for i in range(7)]
     assert all(set(o) == {"apiVersion", "kind", "metadata"} for o in told)
     assert all(set(o["metadata"]) <= {"name", "namespace", "uid", "resourceVersion"} for o in told)
+
+
+def _counted(name: str, **labels: str) -> float:
+    from sluice.operator import metrics
+
+    return metrics.REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+async def test_each_decision_is_counted_once_when_it_lands_and_never_when_it_does_not() -> None:
+    executor, cluster, state = fake_executor()
+    for name in ("victim", "starving", "refused"):
+        job(cluster, state, name)
+    cluster.objects["job/ns/victim"]["spec"]["suspend"] = False
+    state.on_workload("MODIFIED", dict(cluster.objects["job/ns/victim"]))
+    cluster.refuse.add("job/ns/refused")
+    waits = _counted("sluice_admission_wait_seconds_count", queue="mx-a")
+    evictions = _counted("sluice_evictions_total", queue="mx-b", reason="reclaim")
+    admits = _counted("sluice_decisions_total", action="admit")
+    done = apply_result(
+        executor,
+        result(
+            Decision("reclaim", "ns/victim", "mx-b", "", for_job="ns/starving"),
+            Decision("admit", "ns/starving", "mx-a", ""),
+            Decision("admit", "ns/refused", "mx-a", ""),
+        ),
+        NOW,
+    )
+    assert done
+    assert _counted("sluice_evictions_total", queue="mx-b", reason="reclaim") == evictions + 1
+    # The refused admission is not counted: only what landed is.
+    assert _counted("sluice_admission_wait_seconds_count", queue="mx-a") == waits + 1
+    assert _counted("sluice_decisions_total", action="admit") == admits + 1

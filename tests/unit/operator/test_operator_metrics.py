@@ -1,5 +1,5 @@
-"""A written cycle as metrics: pending by queue and class of reason, admission waits,
-evictions by reason, per-queue numbers replaced whole."""
+"""A full pass as metrics: pending by queue and class of reason, per-queue numbers replaced
+whole; a decision written as metrics: admission waits, evictions by reason."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from prometheus_client import generate_latest
 
 from sluice.api.queue import Queue
 from sluice.api.resources import Resources
-from sluice.api.views import JobPhase, WorkloadView
 from sluice.operator import metrics
 from sluice.scheduler.model import CycleResult, Decision, PendingJob, QueueResult
 
@@ -61,34 +60,47 @@ def test_reason_classes() -> None:
 
 def test_a_cycle_becomes_metrics_and_a_gone_queue_leaves_none() -> None:
     queue = Queue.from_object({"metadata": {"name": "mq-a"}, "spec": {"capability": {"cpu": "8"}}})
-    job = WorkloadView("ns", "new", "mq-a", Resources({"cpu": 1000}), JobPhase.PENDING,
-                  creation_timestamp=NOW - timedelta(seconds=42))  # fmt: skip
     waits = sample("sluice_admission_wait_seconds_count", queue="mq-a") or 0
     evictions = sample("sluice_evictions_total", queue="mq-a", reason="reclaim") or 0
-    metrics.publish(result("mq-a"), [queue], [job], NOW)
+    metrics.publish(result("mq-a"), [queue])
     assert sample("sluice_pending_jobs", queue="mq-a", reason="quota") == 1
     assert sample("sluice_pending_jobs", queue="mq-a", reason="fifo") == 1
     assert sample("sluice_pending_jobs", queue="mq-a", reason="victim") == 1
-    assert sample("sluice_admission_wait_seconds_count", queue="mq-a") == waits + 1
-    assert sample("sluice_admission_wait_seconds_sum", queue="mq-a") >= 42  # type: ignore[operator]
-    assert sample("sluice_evictions_total", queue="mq-a", reason="reclaim") == evictions + 1
+    # The result's decisions are the writes' to count, not the full pass's.
+    assert (sample("sluice_admission_wait_seconds_count", queue="mq-a") or 0) == waits
+    assert (sample("sluice_evictions_total", queue="mq-a", reason="reclaim") or 0) == evictions
     assert sample("sluice_queue_guarantee", queue="mq-a", resource="cpu") == 1
     assert sample("sluice_queue_capability", queue="mq-a", resource="cpu") == 8
     assert sample("sluice_queue_over_capability", queue="mq-a", resource="cpu") is None
     assert sample("sluice_queue_info", queue="mq-a", parent="root", state="Open") == 1
-    metrics.publish(result("mq-b"), [], [], NOW)
+    metrics.publish(result("mq-b"), [])
     assert sample("sluice_queue_info", queue="mq-a", parent="root", state="Open") is None
     assert sample("sluice_pending_jobs", queue="mq-a", reason="quota") is None
     assert b"sluice_build_info{" in generate_latest(metrics.REGISTRY)
 
 
+def test_a_decision_written_is_counted_once_by_what_it_did() -> None:
+    waits = sample("sluice_admission_wait_seconds_count", queue="mq-w") or 0
+    admits = sample("sluice_decisions_total", action="admit") or 0
+    created = datetime.now(UTC) - timedelta(seconds=42)
+    metrics.decision_written(Decision("admit", "ns/new", "mq-w"), created)
+    assert sample("sluice_admission_wait_seconds_count", queue="mq-w") == waits + 1
+    assert sample("sluice_admission_wait_seconds_sum", queue="mq-w") >= 42  # type: ignore[operator]
+    assert sample("sluice_decisions_total", action="admit") == admits + 1
+    for action in ("reclaim", "preempt", "requeue"):
+        before = sample("sluice_evictions_total", queue="mq-w", reason=action) or 0
+        metrics.decision_written(Decision(action, "ns/old", "mq-w", for_job="ns/x"), None)
+        assert sample("sluice_evictions_total", queue="mq-w", reason=action) == before + 1
+    assert sample("sluice_admission_wait_seconds_count", queue="mq-w") == waits + 1
+
+
 def test_a_queue_over_its_capability_shows_by_how_much() -> None:
     # Its workloads' pods ask cpu 2 while its capability is cpu 1.5.
     spec = {"metadata": {"name": "mq-over"}, "spec": {"capability": {"cpu": "1500m"}}}
-    metrics.publish(result("mq-over"), [Queue.from_object(spec)], [], NOW)
+    metrics.publish(result("mq-over"), [Queue.from_object(spec)])
     assert sample("sluice_queue_over_capability", queue="mq-over", resource="cpu") == 0.5
     within = {"metadata": {"name": "mq-over"}, "spec": {"capability": {"cpu": "2"}}}
-    metrics.publish(result("mq-over"), [Queue.from_object(within)], [], NOW)
+    metrics.publish(result("mq-over"), [Queue.from_object(within)])
     assert sample("sluice_queue_over_capability", queue="mq-over", resource="cpu") is None
 
 
