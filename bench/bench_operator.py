@@ -11,7 +11,10 @@ KWOK), ``--nodes`` fake nodes and the operator as a process, then creates ``--jo
    admitted jobs per second; the operator's API writes per admission.
 2. Backlog: the first wave's pods are told to exit (KWOK ends them; the Job controller
    completes the Jobs), and the waiting jobs are admitted: how fast, and at how many writes
-   per decision.
+   per decision; and how long after the Job controller completed them every Queue's status
+   counted them completed (the status lag), beside the full pass's period
+   (``--full-pass-seconds``): the decision pass writes the statuses, so the lag is not
+   bound to that period.
 3. Floor: with the operator stopped, the same number of the same Jobs as were admitted, created
    unsuspended in a fresh namespace: the time the cluster itself needs to run them, its jobs
    per second and its own API writes per job. Each burst figure is printed beside it.
@@ -140,6 +143,9 @@ def main() -> int:
     parser.add_argument("--queues", type=int, default=50)
     parser.add_argument("--nodes", type=int, default=100)
     parser.add_argument("--pods", type=int, default=4, help="pods per job")
+    parser.add_argument(
+        "--full-pass-seconds", type=float, default=5.0, help="the operator's full-pass period"
+    )
     args = parser.parse_args()
     from kubernetes import client
 
@@ -273,6 +279,7 @@ class Bench:
             "--health-port=0",
             f"--metrics-port={self.metrics_port}",
             "--dashboard-port=0",
+            f"--full-pass-seconds={args.full_pass_seconds}",
         )
         try:
             time.sleep(2)
@@ -391,15 +398,18 @@ class Bench:
         told = time.monotonic()
         completed: float | None = None
         drained: float | None = None
-        while time.monotonic() < told + 180 and drained is None:
+        shown: float | None = None
+        while time.monotonic() < told + 180 and (drained is None or shown is None):
             jobs = self.list_jobs("bench")
             if completed is None and all(
                 _complete(j) for j in jobs if j["metadata"]["name"] in names
             ):
                 completed = time.monotonic()
-            if not [j for j in jobs if j["spec"].get("suspend")]:
+            if shown is None and self.completions_shown(jobs):
+                shown = time.monotonic()
+            if drained is None and not [j for j in jobs if j["spec"].get("suspend")]:
                 drained = time.monotonic()
-            time.sleep(0.2)
+            time.sleep(0.1)
         all_running = watch.wait(len(waiting) * self.args.pods, timeout=120)
         watch.stop()
         writes, decisions = self.operator_counters()
@@ -414,7 +424,24 @@ class Bench:
             f" {since(completed)}, the {backlog} waiting were admitted {since(drained)} and all"
             f" their pods Running {since(all_running)};"
             f" {(writes - writes_before) / max(admitted, 1):.2f} operator API writes per decision"
+            f"\nstatus lag: every Queue's status counted the completed jobs"
+            f" {_lag(completed, shown)} after the Job controller completed the last of them,"
+            f" beside the full pass's period of {self.args.full_pass_seconds:g}s"
         )
+
+    def completions_shown(self, jobs: list[dict[str, Any]]) -> bool:
+        """Whether every Queue's status counts as many completed jobs as the Jobs say."""
+        done: dict[str, int] = {}
+        for j in jobs:
+            q = j["metadata"]["labels"]["sluice.dev/queue-name"]
+            done[q] = done.get(q, 0) + (1 if _complete(j) else 0)
+        if not any(done.values()):
+            return False
+        for q, count in done.items():
+            st = self.objects.get_cluster_custom_object(GROUP, VERSION, "queues", q)
+            if (st.get("status") or {}).get("completed", 0) != count:
+                return False
+        return True
 
     def floor(self, count: int) -> dict[str, Any]:
         """The same Jobs, as many as sluice admitted, with no sluice: what the cluster needs."""
@@ -516,6 +543,14 @@ def _discard(response: Any) -> None:
     """Read the unwanted answer to the end, so its connection can serve the next request."""
     response.drain_conn()
     response.release_conn()
+
+
+def _lag(completed: float | None, shown: float | None) -> str:
+    """How long after the completions (both seen by polling every 0.1 s) the statuses
+    showed them; a status already showing them at the poll that saw them lags 0."""
+    if completed is None or shown is None:
+        return "-"
+    return f"{max(shown - completed, 0.0):.1f}s"
 
 
 def _fmt(value: float | None) -> str:

@@ -59,9 +59,10 @@ def run(
         float,
         typer.Option(
             min=0.0,
-            help="Run the full pass (positions, pending reasons, queue statuses) at most this"
-            " often, and once after the last change, when changes pause for a fifth of this"
-            " (for at most the resync more); decisions never wait for it.",
+            help="Run the full pass (positions, pending reasons, per-queue metrics) at most"
+            " this often, and once after the last change, when changes pause for a fifth of"
+            " this (for at most the resync more); decisions, and the queue statuses after"
+            " them, never wait for it.",
         ),
     ] = 5.0,
     max_queue_depth: Annotated[

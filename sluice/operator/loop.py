@@ -7,12 +7,15 @@ writes. Two passes share the work (docs/architecture.md, *Two passes*):
 - the decision pass (``decide``) runs on every change that may let a job in or must be acted
   on, and at each resync (never for one that only statuses show): the fast pass of
   sluice/scheduler/fast.py, which takes the full cycle's decisions from only the waiting jobs
-  that may be decided, and writes them (victims, then admissions) at once;
+  that may be decided, and writes them (victims, then admissions) at once; then it hands the
+  queues' statuses as they stand after them to ``decided`` (the Queue reconciler writes those
+  that changed), so a completion, a deletion or an admission shows in its queue's status at
+  once;
 - the full pass (``explain``) runs the whole cycle in the background, at most every
   ``full_pass_seconds`` and once more after the last change, when the changes that may let
-  a job in pause (``_explain_at``): it writes every waiting job's
-  position and reason and hands the result to ``decided`` (the Queue reconciler writes the
-  Queues' statuses). It never writes a decision and never holds one up.
+  a job in pause (``_explain_at``): it writes every waiting job's position and reason, hands
+  its result to ``decided`` too (the reconciler keeps the newer of the two) and sets the
+  metrics. It never writes a decision and never holds one up.
 
 Both run the pure core in a thread so that watches keep flowing meanwhile; their results
 become plans of writes (``plan.py``) that the executor carries out.
@@ -441,7 +444,8 @@ class SchedulingLoop:
             self.usage = dict(fast.usage)
 
     async def decide(self) -> CycleResult | None:
-        """The decision pass: the full cycle's decisions from the fast pass, written at once."""
+        """The decision pass: the full cycle's decisions from the fast pass, written at once,
+        then the queues' statuses as they stand after them (``decided``)."""
         started = time.perf_counter()
         if not await self._sure("decide"):
             return None
@@ -449,12 +453,13 @@ class SchedulingLoop:
         self._noted(taken, whole=False)
         fasted = time.perf_counter()
         metrics.DECISION_SECONDS.observe(fasted - started)
-        result = CycleResult(queue_order=(), queues={}, decisions=fast.decisions)
+        result = CycleResult(queue_order=(), queues=dict(fast.queues), decisions=fast.decisions)
         stragglers = any(w.stragglers for w in taken.pod_workloads.values())
         if not self.elector.holds():
             return result
         if not (result.decisions or stragglers):
             self._sampled(fast)
+            self.decided(result, snapshot.now)
             return result
         # Before the write: a full pass running now says nothing more of these jobs.
         self.decided_since.update(d.job for d in result.decisions)
@@ -463,6 +468,7 @@ class SchedulingLoop:
             return result
         self._sampled(fast)
         self._count_writes()
+        self.decided(result, snapshot.now)
         if not result.decisions:
             return result
         log.info(

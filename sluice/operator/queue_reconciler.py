@@ -1,15 +1,16 @@
 """The Lease holder's Queue writes: cascades, subtree deletion, the reserved queues, statuses.
 
 Level-triggered, as a controller reconciles: a queue is due when a watch event names it (or
-its child), when this replica takes the Lease (every queue) and after each cycle (every
-queue); each due queue is reconciled from the tree as watched, so a new leader repairs
+its child), when this replica takes the Lease (every queue) and when a pass changes what its
+status shows; each due queue is reconciled from the tree as watched, so a new leader repairs
 whatever it finds, whatever it missed:
 
 - Closing a queue by hand closes its open descendants, each marked with the queue whose close
   closed it; reopening that queue reopens them (the rule: ``sluice.queues.lifecycle``).
 - Deleting a queue deletes its subtree first: the finalizer ``sluice.dev/subtree``, put on
   every queue, holds it until no child queue is left.
-- A queue's status follows the cycles: it is written when a cycle changed what a reader sees.
+- A queue's status follows the passes: it is written when a decision pass or a full pass
+  changed what a reader sees.
 - The reserved queues (root, default) are created whenever they are missing.
 
 These are not Kopf change handlers, daemons or Kopf finalizers: Kopf runs those on every
@@ -263,9 +264,16 @@ class QueueReconciler:
         self.enqueue(str(meta.get("name") or ""), str(spec.get("parent") or ROOT_QUEUE))
 
     def publish(self, result: CycleResult, now: datetime) -> None:
-        """A cycle decided: every queue's status may change."""
+        """A pass decided (``now``: when its snapshot was taken): the queues whose status it
+        changes are due. A result older than the one shown is dropped: a full pass that began
+        before the last decision pass must not bring back what that pass already moved on
+        from."""
+        shown = self.cycle
+        if shown is not None and now < shown[1]:
+            return
+        before = shown[0].queues if shown is not None else {}
         self.cycle = (result, now)
-        self.enqueue(*self.state.queue_reads()[1])
+        self.enqueue(*(name for name, q in result.queues.items() if before.get(name) != q))
 
     async def run(self, leading: Callable[[], Awaitable[None]]) -> None:
         """Once ``leading()`` has returned (the Lease is held), for as long as the process

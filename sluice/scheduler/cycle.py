@@ -23,7 +23,7 @@ from sluice.scheduler.actions.reclaim import reclaim
 from sluice.scheduler.actions.requeue import requeue
 from sluice.scheduler.fit import over_capability
 from sluice.scheduler.kept import Kept
-from sluice.scheduler.model import CycleResult, Decision, PendingJob, QueueResult, Snapshot
+from sluice.scheduler.model import CycleResult, PendingJob, QueueResult, Snapshot
 from sluice.scheduler.order import leaf_order
 from sluice.scheduler.session import JobInfo, Session, job_order_key
 from sluice.scheduler.usage_note import UsageNotes
@@ -34,29 +34,37 @@ def run_cycle(snapshot: Snapshot) -> CycleResult:
         return _run_cycle(snapshot)
 
 
-def decide(snapshot: Snapshot, kept: Kept | None = None) -> tuple[Decision, ...]:
+class Decided:
+    """A cycle's decisions, and the session they were taken in: what the queues' statuses
+    show is worked out from it only when asked (``queues``), once, after the last run of the
+    fast pass (sluice/scheduler/fast.py)."""
+
+    __slots__ = ("decisions", "outcome", "session")
+
+    def __init__(self, session: Session, outcome: Outcome) -> None:
+        self.session = session
+        self.outcome = outcome
+        self.decisions = tuple(outcome.decisions)
+
+    def queues(self) -> dict[str, QueueResult]:
+        """Every queue's status after the decisions, as ``run_cycle`` gives it."""
+        return _queue_results(self.session, self.outcome)
+
+    def usage(self) -> dict[str, QueueUsage]:
+        """Each queue's usage as the cycle sampled it, the entry penalties of its decisions
+        included (empty when the usage plugin is off), the root's left out."""
+        session = self.session
+        sampled = {name: _usage(session, name) for name in session.queues if name != ROOT_QUEUE}
+        return {name: usage for name, usage in sampled.items() if usage is not None}
+
+
+def decide(snapshot: Snapshot, kept: Kept | None = None) -> Decided:
     """The decisions of a cycle, without what explains the jobs that wait (positions,
-    reasons, the queues' statuses): what the fast pass runs (sluice/scheduler/fast.py).
-    ``kept``: what the last session worked out, taken where it still holds
-    (sluice/scheduler/kept.py)."""
-    return _decided(snapshot, kept)[1]
-
-
-def decide_sampling(
-    snapshot: Snapshot, kept: Kept | None = None
-) -> tuple[tuple[Decision, ...], dict[str, QueueUsage]]:
-    """``decide``, and each queue's usage as the cycle sampled it, the entry penalties of
-    its decisions included (empty when the usage plugin is off), as ``run_cycle`` hands it
-    back (the root's left out)."""
-    session, decisions = _decided(snapshot, kept)
-    sampled = {name: _usage(session, name) for name in session.queues if name != ROOT_QUEUE}
-    return decisions, {name: usage for name, usage in sampled.items() if usage is not None}
-
-
-def _decided(snapshot: Snapshot, kept: Kept | None) -> tuple[Session, tuple[Decision, ...]]:
+    reasons): what the fast pass runs (sluice/scheduler/fast.py). ``kept``: what the last
+    session worked out, taken where it still holds (sluice/scheduler/kept.py)."""
     with _collector_paused():
         session = Session(snapshot, kept)
-        return session, tuple(_act(session).decisions)
+        return Decided(session, _act(session))
 
 
 @contextmanager
@@ -152,6 +160,13 @@ def _queue_results(session: Session, outcome: Outcome) -> dict[str, QueueResult]
             else:
                 own[1] += 1
         own[3] += info.completed
+    snapshot = session.snapshot
+    for name, left_out in snapshot.unlisted_jobs.items():
+        if name in counts:
+            counts[name][0] += left_out
+    for name, finished in snapshot.unlisted_finished.items():
+        if name in counts:
+            counts[name][3] += finished
     unfinished = {name: c[0] + c[1] + c[2] for name, c in counts.items()}
     states = derive_states(session.tree, unfinished)
     for info in sorted(session.queues.values(), key=lambda q: -q.depth):

@@ -42,9 +42,9 @@ from sluice.api.constants import ROOT_QUEUE
 from sluice.api.constraints import PodSpecView
 from sluice.api.queue import Queue, QueueUsage
 from sluice.api.views import JobPhase, NodeView, WorkloadView
-from sluice.scheduler.cycle import decide, decide_sampling
+from sluice.scheduler.cycle import decide
 from sluice.scheduler.kept import Kept, as_is, name_and_spec, same_list
-from sluice.scheduler.model import Decision, Snapshot
+from sluice.scheduler.model import Decision, QueueResult, Snapshot
 
 FIRST = 1
 """Jobs of a kind listed at first."""
@@ -78,6 +78,9 @@ class FastResult:
     """Runs of the decisions: 1, plus one for each time a kind was used up."""
     usage: Mapping[str, QueueUsage] = field(default_factory=dict)
     """Each queue's usage as the pass sampled it (the usage plugin; else empty)."""
+    queues: Mapping[str, QueueResult] = field(default_factory=dict)
+    """Every queue's status after the decisions, as the full cycle would show it: the jobs
+    left out count in their queue's pending and completed."""
 
 
 class FastPath:
@@ -95,6 +98,10 @@ class FastPath:
         """The kinds that are not stuck: those a pass lists."""
         self.stuck_request: dict[str, dict[str, int]] = {}
         """Leaf queue -> the summed request of its waiting jobs of stuck kinds."""
+        self.stuck_jobs: dict[str, int] = {}
+        """Leaf queue -> how many waiting jobs of stuck kinds it has."""
+        self.finished: dict[str, int] = {}
+        """Leaf queue -> how many of its stored jobs are finished (never listed)."""
         self.always: dict[str, WorkloadView] = {}
         self.kept = Kept()
         """What each run's session leaves for the next (sluice/scheduler/kept.py)."""
@@ -116,20 +123,28 @@ class FastPath:
         if snapshot.config.usage is not None:
             # Usage orders the jobs of a queue by namespace: every one is listed.
             every = snapshot.workloads if changed is None else tuple(self.views.values())
-            whole = replace(snapshot, workloads=every)
-            decisions, usage = decide_sampling(whole, self.kept)
-            return FastResult(decisions, len(whole.workloads), 1, usage)
+            whole = decide(replace(snapshot, workloads=every), self.kept)
+            return FastResult(whole.decisions, len(every), 1, whole.usage(), whole.queues())
         selective = self.frame.selective
         widths: dict[Kind, int] = {}
         runs = 0
         while True:
             runs += 1
-            listed, unlisted, shown = self._listing(selective, widths)
-            decisions = decide(replace(snapshot, workloads=listed, unlisted=unlisted), self.kept)
-            admitted = {d.job for d in decisions if d.action == "admit"}
+            listed, unlisted, left_out, shown = self._listing(selective, widths)
+            decided = decide(
+                replace(
+                    snapshot,
+                    workloads=listed,
+                    unlisted=unlisted,
+                    unlisted_jobs=left_out,
+                    unlisted_finished=self.finished,
+                ),
+                self.kept,
+            )
+            admitted = {d.job for d in decided.decisions if d.action == "admit"}
             used_up = [kind for kind, keys in shown.items() if admitted.issuperset(keys)]
             if not used_up:
-                return FastResult(decisions, len(listed), runs)
+                return FastResult(decided.decisions, len(listed), runs, queues=decided.queues())
             for kind in used_up:
                 widths[kind] = len(shown[kind]) * WIDER
 
@@ -177,6 +192,7 @@ class FastPath:
     def _file(self, view: WorkloadView) -> None:
         self.views[view.key] = view
         if view.phase is JobPhase.COMPLETED:
+            self.finished[view.queue] = self.finished.get(view.queue, 0) + 1
             return
         if view.phase.admitted or view.requeued_at is not None:
             self.always[view.key] = view
@@ -202,6 +218,13 @@ class FastPath:
 
     def _forget(self, view: WorkloadView) -> None:
         key = view.key
+        if view.phase is JobPhase.COMPLETED:
+            left = self.finished[view.queue] - 1
+            if left:
+                self.finished[view.queue] = left
+            else:
+                del self.finished[view.queue]
+            return
         if self.always.pop(key, None) is not None:
             return
         kind = self.kind_of.pop(key, None)
@@ -226,6 +249,11 @@ class FastPath:
                 del summed[r]
         if not summed:
             del self.stuck_request[alike.queue]
+        jobs = self.stuck_jobs.get(alike.queue, 0) + times
+        if jobs:
+            self.stuck_jobs[alike.queue] = jobs
+        else:
+            del self.stuck_jobs[alike.queue]
 
     # Kinds no pass can admit -----------------------------------------------------------------
     def _reframe(self, snapshot: Snapshot) -> None:
@@ -286,12 +314,15 @@ class FastPath:
 
     def _listing(
         self, selective: set[str], widths: Mapping[Kind, int]
-    ) -> tuple[list[WorkloadView], dict[str, dict[str, int]], dict[Kind, list[str]]]:
-        """The jobs a run lists; the summed request of those it leaves out, by queue; and,
-        for each kind with jobs left out, the keys of those listed."""
+    ) -> tuple[
+        list[WorkloadView], dict[str, dict[str, int]], dict[str, int], dict[Kind, list[str]]
+    ]:
+        """The jobs a run lists; the summed request of those it leaves out, and how many they
+        are, by queue; and, for each kind with jobs left out, the keys of those listed."""
         views = self.views
         listed = list(self.always.values())
         unlisted: dict[str, dict[str, int]] = dict(self.stuck_request)
+        left_out: dict[str, int] = dict(self.stuck_jobs)
         copied: set[str] = set()  # queues whose sum here is this run's own copy
         shown: dict[Kind, list[str]] = {}
         for kind, alike in self.live.items():
@@ -303,13 +334,14 @@ class FastPath:
             left = len(alike.waiting) - len(keys)
             if left > 0:
                 shown[kind] = keys
+                left_out[alike.queue] = left_out.get(alike.queue, 0) + left
                 if alike.queue not in copied:
                     copied.add(alike.queue)
                     unlisted[alike.queue] = dict(unlisted.get(alike.queue, {}))
                 summed = unlisted[alike.queue]
                 for r, a in alike.request.items():
                     summed[r] = summed.get(r, 0) + a * left
-        return listed, unlisted, shown
+        return listed, unlisted, left_out, shown
 
 
 class _Frame:

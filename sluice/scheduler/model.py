@@ -61,6 +61,11 @@ class Snapshot:
     """Leaf queue -> the summed request of its waiting workloads left out of ``workloads``
     (the fast pass lists only those it may decide about, sluice/scheduler/fast.py): they
     count in what the queue asks for, as if listed."""
+    unlisted_jobs: Mapping[str, int] = field(default_factory=dict)
+    """Leaf queue -> how many waiting workloads ``unlisted`` sums: they count in its pending."""
+    unlisted_finished: Mapping[str, int] = field(default_factory=dict)
+    """Leaf queue -> how many finished workloads are left out of ``workloads``: they count in
+    its completed."""
 
 
 DecisionAction = Literal["admit", "reclaim", "preempt", "requeue"]

@@ -236,3 +236,21 @@ async def test_a_replica_that_no_longer_holds_the_lease_writes_nothing() -> None
     with pytest.raises(Retry, match="the Lease is not held"):
         await queues.reconcile("team")
     assert cluster.calls == []
+
+
+def test_a_pass_makes_due_only_the_queues_it_changes_and_an_older_pass_is_dropped() -> None:
+    queues, _, _ = fake_reconciler(lambda: True)
+    one = QueueResult(state="Open", parent="root", weight=1, priority=0, pending=1)
+    two = QueueResult(state="Open", parent="root", weight=1, priority=0, pending=2)
+    queues.publish(CycleResult(queue_order=(), queues={"a": one, "b": one}), NOW)
+    assert queues.due == {"a", "b"}
+    queues.due.clear()
+    later = NOW.replace(second=5)
+    decided = CycleResult(queue_order=(), queues={"a": one, "b": two})
+    queues.publish(decided, later)
+    assert queues.due == {"b"}  # a's status shows the same
+    queues.due.clear()
+    # A full pass whose snapshot was taken before the decision pass above: out of date.
+    queues.publish(CycleResult(queue_order=(), queues={"a": two, "b": one}), NOW.replace(second=3))
+    assert queues.due == set()
+    assert queues.cycle == (decided, later)
