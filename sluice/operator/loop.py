@@ -453,14 +453,13 @@ class SchedulingLoop:
         self._noted(taken, whole=False)
         fasted = time.perf_counter()
         metrics.DECISION_SECONDS.observe(fasted - started)
-        result = CycleResult(queue_order=(), queues=dict(fast.queues), decisions=fast.decisions)
+        result = CycleResult(queue_order=(), queues={}, decisions=fast.decisions)
         stragglers = any(w.stragglers for w in taken.pod_workloads.values())
         if not self.elector.holds():
             return result
         if not (result.decisions or stragglers):
             self._sampled(fast)
-            self.decided(result, snapshot.now)
-            return result
+            return await self._statuses(result, fast, snapshot.now)
         # Before the write: a full pass running now says nothing more of these jobs.
         self.decided_since.update(d.job for d in result.decisions)
         if not await self._in("decide", self._write, result, taken, snapshot):
@@ -468,12 +467,13 @@ class SchedulingLoop:
             return result
         self._sampled(fast)
         self._count_writes()
-        self.decided(result, snapshot.now)
+        written = time.perf_counter()
+        result = await self._statuses(result, fast, snapshot.now)
         if not result.decisions:
             return result
         log.info(
             "event=decided decisions=%d listed=%d runs=%d seconds=%.3f waited=%.3f"
-            " snapshot=%.3f fast=%.3f written=%.3f",
+            " snapshot=%.3f fast=%.3f written=%.3f statuses=%.3f",
             len(result.decisions),
             fast.listed,
             fast.runs,
@@ -481,9 +481,18 @@ class SchedulingLoop:
             self.waited,
             took - started,
             fasted - took,
-            time.perf_counter() - fasted,
+            written - fasted,
+            time.perf_counter() - written,
         )
         return result
+
+    async def _statuses(self, result: CycleResult, fast: FastResult, now: datetime) -> CycleResult:
+        """The queues' statuses after the pass's decisions, worked out on its lane once they
+        are written, handed to ``decided`` (the Queue reconciler writes those that changed)."""
+        queues = await self._in("decide", fast.queues)
+        shown = replace(result, queues=queues)
+        self.decided(shown, now)
+        return shown
 
     async def explain(self) -> CycleResult | None:
         """The full pass: every waiting job's position and reason, the Queues' statuses and

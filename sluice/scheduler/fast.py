@@ -42,7 +42,7 @@ from sluice.api.constants import ROOT_QUEUE
 from sluice.api.constraints import PodSpecView
 from sluice.api.queue import Queue, QueueUsage
 from sluice.api.views import JobPhase, NodeView, WorkloadView
-from sluice.scheduler.cycle import decide
+from sluice.scheduler.cycle import Decided, decide
 from sluice.scheduler.kept import Kept, as_is, name_and_spec, same_list
 from sluice.scheduler.model import Decision, QueueResult, Snapshot
 
@@ -78,9 +78,14 @@ class FastResult:
     """Runs of the decisions: 1, plus one for each time a kind was used up."""
     usage: Mapping[str, QueueUsage] = field(default_factory=dict)
     """Each queue's usage as the pass sampled it (the usage plugin; else empty)."""
-    queues: Mapping[str, QueueResult] = field(default_factory=dict)
-    """Every queue's status after the decisions, as the full cycle would show it: the jobs
-    left out count in their queue's pending and completed."""
+    decided: Decided | None = None
+    """The run the decisions come from, which the queues' statuses are worked out from."""
+
+    def queues(self) -> dict[str, QueueResult]:
+        """Every queue's status after the decisions, as the full cycle shows it (the jobs
+        left out count in their queue's pending and completed). Worked out when asked: the
+        decision pass asks once its decisions are written, so they never wait for it."""
+        return {} if self.decided is None else self.decided.queues()
 
 
 class FastPath:
@@ -124,7 +129,7 @@ class FastPath:
             # Usage orders the jobs of a queue by namespace: every one is listed.
             every = snapshot.workloads if changed is None else tuple(self.views.values())
             whole = decide(replace(snapshot, workloads=every), self.kept)
-            return FastResult(whole.decisions, len(every), 1, whole.usage(), whole.queues())
+            return FastResult(whole.decisions, len(every), 1, whole.usage(), whole)
         selective = self.frame.selective
         widths: dict[Kind, int] = {}
         runs = 0
@@ -144,7 +149,7 @@ class FastPath:
             admitted = {d.job for d in decided.decisions if d.action == "admit"}
             used_up = [kind for kind, keys in shown.items() if admitted.issuperset(keys)]
             if not used_up:
-                return FastResult(decided.decisions, len(listed), runs, queues=decided.queues())
+                return FastResult(decided.decisions, len(listed), runs, decided=decided)
             for kind in used_up:
                 widths[kind] = len(shown[kind]) * WIDER
 

@@ -283,14 +283,14 @@ def test_the_fast_pass_decides_as_the_full_cycle(seed: int, steps: int) -> None:
         quick: FastResult = fast.decide(snap)
         assert decided(quick) == decided(full), f"step {step} ({kind}), config {world.config}"
         # The queues' statuses, which the decision pass writes, are the full cycle's.
-        assert quick.queues == full.queues, f"step {step} ({kind}), the queues' statuses"
+        assert quick.queues() == full.queues, f"step {step} ({kind}), the queues' statuses"
         jobs = world.jobs
         changed = {
             k: jobs.get(k) for k in jobs.keys() | last.keys() if jobs.get(k) is not last.get(k)
         }
         by_log = told.decide(replace(snap, workloads=()), changed) if step else told.decide(snap)
         assert decided(by_log) == decided(full), f"step {step} ({kind}), told the changes"
-        assert by_log.queues == full.queues, f"step {step} ({kind}), statuses, told the changes"
+        assert by_log.queues() == full.queues, f"step {step} ({kind}), statuses, told the changes"
         last = dict(jobs)
         world.apply(snap, full)
         within_capability(world, {d.job for d in full.decisions if d.action == "admit"})
