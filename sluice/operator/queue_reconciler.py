@@ -25,7 +25,8 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
+from dataclasses import replace
+from datetime import UTC, datetime
 from typing import Any, cast
 
 from kubernetes import client
@@ -48,10 +49,10 @@ from sluice.operator.events import EventSink
 from sluice.operator.executor import MERGE_PATCH, WRITERS, post_event
 from sluice.operator.plan import EventSpec
 from sluice.operator.state import ClusterState, Obj
-from sluice.operator.status import over_capability_event, status_patch
+from sluice.operator.status import USAGE_WRITE_SECONDS, over_capability_event, status_patch
 from sluice.queues.lifecycle import QueueAction, lifecycle_actions
 from sluice.queues.tree import QueueTree
-from sluice.scheduler.model import CycleResult
+from sluice.scheduler.model import CycleResult, QueueResult
 
 log = logging.getLogger("sluice.operator.queues")
 
@@ -228,6 +229,17 @@ class QueueWriter:
             await self.patch(action.queue, body, "reopen")
 
 
+def _alike(before: QueueResult | None, after: QueueResult) -> bool:
+    """Whether a queue's status shows the same after a pass, its usage aside: the usage
+    plugin samples it anew at every pass, and it is written at most every
+    USAGE_WRITE_SECONDS (``QueueReconciler.publish``)."""
+    if before is None:
+        return False
+    if before.usage is None and after.usage is None:
+        return before == after
+    return replace(before, usage=None, usage_key=0.0) == replace(after, usage=None, usage_key=0.0)
+
+
 def cascades_of(actions: list[QueueAction], name: str) -> list[QueueAction]:
     """The closes and reopens that concern one queue: its own (it sits under a queue closed by
     hand, or that queue reopened) and those it causes in its subtree."""
@@ -253,6 +265,8 @@ class QueueReconciler:
         self.wake = asyncio.Event()
         self.cycle: tuple[CycleResult, datetime] | None = None
         """The latest cycle's results, which the statuses show."""
+        self.usage_at = datetime.min.replace(tzinfo=UTC)
+        """When the queues were last made due for their usage alone (``publish``)."""
 
     def enqueue(self, *names: str) -> None:
         self.due.update(name for name in names if name)
@@ -273,7 +287,16 @@ class QueueReconciler:
             return
         before = shown[0].queues if shown is not None else {}
         self.cycle = (result, now)
-        self.enqueue(*(name for name, q in result.queues.items() if before.get(name) != q))
+        usage_due = (now - self.usage_at).total_seconds() >= USAGE_WRITE_SECONDS
+        if usage_due:
+            self.usage_at = now
+        self.enqueue(
+            *(
+                name
+                for name, q in result.queues.items()
+                if (usage_due and q.usage is not None) or not _alike(before.get(name), q)
+            )
+        )
 
     async def run(self, leading: Callable[[], Awaitable[None]]) -> None:
         """Once ``leading()`` has returned (the Lease is held), for as long as the process

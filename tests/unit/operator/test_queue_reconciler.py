@@ -254,3 +254,27 @@ def test_a_pass_makes_due_only_the_queues_it_changes_and_an_older_pass_is_droppe
     queues.publish(CycleResult(queue_order=(), queues={"a": two, "b": one}), NOW.replace(second=3))
     assert queues.due == set()
     assert queues.cycle == (decided, later)
+
+
+def test_a_queues_usage_alone_makes_it_due_only_once_the_usage_may_be_written_again() -> None:
+    from datetime import timedelta
+
+    from sluice.api.queue import QueueUsage
+    from sluice.operator.status import USAGE_WRITE_SECONDS
+
+    queues, _, _ = fake_reconciler(lambda: True)
+
+    def used(at: datetime, amount: float) -> CycleResult:
+        usage = QueueUsage(sampled_at=at, resources={"cpu": amount})
+        found = QueueResult(state="Open", parent="root", weight=1, priority=0, usage=usage)
+        return CycleResult(queue_order=(), queues={"a": found})
+
+    queues.publish(used(NOW, 1.0), NOW)
+    assert queues.due == {"a"}
+    queues.due.clear()
+    soon = NOW + timedelta(seconds=1)
+    queues.publish(used(soon, 2.0), soon)  # only its usage moved, and it was just written
+    assert queues.due == set()
+    later = NOW + timedelta(seconds=USAGE_WRITE_SECONDS)
+    queues.publish(used(later, 3.0), later)
+    assert queues.due == {"a"}
