@@ -115,13 +115,12 @@ def over_capability_failure(session: Session, job: JobInfo) -> str | None:
     nearest such level; None when the job asks for none of the resources they are over in:
     a queue over in memory still admits a job that asks no memory, within its limits as
     ever. Per resource name, whatever the resource."""
-    asks = [r for r, a in job.request.items() if a > 0]
-    if not asks:
-        return None
     leaf = job.queue
     for name in session.chain(leaf):
         over = session.queues[name].over_capability
-        hit = sorted(r for r in asks if r in over) if over else None
+        if not over:  # most often: the walk up the tree is all it costs
+            continue
+        hit = sorted(r for r, a in job.request.items() if a > 0 and r in over)
         if not hit:
             continue
         level = name if name == leaf else f"{name} (ancestor of {leaf})"
