@@ -145,3 +145,16 @@ def test_a_job_held_back_by_an_ancestor_reclaims_nothing_below_it() -> None:
     light = job("light", "b", cpu=2, created=1)
     result = run_cycle(snapshot(queues, [big, light], small))
     assert evicted(result) == ["big"] and admitted(result) == ["light"]
+
+
+def test_a_fifo_queue_waits_behind_its_first_job_held_back() -> None:
+    q1 = queue("q1", capability={"memory": "2Gi"}, dequeue="fifo")
+    jobs = [
+        running("big", "q1", cpu=1, memory="3Gi"),
+        job("hungry", "q1", cpu=0, memory="1Gi", created=1),
+        job("cpu-only", "q1", cpu=1, created=2),
+    ]
+    result = run_cycle(snapshot([q1], jobs, NODES))
+    assert admitted(result) == []
+    assert reason(result, "hungry") == held_back("q1", "memory", "memory 3Gi > capability 2Gi")
+    assert reason(result, "cpu-only") == "waiting behind ns/hungry, the first job of fifo queue q1"
