@@ -69,8 +69,9 @@ CONFIGMAP_KEY: Final = "scheduler.yaml"
 # Condition types on Queue status
 CONDITION_VALID: Final = "Valid"
 CONDITION_OVER_CAPABILITY: Final = "OverCapability"
-"""True while the queue's workloads hold more than its capability (their pods ask more than
-they were admitted with): it admits nothing more below it."""
+"""True while the queue's workloads hold more than its capability in a resource (their pods
+ask more than they were admitted with): it admits nothing more below it that asks for that
+resource."""
 
 # Condition types on Topology status
 CONDITION_NESTED: Final = "Nested"

@@ -3,11 +3,11 @@ queue's limits, the cluster's free room, and whether its pods can be placed (pla
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
 from sluice.api.quantity import format_quantity
-from sluice.api.resources import describe_amount
+from sluice.api.resources import Resources, describe_amount
 from sluice.scheduler.placement import Footprint
 from sluice.scheduler.session import JobInfo, Session
 from sluice.scheduler.set_domains import (
@@ -80,34 +80,56 @@ def queue_failure(session: Session, job: JobInfo) -> str | None:
     return text + " (ElasticEnable is false)" if breach.label == "deserved" else text
 
 
-def over_capability(session: Session, name: str) -> str:
+def over_capability(session: Session, name: str, resources: Collection[str] | None = None) -> str:
     """What puts a queue over its capability (``QueueInfo.over_capability``), for its
-    condition and the reason of every job waiting below it: ``memory 5Gi > capability 4Gi;
-    pods ask more than admitted: ns/train memory 1Gi``; "" when it is within it."""
+    condition and the reason of every job it holds back: ``memory 5Gi > capability 4Gi;
+    pods ask more than admitted: ns/train memory 1Gi``; "" when it is within it. With
+    ``resources``, only those (what a waiting job asks for)."""
     info = session.queues[name]
-    if not info.over_capability:
+    over = {
+        r: figures
+        for r, figures in info.over_capability.items()
+        if resources is None or r in resources
+    }
+    if not over:
         return ""
     text = "; ".join(
         f"{describe_amount(r, used)} > capability {format_quantity(cap, r)}"
-        for r, (used, cap) in sorted(info.over_capability.items())
+        for r, (used, cap) in sorted(over.items())
     )
-    if info.grown:
-        grown = ", ".join(f"{key} {extra.describe()}" for key, extra in info.grown[:3])
-        more = f" and {len(info.grown) - 3} more" if len(info.grown) > 3 else ""
-        text += f"; pods ask more than admitted: {grown}{more}"
+    grown = [
+        (key, Resources({r: a for r, a in extra.amounts.items() if r in over}))
+        for key, extra in info.grown
+        if any(r in over for r in extra.amounts)
+    ]
+    if grown:
+        shown = ", ".join(f"{key} {extra.describe()}" for key, extra in grown[:3])
+        more = f" and {len(grown) - 3} more" if len(grown) > 3 else ""
+        text += f"; pods ask more than admitted: {shown}{more}"
     return text
 
 
-def over_capability_failure(session: Session, leaf: str) -> str | None:
-    """Why nothing is admitted into a leaf: it or an ancestor holds more than its
-    capability (docs/scheduler.md, *What a workload holds*); None when none does."""
+def over_capability_failure(session: Session, job: JobInfo) -> str | None:
+    """Why the job waits because its queue or an ancestor holds more than its capability in
+    a resource the job asks for (docs/scheduler.md, *What a workload holds*), naming the
+    nearest such level; None when the job asks for none of the resources they are over in:
+    a queue over in memory still admits a job that asks no memory, within its limits as
+    ever. Per resource name, whatever the resource."""
+    leaf = job.queue
     for name in session.chain(leaf):
-        if session.queues[name].over_capability:
-            level = name if name == leaf else f"{name} (ancestor of {leaf})"
-            return (
-                f"queue {level} is over its capability, and admits nothing more until it fits"
-                f" again: {over_capability(session, name)}"
-            )
+        over = session.queues[name].over_capability
+        if not over:  # most often: the walk up the tree is all it costs
+            continue
+        hit = sorted(r for r, a in job.request.items() if a > 0 and r in over)
+        if not hit:
+            continue
+        level = name if name == leaf else f"{name} (ancestor of {leaf})"
+        which = hit[0] if len(hit) == 1 else f"{', '.join(hit[:-1])} and {hit[-1]}"
+        them = "it" if len(hit) == 1 else "any of them"
+        return (
+            f"queue {level} is over its capability in {which}, and admits nothing more that"
+            f" asks for {them} until it fits again: {over_capability(session, name, hit)}"
+        )
     return None
 
 

@@ -80,8 +80,9 @@ class QueueInfo:
     passed_on: int | None = None  # the priority its jobs inherit, when it sets one
     over_capability: dict[str, tuple[int, int]] = field(default_factory=dict)
     """Resource -> (allocated, capability) where what its workloads hold exceeds its
-    capability (their pods ask more than they were admitted with): nothing more is admitted
-    below it until it fits again."""
+    capability (their pods ask more than they were admitted with): nothing more that asks for
+    one of these resources is admitted below it until it fits again
+    (``fit.over_capability_failure``)."""
     grown: list[tuple[str, Resources]] = field(default_factory=list)
     """The workloads below it whose pods hold more than they were admitted with, in a
     resource it is over in, and how much more: what its condition names."""
@@ -394,7 +395,8 @@ class Session:
 
     def _allocate(self) -> None:
         """Each queue is allocated what the admitted workloads of its subtree hold; a queue
-        that holds more than its capability admits nothing more below it (``over``)."""
+        that holds more than its capability in a resource admits nothing more below it that
+        asks for that resource (``over``)."""
         for info in self.queues.values():
             for job in info.admitted_jobs:
                 _add(info.allocated, job.held)

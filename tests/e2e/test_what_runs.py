@@ -1,8 +1,9 @@
 """sluice counts what the pods really ask on the living cluster (docs/scheduler.md, *What a
 workload holds*): the API server's LimitRange defaults and RuntimeClass overhead are in the
 request it admits, and a sidecar a mutating webhook adds to the pods (one of this test's own,
-which sluice knows nothing of) puts the queue over its capability, which it then says and
-admits nothing more until the workload ends."""
+which sluice knows nothing of) puts the queue over its capability in memory, which it then
+says; it admits nothing more that asks for memory until the workload ends, and what asks for
+none goes in meanwhile."""
 
 from __future__ import annotations
 
@@ -190,16 +191,23 @@ def test_a_sidecar_nobody_declared_puts_the_queue_over_its_capability(
         "get", "sq", team, "--no-headers", "-o", "custom-columns=O:.status.overCapability"
     )
     assert columns.strip() == over
-    # A job asking no memory at all still waits: nothing more goes into the queue.
+    # A job asking no memory goes in while the queue is over; one asking memory waits.
     s.job("later", "team", 1)
-    reason = wait_for(lambda: s.annotation("later", "pending-reason"), what="later's reason")
+    s.wait_admitted("later")
+    requests = {s.resource: "1", "memory": "512Mi"}
+    limits = {s.resource: "1"}
+    resources = {"requests": requests, "limits": limits}
+    _job(
+        s, "hungry", "team", 1, containers=[{"name": "main", "image": "x", "resources": resources}]
+    )
+    reason = wait_for(lambda: s.annotation("hungry", "pending-reason"), what="hungry's reason")
     assert reason == (
-        f"position 1 in {team}; queue {team} is over its capability, and admits nothing more"
-        f" until it fits again: {over}"
+        f"position 1 in {team}; queue {team} is over its capability in memory, and admits"
+        f" nothing more that asks for it until it fits again: {over}"
     )
     assert s.admitted("meshed")  # nothing is evicted for it
     kubectl.delete("job", "meshed", s.namespace)
-    s.wait_admitted("later", timeout=60)
+    s.wait_admitted("hungry", timeout=60)
     wait_for(
         lambda: "overCapability" not in s.queue_status("team"), what="the queue within it again"
     )

@@ -82,7 +82,8 @@ function renderQueue(queue, children) {
     queue.valid === false ? `${queue.state} (not valid)` : queue.state);
   if (queue.valid === false) state.title = queue.invalidReason;
   if (queue.overCapability) {
-    // Its workloads' pods ask more than they were admitted with: it admits nothing more.
+    // Its workloads' pods ask more than they were admitted with: it admits nothing more
+    // that asks for a resource it is over in.
     state.className = "bad";
     state.textContent = `${state.textContent} (over capability)`;
     state.title = queue.overCapability;

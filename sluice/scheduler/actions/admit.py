@@ -35,10 +35,6 @@ def admissible_leaves(session: Session, outcome: Outcome) -> list[str]:
             for job in info.pending_jobs:
                 outcome.reasons[job.key] = f"queue {name} is not valid: {info.blocked_by}"
             continue
-        if over := over_capability_failure(session, name):
-            for job in info.pending_jobs:
-                outcome.reasons[job.key] = over
-            continue
         if info.children:
             for job in info.pending_jobs:
                 outcome.reasons[job.key] = (
@@ -65,7 +61,11 @@ def try_admit(session: Session, outcome: Outcome, job: JobInfo, action: str) -> 
     if known is not None and known[0] == session.placement.version:
         failure = known[1]
     else:
-        failure = queue_failure(session, job) or cluster_failure(session, job)
+        failure = (
+            over_capability_failure(session, job)
+            or queue_failure(session, job)
+            or cluster_failure(session, job)
+        )
         if failure is None:
             placed = place_where(session, job)
             if placed is not None:

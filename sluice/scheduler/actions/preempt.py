@@ -19,7 +19,13 @@ from sluice.scheduler.actions.victims import (
     frees_alone,
     frees_together,
 )
-from sluice.scheduler.fit import as_hard, fits, placeable, queue_overage
+from sluice.scheduler.fit import (
+    as_hard,
+    fits,
+    over_capability_failure,
+    placeable,
+    queue_overage,
+)
 from sluice.scheduler.order import leaf_order
 from sluice.scheduler.session import JobInfo, Session
 from sluice.scheduler.set_domains import Placed, Search, Where, victim_search
@@ -56,6 +62,10 @@ def _preempt_in(session: Session, outcome: Outcome, leaf: str, victims: list[Job
         if fifo and first is not None and not first.admitted:
             break  # a fifo queue's later jobs wait behind its first that does not fit
         first = job
+        if held_back := over_capability_failure(session, job):
+            # Held back until its queues fit again: no victim is taken for it.
+            outcome.reasons[job.key] = held_back
+            continue
         if job.never_preempts:
             outcome.waits_for_room(job)
             continue

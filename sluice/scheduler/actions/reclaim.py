@@ -27,6 +27,7 @@ from sluice.scheduler.actions.victims import Victims
 from sluice.scheduler.fit import (
     as_hard,
     lacking,
+    over_capability_failure,
     placeable,
     queue_overage,
     short_resources,
@@ -510,6 +511,11 @@ class _Reclaim:
                 if fifo and first is not None and not first.admitted:
                     break  # a fifo queue's later jobs wait behind its first that does not fit
                 first = job
+                if held_back := over_capability_failure(session, job):
+                    # Held back until its queues fit again: no victim is taken for it.
+                    self.outcome.reasons[job.key] = held_back
+                    failed.append((job, None))
+                    continue
                 if job.never_preempts:
                     self.outcome.waits_for_room(job)
                     continue  # and the next job that may reclaim still does

@@ -3,7 +3,8 @@ bursts of alike ones, finished, deleted; queues and nodes changed) go through on
 kept across the whole sequence and, after every event, through the full cycle on the same
 cluster. Each step's decisions must be the same, so the same jobs end admitted and evicted
 and none is admitted that the full cycle would not admit; the cluster moves on by them, and
-no admission may take a queue over its capability.
+no admission may take a queue over its capability, or leave it over, in a resource the job
+asks for.
 
 Some jobs are stuck for a while (sluice/scheduler/fast.py leaves them unlisted): they ask
 more than any node holds, a resource (gpu) or a label (zone) only some nodes have now and
@@ -82,6 +83,8 @@ class World:
         spec: dict[str, Any] = {"weight": rng.randint(1, 3)}
         if rng.random() < 0.3:
             spec["capability"] = {"cpu": rng.randint(2, 8)}
+            if rng.random() < 0.3:  # a queue over in gpu admits what asks none
+                spec["capability"]["gpu"] = rng.randint(0, 2)
         if parent is not None:
             ranked = rng.choice((0, 0, 5, "hi"))  # "hi": its PriorityClass's value
             spec["priority_class_name" if ranked == "hi" else "priority"] = ranked
@@ -249,22 +252,25 @@ def decided(result: Any) -> list[tuple[str, str, str | None]]:
 
 def within_capability(world: World, admitted: set[str]) -> None:
     """Every queue on the path of a job admitted this step holds no more than its capability
-    (a queue whose capability was lowered under what runs keeps what runs, admitting none)."""
-    held: dict[str, int] = {}
-    touched: set[str] = set()
+    in each resource that job asks for (a queue whose capability was lowered under what runs
+    keeps what runs, admitting only what asks for none of the resources it is over in)."""
+    held: dict[str, dict[str, int]] = {}
+    asked: dict[str, set[str]] = {}
     for one in world.jobs.values():
         if not one.phase.admitted:
             continue
         name: str | None = one.queue
         while name is not None and name in world.queues:
-            held[name] = held.get(name, 0) + one.request.get_amount("cpu")
+            mine = held.setdefault(name, {})
+            for r, a in one.request.items():
+                mine[r] = mine.get(r, 0) + a
             if one.key in admitted:
-                touched.add(name)
+                asked.setdefault(name, set()).update(r for r, a in one.request.items() if a > 0)
             name = world.queues[name].spec.parent
-    for name in touched:
-        cap = world.queues[name].spec.capability.amounts.get("cpu")
-        if cap is not None:
-            assert held[name] <= cap, f"queue {name} holds {held[name]} > {cap}"
+    for name, resources in asked.items():
+        caps = world.queues[name].spec.capability.amounts
+        for r in resources & caps.keys():
+            assert held[name].get(r, 0) <= caps[r], f"queue {name} holds {r} {held[name]} > {caps}"
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -3,7 +3,8 @@ holds*): its pods are matched to its pod sets by the labels their controller giv
 by their size; a bound pod takes its own request on its node in place of one pod of its set's
 reservation; its queues are allocated, per pod set, the larger of what it was admitted with
 and what its live pods ask; a queue that so holds more than its capability admits nothing
-more below it and says why, and nothing is evicted for it."""
+more below it that asks for a resource it is over in, and says why, and nothing is evicted
+for it (tests/unit/scheduler/test_over_capability.py has the rule in full)."""
 
 from __future__ import annotations
 
@@ -158,30 +159,34 @@ def test_terminating_pods_hold_their_node_but_not_their_queue() -> None:
     assert session.used["cpu"] == 3500 + 4000
 
 
-def test_a_queue_over_its_capability_admits_nothing_more_and_says_why() -> None:
+def test_a_queue_over_its_capability_admits_nothing_more_that_asks_for_it_and_says_why() -> None:
     view, pods = running_ray("r", "team", "n1", extra_memory="2Gi")
     capped = queue("team", capability={"memory": "4Gi"})
-    later = job("later", "team", cpu=1, created=5)  # asks no memory at all
+    hungry = job("hungry", "team", cpu=1, memory="1Gi", created=5)
+    later = job("later", "team", cpu=1, created=6)  # asks no memory at all
     nodes = [node("n1", cpu=64, memory="64Gi")]
-    result = run_cycle(snapshot([capped], [view, later], nodes, pods=pods))
-    assert admitted(result) == []
+    result = run_cycle(snapshot([capped], [view, hungry, later], nodes, pods=pods))
+    assert admitted(result) == ["later"]
     assert not [d for d in result.decisions if d.action != "admit"]  # nothing is evicted
     # Admitted with memory 1536Mi, its pods ask 5632Mi: each worker 2Gi more.
     over = "memory 5632Mi > capability 4Gi; pods ask more than admitted: ns/r memory 4Gi"
     assert result.queues["team"].over_capability == over
-    assert reason(result, "later") == (
-        f"queue team is over its capability, and admits nothing more until it fits again: {over}"
+    assert reason(result, "hungry") == (
+        "queue team is over its capability in memory, and admits nothing more that asks for it"
+        f" until it fits again: {over}"
     )
 
 
 def test_a_queue_over_its_capability_blocks_its_children_and_fits_again_when_pods_go() -> None:
     view, pods = running_ray("r", "a", "n1", extra_memory="2Gi")
     queues = [queue("dept", capability={"memory": "4Gi"}), queue("a", "dept"), queue("b", "dept")]
-    other = job("other", "b", cpu=1, created=5)
+    other = job("other", "b", cpu=1, memory="1Gi", created=5)
     nodes = [node("n1", cpu=64, memory="64Gi")]
     result = run_cycle(snapshot(queues, [view, other], nodes, pods=pods))
     assert admitted(result) == []
-    assert reason(result, "other").startswith("queue dept (ancestor of b) is over its capability")
+    assert reason(result, "other").startswith(
+        "queue dept (ancestor of b) is over its capability in memory"
+    )
     # Without the sidecar its pods fit the capability again, and the queue admits.
     fine = [
         replace(p, request=res(cpu=1, memory="256Mi")) if "worker" in p.name else p for p in pods
