@@ -11,7 +11,9 @@ whatever it finds, whatever it missed:
   every queue, holds it until no child queue is left.
 - A queue's status follows the passes: it is written when a decision pass or a full pass
   changed what a reader sees.
-- The reserved queues (root, default) are created whenever they are missing.
+- The reserved queues (root, default) are created whenever they are missing: root first,
+  default once root is stored, each retried until it exists (a refusal included: the webhooks
+  may refuse default while root is new to them).
 
 These are not Kopf change handlers, daemons or Kopf finalizers: Kopf runs those on every
 replica that registers them (it records its progress on the object, adds its finalizer where a
@@ -50,7 +52,13 @@ from sluice.operator.executor import MERGE_PATCH, WRITERS, post_event
 from sluice.operator.plan import EventSpec
 from sluice.operator.state import ClusterState, Obj
 from sluice.operator.status import USAGE_WRITE_SECONDS, over_capability_event, status_patch
-from sluice.queues.lifecycle import QueueAction, lifecycle_actions
+from sluice.queues.lifecycle import (
+    RESERVED_ORDER,
+    QueueAction,
+    lifecycle_actions,
+    reserved_parent,
+    reserved_waits_for,
+)
 from sluice.queues.tree import QueueTree
 from sluice.scheduler.model import CycleResult, QueueResult
 
@@ -99,8 +107,9 @@ class TreeReader:
 
 class QueueWriter:
     """The Queue writes (and the Topologies' statuses), each failure read by the one
-    classifier: what may succeed later raises ``Retry``, a refusal is logged and not repeated.
-    Nothing is written once ``may_write`` says the Lease is no longer held."""
+    classifier: what may succeed later raises ``Retry``, a refusal is logged and not repeated
+    (but a reserved queue's create, which is retried until the queue exists). Nothing is
+    written once ``may_write`` says the Lease is no longer held."""
 
     def __init__(
         self,
@@ -116,6 +125,8 @@ class QueueWriter:
         self.pool = ThreadPoolExecutor(WRITERS, thread_name_prefix="sluice-queues")
         core = client.CoreV1Api(api)
         self.events = EventSink(lambda namespace, body: post_event(core, namespace, body))
+        self.refusals: dict[str, str] = {}
+        """The last refusal logged of each write that is retried when refused."""
 
     async def _call(
         self,
@@ -124,9 +135,11 @@ class QueueWriter:
         call: Any,
         done: frozenset[Failure] = frozenset({Failure.GONE}),
         kind: str = "queue",
+        retry_refused: bool = False,
     ) -> Obj | None:
         """``done``: the failures that leave nothing to do (by default, the object is gone);
-        ``kind``: of the object written, a Queue unless told (a Topology's status)."""
+        ``kind``: of the object written, a Queue unless told (a Topology's status);
+        ``retry_refused``: a refusal raises ``Retry`` too, and is logged once per reason."""
         if not self.may_write():
             raise Retry(f"{what} of {kind} {name}: the Lease is not held")
         try:
@@ -135,11 +148,17 @@ class QueueWriter:
             failure = classify(err)
             if failure in done:
                 return None
+            said, key = message(err), f"{kind}/{name}/{what}"
             if failure in (Failure.REFUSED, Failure.FORBIDDEN):
-                log.warning("event=%s-write-refused %s=%s what=%s reason=%s",
-                            kind, kind, name, what, message(err))  # fmt: skip
-                return None
-            raise Retry(f"{what} of {kind} {name}: {failure.value} ({message(err)})") from err
+                if not retry_refused or self.refusals.get(key) != said:
+                    log.warning("event=%s-write-refused %s=%s what=%s retried=%s reason=%s",
+                                kind, kind, name, what, retry_refused, said)  # fmt: skip
+                if not retry_refused:
+                    return None
+                self.refusals[key] = said
+            raise Retry(f"{what} of {kind} {name}: {failure.value} ({said})") from err
+        if retry_refused:
+            self.refusals.pop(f"{kind}/{name}/{what}", None)
         metrics.API_WRITES.labels(what if kind == "queue" else f"{kind}-{what}").inc()
         obj = cast(Obj, answer)
         if kind != "queue":
@@ -188,17 +207,22 @@ class QueueWriter:
         await self.patch(str(meta.get("name")), body, "finalizer")
 
     async def create(self, name: str) -> None:
+        """A reserved queue, under its reserved parent. Any failure but "it exists already"
+        raises ``Retry``, a refusal included: one may come from a webhook that has not seen
+        the parent yet, and the queue must exist in the end."""
+        parent = reserved_parent(name)
         body = {
             "apiVersion": f"{GROUP}/{VERSION}",
             "kind": "Queue",
             "metadata": {"name": name, "finalizers": [QUEUE_FINALIZER]},
-            "spec": {} if name == ROOT_QUEUE else {"parent": ROOT_QUEUE},
+            "spec": {} if parent is None else {"parent": parent},
         }
         obj = await self._call(
             "create",
             name,
             lambda: self.objects.create_cluster_custom_object(GROUP, VERSION, PLURAL, body),
             done=frozenset({Failure.CONFLICT}),  # it exists already (the previous leader's)
+            retry_refused=True,
         )
         if obj is not None:
             log.info("event=queue-created queue=%s", name)
@@ -267,6 +291,9 @@ class QueueReconciler:
         """The latest cycle's results, which the statuses show."""
         self.usage_at = datetime.min.replace(tzinfo=UTC)
         """When the queues were last made due for their usage alone (``publish``)."""
+        self.retrying: dict[str, str] = {}
+        """Why each queue being retried was retried last: a reason is logged once, not every
+        ``RETRY_SECONDS``."""
 
     def enqueue(self, *names: str) -> None:
         self.due.update(name for name in names if name)
@@ -314,9 +341,12 @@ class QueueReconciler:
         async with limit:
             try:
                 await self.reconcile(name)
+                self.retrying.pop(name, None)
                 return
             except Retry as err:
-                log.info("event=queue-retry queue=%s reason=%s", name, err)
+                if self.retrying.get(name) != str(err):
+                    log.info("event=queue-retry queue=%s reason=%s", name, err)
+                self.retrying[name] = str(err)
             except Exception:  # one queue's failure must not stop the others
                 log.exception("event=queue-reconcile-failed queue=%s", name)
         asyncio.get_running_loop().call_later(RETRY_SECONDS, self.enqueue, name)
@@ -325,7 +355,7 @@ class QueueReconciler:
         stored = self.state.queue(name)
         if stored is None:
             if name in RESERVED_QUEUES:
-                await self.writer.create(name)
+                await self.create_reserved(name)
             return
         queues, actions = self.tree(stored)
         meta = stored.get("metadata") or {}
@@ -344,6 +374,16 @@ class QueueReconciler:
         for action in cascades_of(actions, name):
             await self.writer.act(action)
         await self.write_status(name, stored)
+
+    async def create_reserved(self, name: str) -> None:
+        """A missing reserved queue, once its parent is stored (``reserved_waits_for``); the
+        reserved queues waiting for this one are due at once after it."""
+        stored = [q for q in RESERVED_ORDER if self.state.queue(q) is not None]
+        parent = reserved_waits_for(name, stored)
+        if parent is not None:
+            raise Retry(f"created once its parent {parent} is stored")
+        await self.writer.create(name)
+        self.enqueue(*(q for q in RESERVED_ORDER if reserved_parent(q) == name))
 
     async def write_status(self, name: str, stored: Obj) -> None:
         if self.cycle is None:

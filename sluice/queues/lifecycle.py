@@ -7,7 +7,7 @@ and Closed after. Finished jobs do not hold a queue open.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -20,6 +20,22 @@ from sluice.api.queue import Queue, QueueState
 from sluice.queues.tree import QueueTree
 
 QueueActionKind = Literal["create", "close", "reopen", "delete"]
+
+RESERVED_ORDER = (ROOT_QUEUE, DEFAULT_QUEUE)
+"""The reserved queues in the order they are created: a parent before its child."""
+
+
+def reserved_parent(name: str) -> str | None:
+    """The parent a reserved queue is created under: none for root, root for default."""
+    return None if name == ROOT_QUEUE else ROOT_QUEUE
+
+
+def reserved_waits_for(name: str, stored: Container[str]) -> str | None:
+    """The queue a missing reserved queue must wait for before it is created: its parent,
+    while that is not stored yet. The webhooks refuse a queue whose parent does not exist, so
+    default created in the same moment as root may be refused; created after, it is not."""
+    parent = reserved_parent(name)
+    return parent if parent is not None and parent not in stored else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +88,7 @@ def lifecycle_actions(tree: QueueTree) -> list[QueueAction]:
     """What the operator must write, in the order it must write it."""
     queues = tree.queues
     actions: list[QueueAction] = []
-    for reserved in (ROOT_QUEUE, DEFAULT_QUEUE):
+    for reserved in RESERVED_ORDER:
         if reserved not in queues:
             actions.append(QueueAction("create", reserved, f"queue {reserved} is missing"))
 

@@ -1,8 +1,11 @@
 """What the webhooks know about the cluster: a watch-fed Queue cache, and the few facts that
-need the API server (does a queue hold jobs, a namespace's default queue, cluster capacity).
+need the API server (does a queue hold jobs, a namespace's default queue, cluster capacity, a
+queue the cache has not seen yet).
 
 Job admission must not wait on the API server, so Queues come from a list-and-watch kept in
-memory (``sluice.kube.watch``, in a thread: the kubernetes client is synchronous).
+memory (``sluice.kube.watch``, in a thread: the kubernetes client is synchronous). A queue
+created a moment ago may not have reached the watch yet: a request naming a queue the cache
+does not hold reads that one queue from the API server before it is refused.
 """
 
 from __future__ import annotations
@@ -119,6 +122,15 @@ class ClusterFactsSource(Protocol):
 
     async def topology_levels(self) -> frozenset[str]: ...
 
+    async def stored_queue(self, name: str) -> Mapping[str, Any] | None:
+        """The Queue object as the API server holds it now, or None when it holds none."""
+        ...
+
+
+READ_TIMEOUT_SECONDS = 3.0
+"""A read the webhooks make during a review: short, for the answer to come within the
+webhooks' timeoutSeconds (5 by default)."""
+
 
 class KubeFacts:
     """ClusterFactsSource backed by the API server, with short caches where staleness is fine."""
@@ -190,6 +202,29 @@ class KubeFacts:
 
     def cluster_capacity(self) -> Resources | None:
         return self._capacity[1]
+
+    async def stored_queue(self, name: str) -> Mapping[str, Any] | None:
+        """Asked only for a queue the watch-fed cache does not hold (``handlers``), so never
+        cached: a cache miss is rare, and a cached absence would refuse the queue created a
+        moment later."""
+        return await asyncio.to_thread(self._read_queue, name)
+
+    def _read_queue(self, name: str) -> Mapping[str, Any] | None:
+        try:
+            raw: Any = self.custom.get_cluster_custom_object(
+                GROUP,
+                VERSION,
+                PLURAL,
+                name,
+                _preload_content=False,
+                _request_timeout=READ_TIMEOUT_SECONDS,
+            )
+        except API_ERRORS as err:
+            if classify(err) is Failure.GONE:
+                return None
+            raise
+        obj: Mapping[str, Any] = json.loads(drain(raw))
+        return obj
 
     async def topology_levels(self) -> frozenset[str]:
         """The node labels of every Topology's levels, read when a workload asks one (rare:

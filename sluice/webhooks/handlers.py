@@ -1,7 +1,10 @@
 """The admission endpoints: AdmissionReview in, the queue rules' verdict out.
 
 They only adapt: every decision comes from sluice.queues, fed by the Queue cache and, for the
-rare checks that need them, facts asked of the API server.
+rare checks that need them, facts asked of the API server. One of those is a queue the cache
+has not seen yet (``with_unseen``): the watch lags the API server by a moment, so a parent
+applied just before its child, root just created by the operator, or a queue created just
+before its first job is read from the API server rather than refused as missing.
 """
 
 from __future__ import annotations
@@ -68,6 +71,31 @@ class Context:
 Answer = tuple[dict[str, Any], Verdict]
 
 
+async def with_unseen(
+    ctx: Context, queues: Mapping[str, Queue], name: str | None, skip: str | None = None
+) -> Mapping[str, Queue]:
+    """``queues`` with the queue ``name`` and the ancestors above it that they do not hold,
+    read from the API server, nearest first, up to the deepest tree allowed. Only a miss costs
+    a read; a queue the API server does not hold either (or cannot read) stays missing, for
+    the rules to refuse. ``skip``: the queue under review, never read as its own ancestor."""
+    found: dict[str, Queue] = {}
+    while (
+        name is not None
+        and name != skip
+        and name not in queues
+        and name not in found
+        and len(found) <= ctx.max_queue_depth
+    ):
+        queue = _readable(await ctx.facts.stored_queue(name))
+        if queue is None:
+            break
+        found[name] = queue
+        name = queue.parent
+    if not found:
+        return queues
+    return {**queues, **found}
+
+
 def _expect(request: Request, kind: str) -> None:
     if request.kind != kind:
         raise ReviewError(f"this endpoint reviews {kind} objects, got {request.kind}")
@@ -123,6 +151,7 @@ async def validate_queue(request: Request, ctx: Context) -> Answer:
         existing[old.name] = old
     else:
         existing.pop(new.name, None)  # an unreadable stored queue being repaired
+    existing = dict(await with_unseen(ctx, existing, new.parent, skip=new.name))
     needed = job_facts_needed(old, new, existing)
     holding = frozenset([q for q in sorted(needed) if await ctx.facts.queue_holds_jobs(q)])
     facts = ClusterFacts(
@@ -240,7 +269,8 @@ async def _mutate(request: Request, ctx: Context, adapter: Adapter) -> Answer:
         queue_name = await ctx.facts.namespace_default_queue(request.namespace)
         if not queue_name:
             return _answer(request, ALLOW)  # not managed by sluice
-    queue = ctx.cache.queues.get(str(queue_name))
+    queues = await with_unseen(ctx, ctx.cache.queues, str(queue_name))
+    queue = queues.get(str(queue_name))
     ops: list[dict[str, Any]] = []
     for keys, value in job_settings(job, str(queue_name), queue, adapter):
         _set(ops, job, keys, value)
@@ -270,6 +300,8 @@ async def _validate(request: Request, ctx: Context, adapter: Adapter) -> Answer:
     if ctx.controllers and controlled_by(request.obj, ctx.controllers):
         return _answer(request, ALLOW)  # part of a workload sluice manages as a whole
     queue_name = job_queue(request.obj)
+    if request.old is None or job_queue(request.old) != queue_name:
+        queues = await with_unseen(ctx, queues, queue_name)  # the rules read only a new queue
     labels = None
     if needs_namespace_labels(queue_name, queues):
         labels = await ctx.facts.namespace_labels(request.namespace)
@@ -352,11 +384,12 @@ async def validate_pod(request: Request, ctx: Context) -> Answer:
         queue_name = _labels(request.obj).get(QUEUE_LABEL)
         if not queue_name or not is_plain_pod(request.obj):
             return _answer(request, ALLOW)
+        queues = await with_unseen(ctx, ctx.cache.queues, str(queue_name))
         labels = None
-        if needs_namespace_labels(str(queue_name), ctx.cache.queues):
+        if needs_namespace_labels(str(queue_name), queues):
             labels = await ctx.facts.namespace_labels(request.namespace)
         verdict = check_pod_create(
-            request.obj, request.namespace, ctx.cache.queues, labels, _writer(request, ctx)
+            request.obj, request.namespace, queues, labels, _writer(request, ctx)
         )
         return _answer(request, await _topology(request, ctx, verdict, JOB, False))
     if request.operation != "UPDATE" or request.obj is None or request.old is None:

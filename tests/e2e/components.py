@@ -3,8 +3,12 @@ with the API server through webhook configurations pointing at 127.0.0.1)."""
 
 from __future__ import annotations
 
+import asyncio
 import signal
+import ssl
 import subprocess
+import threading
+import urllib.request
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,6 +16,11 @@ from pathlib import Path
 import devenv
 
 from sluice.api.workloads import Adapter
+from sluice.kube import api_client
+from sluice.webhooks.cache import KubeFacts, QueueCache
+from sluice.webhooks.handlers import Context
+from sluice.webhooks.server import serve
+from sluice.webhooks.tls import ReloadingTLS
 
 from .helpers import Kubectl, KubectlError, controlplane, queue, unique_name, wait_for
 
@@ -53,6 +62,50 @@ def webhook_server(
             process.wait(timeout=15)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+@contextmanager
+def held_webhook_server(
+    cluster: controlplane.Cluster, kubectl: Kubectl, workdir: Path
+) -> Iterator[tuple[int, QueueCache]]:
+    """sluice's webhook server in this process, over the real API server, its Queue cache
+    filled once from a listing and then held: it never sees a queue created after it started,
+    as a watch a moment behind the API server has not yet. Yields its port and its cache."""
+    cert, key = controlplane.issue_serving_cert(cluster, workdir)
+    cache = QueueCache()
+    cache.replace(kubectl.json("get", "queues")["items"])
+    ctx = Context(
+        cache=cache,
+        facts=KubeFacts(api_client(str(cluster.kubeconfig))),
+        operator_users=frozenset({OPERATOR_USER}),
+    )
+    port = free_port()
+    running: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        running.append((asyncio.get_running_loop(), stop))
+        await serve(ctx, "127.0.0.1", port, ReloadingTLS(cert, key), stop, shutdown_timeout=2)
+
+    thread = threading.Thread(target=asyncio.run, args=(main(),), daemon=True)
+    thread.start()
+    context = ssl.create_default_context(cafile=str(cluster.ca_cert))
+
+    def ready() -> bool:
+        try:
+            url = f"https://127.0.0.1:{port}/readyz"
+            with urllib.request.urlopen(url, context=context, timeout=2) as resp:
+                return bool(resp.status == 200)
+        except OSError:
+            return False
+
+    try:
+        wait_for(ready, timeout=30, what="the held webhook server ready")
+        yield port, cache
+    finally:
+        for loop, stop in running:
+            loop.call_soon_threadsafe(stop.set)
+        thread.join(timeout=15)
 
 
 @contextmanager
@@ -138,7 +191,7 @@ class Operator:
                 self.process.wait(timeout=10)
 
 
-def _refused_by_sluice(kubectl: Kubectl) -> bool:
+def refused_by_sluice(kubectl: Kubectl) -> bool:
     """Whether the API server already sends Queues to the webhooks (it picks up new
     configurations asynchronously): a queue under a missing parent is then refused."""
     probe = queue(unique_name("probe"), parent="nowhere")
@@ -184,7 +237,7 @@ def sluice_system(
             webhook_server(cluster, workdir, workloads) as port,
             registered_webhooks(kubectl, port, cluster.ca_cert.read_bytes(), workloads),
         ):
-            wait_for(lambda: _refused_by_sluice(kubectl), timeout=20, what="the webhooks active")
+            wait_for(lambda: refused_by_sluice(kubectl), timeout=20, what="the webhooks active")
             yield op
     finally:
         op.stop()

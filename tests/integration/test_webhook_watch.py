@@ -108,6 +108,7 @@ class FakeJobsAndNamespaces:
         self.jobs: list[dict[str, Any]] = []
         self.labels: dict[str, str] = {}
         self.job_queries: list[dict[str, str]] = []
+        self.queues: dict[str, dict[str, Any]] = {}
 
     async def list_jobs(self, request: web.Request) -> web.Response:
         self.job_queries.append(dict(request.query))
@@ -137,6 +138,13 @@ class FakeJobsAndNamespaces:
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
         )
 
+    async def read_queue(self, request: web.Request) -> web.Response:
+        queue = self.queues.get(request.match_info["name"])
+        if queue is None:
+            status = {"kind": "Status", "code": 404, "reason": "NotFound", "message": "not found"}
+            return web.json_response(status, status=404)
+        return web.json_response(queue)
+
 
 def fake_job(name: str, queue: str, finished: bool) -> dict[str, Any]:
     conditions = [{"type": "Complete", "status": "True"}] if finished else []
@@ -154,6 +162,7 @@ async def test_cluster_facts_from_the_api_server() -> None:
     app = web.Application()
     app.router.add_get("/apis/batch/v1/jobs", fake.list_jobs)
     app.router.add_get("/api/v1/namespaces/{name}", fake.read_namespace)
+    app.router.add_get("/apis/scheduling.sluice.dev/v1beta1/queues/{name}", fake.read_queue)
     runner = web.AppRunner(app, shutdown_timeout=0.2)
     await runner.setup()
     port = free_port()
@@ -162,6 +171,10 @@ async def test_cluster_facts_from_the_api_server() -> None:
     config.host = f"http://127.0.0.1:{port}"
     facts = KubeFacts(client.ApiClient(config))
     try:
+        # A queue the cache has not seen: read as stored, never remembered missing.
+        assert await facts.stored_queue("dept") is None
+        fake.queues["dept"] = {"metadata": {"name": "dept"}, "spec": {"parent": "root"}}
+        assert await facts.stored_queue("dept") == fake.queues["dept"]
         # Finished jobs do not hold a queue, however many pages of them come first.
         fake.jobs = [fake_job(f"done-{i}", "team", True) for i in range(150)]
         assert await facts.queue_holds_jobs("team") is False

@@ -40,6 +40,9 @@ class FakeFacts:
     levels: frozenset[str] = frozenset()
     asked: list[str] = field(default_factory=list)
     gate: asyncio.Event | None = None  # when set by a test, answers wait for it
+    stored: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Queues the API server holds that the cache may not have seen yet."""
+    read: list[str] = field(default_factory=list)
 
     async def queue_holds_jobs(self, queue: str) -> bool:
         self.asked.append(queue)
@@ -58,6 +61,10 @@ class FakeFacts:
 
     async def topology_levels(self) -> frozenset[str]:
         return self.levels
+
+    async def stored_queue(self, name: str) -> dict[str, Any] | None:
+        self.read.append(name)
+        return self.stored.get(name)
 
 
 @dataclass

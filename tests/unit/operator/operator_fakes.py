@@ -43,6 +43,8 @@ class FakeCluster:
         self.events: list[dict[str, Any]] = []
         self.refuse: set[str] = set()  # keys whose next writes fail with 403
         self.lose_answer: set[str] = set()  # keys whose writes happen but whose answer is lost
+        # A validating webhook on creates: the message it refuses a body with, or None.
+        self.webhook: Callable[[dict[str, Any]], str | None] = lambda body: None
         self.version = 100
 
     def add(self, key: str, obj: dict[str, Any]) -> dict[str, Any]:
@@ -127,6 +129,12 @@ class FakeObjects:
         self.cluster.calls.append(("create", key))
         if key in self.cluster.objects:
             raise ApiException(status=409, reason="AlreadyExists")
+        refusal = self.cluster.webhook(body)
+        if refusal is not None:
+            denied = ApiException(status=400, reason="BadRequest")
+            said = f"admission webhook denied the request: {refusal}"
+            denied.body = json.dumps({"message": said})
+            raise denied
         return self.cluster.add(key, copy.deepcopy(body))
 
     def patch_namespaced_custom_object(

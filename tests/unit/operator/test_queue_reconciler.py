@@ -4,13 +4,16 @@ and only while the Lease is held."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from operator_fakes import fake_queue_writer, fake_reconciler, queue
 
 from sluice.api.queue import Queue
 from sluice.api.resources import Resources
+from sluice.operator import queue_reconciler
 from sluice.operator.queue_reconciler import (
     Retry,
     TreeReader,
@@ -122,6 +125,69 @@ async def test_a_refused_write_is_not_retried_one_that_may_succeed_is() -> None:
     with pytest.raises(Retry, match="conflict"):
         await writer.patch("team", stale, "close")
     await writer.act(QueueAction("delete", "gone", "parent dept is being deleted"))  # 404: done
+
+
+async def test_default_is_not_created_before_root_is_stored() -> None:
+    queues, cluster, _ = fake_reconciler(lambda: True)
+    with pytest.raises(Retry, match="created once its parent root is stored"):
+        await queues.reconcile("default")
+    assert cluster.calls == []
+    await queues.reconcile("root")
+    assert queues.due == {"default"}  # due at once, not a retry later
+    await queues.reconcile("default")
+    assert [key for _, key in cluster.calls] == ["queue/root", "queue/default"]
+
+
+async def test_a_refused_create_of_a_reserved_queue_raises_retry() -> None:
+    queues, cluster, state = fake_reconciler(lambda: True)
+    queue(cluster, state, "root")
+    cluster.webhook = lambda body: "queue default: parent root does not exist"
+    with pytest.raises(Retry, match=r"refused .*parent root does not exist"):
+        await queues.reconcile("default")
+    cluster.webhook = lambda body: None
+    await queues.reconcile("default")
+    assert cluster.objects["queue/default"]["spec"] == {"parent": "root"}
+
+
+async def test_reserved_queues_are_created_in_order_and_retried_until_the_webhook_agrees(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The webhook's Queue cache lags behind the API server: it refuses default until it has
+    seen root, which here is after three refusals."""
+    monkeypatch.setattr(queue_reconciler, "RETRY_SECONDS", 0.01)
+    queues, cluster, _ = fake_reconciler(lambda: True)
+    seen: set[str] = set()  # the queues the webhook's cache holds
+    refused: list[str] = []
+
+    def webhook(body: dict[str, Any]) -> str | None:
+        name, parent = body["metadata"]["name"], body["spec"].get("parent")
+        if parent is None or parent in seen:
+            return None
+        refused.append(name)
+        if len(refused) == 3:
+            seen.update(key.removeprefix("queue/") for key in cluster.objects)
+        return f"queue {name}: parent {parent} does not exist"
+
+    cluster.webhook = webhook
+
+    async def leading() -> None:
+        return None
+
+    caplog.set_level(logging.INFO, logger="sluice.operator.queues")
+    running = asyncio.create_task(queues.run(leading))
+    for _ in range(500):
+        if "queue/default" in cluster.objects:
+            break
+        await asyncio.sleep(0.01)
+    running.cancel()
+    await asyncio.gather(running, return_exceptions=True)
+    creates = [key for verb, key in cluster.calls if verb == "create"]
+    assert creates == ["queue/root", *["queue/default"] * 4]
+    assert refused == ["default"] * 3
+    assert cluster.objects["queue/default"]["spec"] == {"parent": "root"}
+    said = [r.getMessage() for r in caplog.records]
+    assert len([m for m in said if "event=queue-write-refused queue=default" in m]) == 1
+    assert len([m for m in said if "queue-retry queue=default reason=create of" in m]) == 1
 
 
 def test_status_removes_resources_no_longer_allocated_and_is_not_rewritten() -> None:
