@@ -79,6 +79,17 @@ class LeaseElector:
         began (a renewal that lands later is of no use: the leader has stopped by then)."""
         return max(1.0, self.lease_seconds - self.renew_seconds)
 
+    @property
+    def write_timeout(self) -> float:
+        """How long any other write may take (``sluice.kube.writer``): half of
+        ``renew_seconds``. A write is sent only while ``holds()``, that is less than
+        ``lease_seconds - renew_seconds`` after the last renewal began, and no other replica
+        may take the Lease before ``lease_seconds`` after it: a write that ends within
+        ``renew_seconds`` ends before then. The other half is for what lies between the
+        check and the request leaving (a busy interpreter) and for the replicas' clocks,
+        which the Lease's times are read against."""
+        return self.renew_seconds / 2
+
     def holds(self) -> bool:
         """Whether writing is still safe: the last successful renewal started less than
         ``lease_seconds - renew_seconds`` ago. A replica that stalled (a long pause, an
