@@ -6,7 +6,10 @@ then rather than at its next round, so a crash costs the Lease's duration and li
 Every update carries the resourceVersion it read, so two replicas never both believe they won.
 Every Lease call gives up after the margin a leader may write in (``call_timeout``): a
 connection that swallows requests (a network partition) must not hold a round, nor the
-release at shutdown, for as long as the kernel keeps a dead TCP connection open.
+release at shutdown, for as long as the kernel keeps a dead TCP connection open. Every other
+write is sent only while ``holds()`` and gives up after ``write_timeout``, so that none is
+still on its way when another replica may take the Lease (docs/operations.md, "A replica
+that loses its Lease").
 """
 
 from __future__ import annotations
