@@ -27,7 +27,7 @@ from sluice.api.workloads.job import JOB
 from sluice.dashboard.server import serve as serve_dashboard
 from sluice.dashboard.view import DashboardView
 from sluice.kube.errors import API_ERRORS, message
-from sluice.kube.writer import WriteGate, write_client
+from sluice.kube.writer import WriteClient, WriteGate, write_client
 from sluice.operator import metrics
 from sluice.operator.executor import WRITERS
 from sluice.operator.exiting import end_within
@@ -149,6 +149,15 @@ def _with_room_for_writers(api: client.ApiClient) -> client.ApiClient:
     return client.ApiClient(cfg)
 
 
+def writes_of(api: client.ApiClient, elector: LeaseElector) -> tuple[WriteGate, WriteClient]:
+    """The client every write but the Lease's goes through, and its gate: a write is sent only
+    while this replica holds the Lease and has not begun to stop (``WriteGate.close``), never
+    twice, and is over before another replica may take the Lease (docs/operations.md, "A
+    replica that loses its Lease")."""
+    gate = WriteGate(elector.holds)
+    return gate, write_client(api, elector.write_timeout, gate)
+
+
 async def _until_lease_lost(elector: LeaseElector) -> None:
     """Returns once this replica, having held the Lease, holds it no more."""
     await elector.until(True)
@@ -185,11 +194,7 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> int:
         renew_seconds=options.renew_seconds,
     )
     elector.listeners.append(state.notify)  # the new holder's first cycle runs at once
-    # Every other write goes through one client: sent only while this replica holds the Lease
-    # and has not begun to stop, never twice, and over before another replica may take the
-    # Lease (docs/operations.md, "A replica that loses its Lease").
-    gate = WriteGate(elector.holds)
-    writer = write_client(api, elector.write_timeout, gate)
+    gate, writer = writes_of(api, elector)
     queues = QueueReconciler(writer, state, elector.holds)
     topologies = TopologyReconciler(queues.writer, state)
     loop = SchedulingLoop(

@@ -2,8 +2,7 @@
 once the replica no longer holds the Lease, nothing is sent, on a first try or again
 (docs/operations.md, "A replica that loses its Lease").
 
-The operator's clients are built as ``run_operator`` builds them: the write client from the
-elector's ``write_timeout`` and a gate on its ``holds``."""
+The operator's clients are built as ``run_operator`` builds them (``writes_of``)."""
 
 from __future__ import annotations
 
@@ -25,6 +24,7 @@ from sluice.kube.writer import WriteGate, write_client
 from sluice.operator.executor import Executor
 from sluice.operator.leader import LeaseElector
 from sluice.operator.plan import Plan, PodChange, Write
+from sluice.operator.run import writes_of
 from sluice.operator.state import ClusterState
 
 JOB: dict[str, Any] = {
@@ -162,10 +162,9 @@ def replica(server: Server, ca_file: Path, renew_seconds: float = 5.0) -> Replic
         lease_seconds=15, renew_seconds=renew_seconds,
     )  # fmt: skip
     elector.is_leader, elector.renewed_at = True, time.monotonic()
-    gate = WriteGate(elector.holds)
     state = ClusterState()
     state.on_workload("ADDED", JOB)
-    return Replica(api, elector, gate, write_client(api, elector.write_timeout, gate), state)
+    return Replica(api, elector, *writes_of(api, elector), state)
 
 
 REASON = Write(
