@@ -28,7 +28,7 @@ lint: install
 test: lint binaries
 	$(PY) -m pytest -n $(PYTEST_WORKERS) tests/unit tests/integration
 	$(PY) -m pytest tests/e2e
-	$(MAKE) chaos CHAOS_MINUTES=2 CHAOS_SEED=25 CHAOS_FAULTS=1
+	$(MAKE) chaos CHAOS_MINUTES=2 CHAOS_SEED=25 CHAOS_SEEDS= CHAOS_FAULTS=1
 
 test-unit: install
 	$(PY) -m pytest -n $(PYTEST_WORKERS) tests/unit tests/integration
@@ -72,12 +72,16 @@ bench: install
 	$(PY) -m bench.bench_pods
 
 ## A fault soak on the living cluster (hack/chaos/README.md): CHAOS_MINUTES (10), CHAOS_SEED,
-## CHAOS_FAULTS=0 for the same soak without faults (the baseline of its decisions per minute).
+## CHAOS_SEEDS="25 4242 7" for several soaks in turn (a cluster each; fails if any has
+## violations), CHAOS_FAULTS=0 for the same soak without faults (the baseline of its decisions
+## per minute).
 CHAOS_MINUTES ?= 10
 CHAOS_SEED ?= 25
+CHAOS_SEEDS ?=
 CHAOS_FAULTS ?= 1
 chaos: install binaries
-	CHAOS_MINUTES=$(CHAOS_MINUTES) CHAOS_SEED=$(CHAOS_SEED) CHAOS_FAULTS=$(CHAOS_FAULTS) $(PY) hack/chaos
+	CHAOS_MINUTES=$(CHAOS_MINUTES) CHAOS_SEED=$(CHAOS_SEED) CHAOS_SEEDS="$(CHAOS_SEEDS)" \
+		CHAOS_FAULTS=$(CHAOS_FAULTS) $(PY) hack/chaos
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -3,11 +3,16 @@
     CHAOS_MINUTES (10)  how long faults are injected
     CHAOS_SEED (25)     the seed of every random choice: the faults, their order and
                         lengths, the gaps between them and the workload stream
+    CHAOS_SEEDS         several seeds ("25 4242 7"), run in turn, each on a cluster of its
+                        own with its state and logs in CHAOS_STATE/seed-<seed>; replaces
+                        CHAOS_SEED
     CHAOS_FAULTS (1)    0: the same soak with no faults (its decisions per minute are kept
                         as the baseline the soak with faults is shown beside)
     CHAOS_STATE (.chaos) the cluster's state directory and every log
 
-Ends with `chaos: F faults (K kinds), J jobs, V violations`; exit status 1 when V > 0.
+Ends with `chaos: F faults (K kinds), J jobs, V violations`; exit status 1 when V > 0. With
+several seeds, one such line per seed (`chaos seed 4242: ...`) and exit status 1 when any run
+has violations (or could not run).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import random
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 
@@ -34,9 +40,33 @@ SETTLE_SECONDS = 90.0
 
 def main() -> int:
     minutes = float(os.environ.get("CHAOS_MINUTES", "10"))
-    seed = int(os.environ.get("CHAOS_SEED", "25"))
+    seeds = [int(seed) for seed in os.environ.get("CHAOS_SEEDS", "").split()]
     with_faults = os.environ.get("CHAOS_FAULTS", "1") != "0"
     state = Path(os.environ.get("CHAOS_STATE", REPO / ".chaos")).resolve()
+    if not seeds:
+        status, closing = run(minutes, int(os.environ.get("CHAOS_SEED", "25")), with_faults, state)
+        print(f"\nchaos: {closing}", flush=True)
+        return status
+    outcomes = [
+        (seed, *_kept(minutes, seed, with_faults, state / f"seed-{seed}")) for seed in seeds
+    ]
+    print()
+    for seed, _, closing in outcomes:
+        print(f"chaos seed {seed}: {closing}", flush=True)
+    return 1 if any(status for _, status, _ in outcomes) else 0
+
+
+def _kept(minutes: float, seed: int, with_faults: bool, state: Path) -> tuple[int, str]:
+    """One of several soaks: one that fails to run is reported, and the next seed runs."""
+    try:
+        return run(minutes, seed, with_faults, state)
+    except Exception as err:  # noqa: BLE001 - the other seeds still run
+        traceback.print_exc()
+        return 1, f"failed to run: {err!r}"
+
+
+def run(minutes: float, seed: int, with_faults: bool, state: Path) -> tuple[int, str]:
+    """One soak on a cluster of its own: its exit status and its closing line."""
     began = time.monotonic()
 
     def log(message: str) -> None:
@@ -62,7 +92,7 @@ def soak(
     with_faults: bool,
     state: Path,
     log: Callable[[str], None],
-) -> int:
+) -> tuple[int, str]:
     admin = load.api_client(cluster.cluster.kubeconfig)
     tenants = load.setup(admin, cluster.cluster)
     observer = Observer(admin, log)
@@ -74,7 +104,7 @@ def soak(
     while not observer.decisions:
         if time.time() > deadline:
             log("nothing admitted within 3 minutes of the start")
-            return 1
+            return 1, "nothing admitted within 3 minutes of the start"
         time.sleep(0.5)
     log(f"first admission; the Lease is held by {injector.holder()}")
     unscheduled = checks.Unscheduled(observer, injector.faults)
@@ -129,9 +159,9 @@ def soak(
             if s.accepted and s.kind == "group-pod"
         }
     )
-    print(f"\nchaos: {len(injector.faults)} faults ({len(kinds)} kinds), {jobs} jobs,"
-          f" {len(violations)} violations", flush=True)  # fmt: skip
-    return 1 if violations else 0
+    closing = (f"{len(injector.faults)} faults ({len(kinds)} kinds), {jobs} jobs,"
+               f" {len(violations)} violations")  # fmt: skip
+    return (1 if violations else 0), closing
 
 
 def _minutes(

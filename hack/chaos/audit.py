@@ -2,10 +2,11 @@
 replicas that landed (status below 400), with the replica its user agent names
 (``sluice-operator/<identity>``), at the time the API server finished it.
 
-Two checks come from it: no replica writes a decision while another holds the Lease (each
-run of one replica's writes, once another has written, begins with its own Lease write: it
-took the Lease before writing anything else), and, for each partition of the leader, the time
-from its last write to the next leader's first.
+Two checks come from it: no replica writes anything (a decision, a reason, a status, a
+finalizer, an Event) while another holds the Lease (each run of one replica's writes, once
+another has written, begins with its own Lease write: it took the Lease before writing
+anything else), and, for each partition of the leader, the time from its last write to the
+next leader's first decision or record.
 """
 
 from __future__ import annotations
@@ -86,10 +87,11 @@ def decisions(found: list[Write]) -> list[Write]:
 
 
 def interleaved(found: list[Write]) -> list[str]:
-    """Runs of writes by one replica that began with something other than its Lease."""
+    """Runs of writes by one replica (Events as much as any) that began with something other
+    than its Lease."""
     problems: list[str] = []
     current = ""
-    for write in decisions(found):
+    for write in found:
         if write.identity == current:
             continue
         if current and not write.lease:

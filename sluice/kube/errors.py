@@ -10,7 +10,12 @@ from enum import Enum
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-API_ERRORS = (ApiException, HTTPError, OSError)
+
+class Unsent(Exception):
+    """A write its client kept back (``sluice.kube.writer``): nothing was sent."""
+
+
+API_ERRORS = (ApiException, HTTPError, OSError, Unsent)
 """What a call through the kubernetes client raises when it fails."""
 
 
@@ -29,6 +34,9 @@ class Failure(Enum):
     """Any other 4xx: the request itself was refused (invalid, denied by a webhook)."""
     UNSURE = "unsure"
     """A server error, a timeout, a dropped connection: whether it happened is unknown."""
+    UNSENT = "unsent"
+    """The writer's own client kept the request back (the writer may not write now): nothing
+    was sent, nothing happened."""
 
 
 _BY_STATUS = {
@@ -43,6 +51,8 @@ _BY_STATUS = {
 
 def classify(err: BaseException) -> Failure:
     """The class of an API call's failure."""
+    if isinstance(err, Unsent):
+        return Failure.UNSENT
     if isinstance(err, ApiException):
         status = err.status or 0
         if status == 0 or status >= 500:

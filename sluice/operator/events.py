@@ -3,7 +3,9 @@
 A decision is recorded on its Job; the Event only tells it. So Events are posted by
 background threads from a bounded queue, in the order they were handed over: a cycle never
 waits for them, and when the API server is too slow to take them all, the newest are dropped
-(counted in ``sluice_events_dropped_total``) rather than held without limit.
+(counted in ``sluice_events_dropped_total``) rather than held without limit. They go
+through the operator's write client: once the replica no longer holds the Lease, or stops,
+those still queued are kept back as their turn comes, unsent.
 """
 
 from __future__ import annotations

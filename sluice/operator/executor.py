@@ -12,6 +12,9 @@ has one policy:
   in a moment.
 - ``forbidden``, ``refused`` (and ``expired``, which no write meets): the API server said no
   for good (RBAC, a webhook): logged, the rest goes on.
+- ``unsent``: the write client kept it back, as the replica no longer holds the Lease (or is
+  stopping): nothing was written, and the writes still queued meet the same gate; they are
+  counted (``WriteStats.abandoned``), not logged one by one.
 
 A crash between two writes loses nothing and repeats nothing: the workload itself records its
 admission, and the next leader decides from the workloads as they are.
@@ -55,11 +58,14 @@ still answers the decisions' writes, the watches and the tenants' own requests p
 
 
 def post_event(core: client.CoreV1Api, namespace: str, event: dict[str, Any]) -> bool:
-    """Create one Event; a failure is logged, never raised. Whether it was created."""
+    """Create one Event; a failure is logged, never raised (one kept back by the write client
+    is dropped without a word: the replica no longer writes). Whether it was created."""
     body: Any = event  # the client takes plain JSON as well as its models
     try:
         drain(core.create_namespaced_event(namespace, body, _preload_content=False))
     except API_ERRORS as err:
+        if classify(err) is Failure.UNSENT:
+            return False
         name = event["involvedObject"]["name"]
         log.warning("event=event-post-failed object=%s/%s error=%s", namespace, name, message(err))
         return False
@@ -70,12 +76,18 @@ def post_event(core: client.CoreV1Api, namespace: str, event: dict[str, Any]) ->
 class WriteStats:
     writes: int = 0
     conflicts: int = 0
+    abandoned: int = 0
+    """Writes the write client kept back (the Lease no longer held, or stopping)."""
     by_kind: dict[str, int] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def conflict(self) -> None:
         with self.lock:
             self.conflicts += 1
+
+    def abandon(self) -> None:
+        with self.lock:
+            self.abandoned += 1
 
     def count(self, kind: str) -> None:
         with self.lock:
@@ -84,9 +96,14 @@ class WriteStats:
 
 
 class Executor:
-    def __init__(self, api: client.ApiClient, state: ClusterState) -> None:
-        self.core = client.CoreV1Api(api)
-        self.custom = client.CustomObjectsApi(api)
+    def __init__(
+        self, api: client.ApiClient, state: ClusterState, writer: client.ApiClient | None = None
+    ) -> None:
+        """``writer``: the client every write goes through (``sluice.kube.writer``); reads
+        go through ``api``."""
+        self.core = client.CoreV1Api(writer or api)
+        self.custom = client.CustomObjectsApi(writer or api)
+        self.reads = client.CustomObjectsApi(api)
         self.state = state
         self.stats = WriteStats()
         self.unsure: set[str] = set()  # workloads whose last write has an unknown outcome
@@ -196,7 +213,7 @@ class Executor:
         return obj
 
     def _read(self, adapter: Adapter, namespace: str, name: str) -> Obj:
-        raw = self.custom.get_namespaced_custom_object(
+        raw = self.reads.get_namespaced_custom_object(
             *_path(adapter, namespace), name, _preload_content=False
         )
         obj: Obj = json.loads(drain(raw))
@@ -204,7 +221,9 @@ class Executor:
 
     def _failed(self, write: Write, err: BaseException, pod: str = "") -> None:
         failure = classify(err)
-        if failure in (Failure.CONFLICT, Failure.GONE):
+        if failure is Failure.UNSENT:
+            self.stats.abandon()
+        elif failure in (Failure.CONFLICT, Failure.GONE):
             self.stats.conflict()
             log.info(
                 "event=stale-write job=%s kind=%s failure=%s",
@@ -320,11 +339,18 @@ class Executor:
         writes a reason on every stored job, and all of them at once, each with its answer
         kept to the end, was a peak of memory the operator's size kept afterwards."""
         done: list[tuple[Write, Obj]] = []
+        abandoned = self.stats.abandoned
         for start in range(0, len(writes), WINDOW):
             window = writes[start : start + WINDOW]
             for write, obj in zip(window, pool.map(self.write, window), strict=True):
                 if obj is not None:
                     done.append((write, named(obj)))
+            if self.stats.abandoned > abandoned:
+                # The write client kept writes back: the Lease is gone, the rest stay unsent.
+                left = len(writes) - start - len(window)
+                log.info("event=writes-abandoned kept_back=%d not_tried=%d",
+                         self.stats.abandoned - abandoned, left)  # fmt: skip
+                break
         return done
 
     def _announce(self, done: list[tuple[Write, Obj]]) -> None:

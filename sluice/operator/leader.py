@@ -6,7 +6,10 @@ then rather than at its next round, so a crash costs the Lease's duration and li
 Every update carries the resourceVersion it read, so two replicas never both believe they won.
 Every Lease call gives up after the margin a leader may write in (``call_timeout``): a
 connection that swallows requests (a network partition) must not hold a round, nor the
-release at shutdown, for as long as the kernel keeps a dead TCP connection open.
+release at shutdown, for as long as the kernel keeps a dead TCP connection open. Every other
+write is sent only while ``holds()`` and gives up after ``write_timeout``, so that none is
+still on its way when another replica may take the Lease (docs/operations.md, "A replica
+that loses its Lease").
 """
 
 from __future__ import annotations
@@ -78,6 +81,17 @@ class LeaseElector:
         """How long a Lease call may take: the margin a leader may write in after a renewal
         began (a renewal that lands later is of no use: the leader has stopped by then)."""
         return max(1.0, self.lease_seconds - self.renew_seconds)
+
+    @property
+    def write_timeout(self) -> float:
+        """How long any other write may take (``sluice.kube.writer``): half of
+        ``renew_seconds``. A write is sent only while ``holds()``, that is less than
+        ``lease_seconds - renew_seconds`` after the last renewal began, and no other replica
+        may take the Lease before ``lease_seconds`` after it: a write that ends within
+        ``renew_seconds`` ends before then. The other half is for what lies between the
+        check and the request leaving (a busy interpreter) and for the replicas' clocks,
+        which the Lease's times are read against."""
+        return self.renew_seconds / 2
 
     def holds(self) -> bool:
         """Whether writing is still safe: the last successful renewal started less than

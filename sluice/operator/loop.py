@@ -81,7 +81,10 @@ class SchedulingLoop:
         settings: LoopSettings,
         relist: Callable[[], object] | None = None,
         decided: Callable[[CycleResult, datetime], None] = lambda result, now: None,
+        writer: client.ApiClient | None = None,
     ) -> None:
+        """``writer``: the client the executor writes through (``sluice.kube.writer``);
+        ``api`` reads."""
         self.api = api
         self.relist = relist
         self.decided = decided
@@ -91,7 +94,7 @@ class SchedulingLoop:
         self.state = state
         self.elector = elector
         self.settings = settings
-        self.executor = Executor(api, state)
+        self.executor = Executor(api, state, writer)
         self.synced = asyncio.Event()
         self.cycles = 0
         self.heartbeat = time.monotonic()  # last loop iteration, for the liveness endpoint

@@ -27,6 +27,7 @@ from sluice.api.workloads.job import JOB
 from sluice.dashboard.server import serve as serve_dashboard
 from sluice.dashboard.view import DashboardView
 from sluice.kube.errors import API_ERRORS, message
+from sluice.kube.writer import WriteClient, WriteGate, write_client
 from sluice.operator import metrics
 from sluice.operator.executor import WRITERS
 from sluice.operator.exiting import end_within
@@ -138,13 +139,23 @@ def _with_room_for_writers(api: client.ApiClient) -> client.ApiClient:
     """A client whose connection pool holds every parallel writer of both passes (a decision
     pass writes while a full pass writes its reasons) plus the Lease, relists and config
     reads (the default, five per CPU, is smaller than that on a one-CPU pod, and every
-    connection it discards costs the next request a TLS handshake)."""
+    connection it discards costs the next request a TLS handshake). The write client and the
+    Lease's (``write_client``) are made from its configuration, with pools as large."""
     cfg = api.configuration
     wanted = 2 * WRITERS + 4
     if (cfg.connection_pool_maxsize or 0) >= wanted:
         return api
     cfg.connection_pool_maxsize = wanted
     return client.ApiClient(cfg)
+
+
+def writes_of(api: client.ApiClient, elector: LeaseElector) -> tuple[WriteGate, WriteClient]:
+    """The client every write but the Lease's goes through, and its gate: a write is sent only
+    while this replica holds the Lease and has not begun to stop (``WriteGate.close``), never
+    twice, and is over before another replica may take the Lease (docs/operations.md, "A
+    replica that loses its Lease")."""
+    gate = WriteGate(elector.holds)
+    return gate, write_client(api, elector.write_timeout, gate)
 
 
 async def _until_lease_lost(elector: LeaseElector) -> None:
@@ -172,8 +183,10 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> int:
     # Every write names the replica that made it: the field manager is `sluice-operator`, and
     # the API server's audit log shows which replica (the Lease holder's identity) wrote.
     api.user_agent = f"{USER_AGENT}/{identity}"
+    # The Lease's calls, as every write, are never sent twice by the transport: a renewal that
+    # went out late would only fail, and each call gives up after the elector's call_timeout.
     elector = LeaseElector(
-        api,
+        write_client(api),
         options.namespace,
         options.lease_name,
         identity,
@@ -181,7 +194,8 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> int:
         renew_seconds=options.renew_seconds,
     )
     elector.listeners.append(state.notify)  # the new holder's first cycle runs at once
-    queues = QueueReconciler(api, state, elector.holds)
+    gate, writer = writes_of(api, elector)
+    queues = QueueReconciler(writer, state, elector.holds)
     topologies = TopologyReconciler(queues.writer, state)
     loop = SchedulingLoop(
         api,
@@ -196,6 +210,7 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> int:
         ),
         relist=lambda: prime(api, state, workloads),
         decided=queues.publish,
+        writer=writer,
     )
     tasks: list[asyncio.Task[Any]] = []
     health = await serve_health(loop, tasks, options.health_port) if options.health_port else None
@@ -270,6 +285,7 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> int:
                 status = 1
     finally:
         _stopping(options, status)
+        gate.close()  # what is still queued (windows of writes, Events, Queue writes) stays unsent
         if not kopf_stop.done():
             kopf_stop.set_result(None)
         for watch in watches:
@@ -277,8 +293,14 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> int:
         for task in [waiter, lost, *tasks[1:]]:
             task.cancel()
         await asyncio.gather(waiter, lost, *tasks, return_exceptions=True)
-        # Hand the Lease over at once instead of making a follower wait for it to expire.
-        await asyncio.to_thread(elector.release)
+        # Hand the Lease over at once instead of making a follower wait for it to expire, once
+        # no write is in flight (each ends within write_timeout): a write still on its way
+        # would otherwise land after the next holder's. One that does not end leaves the
+        # Lease to expire.
+        if await asyncio.to_thread(gate.wait_idle, elector.write_timeout):
+            await asyncio.to_thread(elector.release)
+        else:
+            log.warning("event=lease-kept reason=writes-in-flight")
         if health is not None:
             await health.cleanup()
         log.info("event=stopped")

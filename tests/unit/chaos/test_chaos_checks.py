@@ -128,6 +128,19 @@ def test_a_replica_writing_before_taking_the_lease_is_two_writers(tmp_path: Path
     assert len(problems) == 1 and problems[0].startswith("a wrote patch jobs")
 
 
+def test_an_event_posted_after_another_replica_took_the_lease_is_two_writers(
+    tmp_path: Path,
+) -> None:
+    log = _audit(tmp_path / "audit.log", [
+        ("01.000000", "a", "update", "leases", 200),
+        ("02.000000", "a", "patch", "jobs", 200),
+        ("20.000000", "b", "update", "leases", 200),
+        ("21.000000", "a", "create", "events", 201),  # a's Event, still queued: a write too
+    ])  # fmt: skip
+    problems = checks.two_writers(log)
+    assert len(problems) == 1 and problems[0].startswith("a wrote create events")
+
+
 def test_a_clean_handover_is_measured_from_the_last_write_to_the_next_leaders(
     tmp_path: Path,
 ) -> None:

@@ -8,7 +8,7 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import ProtocolError, ReadTimeoutError
 
-from sluice.kube.errors import Failure, classify, message
+from sluice.kube.errors import Failure, Unsent, classify, message
 
 
 def refusal(status: int, text: str) -> ApiException:
@@ -33,6 +33,7 @@ CASES = [
     (ProtocolError("Connection aborted."), Failure.UNSURE),
     (ReadTimeoutError(None, "/apis", "Read timed out."), Failure.UNSURE),  # type: ignore[arg-type]
     (ConnectionRefusedError(111, "Connection refused"), Failure.UNSURE),
+    (Unsent("PATCH /apis/batch/v1/namespaces/ns/jobs/j: may not write now"), Failure.UNSENT),
 ]
 
 

@@ -172,7 +172,7 @@ def fake_executor() -> tuple[Executor, FakeCluster, ClusterState]:
     state = ClusterState()
     executor = Executor(client.ApiClient(), state)
     executor.core = FakeCore(cluster)  # type: ignore[assignment]
-    executor.custom = FakeObjects(cluster)  # type: ignore[assignment]
+    executor.custom = executor.reads = FakeObjects(cluster)  # type: ignore[assignment]
     return executor, cluster, state
 
 
