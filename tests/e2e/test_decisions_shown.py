@@ -59,6 +59,9 @@ def operator(
         ),
     )
     try:
+        # Its metrics served and the Lease held (another module's operator may have held it):
+        # what the tests count is this operator's.
+        wait_for(lambda: _leading(metrics_port), timeout=60, what="the operator to lead")
         wait_for(
             lambda: kubectl.run("get", "queue", "default", "--ignore-not-found", "-o", "name"),
             timeout=30,
@@ -84,6 +87,13 @@ def scrape(port: int) -> Samples:
         for family in text_string_to_metric_families(text)
         for sample in family.samples
     }
+
+
+def _leading(port: int) -> bool:
+    try:
+        return value(scrape(port), "sluice_leader") == 1
+    except OSError:  # not serving yet
+        return False
 
 
 def value(samples: Samples, name: str, **labels: str) -> float:

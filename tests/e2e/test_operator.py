@@ -115,7 +115,9 @@ def test_admitted_pods_run_and_the_queue_moves_on_when_the_job_controller_comple
 ) -> None:
     node = s.node(8)
     s.queue("moves", capability={s.resource: "4"})
-    s.job("first", "moves", 2, pods=2, complete_after="4s")
+    # first runs longer than the full pass's period (5 s), so that second's reason, which
+    # the full pass writes, is there to read before first completes and second goes in.
+    s.job("first", "moves", 2, pods=2, complete_after="10s")
     s.job("second", "moves", 2, pods=2)
     s.wait_admitted("first")
     pods = s.wait_pods_running("first", 2)
@@ -125,7 +127,7 @@ def test_admitted_pods_run_and_the_queue_moves_on_when_the_job_controller_comple
     reason = wait_for(lambda: s.annotation("second", "pending-reason"), what="second's reason")
     assert "capability 4" in reason
     assert not s.admitted("second") and not s.pods("second")
-    # KWOK ends first's pods 4 s after they started; the Job controller, not the test, marks
+    # KWOK ends first's pods 10 s after they started; the Job controller, not the test, marks
     # the Job Complete, and sluice admits the next job on its own.
     s.wait_complete("first", timeout=30)
     assert s.get_job("first")["status"]["succeeded"] == 2
