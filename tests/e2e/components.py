@@ -22,7 +22,15 @@ from sluice.webhooks.handlers import Context
 from sluice.webhooks.server import serve
 from sluice.webhooks.tls import ReloadingTLS
 
-from .helpers import Kubectl, KubectlError, controlplane, queue, unique_name, wait_for
+from .helpers import (
+    Kubectl,
+    KubectlError,
+    controlplane,
+    queue,
+    unique_name,
+    wait_for,
+    wait_for_reserved_queues,
+)
 
 free_port = devenv.free_port
 
@@ -228,11 +236,7 @@ def sluice_system(
     extra = workload_kind_args(workloads) if workloads else []
     op = Operator.with_kubeconfig(cluster, account, workdir, identity, dashboard_port, extra=extra)
     try:
-        wait_for(
-            lambda: kubectl.run("get", "queue", "default", "--ignore-not-found", "-o", "name"),
-            timeout=30,
-            what="the operator to create root and default",
-        )
+        wait_for_reserved_queues(kubectl)
         with (
             webhook_server(cluster, workdir, workloads) as port,
             registered_webhooks(kubectl, port, cluster.ca_cert.read_bytes(), workloads),

@@ -133,6 +133,15 @@ def wait_for(
     raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}; last: {last!r}")
 
 
+def wait_for_reserved_queues(kubectl: Kubectl) -> None:
+    """Until the operator has created root and default (or found them)."""
+    wait_for(
+        lambda: kubectl.run("get", "queue", "default", "--ignore-not-found", "-o", "name"),
+        timeout=30,
+        what="the operator to create root and default",
+    )
+
+
 def queue(name: str, **spec: Any) -> dict[str, Any]:
     """A Queue manifest."""
     return {

@@ -12,7 +12,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from .components import Operator
-from .helpers import Kubectl, controlplane, unique_name, wait_for
+from .helpers import Kubectl, controlplane, unique_name, wait_for, wait_for_reserved_queues
 from .scenario import Scenario
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
@@ -62,11 +62,7 @@ def operator(
         # Its metrics served and the Lease held (another module's operator may have held it):
         # what the tests count is this operator's.
         wait_for(lambda: _leading(metrics_port), timeout=60, what="the operator to lead")
-        wait_for(
-            lambda: kubectl.run("get", "queue", "default", "--ignore-not-found", "-o", "name"),
-            timeout=30,
-            what="the operator to create root and default",
-        )
+        wait_for_reserved_queues(kubectl)
         yield op
     finally:
         op.stop()

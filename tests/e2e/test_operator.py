@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 
 from .components import Operator
-from .helpers import Kubectl, KubectlError, controlplane, set_scheduler_config, wait_for
+from .helpers import (
+    Kubectl,
+    KubectlError,
+    controlplane,
+    set_scheduler_config,
+    wait_for,
+    wait_for_reserved_queues,
+)
 from .scenario import Scenario
 
 
@@ -19,11 +26,7 @@ def operator(
     kubectl.run("create", "namespace", "sluice-system", check=False)
     op = Operator(control_plane, tmp_path_factory.mktemp("operator"), "e2e-main")
     try:
-        wait_for(
-            lambda: kubectl.run("get", "queue", "default", "--ignore-not-found", "-o", "name"),
-            timeout=30,
-            what="the operator to create root and default",
-        )
+        wait_for_reserved_queues(kubectl)
         yield op
     finally:
         op.stop()
