@@ -20,16 +20,25 @@ the singles run;
 and the operator's resident memory once every stored job is explained, beside the memory a
 bare ``json.loads`` of the same jobs as listed takes.
 
-Run: ``.venv/bin/python -m bench.bench_operator_scale [--queues 1000] [--jobs 40000]
-[--singles 20] [--without-controller-manager]``. The last is for hundreds of thousands of jobs
-on one 24 GiB machine: the controller manager takes no part in the admissions measured (every
-stored job stays suspended; a single is admitted when the operator un-suspends it), and at
-400,000 jobs it would hold about 6 GiB. (A Go memory limit, ``GOMEMLIMIT``, on the API server
-was tried for the same end and left out: at 9 GiB, about what the API server holds at 400,000
-jobs, the second listing the operator's watches then made had not finished after 28 minutes
-and its continue token expired; without it, it took about 8 minutes.) Targets: median
-create-to-admission <= 0.2 s at 1,000 queues / 40,000 jobs (<= 0.5 s at 10,000 queues /
-400,000 jobs); watch echo p99 <= 1 s while the singles run.
+With ``--reclaim`` the singles need reclaim to be admitted: the special resource is offered
+by one slot on each of 200 nodes in 8 blocks x 25 racks, all of them held by admitted jobs
+of a queue that borrows them ("fillers"), and each single takes one back. ``--topology``
+(which implies ``--reclaim``) adds a Topology of those blocks and racks, makes every other
+stored job rack-required and every single too: each single then takes its filler back
+inside one rack (docs/scheduler.md, *Reclaim and preempt by domain*). The figure to compare
+is create to admission with ``--topology`` against the same run with ``--reclaim`` alone
+(target: within 1.3x).
+
+Run: ``.venv/bin/python -m bench.bench_operator_scale [--queues 1000] [--jobs 40000] [--singles
+20] [--reclaim | --topology] [--without-controller-manager]``. The last is for hundreds of
+thousands of jobs on one 24 GiB machine: the controller manager takes no part in the admissions
+measured (every stored job stays suspended; a single is admitted when the operator un-suspends
+it), and at 400,000 jobs it would hold about 6 GiB. (A Go memory limit, ``GOMEMLIMIT``, on the
+API server was tried for the same end and left out: at 9 GiB, about what the API server holds
+at 400,000 jobs, the second listing the operator's watches then made had not finished after 28
+minutes and its continue token expired; without it, it took about 8 minutes.) Targets: median
+create-to-admission <= 0.2 s at 1,000 queues / 40,000 jobs (<= 0.5 s at 10,000 queues / 400,000
+jobs); watch echo p99 <= 1 s while the singles run.
 """
 
 from __future__ import annotations
@@ -67,6 +76,11 @@ EXPLAINING_GAP_S = 10.0
 """While the stored jobs are first explained, one job is created every this many seconds."""
 LIST_EVERY_S = 10.0
 """Once the operator says every reason is written, how often the stored jobs are listed."""
+BLOCK, RACK = "example.com/block", "example.com/rack"
+BLOCKS, RACKS_PER_BLOCK = 8, 25
+RACK_REQUIRED = {"sluice.dev/topology-required": RACK}
+TOPOLOGY_TARGET = 1.3
+"""--topology: create to admission within this times the same run without topology."""
 
 
 def _progress(message: str) -> None:
@@ -112,6 +126,8 @@ class Scale:
             list(pool.map(create, names, specs))
             leaves = names
         create("singles", {"parent": "root"})
+        if self.args.reclaim:
+            create("fillers", {"parent": "root"})
         return leaves
 
     def lift_not_ready(self, node: str) -> None:
@@ -130,14 +146,44 @@ class Scale:
         kept = [t.to_dict() for t in found.spec.taints or () if t.key != NOT_READY]
         self.core.patch_node(node, {"spec": {"taints": kept or None}})
 
-    def job(self, name: str, namespace: str, queue: str, resource: str) -> dict[str, Any]:
-        template = kwok.pod_template({resource: 1})
+    def racks(self) -> None:
+        """--reclaim: one slot of the special resource on each node of 8 blocks x 25 racks,
+        and (--topology) the Topology of them; the fillers that hold every slot, stored
+        suspended like the other jobs and admitted by the operator's first pass."""
+        names = []
+        for b in range(BLOCKS):
+            for r in range(RACKS_PER_BLOCK):
+                name, rack = f"rack-{b}-{r:02d}", f"r{b * RACKS_PER_BLOCK + r:03d}"
+                labels = {BLOCK: f"b{b}", RACK: rack}
+                self.core.create_node(kwok.fake_node(name, {SPECIAL: 1}, labels=labels))
+                names.append(name)
+        if self.args.without_controller_manager:
+            with concurrent.futures.ThreadPoolExecutor(8) as pool:
+                list(pool.map(self.lift_not_ready, names))
+        if self.args.topology:
+            levels = [{"nodeLabel": BLOCK}, {"nodeLabel": RACK}]
+            body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Topology",
+                    "metadata": {"name": "racks"}, "spec": {"levels": levels}}  # fmt: skip
+            self.objects.create_cluster_custom_object(GROUP, VERSION, "topologies", body)
+        for i in range(len(names)):
+            body = self.job(f"filler-{i:03d}", "fillers", "fillers", SPECIAL)
+            _discard(self.batch.create_namespaced_job("fillers", body, _preload_content=False))
+
+    def fillers_admitted(self) -> int:
+        raw = self.batch.list_namespaced_job("fillers", _preload_content=False)
+        return sum(1 for j in json.loads(raw.data)["items"] if j["spec"].get("suspend") is False)
+
+    def job(
+        self, name: str, namespace: str, queue: str, resource: str, racked: bool = False
+    ) -> dict[str, Any]:
+        template = kwok.pod_template({resource: 1}, annotations=RACK_REQUIRED if racked else None)
         # No webhooks here: a queued job is created suspended, as the mutating webhook would.
         return kwok.job(name, template, namespace=namespace, queue=queue, pods=1, suspend=True)
 
     def store(self, leaves: list[str]) -> float:
         def create(i: int) -> None:
-            body = self.job(f"stored-{i:05d}", "stored", leaves[i % len(leaves)], NOWHERE)
+            racked = self.args.topology and i % 2 == 1  # half the stored jobs rack-required
+            body = self.job(f"stored-{i:05d}", "stored", leaves[i % len(leaves)], NOWHERE, racked)
             _discard(self.batch.create_namespaced_job("stored", body, _preload_content=False))
 
         started = time.monotonic()
@@ -201,7 +247,7 @@ class Scale:
     def single(self, name: str, within: float = 60, since: float | None = None) -> float:
         """Create one job that fits, in the empty queue; the seconds from ``since`` (its
         create when None) until it is admitted."""
-        body = self.job(name, "singles", "singles", SPECIAL)
+        body = self.job(name, "singles", "singles", SPECIAL, self.args.topology)
         started = time.monotonic() if since is None else since
         _discard(self.batch.create_namespaced_job("singles", body, _preload_content=False))
         while not self.admitted(name, "singles"):
@@ -295,13 +341,16 @@ class Scale:
 
     def run(self, state: Path) -> int:
         args = self.args
-        for ns in ("sluice-system", "stored", "singles", "floor"):
+        for ns in ("sluice-system", "stored", "singles", "floor", "fillers"):
             self.core.create_namespace({"metadata": {"name": ns}})
-        self.core.create_node(kwok.fake_node("slots", {SPECIAL: 10_000}))
-        if args.without_controller_manager:
-            self.lift_not_ready("slots")
         _progress(f"creating {args.queues:,} queues")
         leaves = self.queues()
+        if args.reclaim:
+            self.racks()  # the singles take back slots the fillers hold
+        else:
+            self.core.create_node(kwok.fake_node("slots", {SPECIAL: 10_000}))
+            if args.without_controller_manager:
+                self.lift_not_ready("slots")
         _progress(f"storing {args.jobs:,} jobs across {len(leaves):,} leaf queues")
         stored = self.store(leaves)
         _progress(f"stored in {stored:.0f} s; starting the operator")
@@ -325,6 +374,12 @@ class Scale:
             _progress(f"all {args.jobs:,} jobs explained {converged:.0f} s after the start")
             resident = _resident_mib(operator.pid)
             lag_start = self.lag()
+            if args.reclaim:  # every slot held, by a filler or a single admitted so far
+                taken = 1 + len(explaining["during"])
+                while (admitted := self.fillers_admitted()) + taken < BLOCKS * RACKS_PER_BLOCK:
+                    self.still_running()
+                    _progress(f"{admitted} fillers admitted")
+                    time.sleep(2)
             before = self.passes()
             began = time.monotonic()
             singles = []
@@ -350,6 +405,13 @@ class Scale:
               file=sys.stderr)  # fmt: skip
         if args.without_controller_manager:
             print("(cluster: kube-controller-manager not run)")
+        if args.topology:
+            print(f"(topology: {BLOCKS} blocks x {RACKS_PER_BLOCK} racks, half the stored jobs"
+                  " and every single rack-required; each single reclaims a slot in one rack;"
+                  f" compare with --reclaim, target within {TOPOLOGY_TARGET:g}x)")  # fmt: skip
+        elif args.reclaim:
+            print(f"(reclaim: {BLOCKS} blocks x {RACKS_PER_BLOCK} racks of one slot each, all"
+                  " held by fillers; each single reclaims one; no Topology)")  # fmt: skip
         print(f"{'measure':<52} {'sluice':>8} {'floor':>8} {'ratio':>7}")
         print("-" * 78)
         print(f"{'create to admission, median of ' + str(args.singles) + ' singles (s)':<52}"
@@ -421,9 +483,18 @@ def main() -> int:
     parser.add_argument("--queues", type=int, default=1000)
     parser.add_argument("--jobs", type=int, default=40_000)
     parser.add_argument("--singles", type=int, default=20)
+    parser.add_argument(
+        "--reclaim",
+        action="store_true",
+        help="the singles take slots back from fillers (no Topology)",
+    )
+    parser.add_argument("--topology", action="store_true",
+                        help="--reclaim in racks: half the stored jobs and every single"
+                        " rack-required")  # fmt: skip
     parser.add_argument("--without-controller-manager", action="store_true",
                         help="do not run kube-controller-manager (it admits nothing)")  # fmt: skip
     args = parser.parse_args()
+    args.reclaim = args.reclaim or args.topology
     leave_out = ("kube-controller-manager",) if args.without_controller_manager else ()
     with living_cluster(leave_out) as (cluster, api, state):
         return Scale(args, cluster, api).run(state)
