@@ -388,6 +388,8 @@ class Scale:
                 time.sleep(0.5)
             window = time.monotonic() - began
             after = self.passes()
+            # --reclaim: each single admitted took a filler's slot back (the check that it had to)
+            fillers = self.fillers_admitted() if args.reclaim else 0
             lag_end = self.lag()
         finally:
             operator.terminate()
@@ -417,6 +419,11 @@ class Scale:
         print(f"{'create to admission, median of ' + str(args.singles) + ' singles (s)':<52}"
               f" {median:>8.2f} {floor:>8.3f} {median / floor:>6.0f}x")  # fmt: skip
         print(f"{'create to admission, slowest (s)':<52} {max(singles):>8.2f}")
+        if args.reclaim:
+            taken = BLOCKS * RACKS_PER_BLOCK - fillers
+            admitted = args.singles + 1 + len(explaining["during"])
+            print(f"{'fillers taken back (every single admitted by reclaim)':<52} {taken:>8}"
+                  f"  (singles admitted: {admitted})")  # fmt: skip
         print(f"{'mean decision pass while the singles ran (s)':<52} {mean['decision']:>8.3f}")
         print(f"{'mean full pass while the singles ran (s)':<52} {mean['full']:>8.2f}")
         print(f"{'full passes while the singles ran':<52} {full_runs:>8.0f}"
