@@ -144,8 +144,6 @@ class Executor:
             return None
         self.stats.count(write.kind)
         self.state.remember_workload(obj)
-        if write.decision is not None:
-            metrics.decision_written(write.decision, write.created)
         if write.kind == "reason":
             with self.stats.lock:
                 self.positions_written[write.workload] = self.clock()
@@ -193,8 +191,6 @@ class Executor:
         if write.kind == "reason":
             with self.stats.lock:
                 self.positions_written[write.workload] = self.clock()
-        if write.decision is not None:
-            metrics.decision_written(write.decision, write.created)
         return first or {}
 
     def _patch(self, adapter: Adapter, namespace: str, name: str, body: dict[str, Any]) -> Obj:
@@ -345,6 +341,8 @@ class Executor:
             for write, obj in zip(window, pool.map(self.write, window), strict=True):
                 if obj is not None:
                     done.append((write, named(obj)))
+                    if write.decision is not None:  # counted once, as it landed
+                        metrics.decision_written(write.decision, write.created)
             if self.stats.abandoned > abandoned:
                 # The write client kept writes back: the Lease is gone, the rest stay unsent.
                 left = len(writes) - start - len(window)
