@@ -48,8 +48,7 @@ class Decided:
 
     def queues(self) -> dict[str, QueueResult]:
         """Every queue's status after the decisions, as ``run_cycle`` gives it."""
-        with _collector_paused():
-            return _queue_results(self.session, self.outcome)
+        return _queue_results(self.session, self.outcome)
 
     def usage(self) -> dict[str, QueueUsage]:
         """Each queue's usage as the cycle sampled it, the entry penalties of its decisions
