@@ -20,6 +20,13 @@ from kubernetes import client
 
 from sluice.kube.errors import Unsent
 
+MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+
+WRITERS = 8
+"""Parallel writes one writer runs at once (a phase of the workloads' writes, the custom
+objects' writes); the operator's connection pool holds them all."""
+
 
 class WriteGate:
     """Whether a request may be sent now (``may_send``, asked before each one, and not

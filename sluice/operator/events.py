@@ -18,6 +18,10 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from kubernetes import client
+
+from sluice.kube.errors import API_ERRORS, Failure, classify, message
+from sluice.kube.watch import drain
 from sluice.operator import metrics
 from sluice.operator.plan import EventSpec, rfc3339
 
@@ -66,6 +70,21 @@ def event_body(obj: Mapping[str, Any], spec: EventSpec, kind: str, now: datetime
         "lastTimestamp": rfc3339(now),
         "count": 1,
     }
+
+
+def post_event(core: client.CoreV1Api, namespace: str, event: dict[str, Any]) -> bool:
+    """Create one Event; a failure is logged, never raised (one kept back by the write client
+    is dropped without a word: the replica no longer writes). Whether it was created."""
+    body: Any = event  # the client takes plain JSON as well as its models
+    try:
+        drain(core.create_namespaced_event(namespace, body, _preload_content=False))
+    except API_ERRORS as err:
+        if classify(err) is Failure.UNSENT:
+            return False
+        name = event["involvedObject"]["name"]
+        log.warning("event=event-post-failed object=%s/%s error=%s", namespace, name, message(err))
+        return False
+    return True
 
 
 class EventSink:

@@ -37,39 +37,20 @@ from sluice.api.workloads import Adapter
 from sluice.api.workloads.job import JOB
 from sluice.kube.errors import API_ERRORS, Failure, classify, message
 from sluice.kube.watch import drain
+from sluice.kube.writer import JSON_PATCH, MERGE_PATCH, WRITERS
 from sluice.operator import metrics
-from sluice.operator.events import EventSink, named
+from sluice.operator.events import EventSink, named, post_event
 from sluice.operator.plan import EventSpec, Obj, Plan, PodChange, Write, adapter_of, basis
 from sluice.operator.state import ClusterState
 
 log = logging.getLogger("sluice.operator.executor")
 
-MERGE_PATCH = "application/merge-patch+json"
-JSON_PATCH = "application/json-patch+json"
-
-WRITERS = 8
-"""Parallel writes within one phase; phases stay ordered (victims before admissions)."""
 WINDOW = 500
 """The most writes of one phase handed to the writers at once (``Executor._phase``)."""
 BACKGROUND_WRITERS = 2
 """Parallel writes of the full pass, which decides nothing (pending reasons): few, so that
 the API server, which they keep busy while a new leader first explains every stored job,
 still answers the decisions' writes, the watches and the tenants' own requests promptly."""
-
-
-def post_event(core: client.CoreV1Api, namespace: str, event: dict[str, Any]) -> bool:
-    """Create one Event; a failure is logged, never raised (one kept back by the write client
-    is dropped without a word: the replica no longer writes). Whether it was created."""
-    body: Any = event  # the client takes plain JSON as well as its models
-    try:
-        drain(core.create_namespaced_event(namespace, body, _preload_content=False))
-    except API_ERRORS as err:
-        if classify(err) is Failure.UNSENT:
-            return False
-        name = event["involvedObject"]["name"]
-        log.warning("event=event-post-failed object=%s/%s error=%s", namespace, name, message(err))
-        return False
-    return True
 
 
 @dataclass

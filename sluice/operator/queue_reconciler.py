@@ -26,29 +26,26 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any
 
 from kubernetes import client
 
 from sluice.api.constants import (
     CLOSED_BY_PARENT_ANNOTATION,
     GROUP,
-    PLURAL,
     QUEUE_FINALIZER,
     RESERVED_QUEUES,
     ROOT_QUEUE,
-    TOPOLOGY_PLURAL,
     VERSION,
 )
 from sluice.api.errors import InvalidObject
 from sluice.api.queue import Queue
-from sluice.kube.errors import API_ERRORS, Failure, classify, message
-from sluice.operator import metrics
+from sluice.kube.errors import Failure
+from sluice.kube.writer import WRITERS
+from sluice.operator.custom_writer import QUEUES, CustomWriter, Retry
 from sluice.operator.events import EventSink
-from sluice.operator.executor import MERGE_PATCH, WRITERS, post_event
 from sluice.operator.plan import EventSpec
 from sluice.operator.state import ClusterState, Obj
 from sluice.operator.status import USAGE_WRITE_SECONDS, over_capability_event, status_patch
@@ -65,10 +62,6 @@ from sluice.scheduler.model import CycleResult, QueueResult
 log = logging.getLogger("sluice.operator.queues")
 
 RETRY_SECONDS = 1.0
-
-
-class Retry(Exception):
-    """What may succeed later: the queue is reconciled again after ``RETRY_SECONDS``."""
 
 
 def _version(obj: Obj | None) -> object:
@@ -106,96 +99,22 @@ class TreeReader:
 
 
 class QueueWriter:
-    """The Queue writes (and the Topologies' statuses), each failure read by the one
-    classifier: what may succeed later raises ``Retry``, a refusal is logged and not repeated
-    (but a reserved queue's create, which is retried until the queue exists). Nothing is
-    written once ``may_write`` says the Lease is no longer held."""
+    """The Queue writes, through the custom objects' writer (``custom_writer``): a refusal
+    is logged and not repeated, but a reserved queue's create, which is retried until the
+    queue exists."""
 
-    def __init__(
-        self,
-        api: client.ApiClient,
-        state: ClusterState,
-        may_write: Callable[[], bool] = lambda: True,
-    ) -> None:
-        self.objects = client.CustomObjectsApi(api)
-        self.state = state
-        self.may_write = may_write
-        # Their own threads: a thousand queues' statuses after a cycle must not queue ahead
-        # of the loop's work (its snapshot, its cycle) in the event loop's shared pool.
-        self.pool = ThreadPoolExecutor(WRITERS, thread_name_prefix="sluice-queues")
-        core = client.CoreV1Api(api)
-        self.events = EventSink(lambda namespace, body: post_event(core, namespace, body))
-        self.refusals: dict[str, str] = {}
-        """The last refusal logged of each write that is retried when refused."""
+    def __init__(self, custom: CustomWriter) -> None:
+        self.custom = custom
 
-    async def _call(
-        self,
-        what: str,
-        name: str,
-        call: Any,
-        done: frozenset[Failure] = frozenset({Failure.GONE}),
-        kind: str = "queue",
-        retry_refused: bool = False,
-    ) -> Obj | None:
-        """``done``: the failures that leave nothing to do (by default, the object is gone);
-        ``kind``: of the object written, a Queue unless told (a Topology's status);
-        ``retry_refused``: a refusal raises ``Retry`` too, and is logged once per reason."""
-        if not self.may_write():
-            raise Retry(f"{what} of {kind} {name}: the Lease is not held")
-        try:
-            answer = await asyncio.get_running_loop().run_in_executor(self.pool, call)
-        except API_ERRORS as err:
-            failure = classify(err)
-            if failure in done:
-                return None
-            said, key = message(err), f"{kind}/{name}/{what}"
-            if failure in (Failure.REFUSED, Failure.FORBIDDEN):
-                if not retry_refused or self.refusals.get(key) != said:
-                    log.warning("event=%s-write-refused %s=%s what=%s retried=%s reason=%s",
-                                kind, kind, name, what, retry_refused, said)  # fmt: skip
-                if not retry_refused:
-                    return None
-                self.refusals[key] = said
-            raise Retry(f"{what} of {kind} {name}: {failure.value} ({said})") from err
-        if retry_refused:
-            self.refusals.pop(f"{kind}/{name}/{what}", None)
-        metrics.API_WRITES.labels(what if kind == "queue" else f"{kind}-{what}").inc()
-        obj = cast(Obj, answer)
-        if kind != "queue":
-            self.state.on_topology("MODIFIED", obj)
-        elif what != "delete":  # a deletion answers with a Status or with the queue
-            self.state.remember_queue(obj)
-        return obj
+    @property
+    def events(self) -> EventSink:
+        return self.custom.events
 
     async def patch(self, name: str, body: dict[str, Any], what: str) -> None:
-        await self._call(
-            what,
-            name,
-            lambda: self.objects.patch_cluster_custom_object(
-                GROUP, VERSION, PLURAL, name, body, _content_type=MERGE_PATCH
-            ),
-        )
+        await self.custom.patch(QUEUES, name, body, what)
 
     async def patch_status(self, name: str, status: dict[str, Any]) -> None:
-        await self._call(
-            "status",
-            name,
-            lambda: self.objects.patch_cluster_custom_object_status(
-                GROUP, VERSION, PLURAL, name, {"status": status}, _content_type=MERGE_PATCH
-            ),
-        )
-
-    async def patch_topology_status(self, name: str, status: dict[str, Any]) -> bool:
-        """Whether it was written (not when the Topology is gone, or the write refused)."""
-        written = await self._call(
-            "status",
-            name,
-            lambda: self.objects.patch_cluster_custom_object_status(
-                GROUP, VERSION, TOPOLOGY_PLURAL, name, {"status": status}, _content_type=MERGE_PATCH
-            ),
-            kind="topology",
-        )
-        return written is not None
+        await self.custom.patch_status(QUEUES, name, status)
 
     async def hold(self, obj: Obj, held: bool) -> None:
         """Put the subtree finalizer on a queue, or take it off; the resourceVersion read
@@ -217,10 +136,10 @@ class QueueWriter:
             "metadata": {"name": name, "finalizers": [QUEUE_FINALIZER]},
             "spec": {} if parent is None else {"parent": parent},
         }
-        obj = await self._call(
-            "create",
+        obj = await self.custom.create(
+            QUEUES,
             name,
-            lambda: self.objects.create_cluster_custom_object(GROUP, VERSION, PLURAL, body),
+            body,
             done=frozenset({Failure.CONFLICT}),  # it exists already (the previous leader's)
             retry_refused=True,
         )
@@ -228,11 +147,7 @@ class QueueWriter:
             log.info("event=queue-created queue=%s", name)
 
     async def delete(self, name: str) -> None:
-        await self._call(
-            "delete",
-            name,
-            lambda: self.objects.delete_cluster_custom_object(GROUP, VERSION, PLURAL, name),
-        )
+        await self.custom.delete(QUEUES, name)
 
     async def act(self, action: QueueAction) -> None:
         if action.action == "create":
@@ -283,7 +198,7 @@ class QueueReconciler:
         self, api: client.ApiClient, state: ClusterState, may_write: Callable[[], bool]
     ) -> None:
         self.state = state
-        self.writer = QueueWriter(api, state, may_write)
+        self.writer = QueueWriter(CustomWriter(api, state, may_write))
         self.tree = TreeReader(state)
         self.due: set[str] = set()
         self.wake = asyncio.Event()

@@ -27,9 +27,8 @@ from sluice.api.workloads.job import JOB
 from sluice.dashboard.server import serve as serve_dashboard
 from sluice.dashboard.view import DashboardView
 from sluice.kube.errors import API_ERRORS, message
-from sluice.kube.writer import WriteClient, WriteGate, write_client
+from sluice.kube.writer import WRITERS, WriteClient, WriteGate, write_client
 from sluice.operator import metrics
-from sluice.operator.executor import WRITERS
 from sluice.operator.exiting import end_within
 from sluice.operator.handlers import build_registry
 from sluice.operator.health import serve_health
@@ -196,7 +195,7 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> int:
     elector.listeners.append(state.notify)  # the new holder's first cycle runs at once
     gate, writer = writes_of(api, elector)
     queues = QueueReconciler(writer, state, elector.holds)
-    topologies = TopologyReconciler(queues.writer, state)
+    topologies = TopologyReconciler(queues.writer.custom, state)
     loop = SchedulingLoop(
         api,
         state,

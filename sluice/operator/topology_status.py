@@ -17,8 +17,9 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
 from sluice.api.constants import TOPOLOGY_KIND
+from sluice.operator.custom_writer import TOPOLOGIES, CustomWriter, Retry
 from sluice.operator.plan import EventSpec
-from sluice.operator.queue_reconciler import RETRY_SECONDS, QueueWriter, Retry
+from sluice.operator.queue_reconciler import RETRY_SECONDS
 from sluice.operator.state import ClusterState
 from sluice.scheduler.topology_status import nested_event, topology_status_patch
 
@@ -29,7 +30,7 @@ SETTLE_SECONDS = 1.0
 
 
 class TopologyReconciler:
-    def __init__(self, writer: QueueWriter, state: ClusterState) -> None:
+    def __init__(self, writer: CustomWriter, state: ClusterState) -> None:
         self.writer = writer
         self.state = state
         self.wake = asyncio.Event()
@@ -65,6 +66,6 @@ class TopologyReconciler:
             if patch is None:
                 continue
             told = nested_event(obj.get("status") or {}, patch)
-            if await self.writer.patch_topology_status(view.name, patch) and told is not None:
+            if await self.writer.patch_status(TOPOLOGIES, view.name, patch) and told is not None:
                 self.writer.events.post(obj, EventSpec(*told), TOPOLOGY_KIND)
                 log.info("event=topology-%s topology=%s", told[0].lower(), view.name)

@@ -16,6 +16,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import ProtocolError
 
+from sluice.operator.custom_writer import CustomWriter
 from sluice.operator.events import EventSink
 from sluice.operator.executor import Executor
 from sluice.operator.plan import Basis, plan
@@ -176,14 +177,20 @@ def fake_executor() -> tuple[Executor, FakeCluster, ClusterState]:
     return executor, cluster, state
 
 
-def fake_queue_writer() -> tuple[QueueWriter, FakeCluster, ClusterState]:
-    """A writer whose Events go to the fake cluster too."""
+def fake_custom_writer() -> tuple[CustomWriter, FakeCluster, ClusterState]:
+    """A writer of custom objects whose Events go to the fake cluster too."""
     cluster = FakeCluster()
     state = ClusterState()
-    writer = QueueWriter(client.ApiClient(), state)
+    writer = CustomWriter(client.ApiClient(), state)
     writer.objects = FakeObjects(cluster)  # type: ignore[assignment]
     writer.events = EventSink(FakeCore(cluster).create_namespaced_event)
     return writer, cluster, state
+
+
+def fake_queue_writer() -> tuple[QueueWriter, FakeCluster, ClusterState]:
+    """A Queue writer whose Events go to the fake cluster too."""
+    custom, cluster, state = fake_custom_writer()
+    return QueueWriter(custom), cluster, state
 
 
 def fake_reconciler(
@@ -192,7 +199,7 @@ def fake_reconciler(
     cluster = FakeCluster()
     state = ClusterState()
     reconciler = QueueReconciler(client.ApiClient(), state, may_write)
-    reconciler.writer.objects = FakeObjects(cluster)  # type: ignore[assignment]
+    reconciler.writer.custom.objects = FakeObjects(cluster)  # type: ignore[assignment]
     return reconciler, cluster, state
 
 

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 from operator_fakes import apply_result, fake_executor, job
 
+from sluice.kube.writer import WRITERS
 from sluice.operator import executor as executor_module
-from sluice.operator.executor import BACKGROUND_WRITERS, WRITERS
+from sluice.operator.executor import BACKGROUND_WRITERS
 from sluice.operator.plan import POSITION_REFRESH, basis, plan
 from sluice.scheduler.model import CycleResult, Decision, PendingJob
 

@@ -331,7 +331,7 @@ def test_kopf_watches_no_workload_nor_pod_and_writes_nothing_of_its_own() -> Non
 
 
 def test_the_connection_pool_holds_every_parallel_writer_of_both_passes() -> None:
-    from sluice.operator.executor import WRITERS
+    from sluice.kube.writer import WRITERS
     from sluice.operator.run import _with_room_for_writers
 
     small = client.Configuration()

@@ -7,9 +7,9 @@ import asyncio
 from typing import Any
 
 import pytest
-from operator_fakes import FakeCluster, fake_queue_writer
+from operator_fakes import FakeCluster, fake_custom_writer
 
-from sluice.operator.queue_reconciler import Retry
+from sluice.operator.custom_writer import Retry
 from sluice.operator.state import ClusterState
 from sluice.operator.topology_status import TopologyReconciler
 
@@ -46,7 +46,7 @@ def nested(cluster: FakeCluster) -> dict[str, Any]:
 
 
 def test_status_and_events_follow_the_nodes_labels() -> None:
-    writer, cluster, state = fake_queue_writer()
+    writer, cluster, state = fake_custom_writer()
     reconciler = TopologyReconciler(writer, state)
     topology(cluster, state)
     label(state, "n0", "b0", "r0", 1)
@@ -74,7 +74,7 @@ def test_status_and_events_follow_the_nodes_labels() -> None:
 
 
 def test_nothing_is_written_or_told_without_the_lease() -> None:
-    writer, cluster, state = fake_queue_writer()
+    writer, cluster, state = fake_custom_writer()
     writer.may_write = lambda: False
     reconciler = TopologyReconciler(writer, state)
     topology(cluster, state)
