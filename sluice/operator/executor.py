@@ -55,7 +55,6 @@ still answers the decisions' writes, the watches and the tenants' own requests p
 
 @dataclass
 class WriteStats:
-    writes: int = 0
     conflicts: int = 0
     abandoned: int = 0
     """Writes the write client kept back (the Lease no longer held, or stopping)."""
@@ -72,7 +71,6 @@ class WriteStats:
 
     def count(self, kind: str) -> None:
         with self.lock:
-            self.writes += 1
             self.by_kind[kind] = self.by_kind.get(kind, 0) + 1
 
 
