@@ -118,80 +118,98 @@ def read_dump(
     return dump
 
 
-def simulate(
-    snapshot: Annotated[
-        Path,
-        typer.Argument(
-            help="A YAML or JSON dump: `kubectl get queues,jobs,pods,nodes,priorityclasses,"
-            "namespaces -A -o yaml` (separate documents or kind: List).",
-            show_default=False,
-        ),
-    ],
-    config: Annotated[
-        Path | None,
-        typer.Option(
-            "--config",
-            help="Scheduler configuration (scheduler.yaml, or the sluice-scheduler ConfigMap "
-            "manifest). Without it, a sluice-scheduler ConfigMap in the dump is used, else the "
-            "default configuration.",
-            show_default=False,
-        ),
-    ] = None,
-    cycles: Annotated[
-        int,
-        typer.Option(
-            "--cycles", min=1, help="Cycles to run; each applies the previous one's decisions."
-        ),
-    ] = 1,
-    now: Annotated[
-        str | None,
-        typer.Option(
-            "--now",
-            help="The time the cycles run at, RFC 3339 (default: now); it decides which jobs "
-            "minRuntime protects.",
-            show_default=False,
-        ),
-    ] = None,
-    output: Annotated[Output, typer.Option("--output", "-o", help="json or table.")] = (
-        Output.table
+# The command's arguments and options, as typer reads them from the annotations.
+SnapshotArg = Annotated[
+    Path,
+    typer.Argument(
+        help="A YAML or JSON dump: `kubectl get queues,jobs,pods,nodes,priorityclasses,"
+        "namespaces -A -o yaml` (separate documents or kind: List).",
+        show_default=False,
     ),
-    config_map_name: Annotated[
-        str,
-        typer.Option(
-            "--config-map-name",
-            help="The scheduler ConfigMap to use from the dump (a chart release's is"
-            " <fullname>-scheduler).",
-        ),
-    ] = CONFIGMAP_NAME,
-    minutes: Annotated[
-        float | None,
-        typer.Option(
-            "--minutes",
-            min=0,
-            help="Run this many minutes of simulated time instead (a cycle every 10 s): jobs"
-            " arrive when created, run for their sluice.dev/duration annotation (else"
-            " --job-duration) once admitted, and each queue's wait is printed.",
-            show_default=False,
-        ),
-    ] = None,
-    job_duration: Annotated[
-        str | None,
-        typer.Option(
-            "--job-duration",
-            help="With --minutes: how long a job without sluice.dev/duration runs (a"
-            " duration such as 10m; default: to the end).",
-            show_default=False,
-        ),
-    ] = None,
-    html: Annotated[
-        Path | None,
-        typer.Option(
-            "--html",
-            help="Also write the dashboard's views of the result to this file: one"
-            " self-contained page, with each queue's deserved and allocated before and after.",
-            show_default=False,
-        ),
-    ] = None,
+]
+
+ConfigArg = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        help="Scheduler configuration (scheduler.yaml, or the sluice-scheduler ConfigMap "
+        "manifest). Without it, a sluice-scheduler ConfigMap in the dump is used, else the "
+        "default configuration.",
+        show_default=False,
+    ),
+]
+
+CyclesArg = Annotated[
+    int,
+    typer.Option(
+        "--cycles", min=1, help="Cycles to run; each applies the previous one's decisions."
+    ),
+]
+
+NowArg = Annotated[
+    str | None,
+    typer.Option(
+        "--now",
+        help="The time the cycles run at, RFC 3339 (default: now); it decides which jobs "
+        "minRuntime protects.",
+        show_default=False,
+    ),
+]
+
+OutputArg = Annotated[Output, typer.Option("--output", "-o", help="json or table.")]
+
+ConfigMapNameArg = Annotated[
+    str,
+    typer.Option(
+        "--config-map-name",
+        help="The scheduler ConfigMap to use from the dump (a chart release's is"
+        " <fullname>-scheduler).",
+    ),
+]
+
+MinutesArg = Annotated[
+    float | None,
+    typer.Option(
+        "--minutes",
+        min=0,
+        help="Run this many minutes of simulated time instead (a cycle every 10 s): jobs"
+        " arrive when created, run for their sluice.dev/duration annotation (else"
+        " --job-duration) once admitted, and each queue's wait is printed.",
+        show_default=False,
+    ),
+]
+
+JobDurationArg = Annotated[
+    str | None,
+    typer.Option(
+        "--job-duration",
+        help="With --minutes: how long a job without sluice.dev/duration runs (a"
+        " duration such as 10m; default: to the end).",
+        show_default=False,
+    ),
+]
+
+HtmlArg = Annotated[
+    Path | None,
+    typer.Option(
+        "--html",
+        help="Also write the dashboard's views of the result to this file: one"
+        " self-contained page, with each queue's deserved and allocated before and after.",
+        show_default=False,
+    ),
+]
+
+
+def simulate(
+    snapshot: SnapshotArg,
+    config: ConfigArg = None,
+    cycles: CyclesArg = 1,
+    now: NowArg = None,
+    output: OutputArg = Output.table,
+    config_map_name: ConfigMapNameArg = CONFIGMAP_NAME,
+    minutes: MinutesArg = None,
+    job_duration: JobDurationArg = None,
+    html: HtmlArg = None,
 ) -> None:
     """Print what the scheduler would do with a cluster dump, and why. Needs no cluster."""
     if minutes is not None:
