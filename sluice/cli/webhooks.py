@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -23,6 +24,11 @@ from sluice.cli.common import (
     workload_kinds,
 )
 
+if TYPE_CHECKING:
+    from sluice.webhooks.cache import KubeFacts
+    from sluice.webhooks.handlers import Context
+    from sluice.webhooks.tls import ReloadingTLS
+
 DEFAULT_OPERATOR_USER = "system:serviceaccount:sluice-system:sluice-operator"
 
 
@@ -32,44 +38,53 @@ def register(app: typer.Typer) -> None:
     )
 
 
+# The command's options, as typer reads them from the annotations.
+TlsCertFile = Annotated[Path, typer.Option(help="PEM serving certificate (reloaded on change).")]
+TlsKeyFile = Annotated[Path, typer.Option(help="PEM private key (reloaded on change).")]
+Port = Annotated[int, typer.Option(help="HTTPS port.")]
+Host = Annotated[str, typer.Option(help="Address to listen on.")]
+OperatorUser = Annotated[
+    list[str] | None,
+    typer.Option(help="User allowed to clear spec.suspend on managed jobs (repeatable)."),
+]
+ProtectedJobUser = Annotated[
+    list[str] | None,
+    typer.Option(
+        help="User or group allowed to set sluice.dev/preemptable on jobs, besides the"
+        " operator (repeatable)."
+    ),
+]
+MaxQueueDepth = Annotated[int, typer.Option(help="Deepest allowed queue level under root.")]
+ShutdownDelay = Annotated[
+    float,
+    typer.Option(
+        help="Seconds to keep serving (not ready) after SIGTERM, while the Service stops"
+        " routing to this replica; then in-flight requests drain."
+    ),
+]
+
+CAPACITY_SECONDS = 60.0
+"""How often the cluster's capacity, which root's guarantees are warned against, is read."""
+
+
 def serve(
-    tls_cert_file: Annotated[
-        Path, typer.Option(help="PEM serving certificate (reloaded on change).")
-    ],
-    tls_key_file: Annotated[Path, typer.Option(help="PEM private key (reloaded on change).")],
-    port: Annotated[int, typer.Option(help="HTTPS port.")] = 8443,
-    host: Annotated[str, typer.Option(help="Address to listen on.")] = "0.0.0.0",
+    tls_cert_file: TlsCertFile,
+    tls_key_file: TlsKeyFile,
+    port: Port = 8443,
+    host: Host = "0.0.0.0",
     kubeconfig: Kubeconfig = None,
-    operator_user: Annotated[
-        list[str] | None,
-        typer.Option(help="User allowed to clear spec.suspend on managed jobs (repeatable)."),
-    ] = None,
-    protected_job_user: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="User or group allowed to set sluice.dev/preemptable on jobs, besides the"
-            " operator (repeatable)."
-        ),
-    ] = None,
-    max_queue_depth: Annotated[
-        int, typer.Option(help="Deepest allowed queue level under root.")
-    ] = DEFAULT_MAX_QUEUE_DEPTH,
-    shutdown_delay: Annotated[
-        float,
-        typer.Option(
-            help="Seconds to keep serving (not ready) after SIGTERM, while the Service stops"
-            " routing to this replica; then in-flight requests drain."
-        ),
-    ] = 5.0,
+    operator_user: OperatorUser = None,
+    protected_job_user: ProtectedJobUser = None,
+    max_queue_depth: MaxQueueDepth = DEFAULT_MAX_QUEUE_DEPTH,
+    shutdown_delay: ShutdownDelay = 5.0,
     workload_kind: WorkloadKinds = None,
     log_level: LogLevel = "info",
 ) -> None:
-    """Serve /validate/queues, /mutate/queues, /validate/jobs, /mutate/jobs, /validate/pods,
-    /validate/workloads and /mutate/workloads over HTTPS."""
+    """Serve the admission reviews over HTTPS: /validate and /mutate of queues, jobs, pods and
+    workloads, and /validate/topologies."""
     from sluice.kube import KubeConfigError, api_client
     from sluice.webhooks.cache import KubeFacts, QueueCache, QueueWatcher
     from sluice.webhooks.handlers import Context
-    from sluice.webhooks.server import serve as run_server
     from sluice.webhooks.tls import ReloadingTLS
 
     kinds = workload_kinds(workload_kind)
@@ -94,28 +109,43 @@ def serve(
     )
     watcher = QueueWatcher(api, cache)
     watcher.start()
+    try:
+        asyncio.run(_serve(ctx, facts, Listen(host, port, tls, shutdown_delay)))
+    finally:
+        watcher.stop()
 
-    async def main() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
 
-        async def capacity() -> None:
-            while True:
-                try:
-                    await facts.refresh_capacity()
-                except Exception as err:  # noqa: BLE001 - a warning source, never fatal
-                    logging.getLogger("sluice.webhooks").warning(
-                        "event=capacity-refresh-failed error=%r", err
-                    )
-                await asyncio.sleep(60)
+@dataclass(frozen=True)
+class Listen:
+    host: str
+    port: int
+    tls: ReloadingTLS
+    shutdown_delay: float
 
-        task = asyncio.create_task(capacity())
+
+async def _serve(ctx: Context, facts: KubeFacts, listen: Listen) -> None:
+    """Serve until SIGTERM or SIGINT, reading the cluster's capacity meanwhile."""
+    from sluice.webhooks.server import serve as run_server
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    task = asyncio.create_task(_refresh_capacity(facts))
+    try:
+        await run_server(
+            ctx, listen.host, listen.port, listen.tls, stop, shutdown_delay=listen.shutdown_delay
+        )
+    finally:
+        task.cancel()
+
+
+async def _refresh_capacity(facts: KubeFacts) -> None:
+    while True:
         try:
-            await run_server(ctx, host, port, tls, stop, shutdown_delay=shutdown_delay)
-        finally:
-            task.cancel()
-            watcher.stop()
-
-    asyncio.run(main())
+            await facts.refresh_capacity()
+        except Exception as err:  # noqa: BLE001 - a warning source, never fatal
+            logging.getLogger("sluice.webhooks").warning(
+                "event=capacity-refresh-failed error=%r", err
+            )
+        await asyncio.sleep(CAPACITY_SECONDS)
