@@ -45,64 +45,6 @@ def build_app(view: DashboardView) -> web.Application:
             loop.call_soon_threadsafe(wake_all)
 
     view.listeners.append(changed)
-
-    async def page(_: web.Request) -> web.Response:
-        return web.Response(text=static_text("index.html"), content_type="text/html")
-
-    async def asset(request: web.Request) -> web.Response:
-        name = request.match_info["name"]
-        if name not in STATIC:
-            raise web.HTTPNotFound()
-        kind = "application/javascript" if name.endswith(".js") else "text/css"
-        return web.Response(text=static_text(name), content_type=kind)
-
-    async def tree(request: web.Request) -> web.Response:
-        return web.json_response(request.app[VIEW_KEY].tree(), dumps=json.dumps)
-
-    async def domains(request: web.Request) -> web.Response:
-        # ?show=<topology>:<level> (repeated) picks the level listed; ?all=1 lists every domain.
-        shown = dict(one.partition(":")[::2] for one in request.query.getall("show", []))
-        limit = 1_000_000 if request.query.get("all") == "1" else DOMAINS_LISTED
-        view = request.app[VIEW_KEY]
-        # Off the event loop: it goes over every pod (the operator's watches share the loop).
-        found = await asyncio.to_thread(view.domains, shown, limit)
-        return web.json_response(found)
-
-    async def jobs(request: web.Request) -> web.Response:
-        try:
-            offset = int(request.query.get("offset", "0"))
-            limit = int(request.query.get("limit", "50"))
-        except ValueError:
-            raise web.HTTPBadRequest(text="offset and limit are integers") from None
-        page = request.app[VIEW_KEY].jobs_page(request.match_info["queue"], offset, limit)
-        return web.json_response(page)
-
-    async def events(request: web.Request) -> web.StreamResponse:
-        stream = web.StreamResponse(
-            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
-        )
-        await stream.prepare(request)
-        view = request.app[VIEW_KEY]
-        wake = asyncio.Event()
-        clients.add(wake)
-        sent = -1
-        try:
-            while True:
-                if view.version != sent:
-                    sent = view.version
-                    await stream.write(f"data: {sent}\n\n".encode())
-                wake.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(wake.wait(), 15)  # a comment keeps proxies open
-                if view.version == sent:
-                    await stream.write(b": keep-alive\n\n")
-                await asyncio.sleep(PUSH_INTERVAL)
-        except (ConnectionResetError, asyncio.CancelledError):
-            pass
-        finally:
-            clients.discard(wake)
-        return stream
-
     app.router.add_get("/", page)
     app.router.add_get("/static/{name}", asset)
     app.router.add_get("/api/tree", tree)
@@ -110,6 +52,71 @@ def build_app(view: DashboardView) -> web.Application:
     app.router.add_get("/api/topology", domains)
     app.router.add_get("/api/events", events)
     return app
+
+
+async def page(_: web.Request) -> web.Response:
+    return web.Response(text=static_text("index.html"), content_type="text/html")
+
+
+async def asset(request: web.Request) -> web.Response:
+    name = request.match_info["name"]
+    if name not in STATIC:
+        raise web.HTTPNotFound()
+    kind = "application/javascript" if name.endswith(".js") else "text/css"
+    return web.Response(text=static_text(name), content_type=kind)
+
+
+async def tree(request: web.Request) -> web.Response:
+    return web.json_response(request.app[VIEW_KEY].tree(), dumps=json.dumps)
+
+
+async def domains(request: web.Request) -> web.Response:
+    # ?show=<topology>:<level> (repeated) picks the level listed; ?all=1 lists every domain.
+    shown = dict(one.partition(":")[::2] for one in request.query.getall("show", []))
+    limit = 1_000_000 if request.query.get("all") == "1" else DOMAINS_LISTED
+    view = request.app[VIEW_KEY]
+    # Off the event loop: it goes over every pod (the operator's watches share the loop).
+    found = await asyncio.to_thread(view.domains, shown, limit)
+    return web.json_response(found)
+
+
+async def jobs(request: web.Request) -> web.Response:
+    try:
+        offset = int(request.query.get("offset", "0"))
+        limit = int(request.query.get("limit", "50"))
+    except ValueError:
+        raise web.HTTPBadRequest(text="offset and limit are integers") from None
+    found = request.app[VIEW_KEY].jobs_page(request.match_info["queue"], offset, limit)
+    return web.json_response(found)
+
+
+async def events(request: web.Request) -> web.StreamResponse:
+    """The event stream: the view's version whenever it changed, at most every
+    ``PUSH_INTERVAL``, and a comment every 15 s that keeps proxies from closing it."""
+    stream = web.StreamResponse(
+        headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+    )
+    await stream.prepare(request)
+    view, clients = request.app[VIEW_KEY], request.app[CLIENTS_KEY]
+    wake = asyncio.Event()
+    clients.add(wake)
+    sent = -1
+    try:
+        while True:
+            if view.version != sent:
+                sent = view.version
+                await stream.write(f"data: {sent}\n\n".encode())
+            wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), 15)
+            if view.version == sent:
+                await stream.write(b": keep-alive\n\n")
+            await asyncio.sleep(PUSH_INTERVAL)
+    except (ConnectionResetError, asyncio.CancelledError):
+        pass
+    finally:
+        clients.discard(wake)
+    return stream
 
 
 async def serve(view: DashboardView, host: str, port: int, stop: asyncio.Event) -> None:
