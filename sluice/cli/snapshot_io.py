@@ -35,6 +35,7 @@ from sluice.scheduler.snapshot import (
     KINDS,
     WORKLOAD_KINDS,
     Read,
+    Reader,
     UnreadableObject,
     plain_pod_workloads,
     read,
@@ -162,6 +163,35 @@ def build_snapshot(
     ``config`` (from --config) wins over a ``sluice-scheduler`` ConfigMap in the dump; without
     either, the default configuration is used.
     """
+    by_kind = _by_kind(objects)
+    namespaces = [read("Namespace", item.where, item.obj) for item in by_kind["Namespace"]]
+    using = _readers(namespaces, by_kind)
+    reads = namespaces + [
+        read(kind, item.where, item.obj, using) for kind in KINDS[1:] for item in by_kind[kind]
+    ]
+    try:
+        # Plain pods are the workloads they form, as in the operator (docs/workloads.md).
+        members, unreadable = read_members((item.where, item.obj) for item in by_kind["Pod"])
+        pod_workloads, formed = plain_pod_workloads(members)
+        # A dump without pods says nothing of them: nodes then hold only what admitted jobs keep.
+        built = build(
+            [*reads, *unreadable, *formed], now, strict=True, pods_known=bool(by_kind["Pod"])
+        )
+    except UnreadableObject as err:
+        raise SnapshotError(str(err)) from None
+    _check_queues([one for one in reads if isinstance(one.view, Queue)])
+    _check_workloads_once(reads, by_kind)
+    if config is not None:
+        chosen, source = config
+    else:
+        chosen, source = _config_from_dump(by_kind["ConfigMap"], config_map_name)
+    forming = tuple(w for _, w in sorted(pod_workloads.items()) if w.view is None)
+    return Dump(replace(built.snapshot, config=chosen), source, forming)
+
+
+def _by_kind(objects: list[Located]) -> dict[str, list[Located]]:
+    """The dump's objects by kind; a kind sluice does not read, or a workload of another API
+    version than its adapter's, is an error naming the object."""
     by_kind: dict[str, list[Located]] = {kind: [] for kind in SUPPORTED_KINDS}
     for item in objects:
         if item.kind not in by_kind:
@@ -178,8 +208,12 @@ def build_snapshot(
                     f"{item.where}: {item.label}: field apiVersion: expected "
                     f"{adapter.api_version}, got {api_version}"
                 )
+    return by_kind
 
-    namespaces = [read("Namespace", item.where, item.obj) for item in by_kind["Namespace"]]
+
+def _readers(namespaces: list[Read], by_kind: dict[str, list[Located]]) -> Mapping[str, Reader]:
+    """How the dump's workloads are read: the queue of each namespace that names a default,
+    and what their pods would ask under the dump's LimitRanges and RuntimeClasses."""
     default_queues = {
         ns.view.name: ns.view.default_queue
         for ns in namespaces
@@ -194,23 +228,12 @@ def build_snapshot(
                 runtime_classes.append(runtime_class_from_object(item.obj))
         except InvalidObject as err:
             raise SnapshotError(f"{item.where}: {err}") from None
-    # The dump's workloads ask what their pods would: with its LimitRanges and RuntimeClasses.
     table = pod_defaults(limit_ranges, runtime_classes)
-    using = readers(default_queues, defaults_of=lambda namespace: defaults_for(table, namespace))
-    reads = namespaces + [
-        read(kind, item.where, item.obj, using) for kind in KINDS[1:] for item in by_kind[kind]
-    ]
-    try:
-        # Plain pods are the workloads they form, as in the operator (docs/workloads.md).
-        members, unreadable = read_members((item.where, item.obj) for item in by_kind["Pod"])
-        pod_workloads, formed = plain_pod_workloads(members)
-        # A dump without pods says nothing of them: nodes then hold only what admitted jobs keep.
-        built = build(
-            [*reads, *unreadable, *formed], now, strict=True, pods_known=bool(by_kind["Pod"])
-        )
-    except UnreadableObject as err:
-        raise SnapshotError(str(err)) from None
-    _check_queues([one for one in reads if isinstance(one.view, Queue)])
+    return readers(default_queues, defaults_of=lambda namespace: defaults_for(table, namespace))
+
+
+def _check_workloads_once(reads: list[Read], by_kind: dict[str, list[Located]]) -> None:
+    """A workload once in the dump."""
     labels = {item.where: item.label for kind in WORKLOAD_KINDS for item in by_kind[kind]}
     seen: set[str] = set()
     for one in reads:
@@ -218,12 +241,6 @@ def build_snapshot(
             if one.view.key in seen:
                 raise SnapshotError(f"{one.ref}: {labels[one.ref]}: appears twice in the dump")
             seen.add(one.view.key)
-    if config is not None:
-        chosen, source = config
-    else:
-        chosen, source = _config_from_dump(by_kind["ConfigMap"], config_map_name)
-    forming = tuple(w for _, w in sorted(pod_workloads.items()) if w.view is None)
-    return Dump(replace(built.snapshot, config=chosen), source, forming)
 
 
 def _check_queues(reads: list[Read]) -> None:
