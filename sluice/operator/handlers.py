@@ -56,8 +56,8 @@ def connection_info(api: client.ApiClient) -> kopf.ConnectionInfo:
 class NoEssence(kopf.DiffBaseStorage):
     """Kopf keeps an object's last-handled essence to tell its change handlers what changed.
     sluice registers none (only event handlers, ``build_registry``), so none is kept and none
-    is built: the default deep-copies every object of every event (at 10,000 queues a fifth
-    of Kopf's time per event, and the watches fell behind)."""
+    is built: the default deep-copies every object of every event, a cost that grows with
+    the objects' size and makes the watches fall behind at thousands of queues."""
 
     def build(
         self, *, body: kopf.Body, extra_fields: Iterable[Any] | None = None
@@ -124,6 +124,13 @@ def build_registry(
     called on every Topology and Node event (the Topologies' statuses follow the nodes'
     labels)."""
     registry = kopf.OperatorRegistry()
+    _register_lifecycle(registry, api)
+    _register_watches(registry, state, view, queue_seen_by, topology_due)
+    return registry
+
+
+def _register_lifecycle(registry: kopf.OperatorRegistry, api: client.ApiClient) -> None:
+    """Kopf's settings, its login, and the event loop's lag probe, started and ended with it."""
 
     @kopf.on.startup(registry=registry)
     def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
@@ -149,6 +156,16 @@ def build_registry(
     def login(**_: Any) -> kopf.ConnectionInfo:
         # Kopf connects exactly as the rest of sluice does (sluice.kube: kubeconfig or in-cluster).
         return connection_info(api)
+
+
+def _register_watches(
+    registry: kopf.OperatorRegistry,
+    state: ClusterState,
+    view: DashboardView | None,
+    queue_seen_by: Callable[[Mapping[str, Any]], None],
+    topology_due: Callable[[], None],
+) -> None:
+    """One event handler per small kind: each stores what it sees in the state."""
 
     @kopf.on.event(GROUP, VERSION, PLURAL, registry=registry)
     async def queue_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:
@@ -186,5 +203,3 @@ def build_registry(
     @kopf.on.event("scheduling.k8s.io", "v1", "priorityclasses", registry=registry)
     async def priority_class_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:
         state.on_priority_class(_event(type), dict(body))
-
-    return registry
