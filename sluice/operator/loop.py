@@ -2,7 +2,7 @@
 requeue, pending reasons).
 
 Woken by watch events (see ``_woken``) or by the periodic resync; only the Lease holder
-writes. Two passes share the work (docs/architecture.md, *Two passes*):
+writes. Two passes share the work (docs/scheduler.md, *Two passes*):
 
 - the decision pass (``decide``) runs on every change that may let a job in or must be acted
   on, and at each resync (never for one that only statuses show): the fast pass of
