@@ -96,9 +96,10 @@ class Executor:
         precondition holds. A decision sends the newest resourceVersion seen, so it never
         undoes a change the operator has not seen yet. A pending reason, sluice's own
         annotation, undoes no one's change: it sends the uid seen instead, so it lands on that
-        object (not on one created since under its name) whatever else changed meanwhile; a
-        controller's status writes (the Job controller marks every new suspended Job) made
-        nearly every reason written after a restart at 40,000 Jobs conflict."""
+        object (not on one created since under its name) whatever else changed meanwhile. A
+        controller writes the status of the workloads it owns (the Job controller marks every
+        new suspended Job), and a reason sent with the resourceVersion would conflict with
+        each of those writes."""
         if write.pods is not None:
             return self.write_pods(write, write.pods)
         current = self.state.workloads.get(write.workload)

@@ -19,6 +19,8 @@ CODE = sorted(p for top in ("sluice", "bench", "hack") for p in (ROOT / top).rgl
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 # docs/x.md, then a section in italics or quotes: `docs/x.md`, *S*; docs/x.md (*S*); "S".
 NAMED = re.compile(r"(docs/[\w-]+\.md)`?(?:,? \(?(?:\*([^*]+)\*|\"([^\"]+)\"))?")
+# *S* in docs/x.md
+NAMED_AFTER = re.compile(r"\*([^*]+)\* in (docs/[\w-]+\.md)")
 HEADING = re.compile(r"^#{1,6} +(.+?) *$", re.M)
 LEAD_IN = re.compile(r"^(?:[-*] +)?\*\*(.+?)\*\*", re.M)
 
@@ -66,7 +68,9 @@ def link_problems(doc: Path) -> list[str]:
 
 def named_problems(path: Path, root: Path = ROOT) -> list[str]:
     problems = []
-    for name, italic, quoted in NAMED.findall(flat(path)):
+    text = flat(path)
+    found = NAMED.findall(text) + [(n, s, "") for s, n in NAMED_AFTER.findall(text)]
+    for name, italic, quoted in found:
         doc = root / name
         section = (italic or quoted).strip()
         where = path.relative_to(root)
@@ -105,8 +109,10 @@ def test_a_pointer_to_a_missing_section_is_found(tmp_path: Path) -> None:
     (tmp_path / "loop.py").write_text(
         '"""docs/scheduler.md, *Two passes* and (docs/operations.md, "A replica that\n'
         'loses its Lease").\n"""\n# See docs/scheduler.md, *Placement*\n# docs/none.md\n'
+        "# *Two passes* in docs/scheduler.md; *Cost* in docs/scheduler.md\n"
     )
     assert named_problems(tmp_path / "loop.py", tmp_path) == [
         "loop.py: docs/scheduler.md, *Placement*: no such section",
         "loop.py: docs/none.md: no such file",
+        "loop.py: docs/scheduler.md, *Cost*: no such section",
     ]
