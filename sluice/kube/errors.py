@@ -1,6 +1,6 @@
 """The one reading of a failed API call: every caller classifies through ``classify`` and
-decides what each class means for it (the executor, the Queue writer, the Lease, the watches,
-the command line)."""
+decides what each class means for it (the executor, the custom objects' writer, the Lease,
+the watches, the command line)."""
 
 from __future__ import annotations
 
