@@ -327,23 +327,25 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> int:
     await asyncio.to_thread(elector.rounded.wait, elector.call_timeout)
     versions = await prime_until_listed(parts.api, state, options.workloads, manager.stopping)
     status = 0
-    # Stopped before or while it listed (it may hold the Lease already): no watch is started
-    # only to be stopped, and the Lease is handed over all the same.
-    if versions is not None and not manager.stopping.is_set():
-        parts.loop.memory.settle()
-        parts.loop.synced.set()
-        view = _dashboard(parts, options)
-        log.info(
-            "event=started identity=%s queues=%d workloads=%d",
-            parts.identity,
-            len(state.queues),
-            len(state.workloads),
-        )
-        manager.start(*runnables(parts, options, versions, view))
-        status = await manager.until_stopped(_until_lease_lost(elector))
-    _stopping(options, status)
-    # What is still queued (windows of writes, Events, Queue writes) stays unsent.
-    parts.gate.close()
-    await manager.stop(partial(_hand_over, parts.gate, elector))
-    log.info("event=stopped")
+    try:
+        # Stopped before or while it listed (it may hold the Lease already): no watch is
+        # started only to be stopped, and the Lease is handed over all the same.
+        if versions is not None and not manager.stopping.is_set():
+            parts.loop.memory.settle()
+            parts.loop.synced.set()
+            view = _dashboard(parts, options)
+            log.info(
+                "event=started identity=%s queues=%d workloads=%d",
+                parts.identity,
+                len(state.queues),
+                len(state.workloads),
+            )
+            manager.start(*runnables(parts, options, versions, view))
+            status = await manager.until_stopped(_until_lease_lost(elector))
+    finally:
+        _stopping(options, status)
+        # What is still queued (windows of writes, Events, Queue writes) stays unsent.
+        parts.gate.close()
+        await manager.stop(partial(_hand_over, parts.gate, elector))
+        log.info("event=stopped")
     return status
