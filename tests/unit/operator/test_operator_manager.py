@@ -10,8 +10,12 @@ import os
 import signal
 
 import pytest
+from kubernetes import client
 
+from sluice.dashboard.view import DashboardView
+from sluice.operator import run
 from sluice.operator.manager import Manager, Runnable
+from sluice.operator.run import OperatorOptions
 
 
 class Lease:
@@ -140,3 +144,27 @@ async def test_a_runnable_that_ends_on_its_own_ends_them_all_with_status_0() -> 
     assert await manager.until_stopped(asyncio.Event().wait()) == 0
     await manager.stop(_nothing)
     assert log.said[-1] == "end loop"
+
+
+async def test_the_operators_runnables_and_which_of_them_need_the_lease() -> None:
+    """Only the reconcilers of Queues and Topologies wait for the Lease; the watches and the
+    loop run on every replica (a follower stays warm), the servers answer from the start."""
+    options = OperatorOptions(namespace="ns", dashboard_port=8081)
+    parts = run.build(client.ApiClient(), options)
+    servers = run.servers(parts, options, list)
+    assert [(r.name, r.needs_lease, r.server) for r in servers] == [
+        ("health", False, True),
+        ("metrics", False, True),
+    ]
+    view = DashboardView(cluster=parts.state.cluster_views)
+    found = run.runnables(parts, options, {}, view)
+    assert {r.name: r.needs_lease for r in found} == {
+        "kopf": False,
+        "watches": False,
+        "loop": False,
+        "queues": True,
+        "topologies": True,
+        "dashboard": False,
+    }
+    assert not any(r.server for r in found)
+    assert [r.name for r in found if r.stop is not None] == ["kopf", "watches"]
