@@ -1,4 +1,4 @@
-"""Liveness and readiness over HTTP.
+"""The operator's HTTP servers for Kubernetes and Prometheus: liveness, readiness, metrics.
 
 Live: the scheduling loop has turned recently and none of the operator's tasks has died (a
 wedged loop is worth a restart; a slow API server is not, hence the generous limit).
@@ -9,20 +9,25 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from aiohttp import web
+from prometheus_client import start_http_server
 
+from sluice.operator import metrics
 from sluice.operator.loop import SchedulingLoop
+
+Tasks = Callable[[], Sequence[asyncio.Task[object]]]
+"""The operator's tasks as they are now (the manager starts more as the process goes on)."""
 
 
 def stale_after(resync_seconds: float) -> float:
     return max(60.0, 6 * resync_seconds)
 
 
-def health_app(loop: SchedulingLoop, tasks: Sequence[asyncio.Task[object]]) -> web.Application:
+def health_app(loop: SchedulingLoop, tasks: Tasks) -> web.Application:
     async def healthz(_: web.Request) -> web.Response:
-        dead = [task.get_name() for task in tasks if task.done()]
+        dead = [task.get_name() for task in tasks() if task.done()]
         if dead:
             return web.Response(status=500, text=f"stopped: {', '.join(dead)}\n")
         idle = time.monotonic() - loop.heartbeat
@@ -41,10 +46,23 @@ def health_app(loop: SchedulingLoop, tasks: Sequence[asyncio.Task[object]]) -> w
     return app
 
 
-async def serve_health(
-    loop: SchedulingLoop, tasks: Sequence[asyncio.Task[object]], port: int
-) -> web.AppRunner:
+async def serve_health(loop: SchedulingLoop, tasks: Tasks, port: int) -> None:
+    """/healthz and /readyz on ``port``, until cancelled."""
     runner = web.AppRunner(health_app(loop, tasks), access_log=None)
     await runner.setup()
-    await web.TCPSite(runner, "0.0.0.0", port).start()
-    return runner
+    try:
+        await web.TCPSite(runner, "0.0.0.0", port).start()
+        await asyncio.Event().wait()
+    finally:
+        await runner.cleanup()
+
+
+async def serve_metrics(port: int) -> None:
+    """The Prometheus metrics on ``port`` (served by a thread of their own), until
+    cancelled."""
+    server, _ = start_http_server(port, registry=metrics.REGISTRY)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await asyncio.to_thread(server.shutdown)
+        server.server_close()

@@ -50,6 +50,29 @@ def _parse(value: Any) -> datetime | None:
     return None
 
 
+class Listeners:
+    """Called on the event loop when leadership changes: a new holder acts at once, not at
+    the next event."""
+
+    def __init__(self) -> None:
+        self.called: list[Callable[[], None]] = []
+        self.loop: asyncio.AbstractEventLoop | None = None
+        """Where they are told; set when the elector starts."""
+
+    def append(self, listener: Callable[[], None]) -> None:
+        self.called.append(listener)
+
+    def tell_soon(self) -> None:
+        """From any thread: the listeners are told on the event loop."""
+        loop = self.loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._tell)
+
+    def _tell(self) -> None:
+        for listener in self.called:
+            listener()
+
+
 @dataclass
 class LeaseElector:
     api: client.ApiClient
@@ -63,12 +86,9 @@ class LeaseElector:
     def __post_init__(self) -> None:
         self.coordination = client.CoordinationV1Api(self.api)
         self.renewed_at = float("-inf")  # monotonic start of the last successful round
-        self.listeners: list[Callable[[], None]] = []
-        """Called when leadership changes: a new holder acts at once, not at the next event."""
-        self._renewer = ThreadPoolExecutor(1, thread_name_prefix="sluice-lease")
+        self.listeners = Listeners()
         self._stop = threading.Event()
         self._round = threading.Lock()  # a round, or the release: never both at once
-        self._loop: asyncio.AbstractEventLoop | None = None  # where listeners are told
         self.rounded = threading.Event()
         """Set once the first round is over, whatever its outcome."""
         self.led_since = float("inf")
@@ -203,7 +223,7 @@ class LeaseElector:
                     self.name,
                     holder,
                 )
-                self._tell_soon()
+                self.listeners.tell_soon()
             return False
 
     def release(self) -> None:
@@ -234,13 +254,15 @@ class LeaseElector:
         """Take or renew the Lease every round, forever, on a thread of its own: a renewal
         must not wait for the event loop, which can be busy for many seconds (tens of
         thousands of watch events as the watches start) while the replica is able to act."""
-        loop = self._loop = asyncio.get_running_loop()
+        loop = self.listeners.loop = asyncio.get_running_loop()
+        renewer = ThreadPoolExecutor(1, thread_name_prefix="sluice-lease")
         try:
-            await loop.run_in_executor(self._renewer, self._rounds, loop)
+            await loop.run_in_executor(renewer, self._rounds)
         finally:
             self._stop.set()
+            renewer.shutdown(wait=False)  # its round ends by itself, seeing the stop
 
-    def _rounds(self, loop: asyncio.AbstractEventLoop) -> None:
+    def _rounds(self) -> None:
         while not self._stop.is_set():
             started = time.monotonic()
             with self._round:
@@ -264,20 +286,9 @@ class LeaseElector:
                     self.namespace,
                     self.name,
                 )
-                self._tell_soon(loop)
+                self.listeners.tell_soon()
             self.rounded.set()
             self._stop.wait(self.next_round(leading, failed))
-
-    def _tell_soon(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
-        """From any thread: the listeners are told on the event loop."""
-        loop = loop or self._loop
-        if loop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(self._tell)
-
-    def _tell(self) -> None:
-        """On the event loop: leadership changed."""
-        for listener in self.listeners:
-            listener()
 
     def next_round(self, leading: bool, failed: bool = False) -> float:
         """Seconds to the next round: the renewal interval, or for a follower the moment the

@@ -1,8 +1,11 @@
-"""Running the operator: prime the caches, then, on every replica, one Kopf operator (the
-watches of Queues, nodes and the rest) and the workloads' and pods' watches resumed from that
-listing (``watches.py``), the Lease, and in the Lease holder only the scheduling loop's
-cycles, the Queue reconciler and the Topologies' statuses. A replica that loses the Lease
-ends."""
+"""Running the operator: one replica is one manager of named runnables (``manager.py``).
+
+It serves health and metrics, seeks the Lease, and primes the caches with one listing; then,
+on every replica, one Kopf operator (the watches of Queues, nodes and the rest), the
+workloads' and pods' watches resumed from that listing (``watches.py``) and the scheduling
+loop, which decides only in the Lease holder; in the Lease holder only, the Queue reconciler
+and the Topologies' statuses. A replica that loses the Lease ends. Every thread and task:
+docs/architecture.md, *Threads and tasks*."""
 
 from __future__ import annotations
 
@@ -10,16 +13,13 @@ import asyncio
 import contextlib
 import logging
 import os
-import signal
 import socket
 import time
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
 
 import kopf
 from kubernetes import client
-from prometheus_client import start_http_server
 
 from sluice.api.constants import CONFIGMAP_NAME, GROUP, PLURAL, VERSION
 from sluice.api.workloads import ADAPTERS, Adapter
@@ -31,13 +31,14 @@ from sluice.kube.writer import WRITERS, WriteClient, WriteGate, write_client
 from sluice.operator import metrics
 from sluice.operator.exiting import end_within
 from sluice.operator.handlers import build_registry
-from sluice.operator.health import serve_health
+from sluice.operator.health import Tasks, serve_health, serve_metrics
 from sluice.operator.leader import LeaseElector
 from sluice.operator.loop import LoopSettings, SchedulingLoop
+from sluice.operator.manager import Manager, Runnable
 from sluice.operator.queue_reconciler import QueueReconciler
 from sluice.operator.state import ClusterState
 from sluice.operator.topology_status import TopologyReconciler
-from sluice.operator.watches import Listing, list_anew, list_into, listings, resumed
+from sluice.operator.watches import Listing, Resumed, list_anew, list_into, listings, resumed
 from sluice.scheduler.snapshot import readers
 
 log = logging.getLogger("sluice.operator")
@@ -169,9 +170,21 @@ def _stopping(options: OperatorOptions, status: int) -> None:
         end_within(options.stop_seconds, status)
 
 
-async def run_operator(api: client.ApiClient, options: OperatorOptions) -> int:
-    """Until a signal (0), or until the Lease is lost or a task fails (1: Kubernetes starts
-    the process again, and it comes back as a warm follower)."""
+@dataclass
+class Parts:
+    """What the runnables of one replica share, made once at start."""
+
+    api: client.ApiClient
+    identity: str
+    state: ClusterState
+    elector: LeaseElector
+    gate: WriteGate
+    queues: QueueReconciler
+    topologies: TopologyReconciler
+    loop: SchedulingLoop
+
+
+def build(api: client.ApiClient, options: OperatorOptions) -> Parts:
     api = _with_room_for_writers(api)
     workloads = options.workloads
     state = ClusterState(loop=asyncio.get_running_loop(), echo=metrics.WATCH_ECHO.observe)
@@ -195,112 +208,143 @@ async def run_operator(api: client.ApiClient, options: OperatorOptions) -> int:
     elector.listeners.append(state.notify)  # the new holder's first cycle runs at once
     gate, writer = writes_of(api, elector)
     queues = QueueReconciler(writer, state, elector.holds)
-    topologies = TopologyReconciler(queues.writer.custom, state)
+    settings = LoopSettings(
+        namespace=options.namespace,
+        config_map_name=options.config_map_name,
+        resync_seconds=options.resync_seconds,
+        full_pass_seconds=options.full_pass_seconds,
+        max_queue_depth=options.max_queue_depth,
+    )
+    relist = partial(prime, api, state, workloads)
     loop = SchedulingLoop(
-        api,
-        state,
-        elector,
-        LoopSettings(
-            namespace=options.namespace,
-            config_map_name=options.config_map_name,
-            resync_seconds=options.resync_seconds,
-            full_pass_seconds=options.full_pass_seconds,
-            max_queue_depth=options.max_queue_depth,
-        ),
-        relist=lambda: prime(api, state, workloads),
-        decided=queues.publish,
-        writer=writer,
+        api, state, elector, settings, relist=relist, decided=queues.publish, writer=writer
     )
-    tasks: list[asyncio.Task[Any]] = []
-    health = await serve_health(loop, tasks, options.health_port) if options.health_port else None
+    topologies = TopologyReconciler(queues.writer.custom, state)
+    return Parts(api, identity, state, elector, gate, queues, topologies, loop)
+
+
+def servers(parts: Parts, options: OperatorOptions, tasks: Tasks) -> list[Runnable]:
+    """The HTTP servers that answer from the start to the end: health and metrics."""
+    found = []
+    if options.health_port:
+        found.append(
+            Runnable("health", partial(serve_health, parts.loop, tasks, options.health_port),
+                     server=True)
+        )  # fmt: skip
     if options.metrics_port:
-        start_http_server(options.metrics_port, registry=metrics.REGISTRY)
-    stop = asyncio.Event()
-    running = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):  # until Kopf's watches take them over
-        running.add_signal_handler(sig, stop.set)
-    # The Lease is sought before the first listing: a replica that takes it as it starts
-    # (none held it, or its holder let it go) then lists once, not again as a new leader.
-    lease = asyncio.create_task(elector.run(), name="lease")
-    await asyncio.to_thread(elector.rounded.wait, elector.call_timeout)
-    versions = await prime_until_listed(api, state, workloads, stop)
-    if versions is None or stop.is_set():
-        # Stopped before or while it listed (it may hold the Lease already): no watch is
-        # started only to be stopped, and the Lease is handed over all the same.
-        _stopping(options, 0)
-        lease.cancel()
-        await asyncio.gather(lease, return_exceptions=True)
-        await asyncio.to_thread(elector.release)
-        log.info("event=stopped")
-        return 0
-    loop.memory.settle()
-    loop.synced.set()
-    view = DashboardView(cluster=state.cluster_views)
-    if options.dashboard_port:
-        jobs = [o for o in state.workloads.values() if o.get("kind") == JOB.kind]  # it shows Jobs
-        view.load(list(state.queues.values()), jobs)
-    log.info(
-        "event=started identity=%s queues=%d workloads=%d",
-        identity,
-        len(state.queues),
-        len(state.workloads),
-    )
-    shown = view if options.dashboard_port else None
-    registry = build_registry(state, api, shown, queues.on_queue, topologies.due)
-    # The workloads and the pods are watched from where the listing above ended, not listed
-    # again (watches.py).
-    watches = resumed(api, state, workloads, versions, shown)
-    for watch in watches:
-        watch.start()
-    kopf_stop: asyncio.Future[None] = running.create_future()
-    lost = asyncio.create_task(_until_lease_lost(elector), name="lease-lost")
-    tasks += [
-        asyncio.create_task(
-            kopf.operator(
-                registry=registry, standalone=True, clusterwide=True, stop_flag=kopf_stop
-            ),
-            name="kopf",
-        ),
-        lease,
-        asyncio.create_task(loop.run(), name="loop"),
-        asyncio.create_task(queues.run(partial(elector.until, True)), name="queues"),
-        asyncio.create_task(topologies.run(partial(elector.until, True)), name="topologies"),
-    ]
-    if options.dashboard_port:
-        dashboard = serve_dashboard(view, "0.0.0.0", options.dashboard_port, asyncio.Event())
-        tasks.append(asyncio.create_task(dashboard, name="dashboard"))
-    waiter = asyncio.create_task(stop.wait())
-    status = 0
-    try:
-        # Kopf takes SIGTERM/SIGINT over once it runs; its task ending is then the signal.
-        done, _ = await asyncio.wait([waiter, lost, *tasks], return_when=asyncio.FIRST_COMPLETED)
-        if lost in done:
-            # As controller-runtime's managers do: stop writing, end, start again as a follower.
-            log.error("event=lease-lost identity=%s exiting=1", identity)
-            status = 1
-        for task in done:
-            if task not in (waiter, lost) and not task.cancelled() and task.exception():
-                log.error("event=task-failed task=%s error=%r", task.get_name(), task.exception())
-                status = 1
-    finally:
-        _stopping(options, status)
-        gate.close()  # what is still queued (windows of writes, Events, Queue writes) stays unsent
-        if not kopf_stop.done():
-            kopf_stop.set_result(None)
+        found.append(Runnable("metrics", partial(serve_metrics, options.metrics_port), server=True))
+    return found
+
+
+def watching(watches: list[Resumed]) -> Runnable:
+    """The workloads' and pods' list-and-watch threads, as one runnable."""
+    stopped = asyncio.Event()
+
+    async def run() -> None:
+        for watch in watches:
+            watch.start()
+        await stopped.wait()
+
+    def stop() -> None:
         for watch in watches:
             watch.stop.set()
-        for task in [waiter, lost, *tasks[1:]]:
-            task.cancel()
-        await asyncio.gather(waiter, lost, *tasks, return_exceptions=True)
-        # Hand the Lease over at once instead of making a follower wait for it to expire, once
-        # no write is in flight (each ends within write_timeout): a write still on its way
-        # would otherwise land after the next holder's. One that does not end leaves the
-        # Lease to expire.
-        if await asyncio.to_thread(gate.wait_idle, elector.write_timeout):
-            await asyncio.to_thread(elector.release)
-        else:
-            log.warning("event=lease-kept reason=writes-in-flight")
-        if health is not None:
-            await health.cleanup()
+        stopped.set()
+
+    return Runnable("watches", run, stop=stop)
+
+
+def runnables(
+    parts: Parts, options: OperatorOptions, versions: Versions, view: DashboardView | None
+) -> list[Runnable]:
+    """What runs once the caches hold a full listing: Kopf's watches of the small kinds, the
+    workloads' and the pods' watches resumed from that listing (watches.py), the scheduling
+    loop, and in the Lease holder only the Queue and Topology reconcilers; the dashboard."""
+    state, queues, topologies = parts.state, parts.queues, parts.topologies
+    registry = build_registry(state, parts.api, view, queues.on_queue, topologies.due)
+    kopf_stop: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    kopf_run = partial(
+        kopf.operator, registry=registry, standalone=True, clusterwide=True, stop_flag=kopf_stop
+    )
+    found = [
+        # Kopf takes SIGTERM/SIGINT over once it runs; its task ending is then the signal.
+        Runnable("kopf", kopf_run, stop=partial(_settle, kopf_stop)),
+        watching(resumed(parts.api, state, options.workloads, versions, view)),
+        Runnable("loop", parts.loop.run),
+        Runnable("queues", partial(queues.run, _held), needs_lease=True),
+        Runnable("topologies", partial(topologies.run, _held), needs_lease=True),
+    ]
+    if view is not None:
+        dashboard = partial(
+            serve_dashboard, view, "0.0.0.0", options.dashboard_port, asyncio.Event()
+        )
+        found.append(Runnable("dashboard", dashboard))
+    return found
+
+
+def _settle(flag: asyncio.Future[None]) -> None:
+    if not flag.done():
+        flag.set_result(None)
+
+
+async def _held() -> None:
+    """What the reconcilers wait for before they write: the manager starts them once the
+    Lease is held."""
+
+
+def _dashboard(parts: Parts, options: OperatorOptions) -> DashboardView | None:
+    if not options.dashboard_port:
+        return None
+    view = DashboardView(cluster=parts.state.cluster_views)
+    state = parts.state
+    jobs = [o for o in state.workloads.values() if o.get("kind") == JOB.kind]  # it shows Jobs
+    view.load(list(state.queues.values()), jobs)
+    return view
+
+
+async def _hand_over(gate: WriteGate, elector: LeaseElector) -> None:
+    """Hand the Lease over at once instead of making a follower wait for it to expire, once
+    no write is in flight (each ends within write_timeout): a write still on its way would
+    otherwise land after the next holder's. One that does not end leaves the Lease to
+    expire."""
+    if await asyncio.to_thread(gate.wait_idle, elector.write_timeout):
+        await asyncio.to_thread(elector.release)
+    else:
+        log.warning("event=lease-kept reason=writes-in-flight")
+
+
+async def run_operator(api: client.ApiClient, options: OperatorOptions) -> int:
+    """Until a signal (0), or until the Lease is lost or a task fails (1: Kubernetes starts
+    the process again, and it comes back as a warm follower)."""
+    parts = build(api, options)
+    elector, state = parts.elector, parts.state
+    manager = Manager(parts.identity, partial(elector.until, True))
+    manager.start(*servers(parts, options, lambda: manager.tasks))
+    manager.stop_on_signals()
+    # The Lease is sought before the first listing: a replica that takes it as it starts
+    # (none held it, or its holder let it go) then lists once, not again as a new leader.
+    manager.start(Runnable("lease", elector.run))
+    await asyncio.to_thread(elector.rounded.wait, elector.call_timeout)
+    versions = await prime_until_listed(parts.api, state, options.workloads, manager.stopping)
+    status = 0
+    try:
+        # Stopped before or while it listed (it may hold the Lease already): no watch is
+        # started only to be stopped, and the Lease is handed over all the same.
+        if versions is not None and not manager.stopping.is_set():
+            parts.loop.memory.settle()
+            parts.loop.synced.set()
+            view = _dashboard(parts, options)
+            log.info(
+                "event=started identity=%s queues=%d workloads=%d",
+                parts.identity,
+                len(state.queues),
+                len(state.workloads),
+            )
+            manager.start(*runnables(parts, options, versions, view))
+            status = await manager.until_stopped(_until_lease_lost(elector))
+    finally:
+        _stopping(options, status)
+        # What is still queued (windows of writes, Events, Queue writes) stays unsent.
+        parts.gate.close()
+        await manager.stop(partial(_hand_over, parts.gate, elector))
         log.info("event=stopped")
     return status

@@ -14,7 +14,9 @@ from kubernetes.client.exceptions import ApiException
 from operator_fakes import fake_executor
 
 from sluice.api.config import DEFAULT_CONFIG
-from sluice.operator.loop import LoopSettings, SchedulingLoop
+from sluice.api.constants import CONFIGMAP_NAME
+from sluice.operator.executor import Executor
+from sluice.operator.scheduler_config import ConfigReader
 
 VOLCANO_DEFAULT = Path(__file__).parents[3] / "examples" / "volcano" / "volcano-scheduler.conf"
 
@@ -34,17 +36,12 @@ class ConfigMaps:
         )
 
 
-class Leader:
-    def holds(self) -> bool:
-        return True
-
-
-def loop_reading(maps: ConfigMaps) -> tuple[SchedulingLoop, list[dict[str, Any]]]:
+def config_reading(maps: ConfigMaps) -> tuple[ConfigReader, Executor, list[dict[str, Any]]]:
+    """A reader of the ConfigMap in ``maps`` whose Events go to the fake cluster."""
     executor, cluster, state = fake_executor()
-    loop = SchedulingLoop(client.ApiClient(), state, Leader(), LoopSettings(namespace="sluice"))  # type: ignore[arg-type]
-    loop.executor = executor
-    loop.core = maps  # type: ignore[assignment]
-    return loop, cluster.events
+    reader = ConfigReader(client.ApiClient(), state, "sluice", CONFIGMAP_NAME, executor.post_event)
+    reader.core = maps  # type: ignore[assignment]
+    return reader, executor, cluster.events
 
 
 def test_volcanos_default_loads_with_one_config_ignored_event_per_ignored_name(
@@ -52,13 +49,13 @@ def test_volcanos_default_loads_with_one_config_ignored_event_per_ignored_name(
 ) -> None:
     maps = ConfigMaps()
     maps.text = VOLCANO_DEFAULT.read_text()
-    loop, events = loop_reading(maps)
+    reader, executor, events = config_reading(maps)
     with caplog.at_level(logging.WARNING, logger="sluice.operator.loop"):
-        loop.read_config()
-        loop.executor.events.join()
-    config = loop.state.config
+        reader.read()
+        executor.events.join()
+    config = reader.state.config
     assert config.plugin_names() == ["priority", "gang", "drf", "proportion"]
-    assert loop.state.config_error == ""
+    assert reader.state.config_error == ""
     assert len(config.warnings) == 7
     assert [e["reason"] for e in events] == ["ConfigIgnored"] * 7
     assert [e["message"] for e in events] == list(config.warnings)
@@ -66,25 +63,25 @@ def test_volcanos_default_loads_with_one_config_ignored_event_per_ignored_name(
     assert {e["involvedObject"]["name"] for e in events} == {"sluice-scheduler"}
     logged = [r.getMessage() for r in caplog.records if "config-ignored" in r.getMessage()]
     assert len(logged) == 7 and "plugin predicates is ignored" in "".join(logged)
-    loop.read_config()  # the same text again: nothing new is said
-    loop.executor.events.join()
+    reader.read()  # the same text again: nothing new is said
+    executor.events.join()
     assert len(events) == 7
 
 
 def test_a_refused_configuration_keeps_the_last_good_one_and_says_why() -> None:
     maps = ConfigMaps()
     maps.text = "tiers:\n- plugins: [{name: capacity, enablePreemptible: false}]"
-    loop, events = loop_reading(maps)
-    loop.read_config()
-    loop.executor.events.join()
-    assert loop.state.config == DEFAULT_CONFIG
+    reader, executor, events = config_reading(maps)
+    reader.read()
+    executor.events.join()
+    assert reader.state.config == DEFAULT_CONFIG
     assert [e["reason"] for e in events] == ["ConfigRefused"]
     assert "tiers[0].plugins[0].enablePreemptible" in events[0]["message"]
     assert events[0]["message"].endswith("the last good configuration stays in use")
 
 
 def test_no_configmap_is_the_default_configuration_and_no_event() -> None:
-    loop, events = loop_reading(ConfigMaps())
-    loop.read_config()
-    loop.executor.events.join()
-    assert loop.state.config == DEFAULT_CONFIG and loop.config_text == "" and events == []
+    reader, executor, events = config_reading(ConfigMaps())
+    reader.read()
+    executor.events.join()
+    assert reader.state.config == DEFAULT_CONFIG and reader.text == "" and events == []

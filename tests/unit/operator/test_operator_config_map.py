@@ -47,8 +47,8 @@ def test_the_loop_reads_the_config_map_it_was_given() -> None:
     settings = LoopSettings(namespace="shared", config_map_name="b-sluice-scheduler")
     loop = SchedulingLoop(client.ApiClient(), ClusterState(), Elector(), settings)  # type: ignore[arg-type]
     core = Core()
-    loop.core = core  # type: ignore[assignment]
-    loop.read_config()
+    loop.config.core = core  # type: ignore[assignment]
+    loop.config.read()
     assert core.reads == [("b-sluice-scheduler", "shared")]
     assert loop.state.config.actions == ("enqueue", "allocate")
 

@@ -25,7 +25,7 @@ async def test_ready_after_the_listing_and_live_until_something_stops() -> None:
     loop = SchedulingLoop(client.ApiClient(), ClusterState(), Elector(), settings)  # type: ignore[arg-type]
     blocker = asyncio.Event()
     tasks: list[asyncio.Task[object]] = [asyncio.create_task(blocker.wait(), name="kopf")]
-    async with TestClient(TestServer(health_app(loop, tasks))) as http:
+    async with TestClient(TestServer(health_app(loop, lambda: tasks))) as http:
         assert (await http.get("/readyz")).status == 503
         loop.synced.set()
         assert (await http.get("/readyz")).status == 200
