@@ -23,7 +23,12 @@ KWOK_USER = "kwok-controller"
 # certificates, quotas, service accounts) stays off. The node-lifecycle controller is what
 # lifts the not-ready taint the API server puts on every new node once the node is Ready, and
 # taints (then, by the taint-eviction controller, empties) a node whose heartbeat stops, as
-# in a real cluster: KWOK renews each fake node's Lease as its heartbeat.
+# in a real cluster: KWOK renews each fake node's Lease as its heartbeat. The resourceclaim
+# controller makes a pod's ResourceClaims from its ResourceClaimTemplates, records their names
+# in the pod's status, and, once the pod is done, takes the pod off each claim's reservedFor
+# and deletes the claims it made: without it such a pod stays Pending and its devices stay
+# allocated. (kube-scheduler allocates the devices; DRA's API, resource.k8s.io/v1, and the
+# scheduler's DynamicResources plugin are on by default.)
 CONTROLLERS = (
     "job-controller",
     "pod-garbage-collector-controller",
@@ -36,6 +41,7 @@ CONTROLLERS = (
     "ttl-after-finished-controller",
     "node-lifecycle-controller",
     "taint-eviction-controller",
+    "resourceclaim-controller",
 )
 
 # Client-side rate limits for the controller manager and the scheduler. The defaults (20 and
