@@ -44,13 +44,14 @@ from sluice.api.constants import (
     VERSION,
 )
 from sluice.api.errors import InvalidObject
+from sluice.api.objects import Obj
 from sluice.api.queue import Queue
 from sluice.kube.errors import API_ERRORS, Failure, classify, message
 from sluice.operator import metrics
 from sluice.operator.events import EventSink
 from sluice.operator.executor import MERGE_PATCH, WRITERS, post_event
 from sluice.operator.plan import EventSpec
-from sluice.operator.state import ClusterState, Obj
+from sluice.operator.state import ClusterState
 from sluice.operator.status import USAGE_WRITE_SECONDS, over_capability_event, status_patch
 from sluice.queues.lifecycle import (
     RESERVED_ORDER,

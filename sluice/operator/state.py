@@ -21,11 +21,12 @@ import time
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from sluice.api.config import DEFAULT_CONFIG, SchedulerConfig
 from sluice.api.constants import CLOSED_BY_PARENT_ANNOTATION, TOPOLOGY_KIND
 from sluice.api.errors import InvalidObject
+from sluice.api.objects import Obj
 from sluice.api.pod_defaults import (
     PodDefaultsTable,
     limit_range_from_object,
@@ -52,8 +53,6 @@ from sluice.scheduler.snapshot import (
 )
 
 log = logging.getLogger("sluice.operator")
-
-Obj = Mapping[str, Any]
 
 
 def object_key(obj: Obj) -> str:

@@ -11,11 +11,11 @@ resourceVersion is kept beside the text: each watch event compares with it.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
-Obj = Mapping[str, Any]
+from sluice.api.objects import Obj
 
 _COMPACT = json.JSONEncoder(separators=(",", ":"), check_circular=False)
 
