@@ -507,7 +507,7 @@ class ClusterState:
                 (key, kept)
                 for key in workloads
                 if namespace is None or key.partition("/")[0] == namespace
-                if (kept := workloads.kept(key)) is not None
+                if (kept := workloads.packed(key)) is not None
             ]
         if not stored:
             return
@@ -516,7 +516,7 @@ class ClusterState:
             kind = _kind(obj)
             seen = read(kind, f"{kind.lower()}/{key}", obj, self.readers)
             with self.lock:
-                if workloads.kept(key) is kept:  # unless a newer event replaced it meanwhile
+                if workloads.packed(key) is kept:  # unless a newer event replaced it meanwhile
                     self.reads[kind][key] = seen
                     self._log(kind, key)
         self.notify()

@@ -411,12 +411,12 @@ def test_a_stored_workload_is_kept_as_its_text_and_each_read_is_a_copy() -> None
     workload: it keeps the text, with the resourceVersion each event compares with."""
     state = ClusterState()
     state.on_workload("ADDED", queued_job(3, spec={"suspend": True}))
-    kept = state.workloads.kept("ns/j")
+    kept = state.workloads.packed("ns/j")
     assert kept is not None and isinstance(kept.text, str) and kept.version == 3
     read = state.workloads["ns/j"]
     read["spec"]["suspend"] = False  # a caller's copy: what is stored stays as it was
     assert state.workloads["ns/j"]["spec"] == {"suspend": True}
     state.on_workload("MODIFIED", queued_job(2, spec={"suspend": False}))  # older: ignored
-    assert state.workloads.kept("ns/j") is kept
+    assert state.workloads.packed("ns/j") is kept
     state.on_workload("DELETED", queued_job(4, spec={"suspend": True}))
     assert "ns/j" not in state.workloads and state.workloads.version("ns/j") is None
