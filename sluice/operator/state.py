@@ -306,7 +306,7 @@ class ClusterState:
         with self.lock:
             return self.queues.get(name)
 
-    def snapshot(self, now: datetime, max_queue_depth: int) -> Taken:
+    def snapshot(self, now: datetime, max_queue_depth: int) -> ClusterSnapshot:
         """A Snapshot of the views read as the objects arrived (a copy of the lists, the
         views shared: they are immutable), and what it derives; nothing here changes."""
         with self.lock:
@@ -316,17 +316,17 @@ class ClusterState:
 
     def _built(
         self, reads: list[Read], members: list[PodMember], now: datetime, max_queue_depth: int
-    ) -> Taken:
+    ) -> ClusterSnapshot:
         # Plain pods join the cycle as the workloads they form (docs/workloads.md).
         pod_workloads, formed = plain_pod_workloads(members)
         built = build_snapshot(
             reads + formed, now, strict=False, config=self.config, max_queue_depth=max_queue_depth
         )
-        return Taken(built.snapshot, pod_workloads, built.unreadable)
+        return ClusterSnapshot(built.snapshot, pod_workloads, built.unreadable)
 
     def decision_snapshot(
         self, now: datetime, max_queue_depth: int, whole: bool
-    ) -> tuple[Taken, dict[str, WorkloadView | None] | None]:
+    ) -> tuple[ClusterSnapshot, dict[str, WorkloadView | None] | None]:
         """What the decision pass decides on: a Snapshot of every kind but the workloads of
         the kinds read from their own objects (those of plain pods are formed anew each
         time), and those workloads' views by key, each one whose read changed since the
@@ -383,7 +383,7 @@ class LatestViews(Mapping[str, WorkloadView]):
 
 
 @dataclass(frozen=True)
-class Taken:
+class ClusterSnapshot:
     """What ``ClusterState.snapshot`` returns: the Snapshot a cycle decides on, and what
     the writes of its decisions need beside it."""
 
