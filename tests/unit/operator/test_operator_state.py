@@ -16,7 +16,7 @@ from sluice.operator.handlers import build_registry, configure_settings, connect
 from sluice.operator.state import ClusterState
 from sluice.operator.status import over_capability_event, queue_status
 from sluice.scheduler.model import QueueResult
-from sluice.scheduler.snapshot import readers
+from sluice.scheduler.snapshot import KINDS, readers
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -417,3 +417,19 @@ def test_a_stored_workload_is_kept_as_its_text_and_each_read_is_a_copy() -> None
     assert state.workloads.packed("ns/j") is kept
     state.on_workload("DELETED", queued_job(4, spec={"suspend": True}))
     assert "ns/j" not in state.workloads and state.workloads.version("ns/j") is None
+
+
+def test_every_kind_a_snapshot_is_built_from_has_one_store_of_its_own() -> None:
+    """A kind added to the snapshot's kinds needs a store (``stores.py``): its reads are
+    where the snapshot takes them from, and its deletions bury their own tombstones."""
+    state = ClusterState()
+    holders = {kind: [s.name for s in state.stores if kind in s.kinds] for kind in KINDS}
+    assert all(len(names) == 1 for names in holders.values()), holders
+    assert set(state.reads) == set(KINDS)
+    names = [store.name for store in state.stores]
+    assert len(set(names)) == len(names)
+    # Forgetting a Node does not bury a Namespace of the same name.
+    state.on_node("ADDED", {"metadata": {"name": "a", "resourceVersion": "3"}})
+    state.on_node("DELETED", {"metadata": {"name": "a", "resourceVersion": "4"}})
+    state.on_namespace("ADDED", {"metadata": {"name": "a", "resourceVersion": "2"}})
+    assert "a" in state.reads["Namespace"] and "a" not in state.reads["Node"]
