@@ -257,17 +257,8 @@ class Stores:
         )
 
     def __iter__(self) -> Iterator[Store[Any]]:
-        return iter(
-            [
-                self.queues,
-                self.workloads,
-                self.pods,
-                self.nodes,
-                self.priority_classes,
-                self.topologies,
-                self.namespaces,
-            ]
-        )
+        """Every store, in the order of the fields."""
+        return (getattr(self, one.name) for one in dataclasses.fields(self))
 
     def of(self, kind: str) -> Store[Any]:
         """The store that holds ``kind``."""
