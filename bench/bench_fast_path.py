@@ -145,8 +145,7 @@ def told_by(state: ClusterState, changed: dict[str, WorkloadView | None]) -> Non
             state.reads[JOB_KIND].pop(key, None)
         else:
             state.reads[JOB_KIND][key] = Read(JOB_KIND, key, view)
-        assert state.changed is not None
-        state.changed[key] = None
+        state.stores.workloads.changes.note(key)
 
 
 def measure(cluster: str, size: Size) -> dict[str, Any]:

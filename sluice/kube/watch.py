@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -58,26 +59,24 @@ def list_all(call: Lister, **kwargs: Any) -> tuple[list[Item], str | None]:
     return items, version
 
 
-class ListWatch:
-    """A list, then a watch from its resourceVersion, in a daemon thread until ``stop``.
+class Watching(ABC):
+    """A watch from a resourceVersion, in a daemon thread until ``stop``, listing anew
+    (``listing``, each kind of watch its own) when it has no version to watch from.
 
-    ``on_listing(items)`` gets every listing (the first, and each after an expired version);
-    ``on_event(type, object)`` every ADDED, MODIFIED or DELETED after it. A watch that ends
-    (the server's timeout, a dropped connection) resumes from the last version seen; an
-    expired version lists again at once; any other failure waits first, doubling up to 30 s."""
+    ``on_event(type, object)`` gets every ADDED, MODIFIED or DELETED. A watch that ends (the
+    server's timeout, a dropped connection) resumes from the last version seen; an expired
+    version lists again at once; any other failure waits first, doubling up to 30 s."""
 
     def __init__(
         self,
         name: str,
         call: Lister,
-        on_listing: Callable[[Items], None],
         on_event: Callable[[str, Mapping[str, Any]], None],
         timeout_seconds: int = 300,
         **kwargs: Any,
     ) -> None:
         self.name = name
         self.call = call
-        self.on_listing = on_listing
         self.on_event = on_event
         self.timeout_seconds = timeout_seconds
         self.kwargs = kwargs
@@ -85,6 +84,10 @@ class ListWatch:
         """Where the next watch starts; None: list first."""
         self.listings = 0
         self.stop = threading.Event()
+
+    @abstractmethod
+    def listing(self) -> None:
+        """List everything anew and set ``version`` to where to watch from."""
 
     def start(self) -> threading.Thread:
         thread = threading.Thread(target=self.run, name=f"watch-{self.name}", daemon=True)
@@ -115,11 +118,6 @@ class ListWatch:
                 self.stop.wait(backoff)
                 backoff = min(backoff * 2, BACKOFF_MOST)
 
-    def listing(self) -> None:
-        """List everything anew, hand it to ``on_listing`` and note where to watch from."""
-        items, self.version = list_all(self.call, **self.kwargs)
-        self.on_listing(items)
-
     def watch(self) -> None:
         """One watch from ``version`` until the server ends it or ``stop``; an expired
         version raises (the client turns the server's ERROR event into an ApiException)."""
@@ -146,3 +144,25 @@ class ListWatch:
                 self.version = str(version)
             if kind in ("ADDED", "MODIFIED", "DELETED"):
                 self.on_event(kind, obj)
+
+
+class ListWatch(Watching):
+    """A list, then a watch from its resourceVersion (``Watching``): ``on_listing(items)``
+    gets every listing whole (the first, and each after an expired version)."""
+
+    def __init__(
+        self,
+        name: str,
+        call: Lister,
+        on_listing: Callable[[Items], None],
+        on_event: Callable[[str, Mapping[str, Any]], None],
+        timeout_seconds: int = 300,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(name, call, on_event, timeout_seconds, **kwargs)
+        self.on_listing = on_listing
+
+    def listing(self) -> None:
+        """List everything anew, hand it to ``on_listing`` and note where to watch from."""
+        items, self.version = list_all(self.call, **self.kwargs)
+        self.on_listing(items)

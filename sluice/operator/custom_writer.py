@@ -23,11 +23,12 @@ from typing import Any, cast
 from kubernetes import client
 
 from sluice.api.constants import GROUP, PLURAL, TOPOLOGY_KIND, TOPOLOGY_PLURAL, VERSION
+from sluice.api.objects import Obj
 from sluice.kube.errors import API_ERRORS, Failure, classify, message
 from sluice.kube.writer import MERGE_PATCH, WRITERS
 from sluice.operator import metrics
 from sluice.operator.events import EventSink, post_event
-from sluice.operator.state import ClusterState, Obj
+from sluice.operator.state import ClusterState
 
 log = logging.getLogger("sluice.operator.queues")
 

@@ -33,6 +33,7 @@ from typing import Any
 
 from kubernetes import client
 
+from sluice.api.objects import Obj
 from sluice.api.workloads import Adapter
 from sluice.api.workloads.job import JOB
 from sluice.kube.errors import API_ERRORS, Failure, classify, message
@@ -40,7 +41,7 @@ from sluice.kube.watch import drain
 from sluice.kube.writer import JSON_PATCH, MERGE_PATCH, WRITERS
 from sluice.operator import metrics
 from sluice.operator.events import EventSink, named, post_event
-from sluice.operator.plan import EventSpec, Obj, Plan, PodChange, Write, adapter_of, basis
+from sluice.operator.plan import EventSpec, Plan, PodChange, Write, adapter_of, basis
 from sluice.operator.state import ClusterState
 
 log = logging.getLogger("sluice.operator.executor")

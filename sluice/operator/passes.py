@@ -34,7 +34,7 @@ from sluice.operator import metrics
 from sluice.operator.executor import BACKGROUND_WRITERS, Executor
 from sluice.operator.leader import LeaseElector
 from sluice.operator.plan import Plan, plan
-from sluice.operator.state import ClusterState, Taken
+from sluice.operator.state import ClusterSnapshot, ClusterState
 from sluice.scheduler.cycle import run_cycle
 from sluice.scheduler.fast import FastPath, FastResult
 from sluice.scheduler.model import CycleResult, Snapshot
@@ -110,7 +110,7 @@ class Passes:
             return False
         return True
 
-    def _noted(self, taken: Taken, whole: bool = True) -> Taken:
+    def _noted(self, taken: ClusterSnapshot, whole: bool = True) -> ClusterSnapshot:
         """The snapshot, with each object it newly leaves out logged once. Not ``whole``:
         the decision pass's, which says nothing of the workloads (their unreadable ones are
         kept till the next full pass says them)."""
@@ -119,14 +119,14 @@ class Passes:
         self.unreadable = taken.unreadable if whole else {**self.unreadable, **taken.unreadable}
         return taken
 
-    async def _taken(self, lane: str) -> Taken | None:
+    async def _taken(self, lane: str) -> ClusterSnapshot | None:
         """The cluster as stored now, or None when it may not be taken yet (``_sure``)."""
         if not await self._sure(lane):
             return None
         now = datetime.now(UTC)
         return self._noted(await self._in(lane, self.state.snapshot, now, self.max_queue_depth))
 
-    def _fast(self) -> tuple[Taken, Snapshot, FastResult, float]:
+    def _fast(self) -> tuple[ClusterSnapshot, Snapshot, FastResult, float]:
         """On the decision lane, in one hop: the cluster as stored now, the fast pass's
         decisions on it, and when the snapshot was taken (perf_counter). The workloads are
         taken whole only by a new fast pass; after that, only those whose read changed
@@ -152,7 +152,7 @@ class Passes:
             self.fast, self.formed = FastPath(), {}
             raise
 
-    def _write(self, result: CycleResult, taken: Taken, snapshot: Snapshot) -> bool:
+    def _write(self, result: CycleResult, taken: ClusterSnapshot, snapshot: Snapshot) -> bool:
         """On the decision lane, in one hop: the decisions written (who waits is the full
         pass's to say), once the Lease as read now says they are this replica's to write;
         False when it does not."""
@@ -165,7 +165,7 @@ class Passes:
     def _plan(
         self,
         result: CycleResult,
-        taken: Taken,
+        taken: ClusterSnapshot,
         snapshot: Snapshot,
         seen: Mapping[str, WorkloadView] | None = None,
     ) -> Plan:

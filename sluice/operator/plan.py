@@ -26,6 +26,7 @@ from sluice.api.constants import (
     REQUEUED_AT_ANNOTATION,
     REQUEUES_ANNOTATION,
 )
+from sluice.api.objects import Obj
 from sluice.api.topology import assignment_text
 from sluice.api.views import WorkloadView, split_pending_reason
 from sluice.api.workloads import Adapter, adapter_for
@@ -40,8 +41,6 @@ from sluice.operator.topology import (
 )
 from sluice.scheduler.model import CycleResult, Decision, PendingJob
 from sluice.scheduler.readiness import backoff_reason
-
-Obj = Mapping[str, Any]
 
 Basis = tuple[int, str]
 """What a decision about a workload rests on: its spec's generation and its queue."""

@@ -18,12 +18,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from sluice.api.constants import TOPOLOGY_ASSIGNMENT_ANNOTATION
+from sluice.api.objects import Obj
 from sluice.api.topology import Assignment, assignment_text, assignments_of, parse_assignments
 from sluice.api.workloads import Adapter
 from sluice.api.workloads.confine import confine, unconfine
 from sluice.api.workloads.pods import PodMember
-
-Obj = Mapping[str, Any]
 
 
 def admission_patch(domain: str, obj: Obj | None, adapter: Adapter) -> dict[str, Any]:

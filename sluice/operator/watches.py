@@ -1,14 +1,14 @@
 """The watches of what a cluster holds many of: the workloads sluice gates and the pods.
 
 They start where the operator's own first listing (``run.prime``) ended, from its
-resourceVersion, instead of listing everything a second time: at 400,000 stored jobs a
-second listing through Kopf's per-event machinery took about 8 minutes of the operator's
-processor (docs/operations.md, *Sizing*). Each runs in a thread of its own
-(``sluice.kube.watch``): an event is parsed once, read into its view and stored
-(``ClusterState``, whose lock and wake-up serve threads). When the version has expired (410),
-the kind is listed again page by page into the state, and what that listing no longer holds
-is forgotten: it was deleted while no watch was there to say so. A new leader's listing
-(``run.prime`` again) forgets the same way.
+resourceVersion, instead of listing everything a second time: a cluster holds these by the
+hundred thousand, and a second listing through Kopf's per-event machinery would cost the
+operator's processor far more than the first (docs/operations.md, *Sizing*). Each runs in
+a thread of its own (``sluice.kube.watch``): an event is parsed once, read into its view
+and stored (``ClusterState``, whose lock and wake-up serve threads). When the version has
+expired (410), the kind is listed again page by page into the state, and what that listing
+no longer holds is forgotten: it was deleted while no watch was there to say so. A new
+leader's listing (``run.prime`` again) forgets the same way.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from sluice.api.constants import QUEUE_LABEL
 from sluice.api.workloads import Adapter
 from sluice.api.workloads.job import JOB
 from sluice.dashboard.view import DashboardView
-from sluice.kube.watch import Lister, ListWatch, pages
+from sluice.kube.watch import Lister, Watching, pages
 from sluice.operator.state import ClusterState, object_key
 from sluice.operator.stored import as_version
 
@@ -63,13 +63,13 @@ def list_anew(state: ClusterState, listing: Listing) -> str | None:
     return version
 
 
-class Resumed(ListWatch):
+class Resumed(Watching):
     """A kind's watch, started from a listing already made (``version``); when that
     version has expired, it lists anew (``list_anew``)."""
 
     def __init__(self, state: ClusterState, listing: Listing, version: str | None) -> None:
         call, _, kind, store, selector = listing
-        super().__init__(kind.lower(), call, lambda items: None, store, label_selector=selector)
+        super().__init__(kind.lower(), call, store, label_selector=selector)
         self.state = state
         self.kind_listing = listing
         self.version = version

@@ -18,10 +18,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sluice.api.objects import Obj
 from sluice.api.topology import Assignment
 from sluice.api.workloads.model import Adapter, TemplatePath, at
-
-Obj = Mapping[str, Any]
 
 
 def selector(template: Any) -> Mapping[str, Any]:

@@ -9,7 +9,7 @@ import pytest
 
 from sluice.operator.plan import POSITION_REFRESH, EventSpec, basis, plan
 from sluice.operator.state import ClusterState
-from sluice.operator.stored import Kept
+from sluice.operator.stored import Packed
 from sluice.scheduler.model import CycleResult, Decision, PendingJob
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, 500_000, tzinfo=UTC)
@@ -143,9 +143,9 @@ def test_the_reasons_of_waiting_jobs_are_worked_out_from_their_views_alone(
     state = ClusterState()
     for i in range(3):
         state.on_workload("ADDED", stored(f"j{i}"))
-    parsed: list[Kept] = []
-    parse = Kept.parsed
-    monkeypatch.setattr(Kept, "parsed", lambda kept: parsed.append(kept) or parse(kept))
+    parsed: list[Packed] = []
+    parse = Packed.parsed
+    monkeypatch.setattr(Packed, "parsed", lambda kept: parsed.append(kept) or parse(kept))
     pending = tuple(PendingJob(f"ns/j{i}", "team", i + 1, "no room") for i in range(3))
     jobs, views = state.workloads, state.workload_views
     writes = plan(cycle(pending=pending), jobs, views, {}, NOW, 0.0, {})

@@ -5,19 +5,18 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import kopf
-import pytest
 from kubernetes import client
 
 from sluice.api.conditions import status_differs
 from sluice.api.constants import QUEUE_FINALIZER
 from sluice.api.resources import Resources
 from sluice.kube.watch import PAGE
-from sluice.operator import state as state_module
+from sluice.operator.echoes import Echoes
 from sluice.operator.handlers import build_registry, configure_settings, connection_info
 from sluice.operator.state import ClusterState
 from sluice.operator.status import over_capability_event, queue_status
 from sluice.scheduler.model import QueueResult
-from sluice.scheduler.snapshot import readers
+from sluice.scheduler.snapshot import KINDS, readers
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -56,9 +55,7 @@ def test_the_watch_echoing_our_own_write_does_not_wake_the_loop_again() -> None:
     assert state.wake.is_set() and state.urgent.is_set()
 
 
-def test_each_own_write_is_timed_once_until_its_watch_brings_it_back(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_each_own_write_is_timed_once_until_its_watch_brings_it_back() -> None:
     echoes: list[float] = []
     clock = iter([100.0, 101.5, 200.0, 203.0, 300.0, 301.0, 302.0])
     state = ClusterState(echo=echoes.append, clock=lambda: next(clock))
@@ -71,10 +68,10 @@ def test_each_own_write_is_timed_once_until_its_watch_brings_it_back(
     state.remember_queue(obj("q", 3, kind="Queue"))  # landed at 200
     state.on_queue("MODIFIED", obj("q", 4, kind="Queue"))  # a newer one passes it: 3 s
     assert echoes == [1.5, 3.0]
-    monkeypatch.setattr(state_module, "ECHOES", 2)  # at most two awaited: the oldest go
+    state.echoes = Echoes(state.lock, echoes.append, lambda: next(clock), most=2)
     for name, version in (("a", 1), ("b", 1), ("c", 1)):
         state.remember_workload(obj(name, version))  # landed at 300, 301, 302
-    assert list(state.awaited) == ["Job/ns/b", "Job/ns/c"]
+    assert list(state.echoes.awaited) == ["Job/ns/b", "Job/ns/c"]  # at most two: the oldest go
 
 
 def test_a_write_its_watch_brought_back_before_its_answer_was_stored_waited_not_at_all() -> None:
@@ -83,7 +80,7 @@ def test_a_write_its_watch_brought_back_before_its_answer_was_stored_waited_not_
     state.on_workload("MODIFIED", queued_job(7, spec={"suspend": False}))  # the watch, first
     state.remember_workload(queued_job(7, spec={"suspend": False}))  # then the write's answer
     assert echoes == [0.0]
-    assert not state.awaited  # nothing left to wait for until a later event passes it
+    assert not state.echoes.awaited  # nothing left to wait for until a later event passes it
 
 
 def test_only_what_may_let_a_job_in_wakes_the_loop_at_once() -> None:
@@ -110,7 +107,7 @@ def test_only_what_may_let_a_job_in_wakes_the_loop_at_once() -> None:
     explained["metadata"] = {**explained["metadata"], "name": "w", "annotations": reason}  # type: ignore[dict-item]
     state.on_workload("MODIFIED", explained)  # its reason written: decides nothing
     assert state.wake.is_set() and not state.urgent.is_set()
-    assert "ns/w" in (state.changed or {})  # yet the decision pass is told of it
+    assert "ns/w" in (state.stores.workloads.changes.take() or {})  # yet the decision pass is told
 
     pod = {"metadata": {"name": "p", "namespace": "ns", "resourceVersion": "6"},
            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
@@ -411,12 +408,28 @@ def test_a_stored_workload_is_kept_as_its_text_and_each_read_is_a_copy() -> None
     workload: it keeps the text, with the resourceVersion each event compares with."""
     state = ClusterState()
     state.on_workload("ADDED", queued_job(3, spec={"suspend": True}))
-    kept = state.workloads.kept("ns/j")
+    kept = state.workloads.packed("ns/j")
     assert kept is not None and isinstance(kept.text, str) and kept.version == 3
     read = state.workloads["ns/j"]
     read["spec"]["suspend"] = False  # a caller's copy: what is stored stays as it was
     assert state.workloads["ns/j"]["spec"] == {"suspend": True}
     state.on_workload("MODIFIED", queued_job(2, spec={"suspend": False}))  # older: ignored
-    assert state.workloads.kept("ns/j") is kept
+    assert state.workloads.packed("ns/j") is kept
     state.on_workload("DELETED", queued_job(4, spec={"suspend": True}))
     assert "ns/j" not in state.workloads and state.workloads.version("ns/j") is None
+
+
+def test_every_kind_a_snapshot_is_built_from_has_one_store_of_its_own() -> None:
+    """A kind added to the snapshot's kinds needs a store (``stores.py``): its reads are
+    where the snapshot takes them from, and its deletions bury their own tombstones."""
+    state = ClusterState()
+    holders = {kind: [s.name for s in state.stores if kind in s.kinds] for kind in KINDS}
+    assert all(len(names) == 1 for names in holders.values()), holders
+    assert set(state.reads) == set(KINDS)
+    names = [store.name for store in state.stores]
+    assert len(set(names)) == len(names)
+    # Forgetting a Node does not bury a Namespace of the same name.
+    state.on_node("ADDED", {"metadata": {"name": "a", "resourceVersion": "3"}})
+    state.on_node("DELETED", {"metadata": {"name": "a", "resourceVersion": "4"}})
+    state.on_namespace("ADDED", {"metadata": {"name": "a", "resourceVersion": "2"}})
+    assert "a" in state.reads["Namespace"] and "a" not in state.reads["Node"]

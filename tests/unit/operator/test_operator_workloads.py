@@ -226,7 +226,7 @@ def test_the_decision_pass_takes_only_the_workloads_whose_read_changed(
     step({"ns/a", "ns/b"})
     assert sorted(kept) == ["ns/a"]
     # More changes than the log holds: the next pass takes every workload again.
-    monkeypatch.setattr("sluice.operator.state.CHANGES", 1)
+    monkeypatch.setattr("sluice.operator.stores.CHANGES", 1)
     state.on_workload("ADDED", pytorch_job("c", True))
     state.on_workload("ADDED", pytorch_job("d", True))
     taken, changed = state.decision_snapshot(NOW, 5, whole=False)
