@@ -358,13 +358,6 @@ class _Reclaim:
             self.usage[leaf] = -self.session.usage_key(leaf)
         return self.usage[leaf]
 
-    def reclaim_for(
-        self, job: JobInfo, short: dict[str, int], over: Taken | None = None
-    ) -> Footprint | None:
-        """``reclaim_where`` without the domain."""
-        placed = self.reclaim_where(job, short, over)
-        return None if placed is None else placed[0]
-
     def reclaim_where(
         self, job: JobInfo, short: dict[str, int], over: Taken | None = None
     ) -> Placed | None:
