@@ -197,7 +197,7 @@ def pod_workloads(members: Iterable[PodMember]) -> dict[str, PodWorkload]:
     return out
 
 
-def _waiting(key: str, members: tuple[PodMember, ...]) -> str:
+def _waiting(members: tuple[PodMember, ...]) -> str:
     """Why pods of a group that nothing admitted yet are not a workload; "" when they are."""
     first = members[0]
     if not first.group:
@@ -259,7 +259,7 @@ def _pod_sets(members: tuple[PodMember, ...], total: int) -> tuple[PodSet, ...]:
 def _workload(key: str, members: tuple[PodMember, ...]) -> PodWorkload:
     admitted = [m for m in members if not m.gated]
     if not admitted:
-        waiting = _waiting(key, members)
+        waiting = _waiting(members)
         if waiting:
             return PodWorkload(key, members, waiting=waiting)
     first = members[0]
