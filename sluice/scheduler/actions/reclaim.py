@@ -24,6 +24,7 @@ from sluice.scheduler.actions.admit import admissible_leaves
 from sluice.scheduler.actions.outcome import Outcome
 from sluice.scheduler.actions.reclaim_domain import Alone, InLevel, Subtrees
 from sluice.scheduler.actions.victims import Victims
+from sluice.scheduler.domain_room import Domain
 from sluice.scheduler.fit import (
     as_hard,
     lacking,
@@ -36,7 +37,6 @@ from sluice.scheduler.order import leaf_order
 from sluice.scheduler.placement import Footprint
 from sluice.scheduler.session import JobInfo, Session
 from sluice.scheduler.set_domains import Placed, Search, Where, victim_search
-from sluice.scheduler.topology import Domain
 
 Taken = dict[str, dict[str, int]]
 Order = tuple[int, float, float, float, str]

@@ -44,9 +44,9 @@ from sluice.scheduler.actions.victims import (
     frees_together,
     gives_too_little,
 )
+from sluice.scheduler.domain_room import Domain
 from sluice.scheduler.session import JobInfo
 from sluice.scheduler.set_domains import Placed, Search
-from sluice.scheduler.topology import Domain
 
 if TYPE_CHECKING:
     from sluice.scheduler.actions.reclaim import Order, Taken, _Reclaim

@@ -7,11 +7,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from sluice.api.views import WorkloadView
+from sluice.scheduler.domain_room import Domain
 from sluice.scheduler.fit import place, place_where
 from sluice.scheduler.placement import Footprint
 from sluice.scheduler.session import JobInfo, Session
 from sluice.scheduler.set_domains import Placed, Where, confined
-from sluice.scheduler.topology import Domain, Missing
+from sluice.scheduler.topology import Missing
 
 Taken = dict[str, dict[str, int]]
 
