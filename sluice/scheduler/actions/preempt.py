@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from sluice.scheduler.actions.admit import admissible_leaves
 from sluice.scheduler.actions.outcome import Outcome
-from sluice.scheduler.actions.reclaim import victim_order
+from sluice.scheduler.actions.reclaim_rules import victim_order
 from sluice.scheduler.actions.victims import (
     Victims,
     cluster_need,
