@@ -115,15 +115,6 @@ def pod_member(obj: Mapping[str, Any]) -> PodMember | None:
     status = obj.get("status") or {}
     group = str(labels.get(POD_GROUP_LABEL) or "")
     total = group_total(annotations.get(POD_GROUP_TOTAL_ANNOTATION), full) if group else 1
-    gates = spec.get("schedulingGates") or []
-    gate_index = next(
-        (
-            i
-            for i, g in enumerate(gates)
-            if isinstance(g, Mapping) and g.get("name") == ADMISSION_GATE
-        ),
-        -1,
-    )
     controlled = any(
         isinstance(o, Mapping) and o.get("controller") for o in meta.get("ownerReferences") or ()
     )
@@ -137,7 +128,7 @@ def pod_member(obj: Mapping[str, Any]) -> PodMember | None:
         pod=pod_spec_view(spec, pod_request(spec, KIND, full, "spec"), KIND, full, "spec"),
         group=group,
         total=total,
-        gate_index=gate_index,
+        gate_index=_gate_index(spec),
         admitted_at=parse_time(
             annotations.get(ADMITTED_AT_ANNOTATION),
             KIND,
@@ -159,6 +150,19 @@ def pod_member(obj: Mapping[str, Any]) -> PodMember | None:
         )
         or EPOCH,
         resource_version=str(meta.get("resourceVersion") or ""),
+    )
+
+
+def _gate_index(spec: Mapping[str, Any]) -> int:
+    """Where sluice's scheduling gate is in the pod's gates; -1 when it has none."""
+    gates = spec.get("schedulingGates") or []
+    return next(
+        (
+            i
+            for i, g in enumerate(gates)
+            if isinstance(g, Mapping) and g.get("name") == ADMISSION_GATE
+        ),
+        -1,
     )
 
 
