@@ -29,15 +29,15 @@ from sluice.api.constants import (
 from sluice.api.topology import assignment_text
 from sluice.api.views import WorkloadView, split_pending_reason
 from sluice.api.workloads import Adapter, adapter_for
-from sluice.api.workloads.job import JOB
-from sluice.api.workloads.pods import PodMember, PodWorkload
-from sluice.operator.topology import (
+from sluice.api.workloads.domain_patches import (
     admission_patch,
     merged,
     pod_annotation,
     pod_ops,
     restore_patch,
 )
+from sluice.api.workloads.job import JOB
+from sluice.api.workloads.pods import PodMember, PodWorkload
 from sluice.scheduler.model import CycleResult, Decision, PendingJob
 from sluice.scheduler.readiness import backoff_reason
 
@@ -258,8 +258,8 @@ def _with_restores(
 ) -> list[Write | None]:
     """Each waiting workload that sluice had confined to Topology domains (``confined``: its
     latest view records an assignment; only those are looked at as stored) and that is
-    suspended now gets its templates back as before (operator.topology), in the same write as
-    its pending reason when it has one."""
+    suspended now gets its templates back as before (api.workloads.domain_patches), in the
+    same write as its pending reason when it has one."""
     by_job = {w.workload: i for i, w in enumerate(reasons) if w is not None and w.pods is None}
     out = list(reasons)
     for job in confined:
@@ -290,7 +290,7 @@ def _annotation_path(key: str) -> str:
 
 def _release_patch(member: PodMember, now: datetime, domain: str = "") -> list[dict[str, Any]]:
     """Remove sluice's gate from a pod that has not changed since the cycle saw it, and stamp
-    its admission; put it in its Topology ``domain`` first (operator.topology)."""
+    its admission; put it in its Topology ``domain`` first (api.workloads.domain_patches)."""
     gate = f"/spec/schedulingGates/{member.gate_index}"
     ops: list[dict[str, Any]] = [
         {"op": "replace", "path": "/metadata/resourceVersion", "value": member.resource_version},

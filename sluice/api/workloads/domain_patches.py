@@ -1,5 +1,6 @@
-"""What the operator writes to confine a workload to its Topology domains, and to undo it
-(docs/scheduler.md, *Topology*): decided here, written by the executor.
+"""The patches that confine a workload to its Topology domains, and that undo it
+(docs/scheduler.md, *Topology*): pure, decided here, planned by the operator's plan and
+written by its executor.
 
 Admitted into domains, a workload's pod templates get each domain's label in their
 nodeSelector in the very patch that releases it (api.workloads.confine: a suspended Job's
