@@ -182,6 +182,11 @@ class WorkloadView:
         object.__setattr__(self, "pod_count", sum(s.pod_count for s in self.pod_sets))
 
     @property
+    def pending_cause(self) -> str | None:
+        """Why its stored pending reason says it waits, without its position."""
+        return split_pending_reason(self.pending_reason)[1]
+
+    @property
     def queued_at(self) -> datetime:
         """Its place among jobs of its priority: created, or requeued, at (a requeued job
         goes behind the jobs of its priority already waiting)."""

@@ -41,15 +41,18 @@ def admission_patch(domain: str, obj: Obj | None, adapter: Adapter) -> dict[str,
     return merged(patch, record)
 
 
-def restore_patch(obj: Obj, adapter: Adapter) -> dict[str, Any] | None:
+def restore_patch(
+    obj: Obj, adapter: Adapter, base: Mapping[str, Any] | None = None
+) -> dict[str, Any] | None:
     """For a suspended workload that sluice had confined to domains: the patch that takes the
-    labels it added off its templates again, and the record of them; None otherwise."""
+    labels it added off its templates again, and the record of them, merged into ``base``
+    (a patch written with it); None otherwise."""
     meta = obj.get("metadata") or {}
     assignments = assignments_of(meta.get("annotations") or {})
     if not assignments or not adapter.suspended(obj):
         return None
     body: dict[str, Any] = {"metadata": {"annotations": {TOPOLOGY_ASSIGNMENT_ANNOTATION: None}}}
-    return merged(body, unconfine(obj, adapter, assignments))
+    return merged(base or {}, merged(body, unconfine(obj, adapter, assignments)))
 
 
 def merged(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:

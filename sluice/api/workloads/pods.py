@@ -28,7 +28,13 @@ from sluice.api.errors import InvalidObject
 from sluice.api.pod_request import pod_request
 from sluice.api.pod_views import plain_pod_workload_uid, pod_group_uid
 from sluice.api.resources import EMPTY
-from sluice.api.topology import Assignment, TopologyRequest, assignment_of, request_of
+from sluice.api.topology import (
+    Assignment,
+    TopologyRequest,
+    assignment_of,
+    assignment_text,
+    request_of,
+)
 from sluice.api.views import (
     EPOCH,
     MAIN_POD_SET,
@@ -186,6 +192,12 @@ class PodWorkload:
         live = sum(1 for m in self.members if not m.gated and not m.finished)
         room = sum(pods.count for pods in self.view.pod_sets) - live
         return tuple(sorted((m for m in self.members if m.gated), key=lambda m: m.name))[:room]
+
+    @property
+    def domain(self) -> str:
+        """The domains it was admitted into, as sluice.dev/topology-assignment writes them
+        ("" when none): where its stragglers go."""
+        return assignment_text(self.view.assignment) if self.view is not None else ""
 
 
 def pod_workloads(members: Iterable[PodMember]) -> dict[str, PodWorkload]:
