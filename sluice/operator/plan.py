@@ -33,6 +33,7 @@ from sluice.api.workloads.domain_patches import (
     merged,
     pod_annotation,
     pod_ops,
+    pointer_token,
     restore_patch,
 )
 from sluice.api.workloads.job import JOB
@@ -296,7 +297,7 @@ def _with_restores(
 
 
 def _annotation_path(key: str) -> str:
-    return "/metadata/annotations/" + key.replace("~", "~0").replace("/", "~1")
+    return "/metadata/annotations/" + pointer_token(key)
 
 
 def _release_patch(member: PodMember, now: datetime, domain: str = "") -> list[dict[str, Any]]:

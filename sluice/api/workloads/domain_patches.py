@@ -66,7 +66,8 @@ def merged(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _pointer(key: str) -> str:
+def pointer_token(key: str) -> str:
+    """A map key as one token of a JSON pointer (RFC 6901: ``~`` and ``/`` escaped)."""
     return key.replace("~", "~0").replace("/", "~1")
 
 
@@ -82,7 +83,7 @@ def pod_ops(member: PodMember, domain: str) -> list[dict[str, Any]]:
     if assignment.level in selected:
         return []
     if selected:
-        path = f"/spec/nodeSelector/{_pointer(assignment.level)}"
+        path = f"/spec/nodeSelector/{pointer_token(assignment.level)}"
         op: dict[str, Any] = {"op": "add", "path": path, "value": assignment.value}
     else:
         op = {
