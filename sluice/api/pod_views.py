@@ -13,7 +13,7 @@ from sluice.api.constants import (
     QUEUE_LABEL,
 )
 from sluice.api.pod_request import pod_request
-from sluice.api.views import EPOCH, PodView, _meta, parse_time
+from sluice.api.views import EPOCH, PodView, named_metadata, parse_time
 
 
 def job_controller_uid(meta: Mapping[str, Any]) -> str:
@@ -81,7 +81,7 @@ def pod_group_uid(namespace: str, group: str) -> str:
 def pod_from_object(obj: Mapping[str, Any], workload_labels: tuple[str, ...] = ()) -> PodView:
     """A pod as placement sees it; ``workload_labels``: the labels by which workloads other
     than Jobs name their pods and their pod sets (sluice.api.workloads.POD_LABELS)."""
-    meta, name = _meta(obj, "Pod")
+    meta, name = named_metadata(obj, "Pod")
     namespace = str(meta.get("namespace") or "default")
     full = f"{namespace}/{name}"
     spec = obj.get("spec") or {}

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from sluice.api.constants import (
     TOPOLOGY_ASSIGNMENT_ANNOTATION,
@@ -24,9 +24,6 @@ from sluice.api.constants import (
     TOPOLOGY_REQUIRED_ANNOTATION,
 )
 from sluice.api.errors import InvalidObject
-
-if TYPE_CHECKING:
-    from sluice.api.views import NodeView
 
 _NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -196,7 +193,17 @@ def assignments_of(annotations: Mapping[str, Any]) -> tuple[Assignment, ...]:
     return parse_assignments(annotations.get(TOPOLOGY_ASSIGNMENT_ANNOTATION))
 
 
-def not_nested(topology: TopologyView, nodes: Sequence[NodeView]) -> str | None:
+class LabelledNode(Protocol):
+    """What the nesting of levels reads of a node: its name and its labels."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def labels(self) -> Mapping[str, str]: ...
+
+
+def not_nested(topology: TopologyView, nodes: Sequence[LabelledNode]) -> str | None:
     """Why the levels do not nest on these nodes (a domain of a level in two domains of the
     level above it, or a node with a narrower level's label but not a wider one's), or None."""
     for wide, narrow in zip(topology.levels, topology.levels[1:], strict=False):

@@ -182,6 +182,11 @@ class WorkloadView:
         object.__setattr__(self, "pod_count", sum(s.pod_count for s in self.pod_sets))
 
     @property
+    def pending_cause(self) -> str | None:
+        """Why its stored pending reason says it waits, without its position."""
+        return split_pending_reason(self.pending_reason)[1]
+
+    @property
     def queued_at(self) -> datetime:
         """Its place among jobs of its priority: created, or requeued, at (a requeued job
         goes behind the jobs of its priority already waiting)."""
@@ -340,7 +345,8 @@ def parse_time(value: Any, kind: str, name: str, field_name: str) -> datetime | 
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-def _meta(obj: Mapping[str, Any], kind: str) -> tuple[Mapping[str, Any], str]:
+def named_metadata(obj: Mapping[str, Any], kind: str) -> tuple[Mapping[str, Any], str]:
+    """An object's metadata and its name; InvalidObject when it has no name."""
     meta = obj.get("metadata")
     if not isinstance(meta, Mapping) or not isinstance(meta.get("name"), str):
         raise InvalidObject(kind, "<unnamed>", "metadata.name", "missing")
@@ -430,7 +436,7 @@ def workload_view(
     """The view of a managed workload of any kind, given what its kind's reading found (its
     pod sets, what it asks of a Topology for all of them): its metadata and what sluice wrote
     on it (its annotations) are read the same for all."""
-    meta, name = _meta(obj, kind)
+    meta, name = named_metadata(obj, kind)
     namespace = str(meta.get("namespace") or "default")
     full = f"{namespace}/{name}"
     annotations = meta.get("annotations") or {}
@@ -494,7 +500,7 @@ def _count(value: Any, kind: str, job: str) -> int:
 
 
 def node_from_object(obj: Mapping[str, Any]) -> NodeView:
-    meta, name = _meta(obj, "Node")
+    meta, name = named_metadata(obj, "Node")
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
     ready = condition_true(status, ("Ready",))
@@ -509,7 +515,7 @@ def node_from_object(obj: Mapping[str, Any]) -> NodeView:
 
 
 def priority_class_from_object(obj: Mapping[str, Any]) -> PriorityClassView:
-    _, name = _meta(obj, "PriorityClass")
+    _, name = named_metadata(obj, "PriorityClass")
     value = obj.get("value", 0)
     if not isinstance(value, int) or isinstance(value, bool):
         raise InvalidObject("PriorityClass", name, "value", f"{value!r} is not an integer")
@@ -522,6 +528,6 @@ def priority_class_from_object(obj: Mapping[str, Any]) -> PriorityClassView:
 
 
 def namespace_from_object(obj: Mapping[str, Any]) -> NamespaceView:
-    meta, name = _meta(obj, "Namespace")
+    meta, name = named_metadata(obj, "Namespace")
     labels = dict(meta.get("labels") or {})
     return NamespaceView(name=name, default_queue=labels.get(DEFAULT_QUEUE_LABEL), labels=labels)

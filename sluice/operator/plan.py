@@ -27,18 +27,18 @@ from sluice.api.constants import (
     REQUEUES_ANNOTATION,
 )
 from sluice.api.objects import Obj
-from sluice.api.topology import assignment_text
-from sluice.api.views import WorkloadView, split_pending_reason
+from sluice.api.views import WorkloadView
 from sluice.api.workloads import Adapter, adapter_for
-from sluice.api.workloads.job import JOB
-from sluice.api.workloads.pods import PodMember, PodWorkload
-from sluice.operator.topology import (
+from sluice.api.workloads.domain_patches import (
     admission_patch,
     merged,
     pod_annotation,
     pod_ops,
+    pointer_token,
     restore_patch,
 )
+from sluice.api.workloads.job import JOB
+from sluice.api.workloads.pods import PodMember, PodWorkload
 from sluice.scheduler.model import CycleResult, Decision, PendingJob
 from sluice.scheduler.readiness import backoff_reason
 
@@ -168,19 +168,20 @@ def _reason(
     every POSITION_REFRESH seconds per job, or each admission would rewrite every job queued
     behind it (``sluice job why`` derives the live position). An Event, a Warning as kubectl
     shows them, only when the cause itself changed."""
-    if job is None:
+    if job is None or job.pending_reason == pending.reason:
         return None
-    previous = job.pending_reason
-    text = pending.reason
-    if previous == text:
+    same_cause = job.pending_cause == pending.cause
+    if same_cause and _refreshed_lately(pending, clock, written):
         return None
-    same_cause = split_pending_reason(previous)[1] == pending.cause
-    last = written.get(pending.job)
-    if same_cause and last is not None and clock - last < POSITION_REFRESH:
-        return None
-    patch = {"metadata": {"annotations": {PENDING_REASON_ANNOTATION: text}}}
-    event = None if same_cause else EventSpec("Pending", text, warning=True)
+    patch = {"metadata": {"annotations": {PENDING_REASON_ANNOTATION: pending.reason}}}
+    event = None if same_cause else EventSpec("Pending", pending.reason, warning=True)
     return Write("reason", pending.job, patch, None, event)
+
+
+def _refreshed_lately(pending: PendingJob, clock: float, written: Mapping[str, float]) -> bool:
+    """Whether the job's reason was written less than POSITION_REFRESH seconds ago."""
+    last = written.get(pending.job)
+    return last is not None and clock - last < POSITION_REFRESH
 
 
 def plan(
@@ -205,21 +206,7 @@ def plan(
     victims: list[Write] = []
     admissions: list[Write] = []
     for d in result.decisions:
-        workload = pods.get(d.job)
-        seen = views.get(d.job)
-        if workload is not None:
-            write = _pod_decision(d, workload, now)
-            seen = workload.view
-        elif d.action == "admit":
-            obj = workloads.get(d.job)  # parsed once (``stored.py``)
-            adapter = adapter_of(obj)
-            write = _admission(d, now, decided_on.get(d.job), adapter)
-            if extra := admission_patch(d.domain, obj, adapter):
-                write = replace(write, patch=merged(write.patch, extra))
-        else:
-            write = _eviction(d, now, decided_on.get(d.job), adapter_of(workloads.get(d.job)))
-        created = seen.creation_timestamp if seen is not None else None
-        write = replace(write, decision=d, created=created)
+        write = _decision(d, workloads, views, decided_on, now, pods)
         (admissions if d.action == "admit" else victims).append(write)
     reasons: list[Write | None] = []
     confined: list[str] = []  # waiting jobs whose latest view records an assignment
@@ -231,22 +218,47 @@ def plan(
             if view is not None and view.assignment:
                 confined.append(p.job)
         else:
-            previous = workload.view.pending_reason if workload.view is not None else None
-            reasons.append(_pod_reason(p, previous, workload, clock, positions_written))
+            reasons.append(_pod_reason(p, workload, clock, positions_written))
     admitted = {d.job for d in result.decisions if d.action == "admit"}
     reasons = _with_restores(confined, workloads, admitted, reasons)
     for key, workload in pods.items():
         if workload.view is None:
             reasons.append(_group_waiting(workload, now))
         elif workload.stragglers and key not in admitted:
-            domain = assignment_text(workload.view.assignment)
-            admissions.append(_release(key, workload.stragglers, now, None, domain))
+            admissions.append(_release(key, workload.stragglers, now, None, workload.domain))
     return Plan(
         victims=tuple(victims),
         admissions=tuple(admissions),
         reasons=tuple(w for w in reasons if w is not None),
         pending=frozenset(p.job for p in result.pending),
     )
+
+
+def _decision(
+    d: Decision,
+    workloads: Mapping[str, Obj],
+    views: Mapping[str, WorkloadView],
+    decided_on: Mapping[str, Basis],
+    now: datetime,
+    pods: Mapping[str, PodWorkload],
+) -> Write:
+    """The write that carries out one decision, with the decision and when its workload was
+    created (``plan``'s arguments)."""
+    workload = pods.get(d.job)
+    seen = views.get(d.job)
+    if workload is not None:
+        write = _pod_decision(d, workload, now)
+        seen = workload.view
+    elif d.action == "admit":
+        obj = workloads.get(d.job)  # parsed once (``stored.py``)
+        adapter = adapter_of(obj)
+        write = _admission(d, now, decided_on.get(d.job), adapter)
+        if extra := admission_patch(d.domain, obj, adapter):
+            write = replace(write, patch=merged(write.patch, extra))
+    else:
+        write = _eviction(d, now, decided_on.get(d.job), adapter_of(workloads.get(d.job)))
+    created = seen.creation_timestamp if seen is not None else None
+    return replace(write, decision=d, created=created)
 
 
 def _with_restores(
@@ -257,26 +269,26 @@ def _with_restores(
 ) -> list[Write | None]:
     """Each waiting workload that sluice had confined to Topology domains (``confined``: its
     latest view records an assignment; only those are looked at as stored) and that is
-    suspended now gets its templates back as before (operator.topology), in the same write as
-    its pending reason when it has one."""
+    suspended now gets its templates back as before (api.workloads.domain_patches), in the
+    same write as its pending reason when it has one."""
     by_job = {w.workload: i for i, w in enumerate(reasons) if w is not None and w.pods is None}
     out = list(reasons)
     for job in confined:
         obj = None if job in admitted else jobs.get(job)
         if obj is None:
             continue
-        restore = restore_patch(obj, adapter_of(obj))
+        i = by_job.get(job)
+        write = out[i] if i is not None else None
+        restore = restore_patch(obj, adapter_of(obj), write.patch if write is not None else None)
         if restore is None:
             continue
-        i = by_job.get(job)
         # A template inside a list is written whole: the write rests on the spec it was
         # worked out from.
-        if i is None:
+        if write is None:
             out.append(Write("restore", job, restore, basis(obj)))
         else:
-            write = out[i]
-            assert write is not None
-            out[i] = replace(write, patch=merged(write.patch, restore), basis=basis(obj))
+            assert i is not None
+            out[i] = replace(write, patch=restore, basis=basis(obj))
     return out
 
 
@@ -284,12 +296,12 @@ def _with_restores(
 
 
 def _annotation_path(key: str) -> str:
-    return "/metadata/annotations/" + key.replace("~", "~0").replace("/", "~1")
+    return "/metadata/annotations/" + pointer_token(key)
 
 
 def _release_patch(member: PodMember, now: datetime, domain: str = "") -> list[dict[str, Any]]:
     """Remove sluice's gate from a pod that has not changed since the cycle saw it, and stamp
-    its admission; put it in its Topology ``domain`` first (operator.topology)."""
+    its admission; put it in its Topology ``domain`` first (api.workloads.domain_patches)."""
     gate = f"/spec/schedulingGates/{member.gate_index}"
     ops: list[dict[str, Any]] = [
         {"op": "replace", "path": "/metadata/resourceVersion", "value": member.resource_version},
@@ -349,20 +361,17 @@ def _reason_changes(members: Sequence[PodMember], text: str) -> tuple[PodChange,
 
 
 def _pod_reason(
-    pending: PendingJob,
-    previous: str | None,
-    workload: PodWorkload,
-    clock: float,
-    written: Mapping[str, float],
+    pending: PendingJob, workload: PodWorkload, clock: float, written: Mapping[str, float]
 ) -> Write | None:
     """Why a workload of plain pods waits, on each of its gated pods, paced as a Job's."""
     text = pending.reason
     changes = _reason_changes(workload.members, text)
     if not changes:
         return None
-    same_cause = split_pending_reason(previous)[1] == pending.cause
-    last = written.get(pending.job)
-    if previous is not None and same_cause and last is not None and clock - last < POSITION_REFRESH:
+    view = workload.view
+    same_cause = view is not None and view.pending_cause == pending.cause
+    recorded = view is not None and view.pending_reason is not None
+    if recorded and same_cause and _refreshed_lately(pending, clock, written):
         return None
     event = None if same_cause else EventSpec("Pending", text, warning=True)
     return Write("reason", pending.job, {}, None, event, changes)

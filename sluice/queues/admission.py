@@ -217,7 +217,7 @@ def _check_state_under_parent(new: Queue, queues: Mapping[str, Queue]) -> Verdic
 # Queue delete -----------------------------------------------------------------------------
 
 
-def check_queue_delete(queue: Queue, existing: Mapping[str, Queue]) -> Verdict:
+def check_queue_delete(queue: Queue) -> Verdict:
     if queue.name in RESERVED_QUEUES:
         return deny("reserved-delete", f"queue {queue.name} cannot be deleted")
     state = queue.status.state

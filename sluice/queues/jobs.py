@@ -67,23 +67,26 @@ class Writer:
 # Reading a job -----------------------------------------------------------------------------
 
 
-def _meta(job: Mapping[str, Any]) -> Mapping[str, Any]:
+def metadata_of(job: Mapping[str, Any]) -> Mapping[str, Any]:
+    """An object's metadata ({} when it has none, or none that is a map)."""
     meta = job.get("metadata")
     return meta if isinstance(meta, Mapping) else {}
 
 
-def _map(job: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    value = _meta(job).get(key)
+def metadata_map(job: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """One map of an object's metadata: its labels or annotations ({} when none)."""
+    value = metadata_of(job).get(key)
     return value if isinstance(value, Mapping) else {}
 
 
-def _spec(job: Mapping[str, Any]) -> Mapping[str, Any]:
+def spec_of(job: Mapping[str, Any]) -> Mapping[str, Any]:
+    """An object's spec ({} when it has none, or none that is a map)."""
     spec = job.get("spec")
     return spec if isinstance(spec, Mapping) else {}
 
 
 def job_queue(job: Mapping[str, Any]) -> str | None:
-    queue = _map(job, "labels").get(QUEUE_LABEL)
+    queue = metadata_map(job, "labels").get(QUEUE_LABEL)
     return str(queue) if queue else None
 
 
@@ -95,7 +98,7 @@ def job_admitted(job: Mapping[str, Any], adapter: Adapter = JOB) -> bool:
 def _who(job: Mapping[str, Any], namespace: str, adapter: Adapter = JOB) -> str:
     """How a denial names the object: ``job ns/name``, ``pod ns/name`` for a Pod, and the
     kind for the other kinds of workload (``jobset ns/name``)."""
-    meta = _meta(job)
+    meta = metadata_of(job)
     noun = "pod" if job.get("kind") == "Pod" else adapter.kind.lower()
     return f"{noun} {meta.get('namespace') or namespace}/{meta.get('name') or '?'}"
 
@@ -191,7 +194,9 @@ def _check_queue_for(
 def _sluice_annotations(job: Mapping[str, Any] | None) -> dict[str, str]:
     if job is None:
         return {}
-    return {k: str(v) for k, v in _map(job, "annotations").items() if k.startswith(f"{PREFIX}/")}
+    return {
+        k: str(v) for k, v in metadata_map(job, "annotations").items() if k.startswith(f"{PREFIX}/")
+    }
 
 
 def check_annotations(
@@ -290,7 +295,7 @@ def job_settings(
     pods carry it (the pod webhook sees them, and only them, by that label: docs/workloads.md)
     and, for a kind of one pod template, its pods' priorityClassName is its queue's when they
     name none. ``queue``: the queue, when it exists."""
-    labelled = _map(job, "labels").get(QUEUE_LABEL)
+    labelled = metadata_map(job, "labels").get(QUEUE_LABEL)
     out: list[Setting] = []
     if not labelled:
         out.append((("metadata", "labels", QUEUE_LABEL), queue_name))
@@ -395,7 +400,7 @@ def check_job_update(
 
 
 def _finalizers(job: Mapping[str, Any]) -> Sequence[str]:
-    value = _meta(job).get("finalizers")
+    value = metadata_of(job).get("finalizers")
     return [str(f) for f in value] if isinstance(value, list) else []
 
 
@@ -445,9 +450,9 @@ def check_pod_update(
     spec or an in-place resize."""
     if writer.operator:
         return ALLOW
-    meta = _meta(new)
+    meta = metadata_of(new)
     who = f"pod {meta.get('namespace') or namespace}/{meta.get('name') or '?'}"
-    before, after = _map(old, "labels"), _map(new, "labels")
+    before, after = metadata_map(old, "labels"), metadata_map(new, "labels")
     queue = before.get(QUEUE_LABEL) or after.get(QUEUE_LABEL)
     for key in JOB_POD_LABELS:
         if before.get(key) != after.get(key):
@@ -472,8 +477,8 @@ def check_pod_growth(
     """A managed pod never requests more than it did, through its spec or an in-place resize;
     ``refusal`` opens the denial, the amounts follow it."""
     try:
-        was = pod_request(_spec(old), "Pod", who)
-        now = pod_request(_spec(new), "Pod", who)
+        was = pod_request(spec_of(old), "Pod", who)
+        now = pod_request(spec_of(new), "Pod", who)
     except InvalidObject as err:
         return deny("pod-invalid", f"{who}: {err}")
     grown = now.exceeding(was, absent_is_unlimited=False)

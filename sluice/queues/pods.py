@@ -24,18 +24,18 @@ from sluice.api.workloads.pods import group_total
 from sluice.queues.jobs import (
     Setting,
     Writer,
-    _map,
-    _meta,
-    _spec,
     check_annotations,
     check_job_create,
     check_pod_growth,
+    metadata_map,
+    metadata_of,
+    spec_of,
 )
 from sluice.queues.verdict import ALLOW, Verdict, deny
 
 
 def _who(pod: Mapping[str, Any], namespace: str) -> str:
-    meta = _meta(pod)
+    meta = metadata_of(pod)
     name = meta.get("name") or meta.get("generateName") or "?"
     return f"pod {meta.get('namespace') or namespace}/{name}"
 
@@ -43,7 +43,7 @@ def _who(pod: Mapping[str, Any], namespace: str) -> str:
 def is_plain_pod(pod: Mapping[str, Any]) -> bool:
     """A pod no Job controls: its own workload, or one of its group's, when a queue manages
     it (a Job's pods are their Job's)."""
-    return not job_pod(_meta(pod))
+    return not job_pod(metadata_of(pod))
 
 
 def pod_settings(pod: Mapping[str, Any], queue_name: str) -> list[Setting]:
@@ -51,9 +51,9 @@ def pod_settings(pod: Mapping[str, Any], queue_name: str) -> list[Setting]:
     webhooks and the operator see it by that label) and sluice's scheduling gate, which
     holds it unscheduled until sluice admits it."""
     out: list[Setting] = []
-    if not _map(pod, "labels").get(QUEUE_LABEL):
+    if not metadata_map(pod, "labels").get(QUEUE_LABEL):
         out.append((("metadata", "labels", QUEUE_LABEL), queue_name))
-    spec = _spec(pod)
+    spec = spec_of(pod)
     if not gated(spec):
         gates = spec.get("schedulingGates")
         kept = list(gates) if isinstance(gates, list) else []
@@ -62,10 +62,10 @@ def pod_settings(pod: Mapping[str, Any], queue_name: str) -> list[Setting]:
 
 
 def _group_refusal(pod: Mapping[str, Any], namespace: str) -> Verdict:
-    if not _map(pod, "labels").get(POD_GROUP_LABEL):
+    if not metadata_map(pod, "labels").get(POD_GROUP_LABEL):
         return ALLOW
     try:
-        total = _map(pod, "annotations").get(POD_GROUP_TOTAL_ANNOTATION)
+        total = metadata_map(pod, "annotations").get(POD_GROUP_TOTAL_ANNOTATION)
         group_total(total, _who(pod, namespace).removeprefix("pod "))
     except InvalidObject as err:
         return deny("pod-group-count", str(err))
@@ -107,15 +107,17 @@ def check_plain_pod_update(
     if writer.operator:
         return ALLOW
     who = _who(new, namespace)
-    queue = _map(old, "labels").get(QUEUE_LABEL) or _map(new, "labels").get(QUEUE_LABEL)
-    if gated(_spec(old)) and not gated(_spec(new)):
+    queue = metadata_map(old, "labels").get(QUEUE_LABEL) or metadata_map(new, "labels").get(
+        QUEUE_LABEL
+    )
+    if gated(spec_of(old)) and not gated(spec_of(new)):
         return deny(
             "pod-ungate",
             f"{who}: only sluice may remove the scheduling gate {ADMISSION_GATE} of a pod of"
             f" queue {queue}; it does so when the queue's quota allows",
         )
     for what, key, where in HOLDING:
-        was, now = _map(old, where).get(key), _map(new, where).get(key)
+        was, now = metadata_map(old, where).get(key), metadata_map(new, where).get(key)
         if was != now:
             return deny(
                 "pod-queue-immutable",

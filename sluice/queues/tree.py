@@ -132,17 +132,6 @@ class QueueTree:
     def leaves(self) -> tuple[str, ...]:
         return tuple(sorted(n for n in self.queues if n != ROOT_QUEUE and self.is_leaf(n)))
 
-    def lowest_common_ancestor(self, a: str, b: str) -> str | None:
-        """The deepest queue that is an ancestor-or-self of both."""
-        if a == b:
-            return a
-        chain_a = (a, *self.ancestors(a))
-        chain_b = set((b, *self.ancestors(b)))
-        for candidate in chain_a:
-            if candidate in chain_b:
-                return candidate
-        return None
-
     def problems(self) -> Mapping[str, str]:
         """Queue -> why its place in the tree is broken (missing parent, cycle, not under root)."""
         return self._problems

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from sluice.api.quantity import format_quantity
 from sluice.api.resources import Resources, describe_amount
+from sluice.scheduler.domain_room import Domain
 from sluice.scheduler.placement import Footprint
 from sluice.scheduler.session import JobInfo, Session
 from sluice.scheduler.set_domains import (
@@ -18,7 +19,6 @@ from sluice.scheduler.set_domains import (
     explain_sets,
     place_sets,
 )
-from sluice.scheduler.topology import Domain
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,8 +22,9 @@ from functools import lru_cache
 
 from sluice.api.topology import TopologyRequest
 from sluice.api.views import JobPhase, PodSet, WorkloadView
+from sluice.scheduler.domain_room import Domain
 from sluice.scheduler.placement import Footprint, Room
-from sluice.scheduler.topology import Domain, Domains
+from sluice.scheduler.topology import Domains
 
 
 @dataclass(frozen=True, slots=True)

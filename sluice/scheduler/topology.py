@@ -14,200 +14,72 @@ from __future__ import annotations
 import bisect
 import itertools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 from sluice.api.constraints import PodSpecView, interned
 from sluice.api.resources import Resources
-from sluice.api.topology import TopologyRequest, TopologyView, not_nested
+from sluice.api.topology import TopologyRequest, TopologyView
 from sluice.api.views import PodSet, WorkloadView
+from sluice.scheduler.domain_room import Domain, DomainRoom, TopologyLevels
 from sluice.scheduler.placement import Footprint, Placement, fits_in
 from sluice.scheduler.topology_words import why_not
 
-
-@dataclass(frozen=True, slots=True)
-class Domain:
-    """The nodes (placement indexes, in order) whose ``level`` label is ``value``."""
-
-    level: str
-    value: str
-    nodes: tuple[int, ...]
-    text: str = field(init=False, repr=False, compare=False)
-    """As sluice.dev/topology-assignment writes it: ``<level>=<value>`` (asked of every
-    domain looked at: made once)."""
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "text", f"{self.level}={self.value}")
-
-    @property
-    def short(self) -> str:
-        """``rack r7`` for the level example.com/rack."""
-        return f"{self.level.rpartition('/')[2]} {self.value}"
-
-
 MANY = 1 << 62  # more pods than any node takes: how many fit, uncapped
 
-Placed = tuple[Footprint, Domain | None]
+InDomain = tuple[Footprint, Domain | None]
 """Where a workload's pods go, and the domain they go in (None: anywhere)."""
 Missing = tuple[dict[int, int], list[tuple[str, int]], int]  # ``Domains.missing``'s
 
 
 class Domains:
-    """The levels of the cluster's Topologies and their domains over one cycle's nodes."""
+    """Placing workloads into the domains of the cluster's Topology levels over one cycle's
+    nodes (``DomainRoom`` keeps the domains' room)."""
 
     def __init__(self, topologies: Sequence[TopologyView], placement: Placement) -> None:
         self.placement = placement
-        self.widening: dict[str, tuple[str, ...]] = {}
-        """Level -> itself, then each wider level of its Topology."""
-        self.broken: dict[str, str] = {}
-        """Level -> why its Topology cannot be relied on (its levels do not nest)."""
-        for topology in sorted(topologies, key=lambda t: t.name):
-            problem = not_nested(topology, placement.nodes) if len(topology.levels) > 1 else None
-            for k, level in enumerate(topology.levels):
-                if level in self.widening:
-                    continue
-                self.widening[level] = tuple(reversed(topology.levels[: k + 1]))
-                if problem:
-                    self.broken[level] = f"Topology {topology.name} is not nested: {problem}"
-        self._domains: dict[str, list[Domain]] = {}
+        self.topology_levels = TopologyLevels(topologies, placement)
+        self.room = DomainRoom(placement)
         self._pods: dict[tuple[PodSpecView, str, str], PodSpecView] = {}
         self._seeded: set[tuple[object, ...]] = set()
         """The constraints of the pods in a domain (``pod_in``) whose nodes are seeded."""
         self._allowed: dict[tuple[object, ...], set[int]] = {}
         """A pod's constraints -> the nodes that may take it, as a set."""
-        self._sums: dict[str, dict[str, int]] = {}
-        """Domain text -> the free room of its usable nodes, kept as room is held and given
-        back (``_changed``), for the levels looked at so far."""
-        self._of_node: dict[str, dict[int, str]] = {}  # level -> node -> its domain's text
         self._explained: dict[tuple[object, ...], str] = {}
-        self._ranks: dict[
-            tuple[str, tuple[str, ...]], tuple[list[tuple[float, str]], dict[str, float]]
-        ] = {}
-        """(level, the resources a workload asks) -> its domains by the room they have free
-        in those resources (a share of the cluster's each, added up), then by name; and each
-        domain's figure: kept in order as room is held and given back."""
-        self._by_value: dict[str, dict[str, Domain]] = {}
         self._failed: dict[tuple[object, ...], int] = {}
         """(pod sets, level) -> how much room had been given back (``Placement.grown``) when
         no domain of the level held them: none will until more is."""
-        self._version: dict[str, int] = {}
-        """Domain text -> how many times room was held or given back on its nodes."""
         self._fitting: dict[tuple[PodSpecView, str], tuple[int, dict[int, int], int]] = {}
         """(Pod (a domain's ``pod_in``), the domain's text) -> the domain's ``version``, how
         many each node takes, their sum."""
-        self._changes: dict[str, list[str]] = {}
-        """Level -> the value of each of its domains room was held or given back on, in
-        order, once per change."""
         self._holds: dict[tuple[PodSpecView, str], tuple[list[int], dict[str, int]]] = {}
-        """(pod, level) -> how far into the level's ``_changes`` it is up to date, and
-        domain value -> how many such pods its nodes the pod may go on hold at once now
+        """(pod, level) -> how far into the level's ``DomainRoom.changes`` it is up to date,
+        and domain value -> how many such pods its nodes the pod may go on hold at once now
         (what first fit inside it adds up to), for the domains asked since their room last
         changed."""
         self._last: dict[tuple[PodSet, ...], Domain] = {}
         """Pod sets -> the domain ``place`` last put them in, without room given back."""
-        if self.widening:
-            placement.watchers.append(self._changed)
+        if self.topology_levels.widening:
+            placement.watchers.append(self.room.changed)
 
     # Domains -------------------------------------------------------------------------------
     def domains(self, level: str) -> list[Domain]:
         """The domains of a level, by name."""
-        found = self._domains.get(level)
-        if found is None:
-            members: dict[str, list[int]] = {}
-            for i, node in enumerate(self.placement.nodes):
-                value = node.labels.get(level)
-                if value is not None:
-                    members.setdefault(value, []).append(i)
-            found = self._domains[level] = [
-                Domain(level, value, tuple(nodes)) for value, nodes in sorted(members.items())
-            ]
-            nodes, free = self.placement.nodes, self.placement.free
-            of_node = self._of_node[level] = {}
-            for domain in found:
-                room: dict[str, int] = {}
-                for i in domain.nodes:
-                    if nodes[i].usable:
-                        of_node[i] = domain.text
-                        for r, a in free[i].items():
-                            room[r] = room.get(r, 0) + a
-                self._sums[domain.text] = room
-            self._by_value[level] = {d.value: d for d in found}
-        return found
-
-    def _score(self, text: str, asked: tuple[str, ...]) -> float:
-        room, total = self._sums[text], self.placement.total
-        return sum(room.get(r, 0) / total[r] for r in asked)
-
-    def _ranking(self, level: str, asked: tuple[str, ...]) -> list[tuple[float, str]]:
-        key = (level, asked)
-        found = self._ranks.get(key)
-        if found is None:
-            scores = {d.value: self._score(d.text, asked) for d in self.domains(level)}
-            found = self._ranks[key] = (sorted((v, k) for k, v in scores.items()), scores)
-        return found[0]
-
-    def _changed(self, footprint: Footprint, sign: int) -> None:
-        for level, of_node in self._of_node.items():
-            touched: set[str] = set()
-            for i, amounts in footprint.items():
-                text = of_node.get(i)
-                if text is not None:
-                    touched.add(text)
-                    room = self._sums[text]
-                    for r, a in amounts.items():
-                        room[r] = room.get(r, 0) + sign * a
-            if not touched:
-                continue
-            version = self._version
-            for text in touched:
-                version[text] = version.get(text, 0) + 1
-            self._changes.setdefault(level, []).extend(text[len(level) + 1 :] for text in touched)
-            for (ranked_level, asked), (order, scores) in self._ranks.items():
-                if ranked_level != level:
-                    continue
-                for text in touched:
-                    value = text[len(level) + 1 :]
-                    old = scores[value]
-                    del order[bisect.bisect_left(order, (old, value))]
-                    scores[value] = new = self._score(text, asked)
-                    bisect.insort(order, (new, value))
+        return self.room.domains(level)
 
     def version(self, domain: Domain) -> int:
         """Changed whenever room is held or given back on the domain's nodes."""
-        self.domains(domain.level)
-        return self._version.get(domain.text, 0)
-
-    def domain(self, level: str, value: str) -> Domain | None:
-        return next((d for d in self.domains(level) if d.value == value), None)
+        return self.room.version(domain)
 
     def levels(self, request: TopologyRequest) -> tuple[str, ...]:
-        """The levels a request may be placed at, narrowest first: its own, then (preferred)
-        each wider one; none when it is no level of a Topology or its Topology is broken."""
-        if request.level not in self.widening or request.level in self.broken:
-            return ()
-        return self.widening[request.level] if not request.required else (request.level,)
+        """The levels a request may be placed at, narrowest first (``TopologyLevels``)."""
+        return self.topology_levels.levels(request)
 
     def free(self, domain: Domain) -> dict[str, int]:
         """The free room of a domain's usable nodes now."""
-        self.domains(domain.level)
-        return self._sums[domain.text]
+        return self.room.free(domain)
 
     def widest_free(self) -> dict[str, Resources]:
         """The free room of each domain of each Topology's widest level, by its text."""
-        widest = {levels[-1] for levels in self.widening.values()}
-        return {
-            domain.text: Resources(self.free(domain))
-            for level in sorted(widest)
-            for domain in self.domains(level)
-        }
-
-    def total(self, domain: Domain) -> dict[str, int]:
-        room: dict[str, int] = {}
-        for i in domain.nodes:
-            node = self.placement.nodes[i]
-            if node.usable:
-                for r, a in node.allocatable.items():
-                    room[r] = room.get(r, 0) + a
-        return room
+        return self.room.widest_free(self.topology_levels.widest())
 
     # Placing -------------------------------------------------------------------------------
     def pod_in(self, pod: PodSpecView, domain: Domain) -> PodSpecView:
@@ -277,7 +149,7 @@ class Domains:
 
     def best_at(
         self, view: WorkloadView, level: str, freed: Footprint | None = None
-    ) -> Placed | None:
+    ) -> InDomain | None:
         """Among the domains of a level that hold the workload, the one left with the least
         room free, ties by name; None when none holds it. Domains are tried from the least
         room left, so the first whose nodes take every pod is the one."""
@@ -290,8 +162,8 @@ class Domains:
         total = self.placement.total
         need = [(r, a) for r, a in view.request.items() if a > 0]
         asked = tuple(sorted(r for r, _ in need if total.get(r)))
-        ranking = self._ranking(level, asked)
-        by_value, sums, pods = self._by_value[level], self._sums, self._pods
+        ranking = self.room.ranking(level, asked)
+        by_value, sums, pods = self.room.by_value(level), self.room.sums, self._pods
         sets = view.pod_sets
         only = sets[0] if len(sets) == 1 else None
         placement = self.placement
@@ -329,7 +201,7 @@ class Domains:
     def _holding_now(self, pod: PodSpecView, level: str) -> dict[str, int]:
         """Domain value -> how many of the pods its nodes hold now, for the domains whose
         room has not changed since it was worked out (``_holds``)."""
-        changes = self._changes.setdefault(level, [])
+        changes = self.room.changes(level)
         seen, holds = self._holds.setdefault((pod, level), ([len(changes)], {}))
         if seen[0] < len(changes):
             for value in changes[seen[0] :]:
@@ -383,7 +255,7 @@ class Domains:
         takes now, and their sum: kept while the domain's room is as it was (the nodes
         they may go on are usable nodes of the domain, whose changes ``version`` counts)."""
         key = (pod, domain.text)
-        version = self._version.get(domain.text, 0)
+        version = self.room.versions.get(domain.text, 0)
         known = self._fitting.get(key)
         if known is None or known[0] != version:
             free = self.placement.free
@@ -403,7 +275,7 @@ class Domains:
         ranked.sort(key=lambda entry: (entry[0], entry[1]))
         return [domain for _, _, domain in ranked]
 
-    def _best_freed(self, view: WorkloadView, level: str, freed: Footprint) -> Placed | None:
+    def _best_freed(self, view: WorkloadView, level: str, freed: Footprint) -> InDomain | None:
         """``best_at`` with victims' room given back (reclaim, preempt)."""
         for domain in self.by_room_left(view, level, freed):
             footprint = self.place_in(view, domain, freed)
@@ -411,7 +283,7 @@ class Domains:
                 return footprint, domain
         return None
 
-    def place(self, view: WorkloadView, freed: Footprint | None = None) -> Placed | None:
+    def place(self, view: WorkloadView, freed: Footprint | None = None) -> InDomain | None:
         """Where a workload that asks a Topology goes: one domain of its level (preferred:
         of the narrowest level that holds it), else, preferred only, anywhere (``None``
         domain, the caller places it as any workload)."""
@@ -444,5 +316,6 @@ class Domains:
         key = (view.pod_sets, request, self.placement.version)
         said = self._explained.get(key)
         if said is None:
-            said = self._explained[key] = why_not(self, view, request)
+            said = why_not(self.topology_levels, self.room, view, request)
+            self._explained[key] = said
         return said

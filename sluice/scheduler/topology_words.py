@@ -3,24 +3,22 @@ domain with the most room free in what it asks (ties by name) and what that is."
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from sluice.api.quantity import format_quantity
 from sluice.api.resources import describe_amount
 from sluice.api.topology import TopologyRequest
 from sluice.api.views import WorkloadView
-
-if TYPE_CHECKING:
-    from sluice.scheduler.topology import Domain, Domains
+from sluice.scheduler.domain_room import Domain, DomainRoom, TopologyLevels
 
 
-def why_not(domains: Domains, view: WorkloadView, request: TopologyRequest) -> str:
+def why_not(
+    levels: TopologyLevels, domains: DomainRoom, view: WorkloadView, request: TopologyRequest
+) -> str:
     """Why a workload that requires a domain is not placed (``Domains.explain``)."""
     level = request.level
-    if level not in domains.widening:
+    if level not in levels.widening:
         return f"no Topology has the level {level}"
-    if level in domains.broken:
-        return domains.broken[level]
+    if level in levels.broken:
+        return levels.broken[level]
     what = " + ".join(
         f"{s.pod_count} x {s.pod.request.describe()}" for s in view.pod_sets if s.pod_count
     )
@@ -44,7 +42,7 @@ def why_not(domains: Domains, view: WorkloadView, request: TopologyRequest) -> s
     return f"no {level} holds {what}: best {best.short} has {room} (nodes {nodes})"
 
 
-def _share(domains: Domains, view: WorkloadView, domain: Domain) -> float:
+def _share(domains: DomainRoom, view: WorkloadView, domain: Domain) -> float:
     """The domain's free room in what the workload asks, a share of the cluster's."""
     free, total = domains.free(domain), domains.placement.total
     return sum(free.get(r, 0) / total[r] for r, a in view.request.items() if a > 0 and total.get(r))

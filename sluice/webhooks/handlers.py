@@ -139,7 +139,7 @@ async def validate_queue(request: Request, ctx: Context) -> Answer:
             gone = _queue_for_delete(request.old) if request.old else existing[request.name]
         except InvalidObject as err:
             return _answer(request, deny("invalid-object", str(err)))
-        return _answer(request, check_queue_delete(gone, existing))
+        return _answer(request, check_queue_delete(gone))
     if request.obj is None:
         return _answer(request, ALLOW)
     try:

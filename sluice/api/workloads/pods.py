@@ -28,7 +28,13 @@ from sluice.api.errors import InvalidObject
 from sluice.api.pod_request import pod_request
 from sluice.api.pod_views import plain_pod_workload_uid, pod_group_uid
 from sluice.api.resources import EMPTY
-from sluice.api.topology import Assignment, TopologyRequest, assignment_of, request_of
+from sluice.api.topology import (
+    Assignment,
+    TopologyRequest,
+    assignment_of,
+    assignment_text,
+    request_of,
+)
 from sluice.api.views import (
     EPOCH,
     MAIN_POD_SET,
@@ -115,15 +121,6 @@ def pod_member(obj: Mapping[str, Any]) -> PodMember | None:
     status = obj.get("status") or {}
     group = str(labels.get(POD_GROUP_LABEL) or "")
     total = group_total(annotations.get(POD_GROUP_TOTAL_ANNOTATION), full) if group else 1
-    gates = spec.get("schedulingGates") or []
-    gate_index = next(
-        (
-            i
-            for i, g in enumerate(gates)
-            if isinstance(g, Mapping) and g.get("name") == ADMISSION_GATE
-        ),
-        -1,
-    )
     controlled = any(
         isinstance(o, Mapping) and o.get("controller") for o in meta.get("ownerReferences") or ()
     )
@@ -137,7 +134,7 @@ def pod_member(obj: Mapping[str, Any]) -> PodMember | None:
         pod=pod_spec_view(spec, pod_request(spec, KIND, full, "spec"), KIND, full, "spec"),
         group=group,
         total=total,
-        gate_index=gate_index,
+        gate_index=_gate_index(spec),
         admitted_at=parse_time(
             annotations.get(ADMITTED_AT_ANNOTATION),
             KIND,
@@ -162,6 +159,19 @@ def pod_member(obj: Mapping[str, Any]) -> PodMember | None:
     )
 
 
+def _gate_index(spec: Mapping[str, Any]) -> int:
+    """Where sluice's scheduling gate is in the pod's gates; -1 when it has none."""
+    gates = spec.get("schedulingGates") or []
+    return next(
+        (
+            i
+            for i, g in enumerate(gates)
+            if isinstance(g, Mapping) and g.get("name") == ADMISSION_GATE
+        ),
+        -1,
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class PodWorkload:
     """The members of one workload, and the WorkloadView the scheduler sees (None while it is not
@@ -183,6 +193,12 @@ class PodWorkload:
         room = sum(pods.count for pods in self.view.pod_sets) - live
         return tuple(sorted((m for m in self.members if m.gated), key=lambda m: m.name))[:room]
 
+    @property
+    def domain(self) -> str:
+        """The domains it was admitted into, as sluice.dev/topology-assignment writes them
+        ("" when none): where its stragglers go."""
+        return assignment_text(self.view.assignment) if self.view is not None else ""
+
 
 def pod_workloads(members: Iterable[PodMember]) -> dict[str, PodWorkload]:
     """The workloads these members form, by key."""
@@ -197,7 +213,7 @@ def pod_workloads(members: Iterable[PodMember]) -> dict[str, PodWorkload]:
     return out
 
 
-def _waiting(key: str, members: tuple[PodMember, ...]) -> str:
+def _waiting(members: tuple[PodMember, ...]) -> str:
     """Why pods of a group that nothing admitted yet are not a workload; "" when they are."""
     first = members[0]
     if not first.group:
@@ -259,7 +275,7 @@ def _pod_sets(members: tuple[PodMember, ...], total: int) -> tuple[PodSet, ...]:
 def _workload(key: str, members: tuple[PodMember, ...]) -> PodWorkload:
     admitted = [m for m in members if not m.gated]
     if not admitted:
-        waiting = _waiting(key, members)
+        waiting = _waiting(members)
         if waiting:
             return PodWorkload(key, members, waiting=waiting)
     first = members[0]

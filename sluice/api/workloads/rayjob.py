@@ -46,6 +46,7 @@ JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 
 
 def _pod_sets(obj: Mapping[str, Any], full: str, defaults: PodDefaults) -> tuple[PodSet, ...]:
+    """The head, each worker group, and the submitter's pod when KubeRay runs it as a Job."""
     spec = read_map(obj.get("spec"), KIND, full, "spec")
     if not isinstance(spec.get("rayClusterSpec"), Mapping):
         raise InvalidObject(
@@ -56,23 +57,9 @@ def _pod_sets(obj: Mapping[str, Any], full: str, defaults: PodDefaults) -> tuple
             " cluster it selects (spec.clusterSelector)",
         )
     cluster: Mapping[str, Any] = spec["rayClusterSpec"]
-    base = "spec.rayClusterSpec"
-    head_group = read_map(cluster.get("headGroupSpec"), KIND, full, f"{base}.headGroupSpec")
     mode = spec.get("submissionMode") or "K8sJobMode"
-    added = _autoscaler(cluster, full) + ((SUBMITTER_CONTAINER,) if mode == "SidecarMode" else ())
-    out = [
-        template_pod_set(
-            HEAD,
-            1,
-            head_group.get("template"),
-            KIND,
-            full,
-            f"{base}.headGroupSpec.template",
-            defaults,
-            pods_by=(NODE_TYPE_LABEL, HEAD),
-            added=added,
-        )
-    ]
+    out = [_head(cluster, full, defaults, sidecar=mode == "SidecarMode")]
+    base = "spec.rayClusterSpec"
     for i, raw in enumerate(cluster.get("workerGroupSpecs") or ()):
         where = f"{base}.workerGroupSpecs[{i}]"
         group = read_map(raw, KIND, full, where)
@@ -91,22 +78,44 @@ def _pod_sets(obj: Mapping[str, Any], full: str, defaults: PodDefaults) -> tuple
             )
         )
     if mode == "K8sJobMode":
-        template = spec.get("submitterPodTemplate")
-        if template is None:
-            template = {"spec": {"containers": [SUBMITTER_CONTAINER]}}
-        out.append(
-            template_pod_set(
-                SUBMITTER,
-                1,
-                template,
-                KIND,
-                full,
-                "spec.submitterPodTemplate",
-                defaults,
-                pods_by=(JOB_NAME_LABEL, full.partition("/")[2]),
-            )
-        )
+        out.append(_submitter(spec, full, defaults))
     return tuple(out)
+
+
+def _head(cluster: Mapping[str, Any], full: str, defaults: PodDefaults, sidecar: bool) -> PodSet:
+    """The head pod, with the containers KubeRay adds to it: the autoscaler's, and the
+    submitter's in SidecarMode."""
+    where = "spec.rayClusterSpec.headGroupSpec"
+    head_group = read_map(cluster.get("headGroupSpec"), KIND, full, where)
+    added = _autoscaler(cluster, full) + ((SUBMITTER_CONTAINER,) if sidecar else ())
+    return template_pod_set(
+        HEAD,
+        1,
+        head_group.get("template"),
+        KIND,
+        full,
+        f"{where}.template",
+        defaults,
+        pods_by=(NODE_TYPE_LABEL, HEAD),
+        added=added,
+    )
+
+
+def _submitter(spec: Mapping[str, Any], full: str, defaults: PodDefaults) -> PodSet:
+    """The pod that submits the job (K8sJobMode): its template, or KubeRay's own."""
+    template = spec.get("submitterPodTemplate")
+    if template is None:
+        template = {"spec": {"containers": [SUBMITTER_CONTAINER]}}
+    return template_pod_set(
+        SUBMITTER,
+        1,
+        template,
+        KIND,
+        full,
+        "spec.submitterPodTemplate",
+        defaults,
+        pods_by=(JOB_NAME_LABEL, full.partition("/")[2]),
+    )
 
 
 def _worker_pods(group: Mapping[str, Any], full: str, where: str) -> int:

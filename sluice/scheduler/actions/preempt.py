@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from sluice.scheduler.actions.admit import admissible_leaves
 from sluice.scheduler.actions.outcome import Outcome
-from sluice.scheduler.actions.reclaim import victim_order
+from sluice.scheduler.actions.reclaim_rules import victim_order
 from sluice.scheduler.actions.victims import (
     Victims,
     cluster_need,
@@ -19,6 +19,7 @@ from sluice.scheduler.actions.victims import (
     frees_alone,
     frees_together,
 )
+from sluice.scheduler.domain_room import Domain
 from sluice.scheduler.fit import (
     as_hard,
     fits,
@@ -29,7 +30,6 @@ from sluice.scheduler.fit import (
 from sluice.scheduler.order import leaf_order
 from sluice.scheduler.session import JobInfo, Session
 from sluice.scheduler.set_domains import Placed, Search, Where, victim_search
-from sluice.scheduler.topology import Domain
 
 
 def preempt(session: Session, outcome: Outcome) -> None:

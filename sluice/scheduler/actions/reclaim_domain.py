@@ -20,7 +20,7 @@ asking whether all of them together would: they would); the searches stop as soo
 best found comes before every bound left.
 
 A domain that would not hold what goes in it even were every job that may be a victim on it
-gone, whoever asks, is not looked at (reclaim's ``may_free``, kept across jobs). What does
+gone, whoever asks, is not looked at (reclaim_rules' ``may_free``, kept across jobs). What does
 not change from one job to the next is kept: for each queue the walk enters, the victims of
 its subtree spread over the domains with each domain's lowest priority, until a victim below
 it is taken or an admission puts a queue below it over its share (``Subtrees``): a job then
@@ -34,9 +34,10 @@ none of them alone does.
 from __future__ import annotations
 
 import heapq
-from typing import TYPE_CHECKING
 
+from sluice.scheduler.actions.reclaim_rules import Listed, Part, ReclaimRules, Shape
 from sluice.scheduler.actions.victims import (
+    PerQueue,
     Victims,
     cluster_need,
     domain_rank,
@@ -44,41 +45,21 @@ from sluice.scheduler.actions.victims import (
     frees_together,
     gives_too_little,
 )
+from sluice.scheduler.domain_room import Domain
 from sluice.scheduler.session import JobInfo
 from sluice.scheduler.set_domains import Placed, Search
-from sluice.scheduler.topology import Domain
-
-if TYPE_CHECKING:
-    from sluice.scheduler.actions.reclaim import Order, Taken, _Reclaim
 
 Bound = tuple[int, int, str]
 SCAN, SEARCH = 0, 1  # what a domain on the heap stands for (``InLevel.best``)
 Found = tuple[Victims, Placed]
-Listed = tuple[tuple[tuple[int, int, float], "Order"], JobInfo, tuple[str, ...]]
-"""A victim of a domain: its place in the candidates' order (the level of the common
-ancestor with the job, its queue's priority, minus that queue's usage per weight, its victim
-order), itself, and the queues on its path below the common ancestor."""
-Part = dict[str, tuple[int, list[Listed]]]
-"""Domain value -> the lowest priority of the victims on it of one queue's subtree the walk
-yields, and those victims (``InLevel._subtree``)."""
-Subtrees = dict[tuple[object, ...], tuple[int, Part]]
-"""(level, queue, the level of the common ancestor, path, the queues on it not above their
-share, resources) -> the queue's ``version`` and its ``Part``."""
-Shape = tuple[object, ...]
-"""What a victim freeing a domain alone depends on besides the domain's room: the pod sets
-that go in it, what the cluster lacks and what each limit is over by."""
-Alone = dict[Shape, dict[str, tuple[int, dict[str, bool]]]]
-"""Shape -> domain -> the domain's room version (``Domains.version``), and victim -> whether
-it alone frees the domain for that shape: kept from one job to the next while the domain's
-room is as it was (a victim goes only by giving room back there)."""
 
 
 class InLevel:
     """The search of one level's domains for one job (nothing is taken while it runs)."""
 
     def __init__(
-        self, reclaim: _Reclaim, job: JobInfo, short: dict[str, int], over: Taken, search: Search,
-        level: str,
+        self, reclaim: ReclaimRules, job: JobInfo, short: dict[str, int], over: PerQueue,
+        search: Search, level: str,
     ) -> None:  # fmt: skip
         self.reclaim, self.job, self.short, self.over = reclaim, job, short, over
         self.search = search
@@ -89,8 +70,8 @@ class InLevel:
             tuple(sorted(self.need.items())),
             tuple((q, tuple(sorted(limits.items()))) for q, limits in sorted(over.items())),
         )
-        self.alone = reclaim.alone.setdefault(self.shape, {})  # this shape's, by domain
-        self.freeable = reclaim.freeable.setdefault(search.inside.pod_sets, {})
+        self.alone = reclaim.by_domain.alone.setdefault(self.shape, {})  # this shape's, by domain
+        self.freeable = reclaim.by_domain.freeable.setdefault(search.inside.pod_sets, {})
         self.low: dict[str, int] = {}  # domain value -> the lowest priority of a victim on it
         self.level, self.of_job = level, reclaim.on_domains(level)
         self.parts: list[Part] = []  # ``_gather``'s subtrees
@@ -188,14 +169,14 @@ class InLevel:
         it does not need let go; where its pods go is worked out for the best domain only)."""
         reclaim, short, over = self.reclaim, self.short, self.over
         chosen = Victims(reclaim.session, self.job, over, self.search.where(domain))
-        taken: Taken = {}
+        taken: PerQueue = {}
         gives_up = reclaim.gives_up
         for _, victim, path in victims:
             for q in path:
                 if not gives_up(q, victim, taken, short):
                     break  # this domain's victims so far brought that queue back
             else:
-                if reclaim._adds(chosen, taken, victim, over) and chosen.placeable():
+                if chosen.adds(victim, taken, over) and chosen.placeable():
                     chosen.let_go()
                     return chosen
         return None
@@ -249,7 +230,7 @@ class InLevel:
         reclaim = self.reclaim
         key = (self.level, name, level, path, strict, resources)
         version = reclaim.version.get(name, 0)
-        kept = reclaim.subtrees.get(key)
+        kept = reclaim.by_domain.subtrees.get(key)
         if kept is not None and kept[0] == version:
             return kept[1]
         out: Part = {}
@@ -271,7 +252,7 @@ class InLevel:
                                     out[value] = (priority, got[1])
         else:
             self._leaf(out, name, level, path, strict, resources)
-        reclaim.subtrees[key] = (version, out)
+        reclaim.by_domain.subtrees[key] = (version, out)
         return out
 
     def _leaf(

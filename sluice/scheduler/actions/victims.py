@@ -7,18 +7,21 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from sluice.api.views import WorkloadView
+from sluice.scheduler.domain_room import Domain
 from sluice.scheduler.fit import place, place_where
 from sluice.scheduler.placement import Footprint
 from sluice.scheduler.session import JobInfo, Session
 from sluice.scheduler.set_domains import Placed, Where, confined
-from sluice.scheduler.topology import Domain, Missing
+from sluice.scheduler.topology import Missing
 
-Taken = dict[str, dict[str, int]]
+PerQueue = dict[str, dict[str, int]]
+"""Queue -> resource -> an amount: what victims take from it, or what admitting a job takes
+it past its limit."""
 
 
 class Victims:
     def __init__(
-        self, session: Session, job: JobInfo, over: Taken, domain: Where | None = None
+        self, session: Session, job: JobInfo, over: PerQueue, domain: Where | None = None
     ) -> None:
         """``over``: queue -> resource -> how far admitting the job takes it past its limit
         (fit.queue_overage), freed only by victims below that queue; ``domain``: the
@@ -30,7 +33,7 @@ class Victims:
         self.need = cluster_need(session, job)
         self.chosen: list[JobInfo] = []
         self.freed: dict[str, int] = {}
-        self.below: Taken = {q: {} for q in over}
+        self.below: PerQueue = {q: {} for q in over}
         self.room: Footprint = {}
         # Pods alike fit first fit exactly when what fits on each node adds up to their count:
         # ``base`` is how many fit with no victim gone (counted when first asked), ``gain``
@@ -66,6 +69,23 @@ class Victims:
             ):
                 return True
         return False
+
+    def adds(self, victim: JobInfo, taken: PerQueue, over: PerQueue) -> bool:
+        """Whether the victim helps and its queue keeps its guarantee without it (reclaim's
+        rules; ``over``: the limits that stop the job, as given). Then it is chosen, and
+        what it holds is counted in ``taken`` for its queue and each ancestor."""
+        if self.counted():
+            # Enough in total: only room on a node its pods may use still helps.
+            if not self.helps_pods(victim):
+                return False
+        elif over and not _frees_below(self.session, victim, self.need, over):
+            return False
+        if not keeps_guarantee(self.session, victim, taken):
+            return False
+        self.add(victim)
+        for q in self.session.chain(victim.queue):
+            _add(taken.setdefault(q, {}), victim.held, 1)
+        return True
 
     def add(self, victim: JobInfo) -> None:
         if self.counted():
@@ -152,10 +172,33 @@ def cluster_need(session: Session, job: JobInfo) -> dict[str, int]:
     }
 
 
+def keeps_guarantee(session: Session, victim: JobInfo, taken: PerQueue) -> bool:
+    """Whether the victim's queue stays at or above its guarantee without it, besides what
+    is ``taken`` from it already."""
+    info = session.queues[victim.queue]
+    gone = taken.get(victim.queue, {})
+    for r, g in info.guarantee.items():
+        used = victim.held.get(r, 0)
+        if g > 0 and used > 0 and info.allocated.get(r, 0) - gone.get(r, 0) - used < g:
+            return False
+    return True
+
+
+def _frees_below(session: Session, victim: JobInfo, need: dict[str, int], over: PerQueue) -> bool:
+    """Whether the victim frees something the cluster lacks, or frees room below an
+    ancestor whose limit stops the job (a victim outside it does not)."""
+    if any(victim.held.get(r, 0) > 0 for r in need):
+        return True
+    chain = session.chain(victim.queue)
+    return any(
+        victim.held.get(r, 0) > 0 for q, limits in over.items() if q in chain for r in limits
+    )
+
+
 def frees_alone(
     session: Session,
     need: Mapping[str, int],
-    over: Taken,
+    over: PerQueue,
     victim: JobInfo,
     inside: WorkloadView,
     domain: Domain,

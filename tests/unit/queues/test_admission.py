@@ -380,11 +380,11 @@ def test_only_closed_queues_can_be_deleted_and_never_root_or_default() -> None:
     queues = cluster(
         q("open", status="Open"), q("closing", status="Closing"), q("gone", status="Closed")
     )
-    assert check_queue_delete(queues["gone"], queues).allowed
-    v = check_queue_delete(queues["closing"], queues)
+    assert check_queue_delete(queues["gone"]).allowed
+    v = check_queue_delete(queues["closing"])
     assert v.rule == "delete-not-closed" and "queue closing is Closing" in v.message
-    assert check_queue_delete(queues["root"], queues).message == "queue root cannot be deleted"
-    assert not check_queue_delete(q("default", status="Closed"), queues).allowed
+    assert check_queue_delete(queues["root"]).message == "queue root cannot be deleted"
+    assert not check_queue_delete(q("default", status="Closed")).allowed
 
 
 def test_tree_violations_name_the_queue_to_fix() -> None:

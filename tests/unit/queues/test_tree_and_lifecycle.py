@@ -20,14 +20,12 @@ from sluice.queues.rules import tree_violations
 from sluice.queues.tree import QueueTree
 
 
-def test_tree_walks_and_common_ancestors() -> None:
+def test_tree_walks() -> None:
     t = QueueTree(cluster(q("d"), q("a", "d"), q("b", "d"), q("x", "a")))
     assert t.ancestors("x") == ("a", "d", "root")
     assert t.depth("x") == 3 and t.depth("root") == 0
     assert t.children("d") == ("a", "b")
     assert t.descendants("d") == ("a", "x", "b")
-    assert t.lowest_common_ancestor("x", "b") == "d"
-    assert t.lowest_common_ancestor("x", "default") == "root"
     assert t.is_leaf("x") and not t.is_leaf("d")
 
 

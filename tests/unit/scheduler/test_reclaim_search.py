@@ -95,9 +95,9 @@ def test_the_search_matches_the_definition_on_random_trees() -> None:
             assert found == naive_order(search, pending_job, short), f"seed {seed}"
             compared += len(found)
             # Take the victims, so later jobs search a changed tree with cached bounds.
-            assignment = search.reclaim_for(pending_job, short)
-            if assignment is not None:
-                outcome.admit(session, pending_job, "", assignment)
+            placed = search.reclaim_where(pending_job, short)
+            if placed is not None:
+                outcome.admit(session, pending_job, "", placed[0])
                 search.admitted(pending_job)
                 taken += 1
     assert compared > 200 and taken > 30  # the random clusters do exercise the search

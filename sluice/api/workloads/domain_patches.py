@@ -1,5 +1,6 @@
-"""What the operator writes to confine a workload to its Topology domains, and to undo it
-(docs/scheduler.md, *Topology*): decided here, written by the executor.
+"""The patches that confine a workload to its Topology domains, and that undo it
+(docs/scheduler.md, *Topology*): pure, decided here, planned by the operator's plan and
+written by its executor.
 
 Admitted into domains, a workload's pod templates get each domain's label in their
 nodeSelector in the very patch that releases it (api.workloads.confine: a suspended Job's
@@ -39,15 +40,18 @@ def admission_patch(domain: str, obj: Obj | None, adapter: Adapter) -> dict[str,
     return merged(patch, record)
 
 
-def restore_patch(obj: Obj, adapter: Adapter) -> dict[str, Any] | None:
+def restore_patch(
+    obj: Obj, adapter: Adapter, base: Mapping[str, Any] | None = None
+) -> dict[str, Any] | None:
     """For a suspended workload that sluice had confined to domains: the patch that takes the
-    labels it added off its templates again, and the record of them; None otherwise."""
+    labels it added off its templates again, and the record of them, merged into ``base``
+    (a patch written with it); None otherwise."""
     meta = obj.get("metadata") or {}
     assignments = assignments_of(meta.get("annotations") or {})
     if not assignments or not adapter.suspended(obj):
         return None
     body: dict[str, Any] = {"metadata": {"annotations": {TOPOLOGY_ASSIGNMENT_ANNOTATION: None}}}
-    return merged(body, unconfine(obj, adapter, assignments))
+    return merged(base or {}, merged(body, unconfine(obj, adapter, assignments)))
 
 
 def merged(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
@@ -61,7 +65,8 @@ def merged(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _pointer(key: str) -> str:
+def pointer_token(key: str) -> str:
+    """A map key as one token of a JSON pointer (RFC 6901: ``~`` and ``/`` escaped)."""
     return key.replace("~", "~0").replace("/", "~1")
 
 
@@ -77,7 +82,7 @@ def pod_ops(member: PodMember, domain: str) -> list[dict[str, Any]]:
     if assignment.level in selected:
         return []
     if selected:
-        path = f"/spec/nodeSelector/{_pointer(assignment.level)}"
+        path = f"/spec/nodeSelector/{pointer_token(assignment.level)}"
         op: dict[str, Any] = {"op": "add", "path": path, "value": assignment.value}
     else:
         op = {
