@@ -46,6 +46,7 @@ from sluice.api.constants import TOPOLOGY_KIND
 from sluice.api.constraints import PodSpecView
 from sluice.api.resources import Resources
 from sluice.api.views import JOB_KIND, MAIN_POD_SET, JobPhase, PodSet, WorkloadView
+from sluice.operator.memory import paused
 from sluice.operator.state import ClusterState
 from sluice.scheduler.cycle import apply_decisions, run_cycle
 from sluice.scheduler.fast import FastPath
@@ -155,14 +156,14 @@ def measure(cluster: str, size: Size) -> dict[str, Any]:
     event = created if cluster == "stored" else finished
     if cluster == "generated":
         _progress(f"  {cluster} {size.queues:,} queues: settling")
-        snapshot = apply_decisions(snapshot, run_cycle(snapshot), snapshot.now)
+        snapshot = apply_decisions(snapshot, paused(run_cycle, snapshot), snapshot.now)
     fast, told = FastPath(), FastPath()
     state = holding(snapshot)
     gc.collect()
     started = time.perf_counter()
-    fast.decide(snapshot)
+    paused(fast.decide, snapshot)
     first = time.perf_counter() - started
-    told.decide(snapshot)
+    paused(told.decide, snapshot)
     state.decision_snapshot(snapshot.now, 5, whole=True)
     times: dict[str, list[float]] = {
         k: [] for k in ("copy", "log", "fast", "told", "told_cpu", "full", "full_cpu")
@@ -174,7 +175,7 @@ def measure(cluster: str, size: Size) -> dict[str, Any]:
     def timed(name: str, call: Any, *args: Any) -> Any:
         gc.collect()
         wall, cpu = time.perf_counter(), time.process_time()
-        out = call(*args)
+        out = paused(call, *args)
         times[name].append(time.perf_counter() - wall)
         if f"{name}_cpu" in times:
             times[f"{name}_cpu"].append(time.process_time() - cpu)

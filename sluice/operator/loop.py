@@ -45,7 +45,7 @@ from sluice.kube.errors import API_ERRORS, Failure, classify, message
 from sluice.operator import metrics
 from sluice.operator.executor import BACKGROUND_WRITERS, Executor
 from sluice.operator.leader import LeaseElector
-from sluice.operator.memory import CollectorPacer
+from sluice.operator.memory import CollectorPacer, paused
 from sluice.operator.plan import EventSpec, Plan, plan
 from sluice.operator.state import ClusterState, Taken
 from sluice.scheduler.cycle import run_cycle
@@ -386,7 +386,7 @@ class SchedulingLoop:
         self.formed = formed
         took = time.perf_counter()
         try:
-            return taken, snapshot, self.fast.decide(snapshot, changed), took
+            return taken, snapshot, paused(self.fast.decide, snapshot, changed), took
         except BaseException:
             # What it was told is gone from the log: the next pass takes every workload.
             self.fast, self.formed = FastPath(), {}
@@ -507,7 +507,7 @@ class SchedulingLoop:
             return None
         snapshot = replace(taken.snapshot, usage=self.usage)
         now = snapshot.now
-        full = await self._in("explain", run_cycle, snapshot)
+        full: CycleResult = await self._in("explain", paused, run_cycle, snapshot)
         metrics.CYCLE_SECONDS.observe(time.perf_counter() - started)
         if not self.elector.holds():
             return full  # lost the Lease while explaining: write nothing

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
 
@@ -30,8 +27,8 @@ from sluice.scheduler.usage_note import UsageNotes
 
 
 def run_cycle(snapshot: Snapshot) -> CycleResult:
-    with _collector_paused():
-        return _run_cycle(snapshot)
+    """The whole cycle: every decision, and every waiting job's position and reason."""
+    return _run_cycle(snapshot)
 
 
 class Decided:
@@ -62,23 +59,8 @@ def decide(snapshot: Snapshot, kept: Kept | None = None) -> Decided:
     """The decisions of a cycle, without what explains the jobs that wait (positions,
     reasons): what the fast pass runs (sluice/scheduler/fast.py). ``kept``: what the last
     session worked out, taken where it still holds (sluice/scheduler/kept.py)."""
-    with _collector_paused():
-        session = Session(snapshot, kept)
-        return Decided(session, _act(session))
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    # A cycle allocates an object or more per job, all alive until it ends and none of them
-    # in a reference cycle: Python's cyclic collector would walk them again and again for
-    # nothing (a quarter of the time at 400,000 jobs). It is paused, then restored as it was.
-    paused = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if paused:
-            gc.enable()
+    session = Session(snapshot, kept)
+    return Decided(session, _act(session))
 
 
 def _act(session: Session) -> Outcome:
