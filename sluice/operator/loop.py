@@ -50,6 +50,7 @@ from sluice.operator.plan import EventSpec, Plan, plan
 from sluice.operator.state import ClusterState, Taken
 from sluice.scheduler.cycle import run_cycle
 from sluice.scheduler.fast import FastPath, FastResult
+from sluice.scheduler.kept import SpecMemo
 from sluice.scheduler.model import CycleResult, Snapshot
 
 log = logging.getLogger("sluice.operator.loop")
@@ -108,6 +109,7 @@ class SchedulingLoop:
         allocation it sees, so it is sampled at every decision pass, not only by the full
         pass (whose decisions are never written, and which may run seconds apart)."""
         self.fast = FastPath()
+        self.specs = SpecMemo()  # the full pass's own: the fast pass keeps its in ``fast``
         self.formed: dict[str, WorkloadView] = {}
         """The workloads of plain pods the last decision pass saw, by key: they are formed
         anew each pass, so the pass compares them with these to find those that changed."""
@@ -507,7 +509,7 @@ class SchedulingLoop:
             return None
         snapshot = replace(taken.snapshot, usage=self.usage)
         now = snapshot.now
-        full: CycleResult = await self._in("explain", paused, run_cycle, snapshot)
+        full: CycleResult = await self._in("explain", paused, run_cycle, snapshot, self.specs)
         metrics.CYCLE_SECONDS.observe(time.perf_counter() - started)
         if not self.elector.holds():
             return full  # lost the Lease while explaining: write nothing

@@ -19,16 +19,29 @@ from sluice.scheduler.actions.preempt import preempt
 from sluice.scheduler.actions.reclaim import reclaim
 from sluice.scheduler.actions.requeue import requeue
 from sluice.scheduler.fit import over_capability
-from sluice.scheduler.kept import Kept
+from sluice.scheduler.kept import Kept, SpecMemo
 from sluice.scheduler.model import CycleResult, PendingJob, QueueResult, Snapshot
 from sluice.scheduler.order import leaf_order
 from sluice.scheduler.session import JobInfo, Session, job_order_key
 from sluice.scheduler.usage_note import UsageNotes
 
 
-def run_cycle(snapshot: Snapshot) -> CycleResult:
-    """The whole cycle: every decision, and every waiting job's position and reason."""
-    return _run_cycle(snapshot)
+def run_cycle(snapshot: Snapshot, specs: SpecMemo | None = None) -> CycleResult:
+    """The whole cycle: every decision, and every waiting job's position and reason.
+    ``specs``: what follows from the queues' specs, as the last cycle of the same caller
+    left it (sluice/scheduler/kept.py); none: worked out afresh."""
+    session = Session(snapshot, specs=specs)
+    leaves = [n for n in session.tree.leaves() if n in session.queues]
+    queue_order = leaf_order(session, leaves)
+    outcome = _act(session)
+    return CycleResult(
+        queue_order=queue_order,
+        queues=_queue_results(session, outcome),
+        decisions=tuple(outcome.decisions),
+        pending=tuple(_pending(session, outcome, queue_order)),
+        cluster_total=session.total,
+        domains_free=session.domains.widest_free(),
+    )
 
 
 class Decided:
@@ -78,21 +91,6 @@ def _act(session: Session) -> Outcome:
         elif action == "backfill":
             backfill(session, outcome)
     return outcome
-
-
-def _run_cycle(snapshot: Snapshot) -> CycleResult:
-    session = Session(snapshot)
-    leaves = [n for n in session.tree.leaves() if n in session.queues]
-    queue_order = leaf_order(session, leaves)
-    outcome = _act(session)
-    return CycleResult(
-        queue_order=queue_order,
-        queues=_queue_results(session, outcome),
-        decisions=tuple(outcome.decisions),
-        pending=tuple(_pending(session, outcome, queue_order)),
-        cluster_total=session.total,
-        domains_free=session.domains.widest_free(),
-    )
 
 
 def _pending(session: Session, outcome: Outcome, queue_order: list[str]) -> list[PendingJob]:

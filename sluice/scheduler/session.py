@@ -24,7 +24,7 @@ from sluice.queues.limits import child_real_capability, over_capability
 from sluice.queues.rules import tree_violations
 from sluice.queues.tree import QueueTree
 from sluice.scheduler import usage as usage_rule
-from sluice.scheduler.kept import Kept, PodsTaken, name_and_spec, same_list
+from sluice.scheduler.kept import Kept, PodsTaken, SpecMemo, name_and_spec, same_list
 from sluice.scheduler.model import Snapshot
 from sluice.scheduler.placement import Footprint, Placement
 from sluice.scheduler.plugins import deserved as deserved_plugins
@@ -99,10 +99,9 @@ class QueueInfo:
         self.grown = []
 
 
-_last_tree: tuple[tuple[tuple[Queue, ...], int], tuple[QueueTree, dict[str, str]]] | None = None
-
-
-def queue_tree(queues: Iterable[Queue], max_queue_depth: int) -> tuple[QueueTree, dict[str, str]]:
+def queue_tree(
+    queues: Iterable[Queue], max_queue_depth: int, memo: SpecMemo
+) -> tuple[QueueTree, dict[str, str]]:
     """The queue tree (root added when missing) and its violations (``tree_violations``).
 
     Both follow from the queues' specs alone, which change far less often than cycles run
@@ -111,10 +110,10 @@ def queue_tree(queues: Iterable[Queue], max_queue_depth: int) -> tuple[QueueTree
     often the very same views, compared by identity first); while only what is outside their
     specs changed, the tree is the same walk over the new views, and the violations the very
     same dict. So what follows from the specs alone may be kept while the violations are
-    the same object (``Session._derive``'s realCapability, the kept queue records)."""
-    global _last_tree
+    the same object (``Session._derive``'s realCapability, the kept queue records). The
+    last tree is the ``memo``'s: each pass has its own."""
     key = (tuple(queues), max_queue_depth)
-    last = _last_tree  # one read: the two passes' threads may replace it meanwhile
+    last = memo.tree
     if last is not None and last[0] == key:
         return last[1]
     named = {q.name: q for q in key[0]}
@@ -129,25 +128,25 @@ def queue_tree(queues: Iterable[Queue], max_queue_depth: int) -> tuple[QueueTree
     else:
         tree = QueueTree(named)
         built = (tree, tree_violations(tree, max_queue_depth))
-    _last_tree = (key, built)
+    memo.tree = (key, built)
     return built
 
 
-_last_real: tuple[dict[str, str], Resources, dict[str, Resources]] | None = None
-"""The realCapability of each queue, for the queues' specs (the very same violations dict of
-``queue_tree``) and the cluster's total it follows from alone: kept while both stay the
-same (``Session._derive``)."""
-
-
 class Session:
-    def __init__(self, snapshot: Snapshot, kept: Kept | None = None) -> None:
+    def __init__(
+        self, snapshot: Snapshot, kept: Kept | None = None, specs: SpecMemo | None = None
+    ) -> None:
         """``kept``: what the last session on this cluster worked out, taken where its
-        inputs are the same and left there for the next (sluice/scheduler/kept.py)."""
+        inputs are the same and left there for the next (sluice/scheduler/kept.py).
+        ``specs``: what follows from the queues' specs, kept by a pass that keeps nothing
+        else (the full cycle); ``kept``'s own when that is given, else none."""
+        if specs is None:
+            specs = kept.specs if kept is not None else SpecMemo()
         self.snapshot = snapshot
         self.kept = kept
         self.config: SchedulerConfig = snapshot.config
         self.now: datetime = snapshot.now
-        self.tree, self.violations = queue_tree(snapshot.queues, snapshot.max_queue_depth)
+        self.tree, self.violations = queue_tree(snapshot.queues, snapshot.max_queue_depth, specs)
         self.priority_classes = {pc.name: pc.value for pc in snapshot.priority_classes}
         defaults = [pc for pc in snapshot.priority_classes if pc.global_default]
         self.default_priority = max((pc.value for pc in defaults), default=0)
@@ -185,7 +184,7 @@ class Session:
         """Leaf -> namespace -> the namespace's usage in that leaf."""
         if self.usage_settings is not None:
             self._sample_usage()
-        self._derive()
+        self._derive(specs)
 
     # Construction ------------------------------------------------------------------------
     def _queue_priority(self, queue: Queue) -> int:
@@ -508,15 +507,14 @@ class Session:
             return sorted(self.queues.values(), key=lambda q: -q.depth)
         return self.kept.deepest_first
 
-    def _derive(self) -> None:
-        global _last_real
+    def _derive(self, specs: SpecMemo) -> None:
         kept = self.kept
         order = (
             kept.order
             if kept is not None
             else sorted(self.queues.values(), key=lambda q: (q.depth, q.name))
         )
-        last = _last_real  # one read: the two passes' threads may replace it meanwhile
+        last = specs.real
         if last is not None and last[0] is self.violations and last[1] == self.total:
             for info in order:
                 info.real_capability = last[2][info.name]
@@ -525,7 +523,7 @@ class Session:
             for info in order:
                 info.real_capability = self._real_capability(info, taken)
             real = {info.name: info.real_capability for info in order}
-            _last_real = (self.violations, self.total, real)
+            specs.real = (self.violations, self.total, real)
         requests = kept.requests if kept is not None else None
         unlisted = self.snapshot.unlisted
         for info in reversed(order):  # bottom-up requests

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from functools import lru_cache
 
+from sluice.api.memo import Memo
 from sluice.api.topology import TopologyRequest
 from sluice.api.views import JobPhase, PodSet, WorkloadView
 from sluice.scheduler.placement import Footprint, Room
@@ -60,9 +60,7 @@ def asks_per_set(view: WorkloadView) -> bool:
     return view.topology is None and any(s.topology is not None for s in view.pod_sets)
 
 
-@lru_cache(maxsize=4096)
-def alone(pod_set: PodSet) -> WorkloadView:
-    """A pod set as a workload of its own, as topology.py places a workload."""
+def _alone(pod_set: PodSet) -> WorkloadView:
     return WorkloadView(
         "",
         pod_set.name,
@@ -72,6 +70,16 @@ def alone(pod_set: PodSet) -> WorkloadView:
         pod_sets=(pod_set,),
         topology=pod_set.topology,
     )
+
+
+_ALONE: Memo[PodSet, WorkloadView] = Memo(_alone, 4096)
+
+
+def alone(pod_set: PodSet) -> WorkloadView:
+    """A pod set as a workload of its own, as topology.py places a workload: remembered per
+    pod set (a memo table, off under ``memo.uncached``), as placing asks for it again and
+    again."""
+    return _ALONE.lookup(pod_set)
 
 
 def confined(domains: Domains, view: WorkloadView, where: Where | None) -> tuple[PodSet, ...]:
