@@ -22,7 +22,8 @@ from sluice.scheduler.fit import over_capability
 from sluice.scheduler.kept import Kept, SpecMemo
 from sluice.scheduler.model import CycleResult, PendingJob, QueueResult, Snapshot
 from sluice.scheduler.order import leaf_order
-from sluice.scheduler.session import JobInfo, Session, job_order_key
+from sluice.scheduler.records import JobInfo
+from sluice.scheduler.session import Session, job_order_key
 from sluice.scheduler.usage_note import UsageNotes
 
 

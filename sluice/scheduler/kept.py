@@ -31,16 +31,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, KeysView, Sequence
 from operator import is_
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from sluice.api.queue import Queue, QueueSpec
 from sluice.api.resources import EMPTY, Resources
 from sluice.api.views import NodeView, PodView
 from sluice.queues.tree import QueueTree
 from sluice.scheduler.placement import Placement
-
-if TYPE_CHECKING:
-    from sluice.scheduler.session import QueueInfo
+from sluice.scheduler.records import QueueInfo
 
 T = TypeVar("T")
 
