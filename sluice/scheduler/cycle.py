@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from sluice.api.constants import ROOT_QUEUE
@@ -127,39 +127,65 @@ def _pending(session: Session, outcome: Outcome, queue_order: list[str]) -> list
     return out
 
 
-def _queue_results(session: Session, outcome: Outcome) -> dict[str, QueueResult]:
-    counts: dict[str, list[int]] = {name: [0, 0, 0, 0] for name in session.queues}
+@dataclass(slots=True)
+class _Counts:
+    """A queue's jobs by state, as its status shows them."""
+
+    pending: int = 0
+    inqueue: int = 0
+    running: int = 0
+    completed: int = 0
+
+    @property
+    def unfinished(self) -> int:
+        return self.pending + self.inqueue + self.running
+
+    def add(self, other: _Counts) -> None:
+        self.pending += other.pending
+        self.inqueue += other.inqueue
+        self.running += other.running
+        self.completed += other.completed
+
+
+def _counts(session: Session, outcome: Outcome) -> dict[str, _Counts]:
+    """Each queue's own jobs by state, after the decisions (the jobs the fast pass left out
+    counted in)."""
+    counts = {name: _Counts() for name in session.queues}
     for job in outcome.evicted:
         if job.queue in counts:
-            counts[job.queue][0] += 1
+            counts[job.queue].pending += 1
     for info in session.queues.values():
         own = counts[info.name]
-        own[0] += len([j for j in info.pending_jobs if not j.admitted]) + len(info.refused_jobs)
+        own.pending += len([j for j in info.pending_jobs if not j.admitted])
+        own.pending += len(info.refused_jobs)
         for job in info.admitted_jobs:
             if job.view.phase is JobPhase.RUNNING and not job.fresh:
-                own[2] += 1
+                own.running += 1
             else:
-                own[1] += 1
-        own[3] += info.completed
+                own.inqueue += 1
+        own.completed += info.completed
     snapshot = session.snapshot
     for name, left_out in snapshot.unlisted_jobs.items():
         if name in counts:
-            counts[name][0] += left_out
+            counts[name].pending += left_out
     for name, finished in snapshot.unlisted_finished.items():
         if name in counts:
-            counts[name][3] += finished
-    unfinished = {name: c[0] + c[1] + c[2] for name, c in counts.items()}
+            counts[name].completed += finished
+    return counts
+
+
+def _queue_results(session: Session, outcome: Outcome) -> dict[str, QueueResult]:
+    counts = _counts(session, outcome)
+    unfinished = {name: c.unfinished for name, c in counts.items()}
     states = derive_states(session.tree, unfinished)
     for info in sorted(session.queues.values(), key=lambda q: -q.depth):
         if info.parent is not None:
-            parent = counts[info.parent]
-            for i, value in enumerate(counts[info.name]):
-                parent[i] += value
+            counts[info.parent].add(counts[info.name])
     out: dict[str, QueueResult] = {}
     for name, info in sorted(session.queues.items()):
         if name == ROOT_QUEUE:
             continue
-        pending, inqueue, running, completed = counts[name]
+        own = counts[name]
         # Decisions of this cycle (a reclaim by another queue) may have brought it back.
         info.over_capability = limits.over_capability(info.allocated, info.capability)
         out[name] = QueueResult(
@@ -172,10 +198,10 @@ def _queue_results(session: Session, outcome: Outcome) -> dict[str, QueueResult]
             guarantee=info.guarantee,
             real_capability=info.real_capability,
             share=session.share(name),
-            pending=pending,
-            inqueue=inqueue,
-            running=running,
-            completed=completed,
+            pending=own.pending,
+            inqueue=own.inqueue,
+            running=own.running,
+            completed=own.completed,
             valid=not info.invalid_reason,
             invalid_reason=info.invalid_reason,
             children=info.children,
