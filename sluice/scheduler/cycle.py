@@ -217,12 +217,12 @@ def _usage(session: Session, name: str) -> QueueUsage | None:
     settings = session.usage_settings
     if settings is None:
         return None
-    amounts = session.usage.get(name, {})
+    amounts = session.usage.queues.get(name, {})
     _, resource = usage_rule.dominant(amounts, session.total.amounts, settings)
     return QueueUsage(
         sampled_at=session.now,
         resources=amounts,
-        namespaces=session.namespace_usage.get(name, {}),
+        namespaces=session.usage.namespaces.get(name, {}),
         dominant=usage_rule.describe(amounts, resource),
     )
 

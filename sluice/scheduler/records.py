@@ -4,14 +4,15 @@ session to the next (sluice/scheduler/kept.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from sluice.api.queue import Queue
 from sluice.api.resources import EMPTY, Resources
-from sluice.api.views import PodView, WorkloadView
+from sluice.api.views import PodView, PriorityClassView, WorkloadView
 from sluice.scheduler.placement import Footprint
+from sluice.scheduler.usage import Amounts
 
 
 @dataclass(slots=True, eq=False)
@@ -59,6 +60,9 @@ class QueueInfo:
     does not take, or backing off after a requeue."""
     admitted_jobs: list[JobInfo] = field(default_factory=list)
     completed: int = 0
+    chain: list[str] | None = None
+    """The queue and its ancestors, nearest first (``Session.chain``): set when first asked,
+    and kept with the record, whose parent never changes."""
     passed_on: int | None = None  # the priority its jobs inherit, when it sets one
     over_capability: dict[str, tuple[int, int]] = field(default_factory=dict)
     """Resource -> (allocated, capability) where what its workloads hold exceeds its
@@ -79,3 +83,38 @@ class QueueInfo:
         self.completed = 0
         self.over_capability = {}
         self.grown = []
+
+
+@dataclass(frozen=True, slots=True)
+class Priorities:
+    """The PriorityClasses as a cycle reads them."""
+
+    values: Mapping[str, int]
+    """Class name -> its value."""
+    default: int
+    """The value of the global default class; 0 without one."""
+    never: frozenset[str]
+    """The classes whose pods never take room from others (``preemptionPolicy: Never``)."""
+    default_never: bool
+    """Whether the global default class is such a class."""
+
+    @classmethod
+    def of(cls, classes: Sequence[PriorityClassView]) -> Priorities:
+        defaults = [pc for pc in classes if pc.global_default]
+        top = max(defaults, key=lambda pc: (pc.value, pc.name), default=None)
+        return cls(
+            values={pc.name: pc.value for pc in classes},
+            default=max((pc.value for pc in defaults), default=0),
+            never=frozenset(pc.name for pc in classes if pc.never_preempts),
+            default_never=top is not None and top.never_preempts,
+        )
+
+
+@dataclass(slots=True)
+class Usage:
+    """Each queue's usage at the cycle's time (the usage plugin), entry penalties included."""
+
+    queues: dict[str, Amounts] = field(default_factory=dict)
+    """Queue -> its usage."""
+    namespaces: dict[str, dict[str, Amounts]] = field(default_factory=dict)
+    """Leaf -> namespace -> the namespace's usage in that leaf."""

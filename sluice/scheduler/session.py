@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from operator import is_
 
-from sluice.api.config import SchedulerConfig
+from sluice.api.config import SchedulerConfig, UsageSettings
 from sluice.api.constants import ROOT_QUEUE
 from sluice.api.constraints import PodSpecView
 from sluice.api.queue import Queue
@@ -29,6 +29,7 @@ from sluice.scheduler.placement import Footprint, Placement
 from sluice.scheduler.plugins import deserved as deserved_plugins
 from sluice.scheduler.readiness import backing_off
 from sluice.scheduler.records import JobInfo as JobInfo
+from sluice.scheduler.records import Priorities, Usage
 from sluice.scheduler.records import QueueInfo as QueueInfo
 from sluice.scheduler.topology import Domains
 
@@ -78,15 +79,8 @@ class Session:
             specs = kept.specs if kept is not None else SpecMemo()
         self.snapshot = snapshot
         self.kept = kept
-        self.config: SchedulerConfig = snapshot.config
-        self.now: datetime = snapshot.now
         self.tree, self.violations = queue_tree(snapshot.queues, snapshot.max_queue_depth, specs)
-        self.priority_classes = {pc.name: pc.value for pc in snapshot.priority_classes}
-        defaults = [pc for pc in snapshot.priority_classes if pc.global_default]
-        self.default_priority = max((pc.value for pc in defaults), default=0)
-        self.never_classes = {pc.name for pc in snapshot.priority_classes if pc.never_preempts}
-        top = max(defaults, key=lambda pc: (pc.value, pc.name), default=None)
-        self.default_never = top is not None and top.never_preempts
+        self.priorities = Priorities.of(snapshot.priority_classes)
         if kept is None:
             self.placement = Placement(snapshot.nodes)
             self.total = Resources(self.placement.total)
@@ -98,9 +92,6 @@ class Session:
         self.queues: dict[str, QueueInfo] = {}
         self.orphans: list[JobInfo] = []  # jobs whose queue is missing
         self.refusals: dict[str, str] = {}  # job -> why it is not considered this cycle
-        self.namespace_labels = {ns.name: ns.labels for ns in snapshot.namespaces}
-        self._chains: dict[str, list[str]] = {}
-        self.elastic = self.config.elastic  # false: no queue may exceed its deserved
         self.failed: dict[tuple[object, ...], tuple[int, str | None]] = {}
         """What a job alike (queue, request, pod sets) was last found not to fit on: the
         placement's version then (every admission holds room and every eviction gives it
@@ -111,21 +102,35 @@ class Session:
         self._place_jobs(snapshot.workloads)
         self._account_pods(snapshot.pods or ())
         self._allocate()
-        self.usage_settings = self.config.usage
-        self.usage: dict[str, usage_rule.Amounts] = {}
-        """Queue -> its usage at ``now`` (the usage plugin), entry penalties included."""
-        self.namespace_usage: dict[str, dict[str, usage_rule.Amounts]] = {}
-        """Leaf -> namespace -> the namespace's usage in that leaf."""
+        self.usage = Usage()
         if self.usage_settings is not None:
             self._sample_usage()
         self._derive(specs)
+
+    @property
+    def config(self) -> SchedulerConfig:
+        return self.snapshot.config
+
+    @property
+    def now(self) -> datetime:
+        return self.snapshot.now
+
+    @property
+    def elastic(self) -> bool:
+        """False: no queue may exceed its deserved."""
+        return self.snapshot.config.elastic
+
+    @property
+    def usage_settings(self) -> UsageSettings | None:
+        """The usage plugin's settings; None when it is off."""
+        return self.snapshot.config.usage
 
     # Construction ------------------------------------------------------------------------
     def _queue_priority(self, queue: Queue) -> int:
         if queue.spec.priority is not None:
             return queue.spec.priority
         if queue.spec.priority_class_name:
-            return self.priority_classes.get(queue.spec.priority_class_name, 0)
+            return self.priorities.values.get(queue.spec.priority_class_name, 0)
         return 0
 
     def _build_queues(self) -> None:
@@ -176,7 +181,7 @@ class Session:
                 info.passed_on = spec.priority
             elif spec.priority_class_name:
                 # A class that does not exist passes nothing on: the global default applies.
-                info.passed_on = self.priority_classes.get(spec.priority_class_name)
+                info.passed_on = self.priorities.values.get(spec.priority_class_name)
             if info.invalid_reason:
                 info.blocked_by = info.invalid_reason
             elif info.parent is not None and self.queues[info.parent].blocked_by:
@@ -185,13 +190,13 @@ class Session:
 
     def job_priority(self, job: WorkloadView) -> int:
         if job.priority_class_name:
-            value = self.priority_classes.get(job.priority_class_name)
+            value = self.priorities.values.get(job.priority_class_name)
             if value is not None:
                 return value
         info = self.queues.get(job.queue)
         if info is not None and info.passed_on is not None:
             return info.passed_on
-        return self.default_priority
+        return self.priorities.default
 
     def never_preempts(self, job: WorkloadView) -> bool:
         """``preemptionPolicy: Never`` in the pod template, or in the PriorityClass its pods
@@ -200,15 +205,16 @@ class Session:
         if job.never_preempts:
             return True
         named = job.priority_class_name
-        if named is None or named not in self.priority_classes:
+        if named is None or named not in self.priorities.values:
             info = self.queues.get(job.queue)
             named = info.queue.spec.priority_class_name if info is not None else None
-        if named is not None and named in self.priority_classes:
-            return named in self.never_classes
-        return self.default_never
+        if named is not None and named in self.priorities.values:
+            return named in self.priorities.never
+        return self.priorities.default_never
 
     def _place_jobs(self, jobs: Iterable[WorkloadView]) -> None:
         admitted_phases = (JobPhase.INQUEUE, JobPhase.RUNNING)
+        labels = {ns.name: ns.labels for ns in self.snapshot.namespaces}
         for view in jobs:
             phase = view.phase
             admitted = phase in admitted_phases
@@ -239,7 +245,7 @@ class Session:
                 # is known once its pods are (_account_pods).
                 info.admitted_jobs.append(job)
             elif refusal := namespace_refusal(
-                info.queue, view.namespace, self.namespace_labels.get(view.namespace, {})
+                info.queue, view.namespace, labels.get(view.namespace, {})
             ) or backing_off(view, self.now):
                 self.refusals[job.key] = refusal
                 info.refused_jobs.append(job)
@@ -353,7 +359,7 @@ class Session:
                 name, given, info.queue.status.usage, info.queue.creation_timestamp
             )
             seconds = usage_rule.elapsed(before, self.now)
-            self.usage[name] = usage_rule.advance(
+            self.usage.queues[name] = usage_rule.advance(
                 before.resources if before else {},
                 usage_rule.units(info.allocated),
                 seconds,
@@ -365,7 +371,7 @@ class Session:
             for job in info.admitted_jobs:
                 _add(held.setdefault(job.view.namespace, {}), job.held)
             stored = dict(before.namespaces) if before else {}
-            self.namespace_usage[name] = {
+            self.usage.namespaces[name] = {
                 ns: amounts
                 for ns in sorted(set(stored) | set(held))
                 if (
@@ -374,13 +380,13 @@ class Session:
                     )
                 )
             }
-            if info.pending_jobs and self.namespace_usage[name]:
+            if info.pending_jobs and self.usage.namespaces[name]:
                 info.pending_jobs = usage_rule.job_order(
                     info.pending_jobs,
                     lambda job: job.view.namespace,
                     lambda job: job.request,
                     lambda job: job.priority,
-                    self.namespace_usage[name],
+                    self.usage.namespaces[name],
                     self.total.amounts,
                     self.usage_settings,
                 )
@@ -391,7 +397,7 @@ class Session:
             return 0.0
         info = self.queues[name]
         value, _ = usage_rule.dominant(
-            self.usage.get(name, {}), self.total.amounts, self.usage_settings
+            self.usage.queues.get(name, {}), self.total.amounts, self.usage_settings
         )
         return value / max(info.weight, 1)
 
@@ -399,7 +405,7 @@ class Session:
         """A namespace's dominant weighted usage in a leaf (0 when the plugin is off)."""
         if self.usage_settings is None:
             return 0.0
-        used = self.namespace_usage.get(leaf, {}).get(namespace, {})
+        used = self.usage.namespaces.get(leaf, {}).get(namespace, {})
         return usage_rule.dominant(used, self.total.amounts, self.usage_settings)[0]
 
     def _grown_below(self, name: str, over: Mapping[str, object]) -> list[tuple[str, Resources]]:
@@ -420,15 +426,14 @@ class Session:
 
     def chain(self, name: str) -> list[str]:
         """The queue and its ancestors, nearest first (root last). Do not modify."""
-        cached = self._chains.get(name)
-        if cached is not None:
-            return cached
-        out = [name]
-        parent = self.queues[name].parent
-        while parent is not None:
-            out.append(parent)
-            parent = self.queues[parent].parent
-        self._chains[name] = out
+        info = self.queues[name]
+        out = info.chain
+        if out is None:
+            out = info.chain = [name]
+            parent = info.parent
+            while parent is not None:
+                out.append(parent)
+                parent = self.queues[parent].parent
         return out
 
     def leaves_under(self, name: str) -> list[str]:
@@ -609,9 +614,9 @@ class Session:
         if self.usage_settings is not None:
             for name in self.chain(job.queue):
                 usage_rule.add_penalty(
-                    self.usage.setdefault(name, {}), job.request, self.usage_settings
+                    self.usage.queues.setdefault(name, {}), job.request, self.usage_settings
                 )
-            spaces = self.namespace_usage.setdefault(job.queue, {})
+            spaces = self.usage.namespaces.setdefault(job.queue, {})
             usage_rule.add_penalty(
                 spaces.setdefault(job.view.namespace, {}), job.request, self.usage_settings
             )
