@@ -283,19 +283,39 @@ class Placement:
             return []
         shape = self._shape(pod)
         memo = extra is None and not partial
-        if memo and shape.failed and count >= shape.failed:
-            grown = self.grown
-            if shape.failed_read < len(grown):  # room given back since: on a node of its?
-                position = shape.position
-                if any(i in position for i in itertools.islice(grown, shape.failed_read, None)):
-                    shape.failed = 0
-                shape.failed_read = len(grown)
-            if shape.failed:
-                return None
+        if memo and self._failed_before(shape, count):
+            return None
         known = shape.fitted
         if extra is None and known is not None and known[0] == self.version and count <= known[1]:
             # Room is as it was when as many or more fitted: first fit takes the same nodes.
             return _first(known[2], count)
+        out, left = self._first_fit(shape, count, extra)
+        if left and not partial:
+            if memo and (not shape.failed or count < shape.failed):  # (else known already)
+                shape.failed, shape.failed_read = count, len(self.grown)
+            return None
+        if not left and extra is None:
+            shape.fitted = (self.version, count, out)
+        return out
+
+    def _failed_before(self, shape: _Shape, count: int) -> bool:
+        """Whether as few of its pods or fewer were found not to fit, and room has been given
+        back on none of the nodes they may go on since."""
+        if not shape.failed or count < shape.failed:
+            return False
+        grown = self.grown
+        if shape.failed_read < len(grown):  # room given back since: on a node of its?
+            position = shape.position
+            if any(i in position for i in itertools.islice(grown, shape.failed_read, None)):
+                shape.failed = 0
+            shape.failed_read = len(grown)
+        return bool(shape.failed)
+
+    def _first_fit(
+        self, shape: _Shape, count: int, extra: Mapping[int, Mapping[str, int]] | None
+    ) -> tuple[Assignment, int]:
+        """Where first fit puts up to ``count`` pods, and how many of them found no room;
+        what it learnt is kept in ``shape``."""
         eligible, position, cursor, early = (
             shape.eligible,
             shape.position,
@@ -343,13 +363,7 @@ class Placement:
         if last >= cursor:
             shape.cursor = next((p for p in fitted if p >= cursor), len(eligible))
         shape.read = len(self.grown)
-        if left and not partial:
-            if memo and (not shape.failed or count < shape.failed):  # (else known already)
-                shape.failed, shape.failed_read = count, len(self.grown)
-            return None
-        if not left and extra is None:
-            shape.fitted = (self.version, count, out)
-        return out
+        return out, left
 
     def place_all(
         self,
