@@ -81,12 +81,9 @@ class Session:
         self.kept = kept
         self.tree, self.violations = queue_tree(snapshot.queues, snapshot.max_queue_depth, specs)
         self.priorities = Priorities.of(snapshot.priority_classes)
-        if kept is None:
-            self.placement = Placement(snapshot.nodes)
-            self.total = Resources(self.placement.total)
-        else:
-            self.placement = kept.placement_for(snapshot.nodes)
-            self.total = kept.total
+        nodes = snapshot.nodes
+        self.placement = Placement(nodes) if kept is None else kept.placement_for(nodes)
+        self.total = kept.total() if kept is not None else Resources(self.placement.total)
         self.domains = Domains(snapshot.topologies, self.placement)
         self.used: dict[str, int] = {}
         self.queues: dict[str, QueueInfo] = {}
