@@ -66,8 +66,12 @@ class Kept:
         self.specs = SpecMemo()
         self.nodes: tuple[NodeView, ...] = ()
         self.placement: Placement | None = None
-        self._total: tuple[Placement | None, Resources] = (None, EMPTY)
-        """The cluster's total (``total``), and the placement it was added up on."""
+        self.total: Resources = EMPTY
+        """The cluster's total of ``placement``, added up by the first session on it: one
+        object while the nodes stay the same (what is kept below it is compared by identity).
+        The fast pass's frame needs the placement alone."""
+        self.total_of: Placement | None = None
+        """The ``placement`` that ``total`` was added up on."""
         self.queues_from: tuple[object, ...] | None = None
         """What ``queues`` follow from: the queues' specs (the very same violations dict of
         ``session.queue_tree``) and the priority classes."""
@@ -109,17 +113,6 @@ class Kept:
         self.nodes = tuple(nodes)
         self.placement = Placement(self.nodes)
         return self.placement
-
-    def total(self) -> Resources:
-        """The cluster's total of ``placement``: one object while the nodes stay the same
-        (what is kept below it is compared by identity). Asked by sessions only: the fast
-        pass's frame needs the placement alone."""
-        on, total = self._total
-        if on is not self.placement:
-            assert self.placement is not None
-            total = Resources(self.placement.total)
-            self._total = (self.placement, total)
-        return total
 
 
 class PodsTaken:

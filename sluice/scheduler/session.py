@@ -79,12 +79,17 @@ class Session:
             specs = kept.specs if kept is not None else SpecMemo()
         self.snapshot = snapshot
         self.kept = kept
-        self.tree, self.violations = queue_tree(snapshot.queues, snapshot.max_queue_depth, specs)
-        self.priorities = Priorities.of(snapshot.priority_classes)
         nodes = snapshot.nodes
         self.placement = Placement(nodes) if kept is None else kept.placement_for(nodes)
-        self.total = kept.total() if kept is not None else Resources(self.placement.total)
         self.domains = Domains(snapshot.topologies, self.placement)
+        if kept is not None and kept.total_of is kept.placement:
+            self.total = kept.total
+        else:
+            self.total = Resources(self.placement.total)
+            if kept is not None:
+                kept.total, kept.total_of = self.total, kept.placement
+        self.tree, self.violations = queue_tree(snapshot.queues, snapshot.max_queue_depth, specs)
+        self.priorities = Priorities.of(snapshot.priority_classes)
         self.used: dict[str, int] = {}
         self.queues: dict[str, QueueInfo] = {}
         self.orphans: list[JobInfo] = []  # jobs whose queue is missing
