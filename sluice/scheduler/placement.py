@@ -101,7 +101,8 @@ def fits_in(
     return n
 
 
-def _add(target: Room, amounts: Mapping[str, int], sign: int = 1) -> None:
+def add_room(target: Room, amounts: Mapping[str, int], sign: int = 1) -> None:
+    """Add ``amounts`` (times ``sign``) to ``target``, resource by resource."""
     for r, a in amounts.items():
         target[r] = target.get(r, 0) + sign * a
 
@@ -163,7 +164,7 @@ class Placement:
             """The room of the nodes that hold any (Ready, not cordoned): the cluster's total."""
             for node in self.nodes:
                 if node.usable:
-                    _add(self.total, node.allocatable)
+                    add_room(self.total, node.allocatable)
             self.usable = {n.name: i for i, n in enumerate(self.nodes) if n.usable}
             """Node name -> index, for the nodes that hold room."""
             self._empty: list[Room] = [dict(node.allocatable.items()) for node in self.nodes]
@@ -204,7 +205,7 @@ class Placement:
         for watcher in self.watchers:
             watcher(footprint, -1)
         for i, room in footprint.items():
-            _add(self.room(i), room, -1)
+            add_room(self.room(i), room, -1)
         self._most.clear()
         self._explained.clear()
 
@@ -213,7 +214,7 @@ class Placement:
         for watcher in self.watchers:
             watcher(footprint, 1)
         for i, room in footprint.items():
-            _add(self.room(i), room)
+            add_room(self.room(i), room)
             self.grown.append(i)
         self._most.clear()
         self._explained.clear()
@@ -344,7 +345,7 @@ class Placement:
             free = self.free[i]
             if extra is not None and i in extra:
                 free = dict(free)
-                _add(free, extra[i])
+                add_room(free, extra[i])
             n = fits_in(free, items, left)
             if n:
                 fitted.append(pos)
@@ -381,12 +382,12 @@ class Placement:
             for i in self._shape(pod).eligible if left > 0 else ():
                 free = dict(self.free[i])
                 if extra is not None and i in extra:
-                    _add(free, extra[i])
+                    add_room(free, extra[i])
                 if i in out:
-                    _add(free, out[i], -1)
+                    add_room(free, out[i], -1)
                 n = fits_in(free, items, left)
                 if n:
-                    _add(out.setdefault(i, {}), {r: a * n for r, a in pod.request.items()})
+                    add_room(out.setdefault(i, {}), {r: a * n for r, a in pod.request.items()})
                     left -= n
                     if not left:
                         break

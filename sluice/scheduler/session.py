@@ -17,15 +17,16 @@ from sluice.api.constants import ROOT_QUEUE
 from sluice.api.constraints import PodSpecView
 from sluice.api.queue import Queue
 from sluice.api.resources import EMPTY, Resources
-from sluice.api.views import JobPhase, PodSet, PodView, WorkloadView
+from sluice.api.views import JobPhase, PodView, WorkloadView
 from sluice.queues.jobs import namespace_refusal
 from sluice.queues.limits import child_real_capability, over_capability
 from sluice.queues.rules import tree_violations
 from sluice.queues.tree import QueueTree
 from sluice.scheduler import usage as usage_rule
+from sluice.scheduler.holding import holding, owner_of, take_room
 from sluice.scheduler.kept import Kept, PodsTaken, SpecMemo, name_and_spec, same_list
 from sluice.scheduler.model import Snapshot
-from sluice.scheduler.placement import Footprint, Placement
+from sluice.scheduler.placement import Footprint, Placement, add_room
 from sluice.scheduler.plugins import deserved as deserved_plugins
 from sluice.scheduler.readiness import backing_off
 from sluice.scheduler.records import JobInfo as JobInfo
@@ -276,14 +277,14 @@ class Session:
                 by_uid[view.uid] = job
         used = self.used
         if self.kept is None:
-            _take_room(placement, pods, by_uid, by_label, used)
+            take_room(placement, pods, by_uid, by_label, used)
         else:
             self._take_kept_room(pods, by_uid, by_label)
         waiting: list[tuple[JobInfo, PodSpecView, int]] = []
         for job in self.admitted_at_start:
-            job.held, leaving, missing = _holding(job)
-            _add(used, job.held)
-            _add(used, leaving)
+            job.held, leaving, missing = holding(job)
+            add_room(used, job.held)
+            add_room(used, leaving)
             waiting += missing
         waiting.sort(key=lambda entry: (-placement.size(entry[1]), entry[0].key))
         for job, shape, count in waiting:
@@ -291,7 +292,7 @@ class Session:
             kept = placement.footprint(shape, assignment)
             placement.hold(kept)
             for i, room in kept.items():
-                _add(job.footprint.setdefault(i, {}), room)
+                add_room(job.footprint.setdefault(i, {}), room)
 
     def _take_kept_room(
         self,
@@ -299,7 +300,7 @@ class Session:
         by_uid: Mapping[str, JobInfo],
         by_label: Mapping[tuple[str, str, str], JobInfo],
     ) -> None:
-        """``_take_room`` from what the pods take as none of them is owned, kept while the
+        """``holding.take_room`` from what the pods take as none of them is owned, kept while the
         pods and the nodes are the same (``Kept.pods_taken``): only the pods of this
         session's admitted workloads are looked at, to move what they take from the
         others' (``used``) to their workload's footprint. Pods not seen by the last session
@@ -310,17 +311,17 @@ class Session:
         if taken is None or not taken.holds(pods, self.kept.placement):
             self.kept.pods_taken = None
             if not self.kept.pods_seen_again(pods):
-                _take_room(placement, pods, by_uid, by_label, used)
+                take_room(placement, pods, by_uid, by_label, used)
                 return
             empty = Placement(placement.nodes, like=placement)
             alone: dict[str, int] = {}
-            _take_room(empty, pods, {}, {}, alone)
+            take_room(empty, pods, {}, {}, alone)
             taken = self.kept.pods_taken = PodsTaken(pods, self.kept.placement, empty.free, alone)
         placement.start_from(taken.free)
-        _add(used, taken.used)
+        add_room(used, taken.used)
         usable = placement.usable
         for pod in taken.of(by_uid, by_label):
-            owner = _owner(pod, by_uid, by_label)
+            owner = owner_of(pod, by_uid, by_label)
             if owner is None:
                 continue
             owner.pods.append(pod)
@@ -340,10 +341,10 @@ class Session:
         asks for that resource (``over``)."""
         for info in self.queues.values():
             for job in info.admitted_jobs:
-                _add(info.allocated, job.held)
+                add_room(info.allocated, job.held)
         for info in self._deepest_first():
             if info.parent is not None and info.allocated:
-                _add(self.queues[info.parent].allocated, info.allocated)
+                add_room(self.queues[info.parent].allocated, info.allocated)
         for info in self.queues.values():
             over = over_capability(info.allocated, info.capability) if info.allocated else None
             if over:
@@ -371,7 +372,7 @@ class Session:
                 continue
             held: dict[str, dict[str, int]] = {}
             for job in info.admitted_jobs:
-                _add(held.setdefault(job.view.namespace, {}), job.held)
+                add_room(held.setdefault(job.view.namespace, {}), job.held)
             stored = dict(before.namespaces) if before else {}
             self.usage.namespaces[name] = {
                 ns: amounts
@@ -473,11 +474,11 @@ class Session:
             if info.children:
                 parts = tuple([self.queues[child].request for child in info.children])
             elif info.blocked_by or info.allocated or info.pending_jobs:
-                _add(wanted, info.allocated)
+                add_room(wanted, info.allocated)
                 if not info.blocked_by:
                     for job in info.pending_jobs:
-                        _add(wanted, job.request)
-                    _add(wanted, unlisted.get(info.name, {}))
+                        add_room(wanted, job.request)
+                    add_room(wanted, unlisted.get(info.name, {}))
                 parts = tuple(wanted.items())
             else:  # its unlisted jobs' request alone (most leaves, on the fast pass)
                 wanted = dict(unlisted.get(info.name, {}))
@@ -491,7 +492,7 @@ class Session:
                     continue
             if info.children:
                 for part in parts:
-                    _add(wanted, part)  # type: ignore[arg-type]
+                    add_room(wanted, part)  # type: ignore[arg-type]
             info.request = Resources(wanted)
             if requests is not None:
                 requests[info.name] = (parts, info.request)
@@ -608,9 +609,9 @@ class Session:
         job.held = job.request
         job.footprint = footprint
         self.placement.hold(job.footprint)
-        _add(self.used, job.request)
+        add_room(self.used, job.request)
         for name in self.chain(job.queue):
-            _add(self.queues[name].allocated, job.request)
+            add_room(self.queues[name].allocated, job.request)
         info = self.queues[job.queue]
         info.admitted_jobs.append(job)
         if self.usage_settings is not None:
@@ -627,147 +628,12 @@ class Session:
         job.admitted = False
         job.evicted = True
         job.admitted_at = None
-        _sub(self.used, job.held)
+        add_room(self.used, job.held, -1)
         self.placement.release(job.footprint)
         job.footprint = {}
         for name in self.chain(job.queue):
-            _sub(self.queues[name].allocated, job.held)
+            add_room(self.queues[name].allocated, job.held, -1)
         self.queues[job.queue].admitted_jobs.remove(job)
-
-
-def _owner(
-    pod: PodView,
-    by_uid: Mapping[str, JobInfo],
-    by_label: Mapping[tuple[str, str, str], JobInfo],
-) -> JobInfo | None:
-    """The admitted workload a pod is of: the Job that controls it (in its namespace), else
-    the first workload that names it by one of its labels."""
-    owner = by_uid.get(pod.job_uid) if pod.job_uid else None
-    if owner is not None and owner.view.namespace != pod.namespace:
-        owner = None
-    if owner is None and pod.named_by and by_label:
-        owner = next(
-            (
-                found
-                for label, name in pod.named_by
-                if (found := by_label.get((pod.namespace, label, name))) is not None
-            ),
-            None,
-        )
-    return owner
-
-
-def _take_room(
-    placement: Placement,
-    pods: Iterable[PodView],
-    by_uid: Mapping[str, JobInfo],
-    by_label: Mapping[tuple[str, str, str], JobInfo],
-    used: dict[str, int],
-) -> None:
-    """Every unfinished pod bound to a node that holds room takes its request there: for its
-    workload (``_owner``), on its footprint; for none, in ``used``."""
-    usable = placement.usable
-    for pod in pods:  # tens of thousands: the loop does its own adding
-        owner = _owner(pod, by_uid, by_label)
-        if owner is not None:
-            owner.pods.append(pod)  # finished ones too: they tell when it last got pods
-        if pod.finished or not pod.node:
-            continue
-        i = usable.get(pod.node)
-        if i is None:
-            continue
-        room = placement.room(i)
-        holder = owner.footprint.setdefault(i, {}) if owner is not None else used
-        for r, a in pod.request.items():
-            room[r] = room.get(r, 0) - a
-            holder[r] = holder.get(r, 0) + a
-
-
-def _pod_set_of(sets: tuple[PodSet, ...], pod: PodView) -> int:
-    """Which of its workload's pod sets an own pod is of, by the label its controller gave
-    it (the set's ``pods_by``); the only set when it names none; -1 for none of them (a pod
-    of what the workload's runtime adds). Sets of plain pods are formed from the pods' own
-    shapes, so a plain pod is of the set of its own request."""
-    if len(sets) == 1 and sets[0].pods_by is None:
-        return 0
-    for i, pod_set in enumerate(sets):
-        if pod_set.pods_by is None:
-            if pod_set.pod.request == pod.request:
-                return i
-        elif pod_set.pods_by in pod.named_by:
-            return i
-    return -1
-
-
-Holding = tuple[Mapping[str, int], Mapping[str, int], list[tuple["JobInfo", PodSpecView, int]]]
-"""What an admitted workload holds, what its pods being deleted take, and its pods of each
-set not bound yet (``_holding``)."""
-
-
-def _holding(job: JobInfo) -> Holding:
-    """What an admitted workload holds: per pod set, the larger (per resource) of what it
-    was admitted with and what its live pods of that set ask, plus what its pods of no set
-    ask; what its terminating pods still take of their nodes, beside that (they no longer
-    count for its queues); and, per pod set, how many of the pods it still starts are not
-    bound yet (room is kept for them)."""
-    sets = job.view.pod_sets
-    if not job.pods:
-        return job.request, {}, [(job, s.pod, s.pod_count) for s in sets if s.pod_count > 0]
-    if len(sets) == 1 and sets[0].pods_by is None:
-        alike = _holding_as_admitted(job, sets[0])
-        if alike is not None:
-            return alike
-    bound = [0] * len(sets)
-    live: list[dict[str, int]] = [{} for _ in sets]
-    others: dict[str, int] = {}
-    leaving: dict[str, int] = {}
-    for pod in job.pods:
-        if pod.finished:
-            continue
-        i = _pod_set_of(sets, pod)
-        if i >= 0 and pod.node:
-            bound[i] += 1
-        if pod.terminating:
-            if pod.node:
-                _add(leaving, pod.request)
-        else:
-            _add(live[i] if i >= 0 else others, pod.request)
-    held = others
-    grew = bool(others)
-    for pod_set, asked in zip(sets, live, strict=True):
-        admitted = pod_set.request
-        for r, a in asked.items():
-            if a > admitted.get_amount(r):
-                grew = True
-        _add(held, Resources(asked).maximum(admitted) if asked else admitted)
-    missing = [
-        (job, s.pod, s.pod_count - n) for s, n in zip(sets, bound, strict=True) if s.pod_count > n
-    ]
-    return (held if grew else job.request), leaving, missing
-
-
-def _holding_as_admitted(job: JobInfo, only: PodSet) -> Holding | None:
-    """``_holding`` of a workload of one pod set (every Job) whose live pods ask what its
-    template says, no more of them than it holds: counted without adding anything up. None
-    when a pod asks otherwise or there are more of them."""
-    shape = only.pod.request
-    placed = live = 0
-    gone: dict[str, int] = {}
-    for pod in job.pods:
-        if pod.finished:
-            continue
-        if pod.node:
-            placed += 1
-            if pod.terminating:
-                _add(gone, pod.request)
-        if not pod.terminating:
-            live += 1
-            if pod.request is not shape and pod.request != shape:
-                return None
-    if live > only.count:
-        return None
-    missing = only.pod_count - placed
-    return job.request, gone, ([(job, only.pod, missing)] if missing > 0 else [])
 
 
 def _same(a: tuple[object, ...], b: tuple[object, ...]) -> bool:
@@ -778,13 +644,3 @@ def _same(a: tuple[object, ...], b: tuple[object, ...]) -> bool:
 def job_order_key(job: JobInfo) -> tuple[int, datetime, str]:
     """Within a queue: higher job priority first, then queued earlier, then by name."""
     return (-job.priority, job.view.queued_at, job.key)
-
-
-def _add(target: dict[str, int], amounts: Mapping[str, int]) -> None:
-    for r, a in amounts.items():
-        target[r] = target.get(r, 0) + a
-
-
-def _sub(target: dict[str, int], amounts: Mapping[str, int]) -> None:
-    for r, a in amounts.items():
-        target[r] = target.get(r, 0) - a

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from sluice.api.memo import Memo
 from sluice.api.topology import TopologyRequest
 from sluice.api.views import JobPhase, PodSet, WorkloadView
-from sluice.scheduler.placement import Footprint, Room
+from sluice.scheduler.placement import Footprint, add_room
 from sluice.scheduler.topology import Domain, Domains
 
 
@@ -143,14 +143,14 @@ def _walk(
         footprint, domain = got
         chosen.append((pod_set.name, domain))
         for i, room in footprint.items():
-            _add(extra.setdefault(i, {}), room, -1)
-            _add(held.setdefault(i, {}), room, 1)
+            add_room(extra.setdefault(i, {}), room, -1)
+            add_room(held.setdefault(i, {}), room, 1)
     if rest:
         anywhere = placement.place_all([(s.pod, s.pod_count) for s in rest], extra or None)
         if anywhere is None:
             return _Walk(None, chosen, None, tuple(rest))
         for i, room in anywhere.items():
-            _add(held.setdefault(i, {}), room, 1)
+            add_room(held.setdefault(i, {}), room, 1)
     return _Walk(held, chosen)
 
 
@@ -168,11 +168,6 @@ def _best(domains: Domains, pod_set: PodSet, extra: Footprint) -> tuple[Footprin
             if inside is not None:
                 return inside, domain
     return None
-
-
-def _add(target: Room, amounts: Room, sign: int) -> None:
-    for r, a in amounts.items():
-        target[r] = target.get(r, 0) + sign * a
 
 
 def place_sets(
