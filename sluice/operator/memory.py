@@ -2,15 +2,15 @@
 
 The operator holds every managed Job, Queue, Node and Pod, as read and as a view: millions of
 Python objects in a large cluster. A full collection walks them all and stops every thread
-for as long (0.5-1 s at 40,000 jobs), so watch events wait and cycles pause, for objects that
-are long-lived and never in a reference cycle. So the objects that survived a collection are
-frozen (``gc.freeze``, out of the collector's sight; freeing by reference count is untouched):
-after the first listing, and then every ``young_seconds`` for what has come since, so that
-each collection walks only what is new. Between those, only the young generations are
-collected before freezing (a full collection walks everything not frozen, which at 10,000
-queues held the event loop about 2 s every 30 s); what reached the oldest generation since
-is frozen unexamined. Every ``full_seconds`` everything is thawed and collected once, so
-that a cycle formed among frozen objects is not kept for ever.
+while it does, so watch events wait and cycles pause, for objects that are long-lived and
+never in a reference cycle. So the objects that survived a collection are frozen
+(``gc.freeze``, out of the collector's sight; freeing by reference count is untouched): after
+the first listing, and then every ``young_seconds`` for what has come since, so that each
+collection walks only what is new. Between those, only the young generations are collected
+before freezing (a full collection walks everything not frozen, and holds the event loop as
+long); what reached the oldest generation since is frozen unexamined. Every ``full_seconds``
+everything is thawed and collected once, so that a cycle formed among frozen objects is not
+kept for ever.
 
 While a scheduling pass runs, the collector is off (``paused``): a pass allocates an
 object or more per job, all alive until it ends and none of them in a reference cycle, so the
