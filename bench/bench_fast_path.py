@@ -175,7 +175,7 @@ def measure(cluster: str, size: Size) -> dict[str, Any]:
     def timed(name: str, call: Any, *args: Any) -> Any:
         gc.collect()
         wall, cpu = time.perf_counter(), time.process_time()
-        out = paused(call, *args)
+        out = call(*args)
         times[name].append(time.perf_counter() - wall)
         if f"{name}_cpu" in times:
             times[f"{name}_cpu"].append(time.process_time() - cpu)
@@ -188,9 +188,9 @@ def measure(cluster: str, size: Size) -> dict[str, Any]:
         told_by(state, changed)
         timed("copy", state.snapshot, snapshot.now, 5)
         timed("log", state.decision_snapshot, snapshot.now, 5, False)
-        result = timed("fast", fast.decide, snapshot)
-        by_log = timed("told", told.decide, replace(snapshot, workloads=()), changed)
-        cycle = timed("full", run_cycle, snapshot)
+        result = timed("fast", paused, fast.decide, snapshot)
+        by_log = timed("told", paused, told.decide, replace(snapshot, workloads=()), changed)
+        cycle = timed("full", paused, run_cycle, snapshot)
         full = sorted((d.action, d.job) for d in cycle.decisions)
         assert sorted((d.action, d.job) for d in result.decisions) == full, "decisions differ"
         assert sorted((d.action, d.job) for d in by_log.decisions) == full, "decisions differ"
