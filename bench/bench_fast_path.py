@@ -46,6 +46,7 @@ from sluice.api.constants import TOPOLOGY_KIND
 from sluice.api.constraints import PodSpecView
 from sluice.api.resources import Resources
 from sluice.api.views import JOB_KIND, MAIN_POD_SET, JobPhase, PodSet, WorkloadView
+from sluice.operator.memory import paused
 from sluice.operator.state import ClusterState
 from sluice.scheduler.cycle import apply_decisions, run_cycle
 from sluice.scheduler.fast import FastPath
@@ -154,14 +155,14 @@ def measure(cluster: str, size: Size) -> dict[str, Any]:
     event = created if cluster == "stored" else finished
     if cluster == "generated":
         _progress(f"  {cluster} {size.queues:,} queues: settling")
-        snapshot = apply_decisions(snapshot, run_cycle(snapshot), snapshot.now)
+        snapshot = apply_decisions(snapshot, paused(run_cycle, snapshot), snapshot.now)
     fast, told = FastPath(), FastPath()
     state = holding(snapshot)
     gc.collect()
     started = time.perf_counter()
-    fast.decide(snapshot)
+    paused(fast.decide, snapshot)
     first = time.perf_counter() - started
-    told.decide(snapshot)
+    paused(told.decide, snapshot)
     state.decision_snapshot(snapshot.now, 5, whole=True)
     times: dict[str, list[float]] = {
         k: [] for k in ("copy", "log", "fast", "told", "told_cpu", "full", "full_cpu")
@@ -186,9 +187,9 @@ def measure(cluster: str, size: Size) -> dict[str, Any]:
         told_by(state, changed)
         timed("copy", state.snapshot, snapshot.now, 5)
         timed("log", state.decision_snapshot, snapshot.now, 5, False)
-        result = timed("fast", fast.decide, snapshot)
-        by_log = timed("told", told.decide, replace(snapshot, workloads=()), changed)
-        cycle = timed("full", run_cycle, snapshot)
+        result = timed("fast", paused, fast.decide, snapshot)
+        by_log = timed("told", paused, told.decide, replace(snapshot, workloads=()), changed)
+        cycle = timed("full", paused, run_cycle, snapshot)
         full = sorted((d.action, d.job) for d in cycle.decisions)
         assert sorted((d.action, d.job) for d in result.decisions) == full, "decisions differ"
         assert sorted((d.action, d.job) for d in by_log.decisions) == full, "decisions differ"

@@ -44,6 +44,7 @@ def _progress(message: str) -> None:
 def measure(size: Size, repeat: int) -> dict[str, Any]:
     """Everything for one size; runs in a child process."""
     from sluice.cli.snapshot_io import build_snapshot, load_objects
+    from sluice.operator.memory import paused
     from sluice.scheduler.cycle import run_cycle
 
     started = time.perf_counter()
@@ -54,7 +55,7 @@ def measure(size: Size, repeat: int) -> dict[str, Any]:
     for i in range(repeat):
         gc.collect()
         started = time.perf_counter()
-        result = run_cycle(snapshot)
+        result = paused(run_cycle, snapshot)
         times.append(time.perf_counter() - started)
         decisions = len(result.decisions)
         _progress(f"  {size.queues:,} queues: cycle {i + 1}/{repeat} {times[-1]:.3f}s")

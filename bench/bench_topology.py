@@ -23,6 +23,7 @@ from bench.bench_scheduler import QUICK
 from bench.gen_cluster import BASE, generate
 from sluice.api.topology import TopologyRequest, TopologyView
 from sluice.api.views import JobPhase, WorkloadView
+from sluice.operator.memory import paused
 from sluice.scheduler.cycle import run_cycle
 from sluice.scheduler.model import Snapshot
 
@@ -80,7 +81,7 @@ class Run:
     def cycle(self, snapshot: Snapshot) -> None:
         gc.collect()
         started, cpu = time.perf_counter(), time.process_time()
-        result = run_cycle(snapshot)
+        result = paused(run_cycle, snapshot)
         self.wall.append(time.perf_counter() - started)
         self.cpu.append(time.process_time() - cpu)
         self.decisions = len(result.decisions)

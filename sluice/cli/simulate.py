@@ -25,6 +25,7 @@ from sluice.cli.snapshot_io import (
     load_config_file,
     load_objects,
 )
+from sluice.operator.memory import paused
 from sluice.queues.lifecycle import QueueAction, lifecycle_actions
 from sluice.queues.tree import QueueTree
 from sluice.scheduler.cycle import apply_decisions, run_cycle
@@ -65,7 +66,7 @@ def simulate_file(
     chosen = load_config_file(config) if config is not None else None
     dump = read_dump(snapshot, when, chosen, config_map_name)
     try:
-        return _simulate(dump, when, cycles, report)
+        return paused(_simulate, dump, when, cycles, report)  # as the operator runs a pass
     finally:
         gc.unfreeze()  # the dump's objects are the collector's again once the command is done
 

@@ -21,6 +21,7 @@ from sluice.cli.snapshot_io import (
     load_config_file,
     load_objects,
 )
+from sluice.operator.memory import paused
 from sluice.scheduler.timeline import Timeline, run_for
 
 DURATION_ANNOTATION = f"{PREFIX}/duration"
@@ -77,7 +78,8 @@ def simulate_minutes(
     chosen = load_config_file(config) if config is not None else None
     objects = load_objects(snapshot)
     dump = build_snapshot(objects, now, chosen, config_map_name)
-    timeline = run_for(
+    timeline = paused(  # as the operator runs a pass
+        run_for,
         dump.snapshot,
         now + timedelta(minutes=minutes),
         STEP,

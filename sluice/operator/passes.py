@@ -33,10 +33,12 @@ from sluice.api.views import WorkloadView
 from sluice.operator import metrics
 from sluice.operator.executor import BACKGROUND_WRITERS, Executor
 from sluice.operator.leader import LeaseElector
+from sluice.operator.memory import paused
 from sluice.operator.plan import Plan, plan
 from sluice.operator.state import ClusterSnapshot, ClusterState
 from sluice.scheduler.cycle import run_cycle
 from sluice.scheduler.fast import FastPath, FastResult
+from sluice.scheduler.kept import SpecMemo
 from sluice.scheduler.model import CycleResult, Snapshot
 
 # The loop's logger: the passes' log lines read as they always have.
@@ -71,6 +73,7 @@ class Passes:
         self.unreadable: Mapping[str, str] = {}
         """The objects the latest snapshot left out (each is logged once)."""
         self.fast = FastPath()
+        self.specs = SpecMemo()  # the full pass's own: the fast pass keeps its in ``fast``
         self.formed: dict[str, WorkloadView] = {}
         """The workloads of plain pods the last decision pass saw, by key: they are formed
         anew each pass, so the pass compares them with these to find those that changed."""
@@ -146,7 +149,7 @@ class Passes:
         self.formed = formed
         took = time.perf_counter()
         try:
-            return taken, snapshot, self.fast.decide(snapshot, changed), took
+            return taken, snapshot, paused(self.fast.decide, snapshot, changed), took
         except BaseException:
             # What it was told is gone from the log: the next pass takes every workload.
             self.fast, self.formed = FastPath(), {}
@@ -269,7 +272,7 @@ class Passes:
         if taken is None:
             return False
         snapshot = replace(taken.snapshot, usage=self.usage)
-        full = await self._in("explain", run_cycle, snapshot)
+        full: CycleResult = await self._in("explain", paused, run_cycle, snapshot, self.specs)
         metrics.CYCLE_SECONDS.observe(time.perf_counter() - started)
         if not self.elector.holds():
             return False  # lost the Lease while explaining: write nothing

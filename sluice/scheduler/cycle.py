@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from sluice.api.constants import ROOT_QUEUE
@@ -22,16 +19,30 @@ from sluice.scheduler.actions.preempt import preempt
 from sluice.scheduler.actions.reclaim import reclaim
 from sluice.scheduler.actions.requeue import requeue
 from sluice.scheduler.fit import over_capability
-from sluice.scheduler.kept import Kept
+from sluice.scheduler.kept import Kept, SpecMemo
 from sluice.scheduler.model import CycleResult, PendingJob, QueueResult, Snapshot
 from sluice.scheduler.order import leaf_order
-from sluice.scheduler.session import JobInfo, Session, job_order_key
+from sluice.scheduler.records import JobInfo
+from sluice.scheduler.session import Session, job_order_key
 from sluice.scheduler.usage_note import UsageNotes
 
 
-def run_cycle(snapshot: Snapshot) -> CycleResult:
-    with _collector_paused():
-        return _run_cycle(snapshot)
+def run_cycle(snapshot: Snapshot, specs: SpecMemo | None = None) -> CycleResult:
+    """The whole cycle: every decision, and every waiting job's position and reason.
+    ``specs``: what follows from the queues' specs, as the last cycle of the same caller
+    left it (sluice/scheduler/kept.py); none: worked out afresh."""
+    session = Session(snapshot, specs=specs)
+    leaves = [n for n in session.tree.leaves() if n in session.queues]
+    queue_order = leaf_order(session, leaves)
+    outcome = _act(session)
+    return CycleResult(
+        queue_order=queue_order,
+        queues=_queue_results(session, outcome),
+        decisions=tuple(outcome.decisions),
+        pending=tuple(_pending(session, outcome, queue_order)),
+        cluster_total=session.total,
+        domains_free=session.domains.widest_free(),
+    )
 
 
 class Decided:
@@ -62,23 +73,8 @@ def decide(snapshot: Snapshot, kept: Kept | None = None) -> Decided:
     """The decisions of a cycle, without what explains the jobs that wait (positions,
     reasons): what the fast pass runs (sluice/scheduler/fast.py). ``kept``: what the last
     session worked out, taken where it still holds (sluice/scheduler/kept.py)."""
-    with _collector_paused():
-        session = Session(snapshot, kept)
-        return Decided(session, _act(session))
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    # A cycle allocates an object or more per job, all alive until it ends and none of them
-    # in a reference cycle: Python's cyclic collector would walk them again and again for
-    # nothing (a quarter of the time at 400,000 jobs). It is paused, then restored as it was.
-    paused = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if paused:
-            gc.enable()
+    session = Session(snapshot, kept)
+    return Decided(session, _act(session))
 
 
 def _act(session: Session) -> Outcome:
@@ -96,21 +92,6 @@ def _act(session: Session) -> Outcome:
         elif action == "backfill":
             backfill(session, outcome)
     return outcome
-
-
-def _run_cycle(snapshot: Snapshot) -> CycleResult:
-    session = Session(snapshot)
-    leaves = [n for n in session.tree.leaves() if n in session.queues]
-    queue_order = leaf_order(session, leaves)
-    outcome = _act(session)
-    return CycleResult(
-        queue_order=queue_order,
-        queues=_queue_results(session, outcome),
-        decisions=tuple(outcome.decisions),
-        pending=tuple(_pending(session, outcome, queue_order)),
-        cluster_total=session.total,
-        domains_free=session.domains.widest_free(),
-    )
 
 
 def _pending(session: Session, outcome: Outcome, queue_order: list[str]) -> list[PendingJob]:
@@ -146,39 +127,65 @@ def _pending(session: Session, outcome: Outcome, queue_order: list[str]) -> list
     return out
 
 
-def _queue_results(session: Session, outcome: Outcome) -> dict[str, QueueResult]:
-    counts: dict[str, list[int]] = {name: [0, 0, 0, 0] for name in session.queues}
+@dataclass(slots=True)
+class _Counts:
+    """A queue's jobs by state, as its status shows them."""
+
+    pending: int = 0
+    inqueue: int = 0
+    running: int = 0
+    completed: int = 0
+
+    @property
+    def unfinished(self) -> int:
+        return self.pending + self.inqueue + self.running
+
+    def add(self, other: _Counts) -> None:
+        self.pending += other.pending
+        self.inqueue += other.inqueue
+        self.running += other.running
+        self.completed += other.completed
+
+
+def _counts(session: Session, outcome: Outcome) -> dict[str, _Counts]:
+    """Each queue's own jobs by state, after the decisions (the jobs the fast pass left out
+    counted in)."""
+    counts = {name: _Counts() for name in session.queues}
     for job in outcome.evicted:
         if job.queue in counts:
-            counts[job.queue][0] += 1
+            counts[job.queue].pending += 1
     for info in session.queues.values():
         own = counts[info.name]
-        own[0] += len([j for j in info.pending_jobs if not j.admitted]) + len(info.refused_jobs)
+        own.pending += len([j for j in info.pending_jobs if not j.admitted])
+        own.pending += len(info.refused_jobs)
         for job in info.admitted_jobs:
             if job.view.phase is JobPhase.RUNNING and not job.fresh:
-                own[2] += 1
+                own.running += 1
             else:
-                own[1] += 1
-        own[3] += info.completed
+                own.inqueue += 1
+        own.completed += info.completed
     snapshot = session.snapshot
     for name, left_out in snapshot.unlisted_jobs.items():
         if name in counts:
-            counts[name][0] += left_out
+            counts[name].pending += left_out
     for name, finished in snapshot.unlisted_finished.items():
         if name in counts:
-            counts[name][3] += finished
-    unfinished = {name: c[0] + c[1] + c[2] for name, c in counts.items()}
+            counts[name].completed += finished
+    return counts
+
+
+def _queue_results(session: Session, outcome: Outcome) -> dict[str, QueueResult]:
+    counts = _counts(session, outcome)
+    unfinished = {name: c.unfinished for name, c in counts.items()}
     states = derive_states(session.tree, unfinished)
     for info in sorted(session.queues.values(), key=lambda q: -q.depth):
         if info.parent is not None:
-            parent = counts[info.parent]
-            for i, value in enumerate(counts[info.name]):
-                parent[i] += value
+            counts[info.parent].add(counts[info.name])
     out: dict[str, QueueResult] = {}
     for name, info in sorted(session.queues.items()):
         if name == ROOT_QUEUE:
             continue
-        pending, inqueue, running, completed = counts[name]
+        own = counts[name]
         # Decisions of this cycle (a reclaim by another queue) may have brought it back.
         info.over_capability = limits.over_capability(info.allocated, info.capability)
         out[name] = QueueResult(
@@ -191,10 +198,10 @@ def _queue_results(session: Session, outcome: Outcome) -> dict[str, QueueResult]
             guarantee=info.guarantee,
             real_capability=info.real_capability,
             share=session.share(name),
-            pending=pending,
-            inqueue=inqueue,
-            running=running,
-            completed=completed,
+            pending=own.pending,
+            inqueue=own.inqueue,
+            running=own.running,
+            completed=own.completed,
             valid=not info.invalid_reason,
             invalid_reason=info.invalid_reason,
             children=info.children,
@@ -210,12 +217,12 @@ def _usage(session: Session, name: str) -> QueueUsage | None:
     settings = session.usage_settings
     if settings is None:
         return None
-    amounts = session.usage.get(name, {})
+    amounts = session.usage.queues.get(name, {})
     _, resource = usage_rule.dominant(amounts, session.total.amounts, settings)
     return QueueUsage(
         sampled_at=session.now,
         resources=amounts,
-        namespaces=session.namespace_usage.get(name, {}),
+        namespaces=session.usage.namespaces.get(name, {}),
         dominant=usage_rule.describe(amounts, resource),
     )
 

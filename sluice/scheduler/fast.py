@@ -41,7 +41,9 @@ from typing import TypeVar
 from sluice.api.constants import ROOT_QUEUE
 from sluice.api.constraints import PodSpecView
 from sluice.api.queue import Queue, QueueUsage
-from sluice.api.views import JobPhase, NodeView, WorkloadView
+from sluice.api.resources import Resources
+from sluice.api.topology import TopologyRequest
+from sluice.api.views import JobPhase, NodeView, PodSet, WorkloadView
 from sluice.scheduler.cycle import Decided, decide
 from sluice.scheduler.kept import Kept, as_is, name_and_spec, same_list
 from sluice.scheduler.model import Decision, QueueResult, Snapshot
@@ -54,8 +56,30 @@ its first was admitted would cost more than listing the others."""
 WIDER = 8
 """How many times more of a used-up kind the next run lists."""
 
-Kind = tuple[object, ...]
 T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Kind:
+    """What makes waiting jobs alike: jobs of one kind are decided alike, in their order."""
+
+    queue: str
+    priority_class_name: str | None
+    never_preempts: bool
+    request: Resources
+    pod_sets: tuple[PodSet, ...]
+    topology: TopologyRequest | None
+
+    @classmethod
+    def of(cls, view: WorkloadView) -> Kind:
+        return cls(
+            view.queue,
+            view.priority_class_name,
+            view.never_preempts,
+            view.request,
+            view.pod_sets,
+            view.topology,
+        )
 
 
 @dataclass(slots=True)
@@ -202,14 +226,7 @@ class FastPath:
         if view.phase.admitted or view.requeued_at is not None:
             self.always[view.key] = view
             return
-        kind = (
-            view.queue,
-            view.priority_class_name,
-            view.never_preempts,
-            view.request,
-            view.pod_sets,
-            view.topology,
-        )
+        kind = Kind.of(view)
         alike = self.kinds.get(kind)
         if alike is None:
             alike = self.kinds[kind] = _Alike(view.queue, view.request.amounts)
@@ -289,20 +306,16 @@ class FastPath:
         hold together, or than a capability on its queue's path allows, or one of its pods
         fits on no node that may take it, even empty. Never in a fifo queue."""
         frame = self.frame
-        queue, request, pod_sets = kind[0], kind[3], kind[4]
-        assert isinstance(queue, str)
+        queue = kind.queue
         specs = frame.specs
         spec = specs.get(queue)
         if spec is None or spec.dequeue_strategy == "fifo":
             return False
-        amounts = request.amounts  # type: ignore[attr-defined]
+        amounts = kind.request.amounts
         total = frame.placement.total
         if any(a > total.get(r, 0) for r, a in amounts.items()):
             return True
-        if any(
-            s.pod_count > 0 and not frame.holds(s.pod)
-            for s in pod_sets  # type: ignore[attr-defined]
-        ):
+        if any(s.pod_count > 0 and not frame.holds(s.pod) for s in kind.pod_sets):
             return True
         name: str | None = queue
         seen: set[str] = set()

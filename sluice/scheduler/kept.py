@@ -19,35 +19,59 @@ of that code on the same inputs.
 - What the pods take of the nodes as if no workload owned any, while the pods and the nodes
   are the same (from the second session that sees them): a session then looks only at the
   pods of its admitted workloads.
+- What follows from the queues' specs alone (``SpecMemo``): the tree, its violations and
+  each queue's realCapability.
 
-The full cycle (``cycle.run_cycle``) keeps nothing: its session works out everything.
+The full cycle (``cycle.run_cycle``) keeps only a ``SpecMemo``, when its caller hands it one:
+its session works out everything else. Each pass keeps its own: the two passes run on two
+threads, and nothing kept is shared between them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, KeysView, Sequence
 from operator import is_
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from sluice.api.queue import Queue, QueueSpec
 from sluice.api.resources import EMPTY, Resources
 from sluice.api.views import NodeView, PodView
+from sluice.queues.tree import QueueTree
 from sluice.scheduler.placement import Placement
-
-if TYPE_CHECKING:
-    from sluice.scheduler.session import QueueInfo
+from sluice.scheduler.records import QueueInfo
 
 T = TypeVar("T")
+
+
+class SpecMemo:
+    """What follows from the queues' specs alone, left by one session for the next of the
+    same pass: the last tree and its violations (``session.queue_tree``), and each queue's
+    realCapability for those specs and a cluster total (``Session._derive``)."""
+
+    __slots__ = ("real", "tree")
+
+    def __init__(self) -> None:
+        self.tree: tuple[tuple[tuple[Queue, ...], int], tuple[QueueTree, dict[str, str]]] | None
+        self.tree = None
+        """(the queues, the maximum depth) and the tree and violations they make."""
+        self.real: tuple[dict[str, str], Resources, dict[str, Resources]] | None = None
+        """The violations dict of ``tree`` (the very same object: the same specs), the
+        cluster's total, and the realCapability of each queue they make."""
 
 
 class Kept:
     """The results one session leaves for the next (see the module)."""
 
     def __init__(self) -> None:
+        self.specs = SpecMemo()
         self.nodes: tuple[NodeView, ...] = ()
         self.placement: Placement | None = None
         self.total: Resources = EMPTY
-        """The cluster's total of ``placement``: one object while the nodes stay the same."""
+        """The cluster's total of ``placement``, added up by the first session on it: one
+        object while the nodes stay the same (what is kept below it is compared by identity).
+        The fast pass's frame needs the placement alone."""
+        self.total_of: Placement | None = None
+        """The ``placement`` that ``total`` was added up on."""
         self.queues_from: tuple[object, ...] | None = None
         """What ``queues`` follow from: the queues' specs (the very same violations dict of
         ``session.queue_tree``) and the priority classes."""
@@ -88,7 +112,6 @@ class Kept:
             return Placement(nodes, like=self.placement)
         self.nodes = tuple(nodes)
         self.placement = Placement(self.nodes)
-        self.total = Resources(self.placement.total)
         return self.placement
 
 

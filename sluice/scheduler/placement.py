@@ -101,7 +101,8 @@ def fits_in(
     return n
 
 
-def _add(target: Room, amounts: Mapping[str, int], sign: int = 1) -> None:
+def add_room(target: Room, amounts: Mapping[str, int], sign: int = 1) -> None:
+    """Add ``amounts`` (times ``sign``) to ``target``, resource by resource."""
     for r, a in amounts.items():
         target[r] = target.get(r, 0) + sign * a
 
@@ -163,7 +164,7 @@ class Placement:
             """The room of the nodes that hold any (Ready, not cordoned): the cluster's total."""
             for node in self.nodes:
                 if node.usable:
-                    _add(self.total, node.allocatable)
+                    add_room(self.total, node.allocatable)
             self.usable = {n.name: i for i, n in enumerate(self.nodes) if n.usable}
             """Node name -> index, for the nodes that hold room."""
             self._empty: list[Room] = [dict(node.allocatable.items()) for node in self.nodes]
@@ -204,7 +205,7 @@ class Placement:
         for watcher in self.watchers:
             watcher(footprint, -1)
         for i, room in footprint.items():
-            _add(self.room(i), room, -1)
+            add_room(self.room(i), room, -1)
         self._most.clear()
         self._explained.clear()
 
@@ -213,7 +214,7 @@ class Placement:
         for watcher in self.watchers:
             watcher(footprint, 1)
         for i, room in footprint.items():
-            _add(self.room(i), room)
+            add_room(self.room(i), room)
             self.grown.append(i)
         self._most.clear()
         self._explained.clear()
@@ -283,19 +284,39 @@ class Placement:
             return []
         shape = self._shape(pod)
         memo = extra is None and not partial
-        if memo and shape.failed and count >= shape.failed:
-            grown = self.grown
-            if shape.failed_read < len(grown):  # room given back since: on a node of its?
-                position = shape.position
-                if any(i in position for i in itertools.islice(grown, shape.failed_read, None)):
-                    shape.failed = 0
-                shape.failed_read = len(grown)
-            if shape.failed:
-                return None
+        if memo and self._failed_before(shape, count):
+            return None
         known = shape.fitted
         if extra is None and known is not None and known[0] == self.version and count <= known[1]:
             # Room is as it was when as many or more fitted: first fit takes the same nodes.
             return _first(known[2], count)
+        out, left = self._first_fit(shape, count, extra)
+        if left and not partial:
+            if memo and (not shape.failed or count < shape.failed):  # (else known already)
+                shape.failed, shape.failed_read = count, len(self.grown)
+            return None
+        if not left and extra is None:
+            shape.fitted = (self.version, count, out)
+        return out
+
+    def _failed_before(self, shape: _Shape, count: int) -> bool:
+        """Whether as few of its pods or fewer were found not to fit, and room has been given
+        back on none of the nodes they may go on since."""
+        if not shape.failed or count < shape.failed:
+            return False
+        grown = self.grown
+        if shape.failed_read < len(grown):  # room given back since: on a node of its?
+            position = shape.position
+            if any(i in position for i in itertools.islice(grown, shape.failed_read, None)):
+                shape.failed = 0
+            shape.failed_read = len(grown)
+        return bool(shape.failed)
+
+    def _first_fit(
+        self, shape: _Shape, count: int, extra: Mapping[int, Mapping[str, int]] | None
+    ) -> tuple[Assignment, int]:
+        """Where first fit puts up to ``count`` pods, and how many of them found no room;
+        what it learnt is kept in ``shape``."""
         eligible, position, cursor, early = (
             shape.eligible,
             shape.position,
@@ -324,7 +345,7 @@ class Placement:
             free = self.free[i]
             if extra is not None and i in extra:
                 free = dict(free)
-                _add(free, extra[i])
+                add_room(free, extra[i])
             n = fits_in(free, items, left)
             if n:
                 fitted.append(pos)
@@ -343,13 +364,7 @@ class Placement:
         if last >= cursor:
             shape.cursor = next((p for p in fitted if p >= cursor), len(eligible))
         shape.read = len(self.grown)
-        if left and not partial:
-            if memo and (not shape.failed or count < shape.failed):  # (else known already)
-                shape.failed, shape.failed_read = count, len(self.grown)
-            return None
-        if not left and extra is None:
-            shape.fitted = (self.version, count, out)
-        return out
+        return out, left
 
     def place_all(
         self,
@@ -367,12 +382,12 @@ class Placement:
             for i in self._shape(pod).eligible if left > 0 else ():
                 free = dict(self.free[i])
                 if extra is not None and i in extra:
-                    _add(free, extra[i])
+                    add_room(free, extra[i])
                 if i in out:
-                    _add(free, out[i], -1)
+                    add_room(free, out[i], -1)
                 n = fits_in(free, items, left)
                 if n:
-                    _add(out.setdefault(i, {}), {r: a * n for r, a in pod.request.items()})
+                    add_room(out.setdefault(i, {}), {r: a * n for r, a in pod.request.items()})
                     left -= n
                     if not left:
                         break

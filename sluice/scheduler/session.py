@@ -9,100 +9,35 @@ times a cycle.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from operator import is_
 
-from sluice.api.config import SchedulerConfig
+from sluice.api.config import SchedulerConfig, UsageSettings
 from sluice.api.constants import ROOT_QUEUE
 from sluice.api.constraints import PodSpecView
 from sluice.api.queue import Queue
 from sluice.api.resources import EMPTY, Resources
-from sluice.api.views import JobPhase, PodSet, PodView, WorkloadView
+from sluice.api.views import JobPhase, PodView, WorkloadView
 from sluice.queues.jobs import namespace_refusal
 from sluice.queues.limits import child_real_capability, over_capability
 from sluice.queues.rules import tree_violations
 from sluice.queues.tree import QueueTree
 from sluice.scheduler import usage as usage_rule
-from sluice.scheduler.kept import Kept, PodsTaken, name_and_spec, same_list
+from sluice.scheduler.holding import holding, owner_of, take_room
+from sluice.scheduler.kept import Kept, PodsTaken, SpecMemo, name_and_spec, same_list
 from sluice.scheduler.model import Snapshot
-from sluice.scheduler.placement import Footprint, Placement
+from sluice.scheduler.placement import Footprint, Placement, add_room
 from sluice.scheduler.plugins import deserved as deserved_plugins
 from sluice.scheduler.readiness import backing_off
+from sluice.scheduler.records import JobInfo as JobInfo
+from sluice.scheduler.records import Priorities, Usage
+from sluice.scheduler.records import QueueInfo as QueueInfo
 from sluice.scheduler.topology import Domains
 
 
-@dataclass(slots=True, eq=False)
-class JobInfo:
-    view: WorkloadView
-    priority: int
-    request: Mapping[str, int]
-    admitted: bool
-    admitted_at: datetime | None
-    finished: bool
-    fresh: bool = False  # admitted by this cycle: never a victim in the same cycle
-    evicted: bool = False  # a victim of this cycle: not admitted again before the next
-    never_preempts: bool = False  # preemptionPolicy Never: it never reclaims nor preempts
-    key: str = ""  # namespace/name, copied from the view: read on every hot path
-    queue: str = ""
-    held: Mapping[str, int] = field(default_factory=dict)
-    """What it takes of the cluster and of its queues while admitted: its request, or its
-    own pods' requests where they add up to more (per pod set; they replace the
-    reservation, never add to it)."""
-    footprint: Footprint = field(default_factory=dict)
-    """Node -> what it holds there: its bound pods, and room kept for its pods not bound yet."""
-    pods: list[PodView] = field(default_factory=list)  # its own pods, when it is admitted
-
-
-@dataclass(slots=True, eq=False)
-class QueueInfo:
-    name: str
-    queue: Queue
-    parent: str | None
-    children: tuple[str, ...]
-    depth: int
-    priority: int
-    weight: int
-    guarantee: Resources
-    capability: Resources  # absent resource: unlimited
-    real_capability: Resources = EMPTY  # absent resource: 0
-    deserved: Resources = EMPTY
-    request: Resources = EMPTY  # allocated + pending of the subtree, for proportion
-    invalid_reason: str = ""  # its own rule break
-    blocked_by: str = ""  # an invalid ancestor-or-self: nothing is admitted here
-    allocated: dict[str, int] = field(default_factory=dict)
-    pending_jobs: list[JobInfo] = field(default_factory=list)
-    refused_jobs: list[JobInfo] = field(default_factory=list)
-    """Waiting jobs not considered this cycle: from namespaces the queue's namespaceSelector
-    does not take, or backing off after a requeue."""
-    admitted_jobs: list[JobInfo] = field(default_factory=list)
-    completed: int = 0
-    passed_on: int | None = None  # the priority its jobs inherit, when it sets one
-    over_capability: dict[str, tuple[int, int]] = field(default_factory=dict)
-    """Resource -> (allocated, capability) where what its workloads hold exceeds its
-    capability (their pods ask more than they were admitted with): nothing more that asks for
-    one of these resources is admitted below it until it fits again
-    (``fit.over_capability_failure``)."""
-    grown: list[tuple[str, Resources]] = field(default_factory=list)
-    """The workloads below it whose pods hold more than they were admitted with, in a
-    resource it is over in, and how much more: what its condition names."""
-
-    def clear(self) -> None:
-        """Back to how it is built (``Session._build_queues``): no jobs, nothing derived."""
-        self.real_capability = self.deserved = self.request = EMPTY
-        self.allocated = {}
-        self.pending_jobs = []
-        self.refused_jobs = []
-        self.admitted_jobs = []
-        self.completed = 0
-        self.over_capability = {}
-        self.grown = []
-
-
-_last_tree: tuple[tuple[tuple[Queue, ...], int], tuple[QueueTree, dict[str, str]]] | None = None
-
-
-def queue_tree(queues: Iterable[Queue], max_queue_depth: int) -> tuple[QueueTree, dict[str, str]]:
+def queue_tree(
+    queues: Iterable[Queue], max_queue_depth: int, memo: SpecMemo
+) -> tuple[QueueTree, dict[str, str]]:
     """The queue tree (root added when missing) and its violations (``tree_violations``).
 
     Both follow from the queues' specs alone, which change far less often than cycles run
@@ -111,10 +46,10 @@ def queue_tree(queues: Iterable[Queue], max_queue_depth: int) -> tuple[QueueTree
     often the very same views, compared by identity first); while only what is outside their
     specs changed, the tree is the same walk over the new views, and the violations the very
     same dict. So what follows from the specs alone may be kept while the violations are
-    the same object (``Session._derive``'s realCapability, the kept queue records)."""
-    global _last_tree
+    the same object (``Session._derive``'s realCapability, the kept queue records). The
+    last tree is the ``memo``'s: each pass has its own."""
     key = (tuple(queues), max_queue_depth)
-    last = _last_tree  # one read: the two passes' threads may replace it meanwhile
+    last = memo.tree
     if last is not None and last[0] == key:
         return last[1]
     named = {q.name: q for q in key[0]}
@@ -129,45 +64,37 @@ def queue_tree(queues: Iterable[Queue], max_queue_depth: int) -> tuple[QueueTree
     else:
         tree = QueueTree(named)
         built = (tree, tree_violations(tree, max_queue_depth))
-    _last_tree = (key, built)
+    memo.tree = (key, built)
     return built
 
 
-_last_real: tuple[dict[str, str], Resources, dict[str, Resources]] | None = None
-"""The realCapability of each queue, for the queues' specs (the very same violations dict of
-``queue_tree``) and the cluster's total it follows from alone: kept while both stay the
-same (``Session._derive``)."""
-
-
 class Session:
-    def __init__(self, snapshot: Snapshot, kept: Kept | None = None) -> None:
+    def __init__(
+        self, snapshot: Snapshot, kept: Kept | None = None, specs: SpecMemo | None = None
+    ) -> None:
         """``kept``: what the last session on this cluster worked out, taken where its
-        inputs are the same and left there for the next (sluice/scheduler/kept.py)."""
+        inputs are the same and left there for the next (sluice/scheduler/kept.py).
+        ``specs``: what follows from the queues' specs, kept by a pass that keeps nothing
+        else (the full cycle); ``kept``'s own when that is given, else none."""
+        if specs is None:
+            specs = kept.specs if kept is not None else SpecMemo()
         self.snapshot = snapshot
         self.kept = kept
-        self.config: SchedulerConfig = snapshot.config
-        self.now: datetime = snapshot.now
-        self.tree, self.violations = queue_tree(snapshot.queues, snapshot.max_queue_depth)
-        self.priority_classes = {pc.name: pc.value for pc in snapshot.priority_classes}
-        defaults = [pc for pc in snapshot.priority_classes if pc.global_default]
-        self.default_priority = max((pc.value for pc in defaults), default=0)
-        self.never_classes = {pc.name for pc in snapshot.priority_classes if pc.never_preempts}
-        top = max(defaults, key=lambda pc: (pc.value, pc.name), default=None)
-        self.default_never = top is not None and top.never_preempts
-        if kept is None:
-            self.placement = Placement(snapshot.nodes)
-            self.total = Resources(self.placement.total)
-        else:
-            self.placement = kept.placement_for(snapshot.nodes)
-            self.total = kept.total
+        nodes = snapshot.nodes
+        self.placement = Placement(nodes) if kept is None else kept.placement_for(nodes)
         self.domains = Domains(snapshot.topologies, self.placement)
+        if kept is not None and kept.total_of is kept.placement:
+            self.total = kept.total
+        else:
+            self.total = Resources(self.placement.total)
+            if kept is not None:
+                kept.total, kept.total_of = self.total, kept.placement
+        self.tree, self.violations = queue_tree(snapshot.queues, snapshot.max_queue_depth, specs)
+        self.priorities = Priorities.of(snapshot.priority_classes)
         self.used: dict[str, int] = {}
         self.queues: dict[str, QueueInfo] = {}
         self.orphans: list[JobInfo] = []  # jobs whose queue is missing
         self.refusals: dict[str, str] = {}  # job -> why it is not considered this cycle
-        self.namespace_labels = {ns.name: ns.labels for ns in snapshot.namespaces}
-        self._chains: dict[str, list[str]] = {}
-        self.elastic = self.config.elastic  # false: no queue may exceed its deserved
         self.failed: dict[tuple[object, ...], tuple[int, str | None]] = {}
         """What a job alike (queue, request, pod sets) was last found not to fit on: the
         placement's version then (every admission holds room and every eviction gives it
@@ -178,21 +105,35 @@ class Session:
         self._place_jobs(snapshot.workloads)
         self._account_pods(snapshot.pods or ())
         self._allocate()
-        self.usage_settings = self.config.usage
-        self.usage: dict[str, usage_rule.Amounts] = {}
-        """Queue -> its usage at ``now`` (the usage plugin), entry penalties included."""
-        self.namespace_usage: dict[str, dict[str, usage_rule.Amounts]] = {}
-        """Leaf -> namespace -> the namespace's usage in that leaf."""
+        self.usage = Usage()
         if self.usage_settings is not None:
             self._sample_usage()
-        self._derive()
+        self._derive(specs)
+
+    @property
+    def config(self) -> SchedulerConfig:
+        return self.snapshot.config
+
+    @property
+    def now(self) -> datetime:
+        return self.snapshot.now
+
+    @property
+    def elastic(self) -> bool:
+        """False: no queue may exceed its deserved."""
+        return self.snapshot.config.elastic
+
+    @property
+    def usage_settings(self) -> UsageSettings | None:
+        """The usage plugin's settings; None when it is off."""
+        return self.snapshot.config.usage
 
     # Construction ------------------------------------------------------------------------
     def _queue_priority(self, queue: Queue) -> int:
         if queue.spec.priority is not None:
             return queue.spec.priority
         if queue.spec.priority_class_name:
-            return self.priority_classes.get(queue.spec.priority_class_name, 0)
+            return self.priorities.values.get(queue.spec.priority_class_name, 0)
         return 0
 
     def _build_queues(self) -> None:
@@ -243,7 +184,7 @@ class Session:
                 info.passed_on = spec.priority
             elif spec.priority_class_name:
                 # A class that does not exist passes nothing on: the global default applies.
-                info.passed_on = self.priority_classes.get(spec.priority_class_name)
+                info.passed_on = self.priorities.values.get(spec.priority_class_name)
             if info.invalid_reason:
                 info.blocked_by = info.invalid_reason
             elif info.parent is not None and self.queues[info.parent].blocked_by:
@@ -252,13 +193,13 @@ class Session:
 
     def job_priority(self, job: WorkloadView) -> int:
         if job.priority_class_name:
-            value = self.priority_classes.get(job.priority_class_name)
+            value = self.priorities.values.get(job.priority_class_name)
             if value is not None:
                 return value
         info = self.queues.get(job.queue)
         if info is not None and info.passed_on is not None:
             return info.passed_on
-        return self.default_priority
+        return self.priorities.default
 
     def never_preempts(self, job: WorkloadView) -> bool:
         """``preemptionPolicy: Never`` in the pod template, or in the PriorityClass its pods
@@ -267,15 +208,16 @@ class Session:
         if job.never_preempts:
             return True
         named = job.priority_class_name
-        if named is None or named not in self.priority_classes:
+        if named is None or named not in self.priorities.values:
             info = self.queues.get(job.queue)
             named = info.queue.spec.priority_class_name if info is not None else None
-        if named is not None and named in self.priority_classes:
-            return named in self.never_classes
-        return self.default_never
+        if named is not None and named in self.priorities.values:
+            return named in self.priorities.never
+        return self.priorities.default_never
 
     def _place_jobs(self, jobs: Iterable[WorkloadView]) -> None:
         admitted_phases = (JobPhase.INQUEUE, JobPhase.RUNNING)
+        labels = {ns.name: ns.labels for ns in self.snapshot.namespaces}
         for view in jobs:
             phase = view.phase
             admitted = phase in admitted_phases
@@ -306,7 +248,7 @@ class Session:
                 # is known once its pods are (_account_pods).
                 info.admitted_jobs.append(job)
             elif refusal := namespace_refusal(
-                info.queue, view.namespace, self.namespace_labels.get(view.namespace, {})
+                info.queue, view.namespace, labels.get(view.namespace, {})
             ) or backing_off(view, self.now):
                 self.refusals[job.key] = refusal
                 info.refused_jobs.append(job)
@@ -335,14 +277,14 @@ class Session:
                 by_uid[view.uid] = job
         used = self.used
         if self.kept is None:
-            _take_room(placement, pods, by_uid, by_label, used)
+            take_room(placement, pods, by_uid, by_label, used)
         else:
             self._take_kept_room(pods, by_uid, by_label)
         waiting: list[tuple[JobInfo, PodSpecView, int]] = []
         for job in self.admitted_at_start:
-            job.held, leaving, missing = _holding(job)
-            _add(used, job.held)
-            _add(used, leaving)
+            job.held, leaving, missing = holding(job)
+            add_room(used, job.held)
+            add_room(used, leaving)
             waiting += missing
         waiting.sort(key=lambda entry: (-placement.size(entry[1]), entry[0].key))
         for job, shape, count in waiting:
@@ -350,7 +292,7 @@ class Session:
             kept = placement.footprint(shape, assignment)
             placement.hold(kept)
             for i, room in kept.items():
-                _add(job.footprint.setdefault(i, {}), room)
+                add_room(job.footprint.setdefault(i, {}), room)
 
     def _take_kept_room(
         self,
@@ -358,7 +300,7 @@ class Session:
         by_uid: Mapping[str, JobInfo],
         by_label: Mapping[tuple[str, str, str], JobInfo],
     ) -> None:
-        """``_take_room`` from what the pods take as none of them is owned, kept while the
+        """``holding.take_room`` from what the pods take as none of them is owned, kept while the
         pods and the nodes are the same (``Kept.pods_taken``): only the pods of this
         session's admitted workloads are looked at, to move what they take from the
         others' (``used``) to their workload's footprint. Pods not seen by the last session
@@ -369,17 +311,17 @@ class Session:
         if taken is None or not taken.holds(pods, self.kept.placement):
             self.kept.pods_taken = None
             if not self.kept.pods_seen_again(pods):
-                _take_room(placement, pods, by_uid, by_label, used)
+                take_room(placement, pods, by_uid, by_label, used)
                 return
             empty = Placement(placement.nodes, like=placement)
             alone: dict[str, int] = {}
-            _take_room(empty, pods, {}, {}, alone)
+            take_room(empty, pods, {}, {}, alone)
             taken = self.kept.pods_taken = PodsTaken(pods, self.kept.placement, empty.free, alone)
         placement.start_from(taken.free)
-        _add(used, taken.used)
+        add_room(used, taken.used)
         usable = placement.usable
         for pod in taken.of(by_uid, by_label):
-            owner = _owner(pod, by_uid, by_label)
+            owner = owner_of(pod, by_uid, by_label)
             if owner is None:
                 continue
             owner.pods.append(pod)
@@ -399,10 +341,10 @@ class Session:
         asks for that resource (``over``)."""
         for info in self.queues.values():
             for job in info.admitted_jobs:
-                _add(info.allocated, job.held)
+                add_room(info.allocated, job.held)
         for info in self._deepest_first():
             if info.parent is not None and info.allocated:
-                _add(self.queues[info.parent].allocated, info.allocated)
+                add_room(self.queues[info.parent].allocated, info.allocated)
         for info in self.queues.values():
             over = over_capability(info.allocated, info.capability) if info.allocated else None
             if over:
@@ -420,7 +362,7 @@ class Session:
                 name, given, info.queue.status.usage, info.queue.creation_timestamp
             )
             seconds = usage_rule.elapsed(before, self.now)
-            self.usage[name] = usage_rule.advance(
+            self.usage.queues[name] = usage_rule.advance(
                 before.resources if before else {},
                 usage_rule.units(info.allocated),
                 seconds,
@@ -430,9 +372,9 @@ class Session:
                 continue
             held: dict[str, dict[str, int]] = {}
             for job in info.admitted_jobs:
-                _add(held.setdefault(job.view.namespace, {}), job.held)
+                add_room(held.setdefault(job.view.namespace, {}), job.held)
             stored = dict(before.namespaces) if before else {}
-            self.namespace_usage[name] = {
+            self.usage.namespaces[name] = {
                 ns: amounts
                 for ns in sorted(set(stored) | set(held))
                 if (
@@ -441,13 +383,13 @@ class Session:
                     )
                 )
             }
-            if info.pending_jobs and self.namespace_usage[name]:
+            if info.pending_jobs and self.usage.namespaces[name]:
                 info.pending_jobs = usage_rule.job_order(
                     info.pending_jobs,
                     lambda job: job.view.namespace,
                     lambda job: job.request,
                     lambda job: job.priority,
-                    self.namespace_usage[name],
+                    self.usage.namespaces[name],
                     self.total.amounts,
                     self.usage_settings,
                 )
@@ -458,7 +400,7 @@ class Session:
             return 0.0
         info = self.queues[name]
         value, _ = usage_rule.dominant(
-            self.usage.get(name, {}), self.total.amounts, self.usage_settings
+            self.usage.queues.get(name, {}), self.total.amounts, self.usage_settings
         )
         return value / max(info.weight, 1)
 
@@ -466,7 +408,7 @@ class Session:
         """A namespace's dominant weighted usage in a leaf (0 when the plugin is off)."""
         if self.usage_settings is None:
             return 0.0
-        used = self.namespace_usage.get(leaf, {}).get(namespace, {})
+        used = self.usage.namespaces.get(leaf, {}).get(namespace, {})
         return usage_rule.dominant(used, self.total.amounts, self.usage_settings)[0]
 
     def _grown_below(self, name: str, over: Mapping[str, object]) -> list[tuple[str, Resources]]:
@@ -487,15 +429,14 @@ class Session:
 
     def chain(self, name: str) -> list[str]:
         """The queue and its ancestors, nearest first (root last). Do not modify."""
-        cached = self._chains.get(name)
-        if cached is not None:
-            return cached
-        out = [name]
-        parent = self.queues[name].parent
-        while parent is not None:
-            out.append(parent)
-            parent = self.queues[parent].parent
-        self._chains[name] = out
+        info = self.queues[name]
+        out = info.chain
+        if out is None:
+            out = info.chain = [name]
+            parent = info.parent
+            while parent is not None:
+                out.append(parent)
+                parent = self.queues[parent].parent
         return out
 
     def leaves_under(self, name: str) -> list[str]:
@@ -508,15 +449,14 @@ class Session:
             return sorted(self.queues.values(), key=lambda q: -q.depth)
         return self.kept.deepest_first
 
-    def _derive(self) -> None:
-        global _last_real
+    def _derive(self, specs: SpecMemo) -> None:
         kept = self.kept
         order = (
             kept.order
             if kept is not None
             else sorted(self.queues.values(), key=lambda q: (q.depth, q.name))
         )
-        last = _last_real  # one read: the two passes' threads may replace it meanwhile
+        last = specs.real
         if last is not None and last[0] is self.violations and last[1] == self.total:
             for info in order:
                 info.real_capability = last[2][info.name]
@@ -525,7 +465,7 @@ class Session:
             for info in order:
                 info.real_capability = self._real_capability(info, taken)
             real = {info.name: info.real_capability for info in order}
-            _last_real = (self.violations, self.total, real)
+            specs.real = (self.violations, self.total, real)
         requests = kept.requests if kept is not None else None
         unlisted = self.snapshot.unlisted
         for info in reversed(order):  # bottom-up requests
@@ -534,11 +474,11 @@ class Session:
             if info.children:
                 parts = tuple([self.queues[child].request for child in info.children])
             elif info.blocked_by or info.allocated or info.pending_jobs:
-                _add(wanted, info.allocated)
+                add_room(wanted, info.allocated)
                 if not info.blocked_by:
                     for job in info.pending_jobs:
-                        _add(wanted, job.request)
-                    _add(wanted, unlisted.get(info.name, {}))
+                        add_room(wanted, job.request)
+                    add_room(wanted, unlisted.get(info.name, {}))
                 parts = tuple(wanted.items())
             else:  # its unlisted jobs' request alone (most leaves, on the fast pass)
                 wanted = dict(unlisted.get(info.name, {}))
@@ -552,7 +492,7 @@ class Session:
                     continue
             if info.children:
                 for part in parts:
-                    _add(wanted, part)  # type: ignore[arg-type]
+                    add_room(wanted, part)  # type: ignore[arg-type]
             info.request = Resources(wanted)
             if requests is not None:
                 requests[info.name] = (parts, info.request)
@@ -669,17 +609,17 @@ class Session:
         job.held = job.request
         job.footprint = footprint
         self.placement.hold(job.footprint)
-        _add(self.used, job.request)
+        add_room(self.used, job.request)
         for name in self.chain(job.queue):
-            _add(self.queues[name].allocated, job.request)
+            add_room(self.queues[name].allocated, job.request)
         info = self.queues[job.queue]
         info.admitted_jobs.append(job)
         if self.usage_settings is not None:
             for name in self.chain(job.queue):
                 usage_rule.add_penalty(
-                    self.usage.setdefault(name, {}), job.request, self.usage_settings
+                    self.usage.queues.setdefault(name, {}), job.request, self.usage_settings
                 )
-            spaces = self.namespace_usage.setdefault(job.queue, {})
+            spaces = self.usage.namespaces.setdefault(job.queue, {})
             usage_rule.add_penalty(
                 spaces.setdefault(job.view.namespace, {}), job.request, self.usage_settings
             )
@@ -688,147 +628,12 @@ class Session:
         job.admitted = False
         job.evicted = True
         job.admitted_at = None
-        _sub(self.used, job.held)
+        add_room(self.used, job.held, -1)
         self.placement.release(job.footprint)
         job.footprint = {}
         for name in self.chain(job.queue):
-            _sub(self.queues[name].allocated, job.held)
+            add_room(self.queues[name].allocated, job.held, -1)
         self.queues[job.queue].admitted_jobs.remove(job)
-
-
-def _owner(
-    pod: PodView,
-    by_uid: Mapping[str, JobInfo],
-    by_label: Mapping[tuple[str, str, str], JobInfo],
-) -> JobInfo | None:
-    """The admitted workload a pod is of: the Job that controls it (in its namespace), else
-    the first workload that names it by one of its labels."""
-    owner = by_uid.get(pod.job_uid) if pod.job_uid else None
-    if owner is not None and owner.view.namespace != pod.namespace:
-        owner = None
-    if owner is None and pod.named_by and by_label:
-        owner = next(
-            (
-                found
-                for label, name in pod.named_by
-                if (found := by_label.get((pod.namespace, label, name))) is not None
-            ),
-            None,
-        )
-    return owner
-
-
-def _take_room(
-    placement: Placement,
-    pods: Iterable[PodView],
-    by_uid: Mapping[str, JobInfo],
-    by_label: Mapping[tuple[str, str, str], JobInfo],
-    used: dict[str, int],
-) -> None:
-    """Every unfinished pod bound to a node that holds room takes its request there: for its
-    workload (``_owner``), on its footprint; for none, in ``used``."""
-    usable = placement.usable
-    for pod in pods:  # tens of thousands: the loop does its own adding
-        owner = _owner(pod, by_uid, by_label)
-        if owner is not None:
-            owner.pods.append(pod)  # finished ones too: they tell when it last got pods
-        if pod.finished or not pod.node:
-            continue
-        i = usable.get(pod.node)
-        if i is None:
-            continue
-        room = placement.room(i)
-        holder = owner.footprint.setdefault(i, {}) if owner is not None else used
-        for r, a in pod.request.items():
-            room[r] = room.get(r, 0) - a
-            holder[r] = holder.get(r, 0) + a
-
-
-def _pod_set_of(sets: tuple[PodSet, ...], pod: PodView) -> int:
-    """Which of its workload's pod sets an own pod is of, by the label its controller gave
-    it (the set's ``pods_by``); the only set when it names none; -1 for none of them (a pod
-    of what the workload's runtime adds). Sets of plain pods are formed from the pods' own
-    shapes, so a plain pod is of the set of its own request."""
-    if len(sets) == 1 and sets[0].pods_by is None:
-        return 0
-    for i, pod_set in enumerate(sets):
-        if pod_set.pods_by is None:
-            if pod_set.pod.request == pod.request:
-                return i
-        elif pod_set.pods_by in pod.named_by:
-            return i
-    return -1
-
-
-Holding = tuple[Mapping[str, int], Mapping[str, int], list[tuple["JobInfo", PodSpecView, int]]]
-"""What an admitted workload holds, what its pods being deleted take, and its pods of each
-set not bound yet (``_holding``)."""
-
-
-def _holding(job: JobInfo) -> Holding:
-    """What an admitted workload holds: per pod set, the larger (per resource) of what it
-    was admitted with and what its live pods of that set ask, plus what its pods of no set
-    ask; what its terminating pods still take of their nodes, beside that (they no longer
-    count for its queues); and, per pod set, how many of the pods it still starts are not
-    bound yet (room is kept for them)."""
-    sets = job.view.pod_sets
-    if not job.pods:
-        return job.request, {}, [(job, s.pod, s.pod_count) for s in sets if s.pod_count > 0]
-    if len(sets) == 1 and sets[0].pods_by is None:
-        alike = _holding_as_admitted(job, sets[0])
-        if alike is not None:
-            return alike
-    bound = [0] * len(sets)
-    live: list[dict[str, int]] = [{} for _ in sets]
-    others: dict[str, int] = {}
-    leaving: dict[str, int] = {}
-    for pod in job.pods:
-        if pod.finished:
-            continue
-        i = _pod_set_of(sets, pod)
-        if i >= 0 and pod.node:
-            bound[i] += 1
-        if pod.terminating:
-            if pod.node:
-                _add(leaving, pod.request)
-        else:
-            _add(live[i] if i >= 0 else others, pod.request)
-    held = others
-    grew = bool(others)
-    for pod_set, asked in zip(sets, live, strict=True):
-        admitted = pod_set.request
-        for r, a in asked.items():
-            if a > admitted.get_amount(r):
-                grew = True
-        _add(held, Resources(asked).maximum(admitted) if asked else admitted)
-    missing = [
-        (job, s.pod, s.pod_count - n) for s, n in zip(sets, bound, strict=True) if s.pod_count > n
-    ]
-    return (held if grew else job.request), leaving, missing
-
-
-def _holding_as_admitted(job: JobInfo, only: PodSet) -> Holding | None:
-    """``_holding`` of a workload of one pod set (every Job) whose live pods ask what its
-    template says, no more of them than it holds: counted without adding anything up. None
-    when a pod asks otherwise or there are more of them."""
-    shape = only.pod.request
-    placed = live = 0
-    gone: dict[str, int] = {}
-    for pod in job.pods:
-        if pod.finished:
-            continue
-        if pod.node:
-            placed += 1
-            if pod.terminating:
-                _add(gone, pod.request)
-        if not pod.terminating:
-            live += 1
-            if pod.request is not shape and pod.request != shape:
-                return None
-    if live > only.count:
-        return None
-    missing = only.pod_count - placed
-    return job.request, gone, ([(job, only.pod, missing)] if missing > 0 else [])
 
 
 def _same(a: tuple[object, ...], b: tuple[object, ...]) -> bool:
@@ -839,13 +644,3 @@ def _same(a: tuple[object, ...], b: tuple[object, ...]) -> bool:
 def job_order_key(job: JobInfo) -> tuple[int, datetime, str]:
     """Within a queue: higher job priority first, then queued earlier, then by name."""
     return (-job.priority, job.view.queued_at, job.key)
-
-
-def _add(target: dict[str, int], amounts: Mapping[str, int]) -> None:
-    for r, a in amounts.items():
-        target[r] = target.get(r, 0) + a
-
-
-def _sub(target: dict[str, int], amounts: Mapping[str, int]) -> None:
-    for r, a in amounts.items():
-        target[r] = target.get(r, 0) - a

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from functools import lru_cache
 
+from sluice.api.memo import Memo
 from sluice.api.topology import TopologyRequest
 from sluice.api.views import JobPhase, PodSet, WorkloadView
 from sluice.scheduler.domain_room import Domain
-from sluice.scheduler.placement import Footprint, Room
+from sluice.scheduler.placement import Footprint, add_room
 from sluice.scheduler.topology import Domains
 
 
@@ -61,9 +61,7 @@ def asks_per_set(view: WorkloadView) -> bool:
     return view.topology is None and any(s.topology is not None for s in view.pod_sets)
 
 
-@lru_cache(maxsize=4096)
-def alone(pod_set: PodSet) -> WorkloadView:
-    """A pod set as a workload of its own, as topology.py places a workload."""
+def _alone(pod_set: PodSet) -> WorkloadView:
     return WorkloadView(
         "",
         pod_set.name,
@@ -73,6 +71,16 @@ def alone(pod_set: PodSet) -> WorkloadView:
         pod_sets=(pod_set,),
         topology=pod_set.topology,
     )
+
+
+_ALONE: Memo[PodSet, WorkloadView] = Memo(_alone, 4096)
+
+
+def alone(pod_set: PodSet) -> WorkloadView:
+    """A pod set as a workload of its own, as topology.py places a workload: remembered per
+    pod set (a memo table, off under ``memo.uncached``), as placing asks for it again and
+    again."""
+    return _ALONE.lookup(pod_set)
 
 
 def confined(domains: Domains, view: WorkloadView, where: Where | None) -> tuple[PodSet, ...]:
@@ -136,14 +144,14 @@ def _walk(
         footprint, domain = got
         chosen.append((pod_set.name, domain))
         for i, room in footprint.items():
-            _add(extra.setdefault(i, {}), room, -1)
-            _add(held.setdefault(i, {}), room, 1)
+            add_room(extra.setdefault(i, {}), room, -1)
+            add_room(held.setdefault(i, {}), room, 1)
     if rest:
         anywhere = placement.place_all([(s.pod, s.pod_count) for s in rest], extra or None)
         if anywhere is None:
             return _Walk(None, chosen, None, tuple(rest))
         for i, room in anywhere.items():
-            _add(held.setdefault(i, {}), room, 1)
+            add_room(held.setdefault(i, {}), room, 1)
     return _Walk(held, chosen)
 
 
@@ -161,11 +169,6 @@ def _best(domains: Domains, pod_set: PodSet, extra: Footprint) -> tuple[Footprin
             if inside is not None:
                 return inside, domain
     return None
-
-
-def _add(target: Room, amounts: Room, sign: int) -> None:
-    for r, a in amounts.items():
-        target[r] = target.get(r, 0) + sign * a
 
 
 def place_sets(
