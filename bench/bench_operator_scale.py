@@ -7,7 +7,7 @@ its own; each single job asks for it in an empty queue and so is admitted at onc
 how long the operator takes to give all stored jobs their reasons after it starts, then for
 each single job the time from its create to its admission, beside the floor of the same
 client creating a job and un-suspending it itself (the two writes the path needs, no
-decision); the operator's decision pass (the fast pass, on every change) and its full pass
+decision); the operator's decision pass (the decision pass, on every change) and its full pass
 (every job's position and reason, in the background: how long it took and how many ran
 while the singles were created); how far behind the watches run, read from the operator's
 ``sluice_watch_echo_seconds``: how long each of its own writes (a pending reason, an

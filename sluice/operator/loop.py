@@ -4,8 +4,8 @@ requeue, pending reasons).
 Woken by watch events (see ``_woken``) or by the periodic resync; only the Lease holder
 writes. At each wake it asks its pacing (``pacing.py``) what is due: the scheduler
 configuration read again, a decision pass, a full pass (``passes.py``; docs/scheduler.md,
-*Two passes: deciding and explaining*). The decision pass runs in the loop's turn; the full
-pass runs in the background beside it and never holds a decision up. Its threads and what
+*Two passes*). The decision pass runs in the loop's turn; the full pass runs in the
+background beside it and never holds a decision up. Its threads and what
 they read and write: docs/architecture.md, *Threads and tasks*.
 """
 
@@ -95,7 +95,7 @@ class SchedulingLoop:
         self.heartbeat = clock()  # last loop iteration, for the liveness endpoint
         self._leading = False
         self.memory = CollectorPacer()
-        self.explaining: asyncio.Task[None] | None = None
+        self.full_task: asyncio.Task[None] | None = None
         """The full pass running in the background, if one is."""
 
     async def run(self) -> None:
@@ -104,8 +104,8 @@ class SchedulingLoop:
         finally:
             # The full pass running in the background ends with the loop: Kopf, stopping,
             # would otherwise wait for it as for any task it did not start.
-            if self.explaining is not None:
-                self.explaining.cancel()
+            if self.full_task is not None:
+                self.full_task.cancel()
 
     async def _passes(self) -> None:
         await self.synced.wait()
@@ -174,8 +174,8 @@ class SchedulingLoop:
             self.state.notify()
             return
         if pacing.decides(changed, urgent):
-            await self.passes.decide(pacing.waited)
-        self._explain_when_due()
+            await self.passes.decision(pacing.waited)
+        self._full_when_due()
 
     def _behind(self) -> bool:
         """Whether this new leader must list everything again before its first pass, so it
@@ -191,7 +191,7 @@ class SchedulingLoop:
         one pass), the others after at most ``batch_seconds``. Whether a change woke it, and
         whether one that may let a job in did."""
         state, timing = self.state, self.pacing.timing
-        until = self.pacing.until_due(self._leading, self.explaining is not None)
+        until = self.pacing.until_due(self._leading, self.full_task is not None)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(state.wake.wait(), until)
             if not state.urgent.is_set():
@@ -200,21 +200,21 @@ class SchedulingLoop:
             await asyncio.sleep(timing.debounce_seconds)
         return state.wake.is_set(), state.urgent.is_set()
 
-    def _explain_when_due(self) -> None:
+    def _full_when_due(self) -> None:
         """Start the full pass in the background when one is due and allowed."""
-        if self.explaining is not None and self.explaining.done():
-            self.explaining = None
-        if self.explaining is None and self.pacing.explains():
-            self.explaining = asyncio.create_task(self._explain_logged())
+        if self.full_task is not None and self.full_task.done():
+            self.full_task = None
+        if self.full_task is None and self.pacing.full_due_now():
+            self.full_task = asyncio.create_task(self._full_logged())
 
-    async def _explain_logged(self) -> None:
+    async def _full_logged(self) -> None:
         try:
-            if await self.passes.explain():
+            if await self.passes.full():
                 self.decide_again()
         except Exception:
             # One bad full pass must not go unsaid: another is due (the loop is woken).
             log.exception("event=full-pass-failed")
-            self.pacing.explain_again()
+            self.pacing.full_again()
             self.state.notify(urgent=False)
 
     def decide_again(self) -> None:

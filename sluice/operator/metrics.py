@@ -26,7 +26,7 @@ CYCLE_SECONDS = Histogram(
 )
 DECISION_SECONDS = Histogram(
     "sluice_decision_duration_seconds",
-    "Time of one decision pass (snapshot, the fast pass's decisions), without the writes.",
+    "Time of one decision pass (snapshot, the decision pass's decisions), without the writes.",
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
     registry=REGISTRY,
 )

@@ -51,11 +51,11 @@ class Pacing:
         self.clock = clock
         self.config_read_at = float("-inf")
         self.decided_at = float("-inf")
-        self.explained_at = float("-inf")
+        self.full_started_at = float("-inf")
         """When the last full pass started."""
         self.urgent_at = float("-inf")
         """When the last change that may let a job in arrived."""
-        self.explain_due = True
+        self.full_due = True
         """Something changed since the last full pass started."""
         self.decide_due = False
         """A full pass found decisions no decision pass took since its snapshot: the next
@@ -88,9 +88,9 @@ class Pacing:
         may let a job in: ``urgent``); a full pass becomes due on the way when it should."""
         now = self.clock()
         resync = now - self.decided_at >= self.timing.resync_seconds
-        stale = now - self.explained_at >= self.timing.resync_seconds
+        stale = now - self.full_started_at >= self.timing.resync_seconds
         if urgent or ((changed or resync) and stale):
-            self.explain_due = True
+            self.full_due = True
         if urgent or resync or self.decide_due:
             self.decided_at = now
             self.decide_due = False
@@ -101,31 +101,31 @@ class Pacing:
         """Run a decision pass at the next wake, though no change may let a job in."""
         self.decide_due = True
 
-    def explain_again(self) -> None:
+    def full_again(self) -> None:
         """A full pass failed: another is due."""
-        self.explain_due = True
+        self.full_due = True
 
-    def explain_at(self) -> float:
+    def full_from(self) -> float:
         """When a due full pass may start."""
         timing = self.timing
-        earliest = self.explained_at + timing.full_pass_seconds
+        earliest = self.full_started_at + timing.full_pass_seconds
         quiet = self.urgent_at + timing.full_pass_seconds / 5
         return max(earliest, min(quiet, earliest + timing.resync_seconds))
 
-    def explains(self) -> bool:
+    def full_due_now(self) -> bool:
         """Whether a due full pass starts now (none is running): if so, it is started."""
-        if not self.explain_due or self.clock() < self.explain_at():
+        if not self.full_due or self.clock() < self.full_from():
             return False
-        self.explain_due = False
-        self.explained_at = self.clock()
+        self.full_due = False
+        self.full_started_at = self.clock()
         return True
 
-    def until_due(self, leading: bool, explaining: bool) -> float:
+    def until_due(self, leading: bool, full_running: bool) -> float:
         """Seconds the loop may sleep: until the resync, or until the next full pass may
         start when one is due (soon again while one still runs: it may be over by then)."""
         wait = self.timing.resync_seconds
-        if self.explain_due and leading:
-            if explaining:
+        if self.full_due and leading:
+            if full_running:
                 return min(wait, LOOK_AGAIN_SECONDS)
-            wait = min(wait, max(self.explain_at() - self.clock(), 0.0))
+            wait = min(wait, max(self.full_from() - self.clock(), 0.0))
         return wait

@@ -1,12 +1,12 @@
-"""The scheduling loop's two passes (docs/scheduler.md, *Two passes: deciding and
-explaining*), each on a thread of its own (its *lane*):
+"""The scheduling loop's two passes (docs/scheduler.md, *Two passes: the decision pass and
+the full pass*), each on a thread of its own (its *lane*):
 
-- the decision pass (``decide``): the fast pass of sluice/scheduler/fast.py takes the full
+- the decision pass (``decision``): sluice/scheduler/decision_pass.py takes the full
   cycle's decisions from only the waiting jobs that may be decided, and they are written at
   once (victims, then admissions); then the queues' statuses as they stand after them go to
   ``decided`` (the Queue reconciler writes those that changed), so a completion, a deletion
   or an admission shows in its queue's status at once;
-- the full pass (``explain``): the whole cycle, for every waiting job's position and reason,
+- the full pass (``full``): the whole cycle, for every waiting job's position and reason,
   the Queues' statuses (``decided`` too: the reconciler keeps the newer of the two) and the
   metrics. It never writes a decision and never holds one up.
 
@@ -37,7 +37,7 @@ from sluice.operator.memory import paused
 from sluice.operator.plan import Plan, plan
 from sluice.operator.state import ClusterSnapshot, ClusterState
 from sluice.scheduler.cycle import run_cycle
-from sluice.scheduler.fast import FastPath, FastResult
+from sluice.scheduler.decision_pass import DecisionPass, DecisionResult
 from sluice.scheduler.kept import SpecMemo
 from sluice.scheduler.model import CycleResult, Snapshot
 
@@ -48,7 +48,7 @@ T = TypeVar("T")
 Decided = Callable[[CycleResult, datetime], None]
 """Takes a pass's result and its time: the Queue reconciler's ``publish``."""
 
-LANES = ("decide", "explain")
+LANES = ("decision", "full")
 
 
 class Passes:
@@ -72,8 +72,8 @@ class Passes:
         }
         self.unreadable: Mapping[str, str] = {}
         """The objects the latest snapshot left out (each is logged once)."""
-        self.fast = FastPath()
-        self.specs = SpecMemo()  # the full pass's own: the fast pass keeps its in ``fast``
+        self.decision_pass = DecisionPass()
+        self.specs = SpecMemo()  # the full pass's own: the decision pass keeps its own
         self.formed: dict[str, WorkloadView] = {}
         """The workloads of plain pods the last decision pass saw, by key: they are formed
         anew each pass, so the pass compares them with these to find those that changed."""
@@ -92,7 +92,7 @@ class Passes:
     def forget(self) -> None:
         """Not leading: what a term carries from pass to pass starts over with the next."""
         self.usage = {}
-        self.fast = FastPath()
+        self.decision_pass = DecisionPass()
         self.formed = {}
 
     async def _in(self, lane: str, call: Callable[..., T], *args: Any) -> T:
@@ -129,13 +129,13 @@ class Passes:
         now = datetime.now(UTC)
         return self._noted(await self._in(lane, self.state.snapshot, now, self.max_queue_depth))
 
-    def _fast(self) -> tuple[ClusterSnapshot, Snapshot, FastResult, float]:
-        """On the decision lane, in one hop: the cluster as stored now, the fast pass's
+    def _decide(self) -> tuple[ClusterSnapshot, Snapshot, DecisionResult, float]:
+        """On the decision lane, in one hop: the cluster as stored now, the decision pass's
         decisions on it, and when the snapshot was taken (perf_counter). The workloads are
-        taken whole only by a new fast pass; after that, only those whose read changed
+        taken whole only by a new decision pass; after that, only those whose read changed
         (``ClusterState.decision_snapshot``), and the plain pods' that differ from the last
         pass's."""
-        whole = not self.fast.views
+        whole = not self.decision_pass.views
         taken, changed = self.state.decision_snapshot(
             datetime.now(UTC), self.max_queue_depth, whole
         )
@@ -149,10 +149,10 @@ class Passes:
         self.formed = formed
         took = time.perf_counter()
         try:
-            return taken, snapshot, paused(self.fast.decide, snapshot, changed), took
+            return taken, snapshot, paused(self.decision_pass.decide, snapshot, changed), took
         except BaseException:
             # What it was told is gone from the log: the next pass takes every workload.
-            self.fast, self.formed = FastPath(), {}
+            self.decision_pass, self.formed = DecisionPass(), {}
             raise
 
     def _write(self, result: CycleResult, taken: ClusterSnapshot, snapshot: Snapshot) -> bool:
@@ -161,7 +161,7 @@ class Passes:
         False when it does not."""
         if result.decisions and not self.elector.confirm():
             return False
-        writes = self._plan(result, taken, snapshot, self.fast.views)
+        writes = self._plan(result, taken, snapshot, self.decision_pass.views)
         self.executor.run(replace(writes, reasons=(), pending=None), self.elector.holds)
         return True
 
@@ -172,7 +172,7 @@ class Passes:
         snapshot: Snapshot,
         seen: Mapping[str, WorkloadView] | None = None,
     ) -> Plan:
-        """``seen``: the snapshot's jobs by key, when the pass has them so (the fast pass)."""
+        """``seen``: the snapshot's jobs by key, when the pass has them so (the decision pass)."""
         # Each decision rests on the spec generation and queue the pass saw.
         jobs = {d.job for d in result.decisions}
         if seen is None:
@@ -203,64 +203,67 @@ class Passes:
         metrics.UNSURE_JOBS.set(len(self.executor.unsure))
         self.published = (dict(stats.by_kind), stats.conflicts)
 
-    def _sampled(self, fast: FastResult) -> None:
+    def _sampled(self, outcome: DecisionResult) -> None:
         """The usage the pass sampled, once what it decided is written (or it decided
         nothing): the next pass carries it forward from then."""
-        if fast.usage:
-            self.usage = dict(fast.usage)
+        if outcome.usage:
+            self.usage = dict(outcome.usage)
 
-    async def decide(self, waited: float = 0.0) -> CycleResult | None:
-        """The decision pass: the full cycle's decisions from the fast pass, written at once,
-        then the queues' statuses as they stand after them (``decided``). ``waited``: how
-        long the change that woke it waited for it (s), for the log."""
+    async def decision(self, waited: float = 0.0) -> CycleResult | None:
+        """The decision pass: the full cycle's decisions, from only the jobs that may be
+        decided, written at once, then the queues' statuses as they stand after them
+        (``decided``). ``waited``: how long the change that woke it waited for it (s), for the
+        log."""
         started = time.perf_counter()
-        if not await self._sure("decide"):
+        if not await self._sure("decision"):
             return None
-        taken, snapshot, fast, took = await self._in("decide", self._fast)
+        taken, snapshot, outcome, took = await self._in("decision", self._decide)
         self._noted(taken, whole=False)
-        fasted = time.perf_counter()
-        metrics.DECISION_SECONDS.observe(fasted - started)
-        result = CycleResult(queue_order=(), queues={}, decisions=fast.decisions)
+        decided_at = time.perf_counter()
+        metrics.DECISION_SECONDS.observe(decided_at - started)
+        result = CycleResult(queue_order=(), queues={}, decisions=outcome.decisions)
         stragglers = any(w.stragglers for w in taken.pod_workloads.values())
         if not self.elector.holds():
             return result
         if not (result.decisions or stragglers):
-            self._sampled(fast)
-            return await self._statuses(result, fast, snapshot.now)
+            self._sampled(outcome)
+            return await self._statuses(result, outcome, snapshot.now)
         # Before the write: a full pass running now says nothing more of these jobs.
         self.decided_since.update(d.job for d in result.decisions)
-        if not await self._in("decide", self._write, result, taken, snapshot):
+        if not await self._in("decision", self._write, result, taken, snapshot):
             self.state.notify()  # decided again once the Lease is sure (or by the next holder)
             return result
-        self._sampled(fast)
+        self._sampled(outcome)
         self._count_writes()
         written = time.perf_counter()
-        result = await self._statuses(result, fast, snapshot.now)
+        result = await self._statuses(result, outcome, snapshot.now)
         if result.decisions:
             log.info(
                 "event=decided decisions=%d listed=%d runs=%d seconds=%.3f waited=%.3f"
                 " snapshot=%.3f fast=%.3f written=%.3f statuses=%.3f",
                 len(result.decisions),
-                fast.listed,
-                fast.runs,
+                outcome.listed,
+                outcome.runs,
                 time.perf_counter() - started,
                 waited,
                 took - started,
-                fasted - took,
-                written - fasted,
+                decided_at - took,
+                written - decided_at,
                 time.perf_counter() - written,
             )
         return result
 
-    async def _statuses(self, result: CycleResult, fast: FastResult, now: datetime) -> CycleResult:
+    async def _statuses(
+        self, result: CycleResult, outcome: DecisionResult, now: datetime
+    ) -> CycleResult:
         """The queues' statuses after the pass's decisions, worked out on its lane once they
         are written, handed to ``decided`` (the Queue reconciler writes those that changed)."""
-        queues = await self._in("decide", fast.queues)
+        queues = await self._in("decision", outcome.queues)
         shown = replace(result, queues=queues)
         self.decided(shown, now)
         return shown
 
-    async def explain(self) -> bool:
+    async def full(self) -> bool:
         """The full pass: every waiting job's position and reason, the Queues' statuses and
         the metrics, from the whole cycle. Its decisions are the decision passes' to write:
         what it says of a job they decided about since its snapshot is left out. Whether it
@@ -268,11 +271,11 @@ class Passes:
         before it): one more decision pass then makes sure."""
         self.decided_since = set()
         started = time.perf_counter()
-        taken = await self._taken("explain")
+        taken = await self._taken("full")
         if taken is None:
             return False
         snapshot = replace(taken.snapshot, usage=self.usage)
-        full: CycleResult = await self._in("explain", paused, run_cycle, snapshot, self.specs)
+        full: CycleResult = await self._in("full", paused, run_cycle, snapshot, self.specs)
         metrics.CYCLE_SECONDS.observe(time.perf_counter() - started)
         if not self.elector.holds():
             return False  # lost the Lease while explaining: write nothing
@@ -281,7 +284,7 @@ class Passes:
         result = replace(
             full, decisions=(), pending=tuple(p for p in full.pending if p.job not in decided)
         )
-        writes = await self._in("explain", self._plan, result, taken, snapshot)
+        writes = await self._in("full", self._plan, result, taken, snapshot)
         running = asyncio.get_running_loop()
 
         def publish() -> None:
@@ -289,11 +292,11 @@ class Passes:
             running.call_soon_threadsafe(self.decided, full, snapshot.now)
 
         await self._in(
-            "explain", self.executor.run, writes, self.elector.holds, publish, BACKGROUND_WRITERS
+            "full", self.executor.run, writes, self.elector.holds, publish, BACKGROUND_WRITERS
         )
         metrics.APPLY_SECONDS.observe(time.perf_counter() - written)
         self._count_writes()
-        await self._in("explain", metrics.publish, full, snapshot.queues)
+        await self._in("full", metrics.publish, full, snapshot.queues)
         log.info(
             "event=explained pending=%d seconds=%.3f",
             len(result.pending),

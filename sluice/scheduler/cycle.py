@@ -48,7 +48,7 @@ def run_cycle(snapshot: Snapshot, specs: SpecMemo | None = None) -> CycleResult:
 class Decided:
     """A cycle's decisions, and the session they were taken in: what the queues' statuses
     show is worked out from it only when asked (``queues``), once, after the last run of the
-    fast pass (sluice/scheduler/fast.py)."""
+    decision pass (sluice/scheduler/decision_pass.py)."""
 
     __slots__ = ("decisions", "outcome", "session")
 
@@ -71,8 +71,8 @@ class Decided:
 
 def decide(snapshot: Snapshot, kept: Kept | None = None) -> Decided:
     """The decisions of a cycle, without what explains the jobs that wait (positions,
-    reasons): what the fast pass runs (sluice/scheduler/fast.py). ``kept``: what the last
-    session worked out, taken where it still holds (sluice/scheduler/kept.py)."""
+    reasons): what the decision pass runs (sluice/scheduler/decision_pass.py). ``kept``:
+    what the last session worked out, taken where it still holds (sluice/scheduler/kept.py)."""
     session = Session(snapshot, kept)
     return Decided(session, _act(session))
 
@@ -148,7 +148,7 @@ class _Counts:
 
 
 def _counts(session: Session, outcome: Outcome) -> dict[str, _Counts]:
-    """Each queue's own jobs by state, after the decisions (the jobs the fast pass left out
+    """Each queue's own jobs by state, after the decisions (the jobs the decision pass left out
     counted in)."""
     counts = {name: _Counts() for name in session.queues}
     for job in outcome.evicted:

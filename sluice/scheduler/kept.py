@@ -1,5 +1,6 @@
 """What a Session works out that the next one would work out again: kept from one session
-to the next by the fast pass (sluice/scheduler/fast.py), which runs a session on every event.
+to the next by the decision pass (sluice/scheduler/decision_pass.py), which runs a session
+on every event.
 
 A session on a cluster of 10,000 queues spends most of its time on what the few jobs of an
 event do not change: the node index, a record per queue, each queue's request and each
@@ -69,7 +70,7 @@ class Kept:
         self.total: Resources = EMPTY
         """The cluster's total of ``placement``, added up by the first session on it: one
         object while the nodes stay the same (what is kept below it is compared by identity).
-        The fast pass's frame needs the placement alone."""
+        The decision pass's frame needs the placement alone."""
         self.total_of: Placement | None = None
         """The ``placement`` that ``total`` was added up on."""
         self.queues_from: tuple[object, ...] | None = None

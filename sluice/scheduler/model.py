@@ -59,8 +59,8 @@ class Snapshot:
     """The cluster's Topologies: the levels workloads may ask to be placed in one domain of."""
     unlisted: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     """Leaf queue -> the summed request of its waiting workloads left out of ``workloads``
-    (the fast pass lists only those it may decide about, sluice/scheduler/fast.py): they
-    count in what the queue asks for, as if listed."""
+    (the decision pass lists only those it may decide about,
+    sluice/scheduler/decision_pass.py): they count in what the queue asks for, as if listed."""
     unlisted_jobs: Mapping[str, int] = field(default_factory=dict)
     """Leaf queue -> how many waiting workloads ``unlisted`` sums: they count in its pending."""
     unlisted_finished: Mapping[str, int] = field(default_factory=dict)

@@ -1,5 +1,5 @@
 """The records a Session keeps of each job and each queue during a cycle (sluice/scheduler/
-session.py): plain data the actions read and change, and the fast pass keeps from one
+session.py): plain data the actions read and change, and the decision pass keeps from one
 session to the next (sluice/scheduler/kept.py)."""
 
 from __future__ import annotations

@@ -480,7 +480,7 @@ class Session:
                         add_room(wanted, job.request)
                     add_room(wanted, unlisted.get(info.name, {}))
                 parts = tuple(wanted.items())
-            else:  # its unlisted jobs' request alone (most leaves, on the fast pass)
+            else:  # its unlisted jobs' request alone (most leaves, on the decision pass)
                 wanted = dict(unlisted.get(info.name, {}))
                 parts = tuple(wanted.items())
             if requests is not None:

@@ -36,22 +36,22 @@ class Recorder:
     def __init__(self) -> None:
         self.calls: list[str] = []
         self.ran = asyncio.Event()
-        self.explained = asyncio.Event()
-        self.hold_explaining = asyncio.Event()
-        self.hold_explaining.set()
+        self.full_done = asyncio.Event()
+        self.hold_full = asyncio.Event()
+        self.hold_full.set()
         self.config_readable = True
         self.config_tried = asyncio.Event()
         self.found_decisions = False
         self.loop: SchedulingLoop
 
-    async def decide(self, waited: float = 0.0) -> None:
-        self.calls.append("decide")
+    async def decision(self, waited: float = 0.0) -> None:
+        self.calls.append("decision")
         self.ran.set()
 
-    async def explain(self) -> bool:
-        self.calls.append("explain")
-        await self.hold_explaining.wait()
-        self.explained.set()
+    async def full(self) -> bool:
+        self.calls.append("full")
+        await self.hold_full.wait()
+        self.full_done.set()
         return self.found_decisions
 
     def forget(self) -> None:
@@ -108,8 +108,8 @@ async def test_a_burst_of_events_makes_one_cycle_and_a_new_leader_lists_first() 
             loop.state.notify()
         await recorder.ran.wait()
         await settle()
-        assert recorder.calls[:3] == ["relist", "config", "decide"]
-        assert recorder.calls.count("decide") == 1
+        assert recorder.calls[:3] == ["relist", "config", "decision"]
+        assert recorder.calls.count("decision") == 1
         assert not loop.state.wake.is_set()  # the burst was folded into that one pass
     finally:
         task.cancel()
@@ -128,7 +128,7 @@ async def test_a_leader_whose_listing_began_after_it_took_the_lease_does_not_lis
         await recorder.ran.wait()
     finally:
         task.cancel()
-    assert recorder.calls[:2] == ["config", "decide"]
+    assert recorder.calls[:2] == ["config", "decision"]
     loop.state.listed_at = 99.5  # began before it took the Lease: listed again
     loop._leading = False
     recorder.ran.clear()
@@ -166,7 +166,7 @@ async def test_a_new_leader_that_cannot_list_says_so_in_one_line_and_lists_again
             await recorder.ran.wait()
     finally:
         task.cancel()
-    assert recorder.calls[:5] == ["relist", "relist", "relist", "config", "decide"]
+    assert recorder.calls[:5] == ["relist", "relist", "relist", "config", "decision"]
     failed = [r for r in caplog.records if "event=relist-failed" in r.getMessage()]
     assert len(failed) == 2
     assert all(r.levelno == logging.WARNING and r.exc_info is None for r in failed)
@@ -186,7 +186,7 @@ async def test_a_follower_keeps_listening_but_never_cycles() -> None:
         elector.leading = True
         loop.state.notify()
         await recorder.ran.wait()
-        assert recorder.calls[:3] == ["relist", "config", "decide"]
+        assert recorder.calls[:3] == ["relist", "config", "decision"]
     finally:
         task.cancel()
 
@@ -200,8 +200,8 @@ async def test_a_change_that_only_updates_statuses_waits_for_one_that_may_admit(
         assert recorder.calls == []  # batched: the loop stays free for what comes next
         loop.state.notify()  # a job is created
         await recorder.ran.wait()
-        assert recorder.calls[:3] == ["relist", "config", "decide"]
-        assert recorder.calls.count("decide") == 1
+        assert recorder.calls[:3] == ["relist", "config", "decision"]
+        assert recorder.calls.count("decision") == 1
         assert not loop.state.wake.is_set()  # both folded into that one pass
     finally:
         task.cancel()
@@ -213,7 +213,7 @@ async def test_a_new_leaders_first_wake_decides_even_for_a_change_only_statuses_
     try:
         loop.state.notify(urgent=False)
         await recorder.ran.wait()
-        assert recorder.calls[:3] == ["relist", "config", "decide"]
+        assert recorder.calls[:3] == ["relist", "config", "decision"]
     finally:
         task.cancel()
 
@@ -225,10 +225,10 @@ async def test_no_cycle_runs_before_the_configured_policy_could_be_read() -> Non
     try:
         loop.state.notify()
         await recorder.config_tried.wait()  # it keeps trying
-        assert "decide" not in recorder.calls
+        assert "decision" not in recorder.calls
         recorder.config_readable = True
         await recorder.ran.wait()
-        assert recorder.calls[-2:] == ["config", "decide"]
+        assert recorder.calls[-2:] == ["config", "decision"]
     finally:
         task.cancel()
 
@@ -237,42 +237,42 @@ async def test_decisions_never_wait_for_the_full_pass() -> None:
     """The full pass runs in the background: changes that come while it runs are decided at
     once, and no second full pass starts beside it."""
     loop, recorder = start(Elector(leading=True), debounce=0, full_pass=0)
-    recorder.hold_explaining.clear()  # the full pass takes its time
+    recorder.hold_full.clear()  # the full pass takes its time
     task = asyncio.create_task(loop.run())
     try:
         loop.state.notify()
         await recorder.ran.wait()
         await settle()
-        assert recorder.calls == ["relist", "config", "decide", "explain"]
+        assert recorder.calls == ["relist", "config", "decision", "full"]
         for _ in range(3):
             recorder.ran.clear()
             loop.state.notify()
             await recorder.ran.wait()
-        assert recorder.calls.count("decide") == 4
-        assert recorder.calls.count("explain") == 1
-        recorder.hold_explaining.set()
-        await recorder.explained.wait()
+        assert recorder.calls.count("decision") == 4
+        assert recorder.calls.count("full") == 1
+        recorder.hold_full.set()
+        await recorder.full_done.wait()
     finally:
         task.cancel()
 
 
 async def test_a_full_pass_that_fails_is_run_again() -> None:
     loop, recorder = start(Elector(leading=True), debounce=0, batch=0, full_pass=0)
-    failing = recorder.explain
+    failing = recorder.full
 
-    async def explain() -> bool:
-        if recorder.calls.count("explain") == 0:
-            recorder.calls.append("explain")
+    async def full() -> bool:
+        if recorder.calls.count("full") == 0:
+            recorder.calls.append("full")
             raise RuntimeError("a bad full pass")
         return await failing()
 
-    recorder.explain = explain  # type: ignore[method-assign]
+    recorder.full = full  # type: ignore[method-assign]
     task = asyncio.create_task(loop.run())
     try:
         loop.state.notify()
-        await recorder.explained.wait()
+        await recorder.full_done.wait()
         # Run again on its own: the wake it asks for is not one a decision pass is for.
-        assert recorder.calls == ["relist", "config", "decide", "explain", "explain"]
+        assert recorder.calls == ["relist", "config", "decision", "full", "full"]
     finally:
         task.cancel()
 
@@ -283,10 +283,10 @@ async def test_a_full_pass_that_found_decisions_not_taken_gets_a_decision_pass()
     task = asyncio.create_task(loop.run())
     try:
         loop.state.notify()
-        await recorder.explained.wait()
+        await recorder.full_done.wait()
         recorder.ran.clear()
         await recorder.ran.wait()
-        assert recorder.calls == ["relist", "config", "decide", "explain", "decide"]
+        assert recorder.calls == ["relist", "config", "decision", "full", "decision"]
     finally:
         task.cancel()
 
@@ -305,26 +305,26 @@ def test_the_decision_pass_is_told_what_changed_and_starts_over_when_it_fails() 
     loop.state.on_workload("ADDED", suspended_job("a", 1))
     loop.state.on_workload("ADDED", suspended_job("b", 2))
     told: list[Any] = []
-    decide = loop.passes.fast.decide
+    decide = loop.passes.decision_pass.decide
 
     def spy(snapshot: Any, changed: Any = None) -> Any:
         told.append(None if changed is None else sorted(changed))
         return decide(snapshot, changed)
 
-    loop.passes.fast.decide = spy  # type: ignore[method-assign]
-    loop.passes._fast()
+    loop.passes.decision_pass.decide = spy  # type: ignore[method-assign]
+    loop.passes._decide()
     loop.state.on_workload("ADDED", suspended_job("c", 3))
-    loop.passes._fast()
+    loop.passes._decide()
     assert told == [None, ["ns/c"]]
-    assert sorted(loop.passes.fast.views) == ["ns/a", "ns/b", "ns/c"]
+    assert sorted(loop.passes.decision_pass.views) == ["ns/a", "ns/b", "ns/c"]
 
     def fail(snapshot: Any, changed: Any = None) -> Any:
         raise RuntimeError("a pass that fails")
 
-    loop.passes.fast.decide = fail  # type: ignore[method-assign]
+    loop.passes.decision_pass.decide = fail  # type: ignore[method-assign]
     loop.state.on_workload("DELETED", suspended_job("a", 4))
     with pytest.raises(RuntimeError):
-        loop.passes._fast()
-    taken, *_ = loop.passes._fast()  # a new fast pass: every workload again
-    assert sorted(loop.passes.fast.views) == ["ns/b", "ns/c"]
+        loop.passes._decide()
+    taken, *_ = loop.passes._decide()  # a new decision pass: every workload again
+    assert sorted(loop.passes.decision_pass.views) == ["ns/b", "ns/c"]
     assert sorted(j.key for j in taken.snapshot.workloads) == ["ns/b", "ns/c"]

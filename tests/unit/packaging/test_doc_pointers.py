@@ -2,7 +2,8 @@
 when it names one), and a reference such as ``docs/scheduler.md, *Topology*`` in the README,
 the docs or the code names a file that exists and a section that file has. A section is a
 heading, or a paragraph or list item that opens with its name in bold; a reference may name
-the section's opening words only (*Two passes* for "Two passes: deciding and explaining")."""
+the section's opening words only (*Two passes* for "Two passes: the decision pass and the
+full pass")."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """What a session keeps for the next one (sluice/scheduler/kept.py): it is taken only where
 its inputs are the same, and a session handed it works out what one without it does.
-The fast pass's property test (test_fast_path.py) checks the decisions on random events;
+The decision pass's property test (test_decision_pass.py) checks the decisions on random events;
 these check what is kept itself."""
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from sluice.api.errors import ConfigError
 from sluice.api.queue import Queue, QueueUsage
 from sluice.scheduler import usage
 from sluice.scheduler.cycle import run_cycle
-from sluice.scheduler.fast import FastPath
+from sluice.scheduler.decision_pass import DecisionPass
 
 HOUR = 3600.0
 
@@ -197,12 +197,12 @@ def test_the_decision_pass_samples_what_the_cycle_samples_its_penalties_included
     queues = [used(queue("a"), HOUR, cpu=100.0), queue("b")]
     jobs = [running("a-r", "a", cpu=2), job("a1", "a"), job("b1", "b")]
     snap = snapshot(queues, jobs, [node(cpu=4)], config=usage_config())
-    fast = FastPath().decide(snap)
+    fast = DecisionPass().decide(snap)
     full = run_cycle(snap)
     assert fast.decisions == full.decisions and len(fast.decisions) == 2
     assert fast.usage == {n: q.usage for n, q in full.queues.items() if q.usage is not None}
     assert fast.usage["b"].resources == {"cpu": pytest.approx(60.0)}  # b1's entry penalty
-    off = FastPath().decide(snapshot(queues, jobs, [node(cpu=4)]))
+    off = DecisionPass().decide(snapshot(queues, jobs, [node(cpu=4)]))
     assert off.usage == {} and off.decisions
 
 

@@ -1,4 +1,4 @@
-"""The fast pass: a cycle's decisions, from only the waiting jobs that may be decided.
+"""The decision pass: a cycle's decisions, from only the waiting jobs that may be decided.
 
 A full cycle orders, places or explains every stored job. The decisions do not need that:
 waiting jobs of one queue that are alike (same priority class, preemption policy, request,
@@ -27,7 +27,7 @@ The kinds are kept across passes, by the identity of each job's view: a pass loo
 each stored job (is it the view seen last time?), then works on the kinds that may be
 admitted and the admitted jobs, never on a sort of every waiting job. The decisions are
 those the full cycle (``cycle.run_cycle``) would take on the same snapshot:
-tests/unit/scheduler/test_fast_path.py checks it on random sequences of events.
+tests/unit/scheduler/test_decision_pass.py checks it on random sequences of events.
 """
 
 from __future__ import annotations
@@ -90,11 +90,11 @@ class _Alike:
     request: Mapping[str, int]
     waiting: list[tuple[datetime, str]] = field(default_factory=list)
     stuck: bool = False
-    """No pass admits any of them while the frame stays as it is (``FastPath._stuck``)."""
+    """No pass admits any of them while the frame stays as it is (``DecisionPass._stuck``)."""
 
 
 @dataclass(frozen=True, slots=True)
-class FastResult:
+class DecisionResult:
     decisions: tuple[Decision, ...]
     listed: int
     """Jobs listed in the pass's last run."""
@@ -112,7 +112,7 @@ class FastResult:
         return {} if self.decided is None else self.decided.queues()
 
 
-class FastPath:
+class DecisionPass:
     """The waiting jobs by kind, kept from one pass to the next."""
 
     def __init__(self, first: int = FIRST, whole: int = WHOLE) -> None:
@@ -138,7 +138,7 @@ class FastPath:
 
     def decide(
         self, snapshot: Snapshot, changed: Mapping[str, WorkloadView | None] | None = None
-    ) -> FastResult:
+    ) -> DecisionResult:
         """The decisions the full cycle would take on the snapshot.
 
         ``changed``: when given, the snapshot's workloads are not looked at: the workloads
@@ -153,7 +153,7 @@ class FastPath:
             # Usage orders the jobs of a queue by namespace: every one is listed.
             every = snapshot.workloads if changed is None else tuple(self.views.values())
             whole = decide(replace(snapshot, workloads=every), self.kept)
-            return FastResult(whole.decisions, len(every), 1, whole.usage(), whole)
+            return DecisionResult(whole.decisions, len(every), 1, whole.usage(), whole)
         selective = self.frame.selective
         widths: dict[Kind, int] = {}
         runs = 0
@@ -173,7 +173,7 @@ class FastPath:
             admitted = {d.job for d in decided.decisions if d.action == "admit"}
             used_up = [kind for kind, keys in shown.items() if admitted.issuperset(keys)]
             if not used_up:
-                return FastResult(decided.decisions, len(listed), runs, decided=decided)
+                return DecisionResult(decided.decisions, len(listed), runs, decided=decided)
             for kind in used_up:
                 widths[kind] = len(shown[kind]) * WIDER
 

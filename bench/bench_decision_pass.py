@@ -1,4 +1,4 @@
-"""The fast pass against the full cycle, in the pure core: the time from an event to its
+"""The decision pass against the full cycle, in the pure core: the time from an event to its
 decisions, at 1,000 queues / 40,000 jobs and at ten times that.
 
 Two clusters, each at both sizes:
@@ -10,7 +10,7 @@ Two clusters, each at both sizes:
   waiting job drawn at random, so nearly each is of a kind of its own), settled by one full
   cycle first; each event finishes one running job, which frees its room.
 
-For each event the fast pass decides twice, each with its own FastPath kept across the
+For each event the decision pass decides twice, each with its own DecisionPass kept across the
 events: ``whole``, handed every stored job and comparing them with those it filed, and
 ``told``, handed only the jobs that changed, as the operator's decision pass is (its change
 log, ``ClusterState.decision_snapshot``); the full cycle decides on the same snapshot. The
@@ -19,11 +19,11 @@ takes from a ClusterState holding the same views is timed too: ``copy``, every s
 copied (``ClusterState.snapshot``), and ``log``, every view but the workloads' and the
 workloads that changed. Printed: the median per event of each (wall; the told pass's and the
 full cycle's CPU beside them), the ratio told/full, and the jobs the told pass listed. The
-first fast pass files every stored job (once per operator term): shown apart.
+first decision pass files every stored job (once per operator term): shown apart.
 
-Run: ``.venv/bin/python -m bench.bench_fast_path`` (``--quick``: 1,000 queues only;
+Run: ``.venv/bin/python -m bench.bench_decision_pass`` (``--quick``: 1,000 queues only;
 ``--clusters stored``: one of the two).
-Target: the told fast pass's median at 1,000 queues / 40,000 jobs at most a fifth of the
+Target: the told decision pass's median at 1,000 queues / 40,000 jobs at most a fifth of the
 full cycle's on the stored cluster (the living bench_operator_scale then meets its 0.2 s).
 """
 
@@ -49,7 +49,7 @@ from sluice.api.views import JOB_KIND, MAIN_POD_SET, JobPhase, PodSet, WorkloadV
 from sluice.operator.memory import paused
 from sluice.operator.state import ClusterState
 from sluice.scheduler.cycle import apply_decisions, run_cycle
-from sluice.scheduler.fast import FastPath
+from sluice.scheduler.decision_pass import DecisionPass
 from sluice.scheduler.model import Snapshot
 from sluice.scheduler.snapshot import Read, View
 
@@ -156,7 +156,7 @@ def measure(cluster: str, size: Size) -> dict[str, Any]:
     if cluster == "generated":
         _progress(f"  {cluster} {size.queues:,} queues: settling")
         snapshot = apply_decisions(snapshot, paused(run_cycle, snapshot), snapshot.now)
-    fast, told = FastPath(), FastPath()
+    fast, told = DecisionPass(), DecisionPass()
     state = holding(snapshot)
     gc.collect()
     started = time.perf_counter()
@@ -214,7 +214,7 @@ def measure(cluster: str, size: Size) -> dict[str, Any]:
 
 
 def _child(cluster: str, size: Size) -> dict[str, Any]:
-    command = [sys.executable, "-m", "bench.bench_fast_path", "--child", cluster]
+    command = [sys.executable, "-m", "bench.bench_decision_pass", "--child", cluster]
     command += ["--scale", str(size.departments // BASE.departments)]
     done = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True)
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
@@ -256,13 +256,13 @@ def main(argv: list[str]) -> int:
         )
     print("(median per event of", EVENTS, "events, wall unless (cpu); the same decisions from")
     print(" all three, checked; copy/log: the snapshot from a ClusterState of the same views,")
-    print(" every view copied / the workloads' change log; whole: the fast pass handed every")
+    print(" every view copied / the workloads' change log; whole: the decision pass handed every")
     print(" stored job; told: handed the changed ones; full: the whole cycle on the same")
     print(" snapshot, the floor to beat; first: the first pass of a term, which files every job)")
     base = rows[0]
     ratio = base["told"] / base["full"]
     print(
-        f"\ntarget: told fast pass <= {TARGET_RATIO:g} x the full cycle, stored cluster at "
+        f"\ntarget: told decision pass <= {TARGET_RATIO:g} x the full cycle, stored cluster at "
         f"{base['queues']:,} queues: {ratio:.2f}: {'met' if ratio <= TARGET_RATIO else 'NOT met'}"
     )
     return 0

@@ -1,16 +1,16 @@
-"""The fast pass decides as the full cycle does: random sequences of events (jobs created in
-bursts of alike ones, finished, deleted; queues and nodes changed) go through one FastPath
+"""The decision pass decides as the full cycle does: random sequences of events (jobs created in
+bursts of alike ones, finished, deleted; queues and nodes changed) go through one DecisionPass
 kept across the whole sequence and, after every event, through the full cycle on the same
 cluster. Each step's decisions must be the same, so the same jobs end admitted and evicted
 and none is admitted that the full cycle would not admit; the cluster moves on by them, and
 no admission may take a queue over its capability, or leave it over, in a resource the job
 asks for.
 
-Some jobs are stuck for a while (sluice/scheduler/fast.py leaves them unlisted): they ask
+Some jobs are stuck for a while (sluice/scheduler/decision_pass.py leaves them unlisted): they ask
 more than any node holds, a resource (gpu) or a label (zone) only some nodes have now and
 then, or more than their queue's capability; node and queue changes unstick them.
 
-The FastPath keeps what its sessions work out from one pass to the next
+The DecisionPass keeps what its sessions work out from one pass to the next
 (sluice/scheduler/kept.py): the node index, the queue records, each queue's request and
 each parent's split, what the pods take. So the events also change each of their inputs
 alone: one queue's weight, guarantee or capability, a priority class's value, a node, and
@@ -32,7 +32,7 @@ from sluice.api.queue import Guarantee, Queue
 from sluice.api.resources import Resources
 from sluice.api.views import JobPhase, NodeView, PodView, WorkloadView
 from sluice.scheduler.cycle import apply_decisions, run_cycle
-from sluice.scheduler.fast import FastPath, FastResult
+from sluice.scheduler.decision_pass import DecisionPass, DecisionResult
 from sluice.scheduler.model import Snapshot
 
 ACTIONS = "enqueue, allocate, reclaim, preempt, backfill"
@@ -279,14 +279,14 @@ def test_the_fast_pass_decides_as_the_full_cycle(seed: int, steps: int) -> None:
     rng = random.Random(seed)
     world = World(rng)
     first, whole = rng.choice((1, 2)), rng.choice((0, 0, 3))
-    fast = FastPath(first, whole)
-    told = FastPath(first, whole)  # told only the jobs that changed, as the operator does
+    fast = DecisionPass(first, whole)
+    told = DecisionPass(first, whole)  # told only the jobs that changed, as the operator does
     last: dict[str, WorkloadView] = {}
     for step in range(steps):
         kind = world.event()
         snap = world.snapshot()
         full = run_cycle(snap)
-        quick: FastResult = fast.decide(snap)
+        quick: DecisionResult = fast.decide(snap)
         assert decided(quick) == decided(full), f"step {step} ({kind}), config {world.config}"
         # The queues' statuses, which the decision pass writes, are the full cycle's.
         assert quick.queues() == full.queues, f"step {step} ({kind}), the queues' statuses"
@@ -307,7 +307,7 @@ def test_a_used_up_kind_is_listed_further() -> None:
     the pass runs again with more listed, and admits the seven the full cycle admits."""
     jobs = [job(f"j{i}", "a", cpu=1, created=i) for i in range(10)]
     snap = snapshot([queue("a")], jobs, [node(cpu=7)], config={"actions": ACTIONS})
-    result = FastPath(first=2, whole=0).decide(snap)
+    result = DecisionPass(first=2, whole=0).decide(snap)
     assert decided(result) == decided(run_cycle(snap))
     assert [d.job for d in result.decisions] == [f"ns/j{i}" for i in range(7)]
     assert result.runs == 2
@@ -318,7 +318,7 @@ def test_waiting_jobs_alike_past_the_first_are_not_listed() -> None:
     held = job("held", "a", cpu=3, phase=JobPhase.RUNNING, admitted=0)
     jobs = [job(f"j{i}", "a", cpu=2, created=i) for i in range(1000)]
     snap = snapshot([queue("a")], [held, *jobs], [node(cpu=4)], config={"actions": ACTIONS})
-    fast = FastPath(first=2)
+    fast = DecisionPass(first=2)
     result = fast.decide(snap)
     assert result.decisions == () and result.listed == 3 and result.runs == 1
     # One finishes elsewhere... the next pass looks only at the changed job.
@@ -333,7 +333,7 @@ def test_a_kind_no_node_can_hold_is_not_listed_until_the_nodes_change() -> None:
     counts for their queue; a bigger node unsticks them, and they are admitted."""
     jobs = [job(f"j{i}", "a", cpu=9, created=i) for i in range(1000)]
     snap = snapshot([queue("a")], jobs, [node(cpu=4)], config={"actions": ACTIONS})
-    fast = FastPath(first=2)
+    fast = DecisionPass(first=2)
     result = fast.decide(snap)
     assert result.decisions == () and result.listed == 0
     assert fast.stuck_request == {"a": {"cpu": 9000 * 1000}}
@@ -348,7 +348,7 @@ def test_a_kind_over_its_queues_capability_is_not_listed_until_the_queue_changes
     jobs = [job(f"j{i}", "b", cpu=3, created=i) for i in range(10)]
     queues = [queue("d", capability={"cpu": 2}), queue("b", "d")]
     snap = snapshot(queues, jobs, [node(cpu=8)], config={"actions": ACTIONS})
-    fast = FastPath(first=1, whole=0)
+    fast = DecisionPass(first=1, whole=0)
     assert fast.decide(snap).listed == 0
     lifted = replace(snap, queues=[queue("d", capability={"cpu": 6}), queue("b", "d")])
     result = fast.decide(lifted)
