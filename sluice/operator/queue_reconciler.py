@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -241,10 +241,9 @@ class QueueReconciler:
             )
         )
 
-    async def run(self, leading: Callable[[], Awaitable[None]]) -> None:
-        """Once ``leading()`` has returned (the Lease is held), for as long as the process
-        runs: a replica that loses the Lease ends."""
-        await leading()
+    async def run(self) -> None:
+        """For as long as the process runs, from when the manager starts it (once the Lease
+        is held): a replica that loses the Lease ends."""
         self.enqueue(*RESERVED_QUEUES, *self.state.queue_reads()[1])
         limit = asyncio.Semaphore(WRITERS)
         while True:

@@ -270,8 +270,8 @@ def runnables(
         Runnable("kopf", kopf_run, stop=partial(_settle, kopf_stop)),
         watching(resumed(parts.api, state, options.workloads, versions, view)),
         Runnable("loop", parts.loop.run),
-        Runnable("queues", partial(queues.run, _held), needs_lease=True),
-        Runnable("topologies", partial(topologies.run, _held), needs_lease=True),
+        Runnable("queues", queues.run, needs_lease=True),
+        Runnable("topologies", topologies.run, needs_lease=True),
     ]
     if view is not None:
         dashboard = partial(
@@ -284,11 +284,6 @@ def runnables(
 def _settle(flag: asyncio.Future[None]) -> None:
     if not flag.done():
         flag.set_result(None)
-
-
-async def _held() -> None:
-    """What the reconcilers wait for before they write: the manager starts them once the
-    Lease is held."""
 
 
 def _dashboard(parts: Parts, options: OperatorOptions) -> DashboardView | None:

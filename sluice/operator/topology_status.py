@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
 from sluice.api.constants import TOPOLOGY_KIND
@@ -40,10 +39,9 @@ class TopologyReconciler:
         acts on it)."""
         self.wake.set()
 
-    async def run(self, leading: Callable[[], Awaitable[None]]) -> None:
-        """Once ``leading()`` has returned (the Lease is held), for as long as the process
-        runs."""
-        await leading()
+    async def run(self) -> None:
+        """For as long as the process runs, from when the manager starts it (once the Lease
+        is held)."""
         self.wake.set()
         while True:
             await self.wake.wait()

@@ -170,11 +170,8 @@ async def test_reserved_queues_are_created_in_order_and_retried_until_the_webhoo
 
     cluster.webhook = webhook
 
-    async def leading() -> None:
-        return None
-
     caplog.set_level(logging.INFO, logger="sluice.operator.queues")
-    running = asyncio.create_task(queues.run(leading))
+    running = asyncio.create_task(queues.run())
     for _ in range(500):
         if "queue/default" in cluster.objects:
             break
@@ -263,23 +260,17 @@ async def test_a_queue_being_deleted_keeps_its_finalizer_until_its_children_are_
     assert "dept" not in state.queues  # deleting, no finalizer left: gone
 
 
-async def test_a_new_leader_reconciles_every_queue_and_a_follower_writes_nothing() -> None:
-    holding = [False]
-    queues, cluster, state = fake_reconciler(lambda: holding[0])
+async def test_a_new_leader_reconciles_every_queue() -> None:
+    """The manager starts the reconciler once the Lease is held (test_operator_manager.py):
+    from then on every queue is brought to what the tree says, reserved queues included."""
+    queues, cluster, state = fake_reconciler(lambda: True)
     queue(cluster, state, "root")
     queue(cluster, state, "dept", spec={"parent": "root", "state": "Closed"})
     queue(cluster, state, "team", spec={"parent": "dept"})
     found = QueueResult(state="Open", parent="root", weight=1, priority=0)
     queues.publish(CycleResult(queue_order=("team",), queues={"team": found}), NOW)
 
-    async def leading() -> None:
-        while not holding[0]:
-            await asyncio.sleep(0.01)
-
-    running = asyncio.create_task(queues.run(leading))
-    await asyncio.sleep(0.1)
-    assert cluster.calls == []  # not the holder: nothing written, whatever is due
-    holding[0] = True
+    running = asyncio.create_task(queues.run())
     for _ in range(200):
         if "queue/default" in cluster.objects and cluster.calls.count(("status", "queue/team")):
             break
