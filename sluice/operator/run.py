@@ -91,23 +91,24 @@ def prime(
     core = client.CoreV1Api(api)
     # What namespaces add to their pods' requests comes before the workloads, read with it.
     before: list[Listing] = [
-        (partial(objects.list_cluster_custom_object, GROUP, VERSION, PLURAL),
-         f"{GROUP}/{VERSION}", "Queue", state.on_queue, ""),
-        (core.list_limit_range_for_all_namespaces, "v1", "LimitRange", state.on_limit_range, ""),
-        (client.NodeV1Api(api).list_runtime_class,
-         "node.k8s.io/v1", "RuntimeClass", state.on_runtime_class, ""),
+        Listing(partial(objects.list_cluster_custom_object, GROUP, VERSION, PLURAL),
+                f"{GROUP}/{VERSION}", "Queue", state.on_queue),
+        Listing(core.list_limit_range_for_all_namespaces, "v1", "LimitRange",
+                state.on_limit_range),
+        Listing(client.NodeV1Api(api).list_runtime_class,
+                "node.k8s.io/v1", "RuntimeClass", state.on_runtime_class),
     ]  # fmt: skip
     after: list[Listing] = [
-        (core.list_node, "v1", "Node", state.on_node, ""),
-        (core.list_namespace, "v1", "Namespace", state.on_namespace, ""),
-        (client.SchedulingV1Api(api).list_priority_class,
-         "scheduling.k8s.io/v1", "PriorityClass", state.on_priority_class, ""),
+        Listing(core.list_node, "v1", "Node", state.on_node),
+        Listing(core.list_namespace, "v1", "Namespace", state.on_namespace),
+        Listing(client.SchedulingV1Api(api).list_priority_class,
+                "scheduling.k8s.io/v1", "PriorityClass", state.on_priority_class),
     ]  # fmt: skip
     for listing in before:
         list_into(*listing)
     versions: Versions = {}
     for listing in listings(api, state, workloads):
-        versions[listing[2]] = list_anew(state, listing)
+        versions[listing.kind] = list_anew(state, listing)
     for listing in after:
         list_into(*listing)
     state.listed_at = began

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 from kubernetes import client
 
@@ -30,8 +30,16 @@ from sluice.operator.stored import as_version
 Store = Callable[[str, Mapping[str, Any]], None]
 """``store(event, object)``: an ADDED, MODIFIED or DELETED object into the state."""
 
-Listing = tuple[Lister, str, str, Store, str]
-"""(list call, apiVersion, kind, store, label selector)."""
+
+class Listing(NamedTuple):
+    """One kind to list: the list call, its apiVersion and kind, where each object is stored,
+    and the label selector (empty: every object)."""
+
+    call: Lister
+    api_version: str
+    kind: str
+    store: Store
+    selector: str = ""
 
 
 def list_into(
@@ -103,7 +111,7 @@ def listings(
     objects = client.CustomObjectsApi(api)
     workload = store_workload(state, view)
     kinds: list[Listing] = [
-        (
+        Listing(
             partial(
                 objects.list_cluster_custom_object, adapter.group, adapter.version, adapter.plural
             ),
@@ -114,8 +122,8 @@ def listings(
         )
         for adapter in workloads
     ]
-    return [*kinds, (client.CoreV1Api(api).list_pod_for_all_namespaces, "v1", "Pod",
-                     state.on_pod, "")]  # fmt: skip
+    pods = Listing(client.CoreV1Api(api).list_pod_for_all_namespaces, "v1", "Pod", state.on_pod)
+    return [*kinds, pods]
 
 
 def resumed(
@@ -128,6 +136,6 @@ def resumed(
     """A watch of each of ``listings``, from the version its listing ended at (``versions``,
     by kind; none: it lists first), storing into the state and ``view``; not yet started."""
     return [
-        Resumed(state, listing, versions.get(listing[2]))
+        Resumed(state, listing, versions.get(listing.kind))
         for listing in listings(api, state, workloads, view)
     ]

@@ -66,8 +66,8 @@ def test_listing_anew_forgets_what_the_listing_no_longer_holds_but_not_what_came
     state = ClusterState()
     for name, version in (("kept", 5), ("deleted-unseen", 6), ("created-since", 12)):
         state.on_workload("ADDED", job(name, version))
-    listing: Listing = (Lister(Page([job("kept", 5)], 10)), "batch/v1", "Job",
-                        state.on_workload, QUEUE_LABEL)  # fmt: skip
+    listing = Listing(Lister(Page([job("kept", 5)], 10)), "batch/v1", "Job",
+                      state.on_workload, QUEUE_LABEL)  # fmt: skip
     state.wake.clear()
     assert list_anew(state, listing) == "10"
     assert set(state.workloads) == {"ns/kept", "ns/created-since"}
@@ -97,7 +97,7 @@ def test_a_resumed_watch_starts_from_the_listing_it_is_given_and_lists_anew_when
     state = ClusterState()
     state.on_workload("ADDED", job("a", 5))
     lister = Lister(Page([job("b", 14)], 15))
-    listing: Listing = (lister, "batch/v1", "Job", state.on_workload, QUEUE_LABEL)
+    listing = Listing(lister, "batch/v1", "Job", state.on_workload, QUEUE_LABEL)
     watched_from: list[str | None] = []
 
     def watch(self: Resumed) -> None:
