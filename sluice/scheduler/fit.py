@@ -10,7 +10,8 @@ from sluice.api.quantity import format_quantity
 from sluice.api.resources import Resources, describe_amount
 from sluice.scheduler.domain_room import Domain
 from sluice.scheduler.placement import Footprint
-from sluice.scheduler.session import JobInfo, Session
+from sluice.scheduler.records import JobInfo
+from sluice.scheduler.session import Session
 from sluice.scheduler.set_domains import (
     Placed,
     SetDomains,

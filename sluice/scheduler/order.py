@@ -20,7 +20,8 @@ from typing import Any
 from sluice.api.config import ActionArguments
 from sluice.api.constants import ROOT_QUEUE
 from sluice.api.plugins import PLUGINS, QueueOrder
-from sluice.scheduler.session import JobInfo, Session
+from sluice.scheduler.records import JobInfo
+from sluice.scheduler.session import Session
 
 QueueKey = tuple[Any, ...]
 

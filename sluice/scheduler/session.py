@@ -29,9 +29,7 @@ from sluice.scheduler.model import Snapshot
 from sluice.scheduler.placement import Footprint, Placement, add_room
 from sluice.scheduler.plugins import deserved as deserved_plugins
 from sluice.scheduler.readiness import backing_off
-from sluice.scheduler.records import JobInfo as JobInfo
-from sluice.scheduler.records import Priorities, Usage
-from sluice.scheduler.records import QueueInfo as QueueInfo
+from sluice.scheduler.records import JobInfo, Priorities, QueueInfo, Usage
 from sluice.scheduler.topology import Domains
 
 

@@ -20,7 +20,8 @@ from sluice.scheduler.fit import (
     queue_failure,
 )
 from sluice.scheduler.order import QueueKey, global_job_key, leaf_order, queue_key_function
-from sluice.scheduler.session import JobInfo, Session
+from sluice.scheduler.records import JobInfo
+from sluice.scheduler.session import Session
 
 
 def admissible_leaves(session: Session, outcome: Outcome) -> list[str]:

@@ -9,7 +9,8 @@ from sluice.scheduler.fit import cluster_failure, unplaced
 from sluice.scheduler.model import Decision
 from sluice.scheduler.placement import Footprint
 from sluice.scheduler.readiness import backoff_reason
-from sluice.scheduler.session import JobInfo, Session
+from sluice.scheduler.records import JobInfo
+from sluice.scheduler.session import Session
 from sluice.scheduler.set_domains import Where
 
 WAITS_FOR_ROOM = "its preemptionPolicy is Never: it waits for room and takes none back"

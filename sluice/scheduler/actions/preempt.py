@@ -28,7 +28,8 @@ from sluice.scheduler.fit import (
     queue_overage,
 )
 from sluice.scheduler.order import leaf_order
-from sluice.scheduler.session import JobInfo, Session
+from sluice.scheduler.records import JobInfo
+from sluice.scheduler.session import Session
 from sluice.scheduler.set_domains import Placed, Search, Where, victim_search
 
 

@@ -32,7 +32,8 @@ from sluice.scheduler.fit import (
     short_resources,
 )
 from sluice.scheduler.order import leaf_order
-from sluice.scheduler.session import JobInfo, Session
+from sluice.scheduler.records import JobInfo
+from sluice.scheduler.session import Session
 from sluice.scheduler.set_domains import Placed, Search, Where, victim_search
 
 Key = tuple[int, float, Order]  # queue priority, -the queue's usage per weight, victim order

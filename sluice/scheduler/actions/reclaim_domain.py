@@ -46,7 +46,7 @@ from sluice.scheduler.actions.victims import (
     gives_too_little,
 )
 from sluice.scheduler.domain_room import Domain
-from sluice.scheduler.session import JobInfo
+from sluice.scheduler.records import JobInfo
 from sluice.scheduler.set_domains import Placed, Search
 
 Bound = tuple[int, int, str]

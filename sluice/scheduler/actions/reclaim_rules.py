@@ -15,7 +15,8 @@ from sluice.api.views import EPOCH, WorkloadView
 from sluice.scheduler.actions.victims import PerQueue
 from sluice.scheduler.domain_room import Domain
 from sluice.scheduler.placement import Footprint
-from sluice.scheduler.session import JobInfo, Session
+from sluice.scheduler.records import JobInfo
+from sluice.scheduler.session import Session
 
 Order = tuple[int, float, float, float, str]
 """Job priority, -its namespace's usage in its queue, -admitted, -created, name."""

@@ -10,7 +10,8 @@ from sluice.api.views import WorkloadView
 from sluice.scheduler.domain_room import Domain
 from sluice.scheduler.fit import place, place_where
 from sluice.scheduler.placement import Footprint
-from sluice.scheduler.session import JobInfo, Session
+from sluice.scheduler.records import JobInfo
+from sluice.scheduler.session import Session
 from sluice.scheduler.set_domains import Placed, Where, confined
 from sluice.scheduler.topology import Missing
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 from builders import job, node, queue, running, snapshot
 
 from sluice.scheduler.fit import LimitBreach, fits, limits, queue_failure, queue_overage
-from sluice.scheduler.session import JobInfo, Session
+from sluice.scheduler.records import JobInfo
+from sluice.scheduler.session import Session
 
 ELASTIC_OFF = {
     "tiers": [

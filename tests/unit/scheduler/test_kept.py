@@ -17,7 +17,8 @@ from sluice.api.views import JobPhase
 from sluice.scheduler import session as session_module
 from sluice.scheduler.kept import Kept
 from sluice.scheduler.plugins import deserved as deserved_plugins
-from sluice.scheduler.session import QueueInfo, Session
+from sluice.scheduler.records import QueueInfo
+from sluice.scheduler.session import Session
 
 BUILT = {"name", "queue", "parent", "children", "depth", "priority", "weight", "guarantee"}
 BUILT |= {"capability", "invalid_reason", "blocked_by", "passed_on"}

@@ -11,7 +11,8 @@ from sluice.api.views import WorkloadView
 from sluice.scheduler.actions.outcome import Outcome
 from sluice.scheduler.actions.reclaim import _Reclaim
 from sluice.scheduler.fit import short_resources
-from sluice.scheduler.session import JobInfo, Session
+from sluice.scheduler.records import JobInfo
+from sluice.scheduler.session import Session
 
 CAPACITY = {
     "actions": "enqueue, allocate, reclaim",

@@ -29,7 +29,8 @@ from sluice.scheduler.actions.victims import Victims, domain_rank
 from sluice.scheduler.cycle import run_cycle
 from sluice.scheduler.model import Snapshot
 from sluice.scheduler.placement import Footprint, Placement
-from sluice.scheduler.session import JobInfo, Session
+from sluice.scheduler.records import JobInfo
+from sluice.scheduler.session import Session
 from sluice.scheduler.set_domains import Placed, Search, victim_search
 from sluice.scheduler.topology import Domains
 
