@@ -221,7 +221,7 @@ def _child(cluster: str, size: Size) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description="Fast pass against full cycle")
+    parser = argparse.ArgumentParser(description="The decision pass against the full cycle")
     parser.add_argument("--quick", action="store_true", help="1,000 queues only")
     parser.add_argument(
         "--clusters", default="stored,generated", help="which, comma-separated (both)"
