@@ -25,7 +25,7 @@ from sluice.cli.snapshot_io import (
     load_config_file,
     load_objects,
 )
-from sluice.operator.memory import paused
+from sluice.operator.memory import PAUSE, paused
 from sluice.queues.lifecycle import QueueAction, lifecycle_actions
 from sluice.queues.tree import QueueTree
 from sluice.scheduler.cycle import apply_decisions, run_cycle
@@ -110,11 +110,8 @@ def read_dump(
     ends and hold no reference cycles: the garbage collector is paused while they are made
     (it would walk all of them again and again for nothing) and then told to leave them
     (``gc.freeze``) until ``simulate_file`` is done."""
-    gc.disable()
-    try:
+    with PAUSE.held():
         dump = build_snapshot(load_objects(snapshot), now, config, config_map_name)
-    finally:
-        gc.enable()
     gc.freeze()
     return dump
 
