@@ -162,8 +162,16 @@ def _affinity(raw: Any, kind: str, name: str, where: str) -> tuple[NodeTerm, ...
     if not required:
         return None
     where = f"{where}.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+    return node_selector_terms(required, kind, name, where)
+
+
+def node_selector_terms(
+    raw: Mapping[str, Any], kind: str, name: str, where: str
+) -> tuple[NodeTerm, ...]:
+    """A NodeSelector (``nodeSelectorTerms``: a node matches when one term holds), as a
+    pod's required affinity, a ResourceSlice and a claim's allocation write it."""
     terms: list[NodeTerm] = []
-    for t, term in enumerate(required.get("nodeSelectorTerms") or ()):
+    for t, term in enumerate(raw.get("nodeSelectorTerms") or ()):
         at = f"{where}.nodeSelectorTerms[{t}]"
         if not isinstance(term, Mapping):
             raise InvalidObject(kind, name, at, "expected matchExpressions or matchFields")
