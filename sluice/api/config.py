@@ -19,6 +19,7 @@ from typing import Any, Final, Literal
 import yaml
 
 from sluice.api import volcano
+from sluice.api.device_quota import MAPPING_KEY, DeviceMapping
 from sluice.api.errors import ConfigError
 from sluice.api.plugins import PLUGINS
 
@@ -77,6 +78,9 @@ class SchedulerConfig:
     """What was accepted and is ignored, one line each: ``<key>: ... is ignored: <why>``."""
     pods_ready_timeout: timedelta = DEFAULT_PODS_READY_TIMEOUT
     """An admitted job whose pods are not all scheduled this long is requeued; 0: never."""
+    device_mapping: DeviceMapping = field(default_factory=DeviceMapping)
+    """DeviceClass -> the quota resource its devices count as (``deviceClassMappings``,
+    docs/scheduler.md, *Devices (DRA)*)."""
 
     def arguments(self, action: str) -> ActionArguments:
         return self.action_arguments.get(action, ActionArguments())
@@ -181,10 +185,11 @@ def parse_scheduler_config(raw: Any) -> SchedulerConfig:
             if timeout is None
             else parse_duration(timeout, "podsReadyTimeout")
         ),
+        device_mapping=DeviceMapping.parse(raw.get(MAPPING_KEY)),
     )
 
 
-_TOP_KEYS: Final = ("actions", "tiers", "configurations", "podsReadyTimeout")
+_TOP_KEYS: Final = ("actions", "tiers", "configurations", "podsReadyTimeout", MAPPING_KEY)
 
 
 def _parse_actions(raw: Any, warnings: list[str]) -> tuple[str, ...]:
