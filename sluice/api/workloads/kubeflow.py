@@ -28,7 +28,7 @@ JOB_ROLE_LABEL = "training.kubeflow.org/job-role"
 """On the pods of an MPIJob (MPI operator v2): their replica type, in lower case (the
 training-operator puts it on a PyTorchJob's master alone)."""
 PYTORCH_INIT: Final = injected_container("init-pytorch", {"cpu": "50m", "memory": "10Mi"})
-"""What the training-operator (v1.8) adds to each Worker pod of a PyTorchJob that has a
+"""What the training-operator (v1.8 and v1.9) adds to each Worker pod of a PyTorchJob that has a
 Master: an init container that waits for the Master (its requests; docs/workloads.md)."""
 
 
