@@ -23,15 +23,24 @@ MODEL = "example-a100"
 
 
 def device_class(
-    name: str, *, driver: str = DRIVER, selectors: tuple[str, ...] = ()
+    name: str,
+    *,
+    driver: str = DRIVER,
+    selectors: tuple[str, ...] = (),
+    extended_resource_name: str | None = None,
 ) -> dict[str, Any]:
-    """A DeviceClass selecting every device of `driver`, narrowed by `selectors` (CEL)."""
+    """A DeviceClass selecting every device of `driver`, narrowed by `selectors` (CEL); with
+    `extended_resource_name`, a container asking for that extended resource gets devices of
+    the class (kube-scheduler makes a claim for the pod)."""
     expressions = (f"device.driver == '{driver}'", *selectors)
+    spec: dict[str, Any] = {"selectors": [{"cel": {"expression": e}} for e in expressions]}
+    if extended_resource_name:
+        spec["extendedResourceName"] = extended_resource_name
     return {
         "apiVersion": API_VERSION,
         "kind": "DeviceClass",
         "metadata": {"name": name},
-        "spec": {"selectors": [{"cel": {"expression": e}} for e in expressions]},
+        "spec": spec,
     }
 
 
@@ -92,14 +101,43 @@ def claim_spec(device_class_name: str, count: int, *, request: str = "gpus") -> 
     }
 
 
-def claim_template(name: str, namespace: str, device_class_name: str, count: int) -> dict[str, Any]:
+def first_available_spec(
+    alternatives: list[tuple[str, str, int]], *, request: str = "gpus"
+) -> dict[str, Any]:
+    """A claim's spec of one request whose `firstAvailable` lists the alternatives, each
+    (subrequest name, class, count), in the order kube-scheduler tries them."""
+    subrequests = [
+        {"name": name, "deviceClassName": device_class_name, "count": count}
+        for name, device_class_name, count in alternatives
+    ]
+    return {"devices": {"requests": [{"name": request, "firstAvailable": subrequests}]}}
+
+
+def claim_template(
+    name: str,
+    namespace: str,
+    device_class_name: str,
+    count: int,
+    *,
+    spec: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """A ResourceClaimTemplate: each pod naming it gets a claim of its own for `count`
-    devices of the class."""
+    devices of the class (or of `spec`, a claim's spec, when given)."""
     return {
         "apiVersion": API_VERSION,
         "kind": "ResourceClaimTemplate",
         "metadata": {"name": name, "namespace": namespace},
-        "spec": {"spec": claim_spec(device_class_name, count)},
+        "spec": {"spec": dict(spec) if spec else claim_spec(device_class_name, count)},
+    }
+
+
+def resource_claim(name: str, namespace: str, device_class_name: str, count: int) -> dict[str, Any]:
+    """A ResourceClaim made beforehand, for pods to name directly (and share)."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": claim_spec(device_class_name, count),
     }
 
 
@@ -108,8 +146,21 @@ def with_claim_template(
 ) -> dict[str, Any]:
     """A copy of a pod template (kwok.pod_template) whose pod asks for the devices of the
     ResourceClaimTemplate `template_name`, and whose containers use them."""
+    return _with_claim(template, {"name": claim, "resourceClaimTemplateName": template_name})
+
+
+def with_claim(
+    template: Mapping[str, Any], claim_name: str, *, claim: str = "gpus"
+) -> dict[str, Any]:
+    """A copy of a pod template whose pod names the ResourceClaim `claim_name` directly
+    (every pod of it shares that one claim), and whose containers use it."""
+    return _with_claim(template, {"name": claim, "resourceClaimName": claim_name})
+
+
+def _with_claim(template: Mapping[str, Any], pod_claim: Mapping[str, str]) -> dict[str, Any]:
+    claim = pod_claim["name"]
     spec = dict(template["spec"])
-    spec["resourceClaims"] = [{"name": claim, "resourceClaimTemplateName": template_name}]
+    spec["resourceClaims"] = [dict(pod_claim)]
     spec["containers"] = [
         {**c, "resources": {**c.get("resources", {}), "claims": [{"name": claim}]}}
         for c in spec["containers"]

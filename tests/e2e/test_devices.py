@@ -118,3 +118,30 @@ def test_kube_scheduler_allocates_devices_from_a_claim_template(
         ),
         what=f"pod four's claim {gone} deleted",
     )
+
+
+def test_kube_scheduler_gives_an_extended_resource_a_class_serves_from_its_devices(
+    kubectl: Kubectl, namespace: str, device_node: tuple[str, str]
+) -> None:
+    """No node advertises the resource; kube-scheduler makes the pod a claim for devices of
+    the class that serves it, and allocates them from the node's slice."""
+    node, _ = device_node
+    served = f"example.com/{unique_name('served')}"
+    device_class = unique_name("served")
+    kubectl.create(devices.device_class(device_class, extended_resource_name=served))
+    try:
+        pod = kwok.pod_template({served: 3}, node_selector={"e2e.sluice.dev/dra": node})
+        kubectl.create(
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "served"}, **pod},
+            "-n",
+            namespace,
+        )
+        wait_for(lambda: _phase(kubectl, namespace, "served") == "Running", what="pod Running")
+        assert served not in kubectl.get("node", node)["status"]["allocatable"]
+        status = kubectl.get("pod", "served", namespace)["status"]
+        name = status["extendedResourceClaimStatus"]["resourceClaimName"]
+        claim = kubectl.get("resourceclaim", name, namespace)
+        held = devices.allocated_devices(claim)
+        assert len(held) == 3 and {r["pool"] for r in held} == {node}
+    finally:
+        kubectl.delete("deviceclass", device_class)
