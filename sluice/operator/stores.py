@@ -242,6 +242,10 @@ class Stores:
     priority_classes: Store[dict[str, Obj]]
     topologies: Store[dict[str, Obj]]
     namespaces: Store[dict[str, Obj]]
+    device_classes: Store[dict[str, Obj]]
+    resource_slices: Store[dict[str, Obj]]
+    resource_claims: Store[dict[str, Obj]]
+    claim_templates: Store[dict[str, Obj]]
 
     @classmethod
     def new(cls) -> Stores:
@@ -254,6 +258,10 @@ class Stores:
             priority_classes=_plain("PriorityClass", tombstones),
             topologies=_plain(TOPOLOGY_KIND, tombstones),
             namespaces=_plain("Namespace", tombstones),
+            device_classes=_plain("DeviceClass", tombstones),
+            resource_slices=_plain("ResourceSlice", tombstones),
+            resource_claims=_plain("ResourceClaim", tombstones),
+            claim_templates=_plain("ResourceClaimTemplate", tombstones),
         )
 
     def __iter__(self) -> Iterator[Store[Any]]:
