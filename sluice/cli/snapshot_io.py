@@ -24,6 +24,8 @@ from sluice.api.device_quota import DeviceMapping
 from sluice.api.devices import read_claim_template, read_device_class, read_resource_claim
 from sluice.api.errors import ConfigError, InvalidObject
 from sluice.api.pod_defaults import (
+    DefaultsOf,
+    PodDefaults,
     defaults_for,
     limit_range_from_object,
     pod_defaults,
@@ -174,13 +176,15 @@ def build_snapshot(
     else:
         chosen, source = _config_from_dump(by_kind["ConfigMap"], config_map_name)
     namespaces = [read("Namespace", item.where, item.obj) for item in by_kind["Namespace"]]
-    using = _readers(namespaces, by_kind, chosen.device_mapping)
+    using, using_defaults = _readers(namespaces, by_kind, chosen.device_mapping)
     reads = namespaces + [
         read(kind, item.where, item.obj, using) for kind in KINDS[1:] for item in by_kind[kind]
     ]
     try:
         # Plain pods are the workloads they form, as in the operator (docs/workloads.md).
-        members, unreadable = read_members((item.where, item.obj) for item in by_kind["Pod"])
+        members, unreadable = read_members(
+            ((item.where, item.obj) for item in by_kind["Pod"]), using_defaults
+        )
         pod_workloads, formed = plain_pod_workloads(members)
         # A dump without pods says nothing of them: nodes then hold only what admitted jobs keep.
         built = build(
@@ -222,7 +226,7 @@ def _by_kind(objects: list[Located]) -> dict[str, list[Located]]:
 
 def _readers(
     namespaces: list[Read], by_kind: dict[str, list[Located]], mapping: DeviceMapping
-) -> Mapping[str, Reader]:
+) -> tuple[Mapping[str, Reader], DefaultsOf]:
     """How the dump's workloads are read: the queue of each namespace that names a default,
     and what their pods would ask under the dump's LimitRanges and RuntimeClasses, and what
     their claims count as under its DeviceClasses, claims and templates."""
@@ -247,7 +251,11 @@ def _readers(
         mapping,
     )
     table = pod_defaults(limit_ranges, runtime_classes, devices)
-    return readers(default_queues, defaults_of=lambda namespace: defaults_for(table, namespace))
+
+    def defaults_of(namespace: str) -> PodDefaults:
+        return defaults_for(table, namespace)
+
+    return readers(default_queues, defaults_of=defaults_of), defaults_of
 
 
 _D = TypeVar("_D")

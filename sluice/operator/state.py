@@ -103,7 +103,11 @@ class ClusterState:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.lock = threading.Lock()
-        self.stores = Stores.new()
+        self.pod_defaults = PodDefaultsTable()
+        """The LimitRanges and RuntimeClasses seen, and what the DRA objects make of each
+        namespace's claims: what a namespace adds to a pod's request (docs/workloads.md,
+        "The request sluice counts"; docs/scheduler.md, *Devices (DRA)*)."""
+        self.stores = Stores.new(self.pod_defaults.of)
         self.reads = self.stores.reads()
         """Kind -> key -> the stored object as read (the stores' own mappings)."""
         self.config = config
@@ -122,9 +126,6 @@ class ClusterState:
         self.readers = readers
         """How each kind is read: the operator's, with the workload kinds it gates and
         ``pod_defaults.of`` for what namespaces add to their pods."""
-        self.pod_defaults = PodDefaultsTable()
-        """The LimitRanges and RuntimeClasses seen: what each namespace adds to a pod's
-        request (docs/workloads.md, "The request sluice counts")."""
         self.echoes = Echoes(self.lock, echo, clock)
         """The operator's own writes to workloads and Queues, timed until the watch brings
         each back (``echo``, ``sluice_watch_echo_seconds``): how far behind the watches run."""

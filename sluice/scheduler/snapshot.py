@@ -159,15 +159,16 @@ def read(
 
 
 def read_members(
-    pods: Iterable[tuple[str, Mapping[str, Any]]],
+    pods: Iterable[tuple[str, Mapping[str, Any]]], defaults_of: DefaultsOf = no_defaults
 ) -> tuple[list[PodMember], list[Read]]:
     """The managed plain pods among these (ref, pod), and a Read saying why for each one
-    that cannot be read."""
+    that cannot be read; ``defaults_of``: what their claims count as, by namespace."""
     members: list[PodMember] = []
     unreadable: list[Read] = []
     for ref, obj in pods:
         try:
-            member = pod_member(obj)
+            namespace = str((obj.get("metadata") or {}).get("namespace") or "default")
+            member = pod_member(obj, defaults_of(namespace).devices)
         except InvalidObject as err:
             unreadable.append(Read("Pod", ref, None, str(err)))
             continue

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from dump_objects import job, node, queue, write
+from dump_objects import gated_pod, job, node, queue, write
 
 from sluice.cli.render import to_json
 from sluice.cli.simulate import simulate_file
@@ -156,3 +156,14 @@ def test_an_extended_resource_a_class_serves_counts_as_the_class_and_finds_room(
     dump = _cluster(tmp_path, asked)
     out = to_json(simulate_file(dump, _config(tmp_path), now=NOW))
     assert [d["action"] for d in out["decisions"]] == ["admit"]
+
+
+def test_plain_pods_count_their_claims_too(tmp_path: Path) -> None:
+    # A group of two gated plain pods, each asking 5 devices through the template: 10 > 6.
+    pods = [gated_pod(f"p{i}", "team", "1", group="g", total=2) for i in range(2)]
+    for pod in pods:
+        pod["spec"]["resourceClaims"] = [{"name": "gpus", "resourceClaimTemplateName": "five"}]
+    out = to_json(simulate_file(_cluster(tmp_path, *pods, cap="6"), _config(tmp_path), now=NOW))
+    assert out["decisions"] == []
+    (pending,) = out["pending"]
+    assert "team would use example.com/gpu 10 > capability 6" in pending["reason"]
