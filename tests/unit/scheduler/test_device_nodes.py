@@ -43,7 +43,7 @@ def _free(node: NodeView, pods: list[Any]) -> int:
 
 
 def test_a_node_without_claims_has_all_its_devices() -> None:
-    (node,), pods, notes = with_devices([N1], [], DeviceObjects([CLASS], [SLICE], []), MAPPING)
+    (node,), _pods, notes = with_devices([N1], [], DeviceObjects([CLASS], [SLICE], []), MAPPING)
     assert node.allocatable[GPU] == 8000
     assert notes.classes_of == {GPU: ("gpu-x",)}
     assert notes.asked_through_claims(GPU) == " (devices of gpu-x asked through claims)"
@@ -68,7 +68,7 @@ def test_bound_pods_hold_their_claims_devices_and_the_rest_is_free() -> None:
 def test_a_claim_held_by_no_pod_seen_is_simply_not_free() -> None:
     # The pods are gone from the view (deleted), their claims not yet deallocated.
     objects = DeviceObjects([CLASS], [SLICE], [TEMPLATE_CLAIM, EXTENDED_CLAIM])
-    (node,), pods, _ = with_devices([N1], [], objects, MAPPING)
+    (node,), _pods, _ = with_devices([N1], [], objects, MAPPING)
     assert node.allocatable[GPU] == 1000
 
 
