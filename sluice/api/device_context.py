@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from sluice.api.device_claims import ResourceClaim, ResourceClaimTemplate, read_pod_claims
 from sluice.api.device_quota import (
     DeviceMapping,
     DevicesUnknown,
@@ -22,7 +23,7 @@ from sluice.api.device_quota import (
     pod_devices,
     serving_classes,
 )
-from sluice.api.devices import DeviceClass, ResourceClaim, ResourceClaimTemplate, read_pod_claims
+from sluice.api.devices import DeviceClass
 from sluice.api.resources import Resources
 from sluice.api.views import NamedClaims
 

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 
 from sluice.api.constraints import BLOCKING_EFFECTS
 from sluice.api.device_cel import PreparedDevice, Selector, SelectorError, compile_selector
-from sluice.api.devices import Device, DeviceClass, NodeAccess, Pool, ResourceClaim, ResourceSlice
+from sluice.api.device_claims import ResourceClaim
+from sluice.api.devices import Device, DeviceClass, NodeAccess, Pool, ResourceSlice
 
 DeviceKey = tuple[str, str, str]
 """(driver, pool, device), as an allocation result names a device."""

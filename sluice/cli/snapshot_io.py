@@ -19,9 +19,10 @@ import yaml
 
 from sluice.api.config import SchedulerConfig, load_scheduler_config
 from sluice.api.constants import CONFIGMAP_KEY, CONFIGMAP_NAME, ROOT_QUEUE, TOPOLOGY_KIND
+from sluice.api.device_claims import read_claim_template, read_resource_claim
 from sluice.api.device_context import device_contexts
 from sluice.api.device_quota import DeviceMapping
-from sluice.api.devices import read_claim_template, read_device_class, read_resource_claim
+from sluice.api.devices import read_device_class
 from sluice.api.errors import ConfigError, InvalidObject
 from sluice.api.pod_defaults import (
     DefaultsOf,

@@ -26,8 +26,9 @@ from typing import Any, TypeVar
 
 from sluice.api.config import DEFAULT_CONFIG, SchedulerConfig
 from sluice.api.constants import TOPOLOGY_KIND
+from sluice.api.device_claims import ResourceClaim, ResourceClaimTemplate
 from sluice.api.device_context import device_contexts
-from sluice.api.devices import DeviceClass, ResourceClaim, ResourceClaimTemplate
+from sluice.api.devices import DeviceClass
 from sluice.api.errors import InvalidObject
 from sluice.api.objects import Obj
 from sluice.api.pod_defaults import (

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 
 from sluice.api.constraints import NodeTerm
 from sluice.api.device_cel import SelectorError
+from sluice.api.device_claims import ResourceClaim
 from sluice.api.device_quota import (
     ONE_DEVICE,
     DeviceMapping,
@@ -31,14 +32,7 @@ from sluice.api.device_quota import (
     serving_classes,
 )
 from sluice.api.device_room import DeviceKey, free_room, held_devices, matching
-from sluice.api.devices import (
-    DeviceClass,
-    NodeAccess,
-    Pool,
-    ResourceClaim,
-    ResourceSlice,
-    pools,
-)
+from sluice.api.devices import DeviceClass, NodeAccess, Pool, ResourceSlice, pools
 from sluice.api.resources import EMPTY, Resources
 from sluice.api.views import NodeView, PodView
 from sluice.scheduler.placement import requirement_holds

@@ -19,16 +19,13 @@ from typing import Any
 
 from sluice.api.config import DEFAULT_CONFIG, SchedulerConfig
 from sluice.api.constants import DEFAULT_MAX_QUEUE_DEPTH, TOPOLOGY_KIND
-from sluice.api.devices import (
-    DeviceClass,
+from sluice.api.device_claims import (
     ResourceClaim,
     ResourceClaimTemplate,
-    ResourceSlice,
     read_claim_template,
-    read_device_class,
     read_resource_claim,
-    read_resource_slice,
 )
+from sluice.api.devices import DeviceClass, ResourceSlice, read_device_class, read_resource_slice
 from sluice.api.errors import InvalidObject
 from sluice.api.pod_defaults import DefaultsOf, no_defaults
 from sluice.api.pod_views import pod_from_object

@@ -8,12 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from sluice.api.device_claims import read_resource_claim
 from sluice.api.device_quota import DeviceMapping
-from sluice.api.devices import (
-    read_device_class,
-    read_resource_claim,
-    read_resource_slice,
-)
+from sluice.api.devices import read_device_class, read_resource_slice
 from sluice.api.pod_views import pod_from_object
 from sluice.api.resources import Resources
 from sluice.api.views import NodeView
