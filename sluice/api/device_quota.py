@@ -25,14 +25,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from sluice.api.devices import (
+from sluice.api.device_claims import (
     ClaimSpec,
-    DeviceClass,
     ExactRequest,
     PodClaim,
     ResourceClaim,
     ResourceClaimTemplate,
 )
+from sluice.api.devices import DeviceClass
 from sluice.api.errors import ConfigError
 from sluice.api.resources import EMPTY, Resources
 

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 
 from sluice.api.constraints import BLOCKING_EFFECTS
 from sluice.api.device_cel import PreparedDevice, Selector, SelectorError, compile_selector
-from sluice.api.devices import Device, DeviceClass, NodeAccess, Pool, ResourceClaim, ResourceSlice
+from sluice.api.device_claims import ResourceClaim
+from sluice.api.devices import Device, DeviceClass, NodeAccess, Pool, ResourceSlice
 
 DeviceKey = tuple[str, str, str]
 """(driver, pool, device), as an allocation result names a device."""
@@ -57,12 +58,49 @@ def class_room(
     request_selectors: Sequence[str] = (),
 ) -> ClassRoom | SelectorError:
     """The free devices of `device_class` narrowed by a request's selectors."""
-    selectors: list[Selector] = []
-    for expression in (*device_class.selectors, *request_selectors):
-        compiled = compile_selector(expression)
-        if isinstance(compiled, SelectorError):
-            return compiled
-        selectors.append(compiled)
+    matched = matching(pools, [device_class], request_selectors)
+    if isinstance(matched, SelectorError):
+        return matched
+    return free_room(pools, held, matched)
+
+
+def matching(
+    pools: Sequence[Pool], classes: Sequence[DeviceClass], request_selectors: Sequence[str] = ()
+) -> frozenset[DeviceKey] | SelectorError:
+    """The devices of complete pools that belong to any of `classes` (satisfy all its
+    selectors) and satisfy all `request_selectors`: what ``free_room`` counts among. It
+    depends on the slices and classes alone, so a caller keeps it while they stay."""
+    alternatives: list[list[Selector]] = []
+    extra: list[Selector] = []
+    for group, out in [*[(c.selectors, None) for c in classes], (request_selectors, extra)]:
+        compiled_group: list[Selector] = [] if out is None else out
+        for expression in group:
+            compiled = compile_selector(expression)
+            if isinstance(compiled, SelectorError):
+                return compiled
+            compiled_group.append(compiled)
+        if out is None:
+            alternatives.append(compiled_group)
+    found: set[DeviceKey] = set()
+    for pool in pools:
+        if not pool.complete:
+            continue
+        for _, device in pool.devices:
+            prepared = PreparedDevice(device.for_cel(pool.driver))
+            verdict = _matches(extra, prepared)
+            if verdict is True:
+                verdict = _any_class(alternatives, prepared)
+            if isinstance(verdict, SelectorError):
+                return verdict
+            if verdict:
+                found.add((pool.driver, pool.name, device.name))
+    return frozenset(found)
+
+
+def free_room(
+    pools: Sequence[Pool], held: frozenset[DeviceKey], matched: frozenset[DeviceKey]
+) -> ClassRoom:
+    """How many of the ``matched`` devices are free, by node (``ClassRoom``)."""
     by_node: dict[str, int] = {}
     shared: list[tuple[NodeAccess, int]] = []
     incomplete: list[str] = []
@@ -73,12 +111,9 @@ def class_room(
         counters = _counters_left(pool, held)
         shared_here: dict[NodeAccess, int] = {}
         for slice_, device in pool.devices:
-            if not _takeable(pool, device, held, counters):
+            if (pool.driver, pool.name, device.name) not in matched:
                 continue
-            verdict = _matches(selectors, PreparedDevice(device.for_cel(pool.driver)))
-            if isinstance(verdict, SelectorError):
-                return verdict
-            if not verdict:
+            if not _takeable(pool, device, held, counters):
                 continue
             _consume(device, counters)
             access = _access(slice_, device)
@@ -88,6 +123,16 @@ def class_room(
                 shared_here[access] = shared_here.get(access, 0) + 1
         shared.extend(shared_here.items())
     return ClassRoom(by_node, tuple(shared), tuple(incomplete))
+
+
+def _any_class(
+    alternatives: Sequence[Sequence[Selector]], device: PreparedDevice
+) -> bool | SelectorError:
+    for selectors in alternatives:
+        verdict = _matches(selectors, device)
+        if verdict is not False:
+            return verdict
+    return False
 
 
 def _matches(selectors: Sequence[Selector], device: PreparedDevice) -> bool | SelectorError:

@@ -1,6 +1,7 @@
 """What the API server adds to a pod's request when it creates the pod: its namespace's
 LimitRange default requests and its RuntimeClass's overhead (docs/workloads.md, "The request
-sluice counts").
+sluice counts"); and what the devices it asks through claims count as (its namespace's
+``DeviceContext``, docs/scheduler.md, *Devices (DRA)*).
 
 A workload's pod templates state what their containers ask; the pods created from them ask
 that plus these, and the pods are what take room on the nodes. So sluice decides on the pods'
@@ -13,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from sluice.api.device_context import NO_DEVICES, DeviceContext
 from sluice.api.errors import InvalidObject
 from sluice.api.quantity import QuantityError
 from sluice.api.resources import EMPTY, Resources
@@ -27,9 +29,12 @@ class PodDefaults:
     it gets (its LimitRanges' ``defaultRequest``, once the API server has defaulted them)."""
     overheads: Mapping[str, Resources] = field(default_factory=dict)
     """RuntimeClass name -> its ``overhead.podFixed``: added to a pod that names the class."""
+    devices: DeviceContext = NO_DEVICES
+    """What the devices its pods ask through claims (and device-backed extended resources)
+    count as."""
 
     def __bool__(self) -> bool:
-        return bool(self.container_requests) or bool(self.overheads)
+        return bool(self.container_requests) or bool(self.overheads) or bool(self.devices)
 
 
 NO_DEFAULTS = PodDefaults()
@@ -94,20 +99,27 @@ def runtime_class_from_object(obj: Mapping[str, Any]) -> RuntimeClassView:
 
 
 def pod_defaults(
-    limit_ranges: Iterable[LimitRangeView], runtime_classes: Iterable[RuntimeClassView]
+    limit_ranges: Iterable[LimitRangeView],
+    runtime_classes: Iterable[RuntimeClassView],
+    devices: Mapping[str, DeviceContext] | None = None,
 ) -> dict[str, PodDefaults]:
-    """Namespace -> its PodDefaults, for every namespace that has a LimitRange; the key ""
-    holds what every other namespace gets (the RuntimeClasses alone). Several LimitRanges in
-    one namespace: for each resource, the first by name that gives a request."""
+    """Namespace -> its PodDefaults, for every namespace that has a LimitRange or a
+    DeviceContext of its own (``device_context.device_contexts``); the key "" holds what
+    every other namespace gets (the RuntimeClasses and the DeviceClasses alone). Several
+    LimitRanges in one namespace: for each resource, the first by name that gives a
+    request."""
     overheads = {rc.name: rc.overhead for rc in runtime_classes if rc.overhead}
     by_namespace: dict[str, dict[str, int]] = {}
     for lr in sorted(limit_ranges, key=lambda v: (v.namespace, v.name)):
         mine = by_namespace.setdefault(lr.namespace, {})
         for r, amount in lr.container_requests.items():
             mine.setdefault(r, amount)
-    out = {ns: PodDefaults(Resources(req), overheads) for ns, req in by_namespace.items()}
-    out[""] = PodDefaults(EMPTY, overheads)
-    return out
+    devices = devices or {}
+    cluster = devices.get("", NO_DEVICES)
+    return {
+        ns: PodDefaults(Resources(by_namespace.get(ns, {})), overheads, devices.get(ns, cluster))
+        for ns in {*by_namespace, *devices, ""}
+    }
 
 
 def defaults_for(table: Mapping[str, PodDefaults], namespace: str) -> PodDefaults:
@@ -131,6 +143,7 @@ class PodDefaultsTable:
     def __init__(self) -> None:
         self._limit_ranges: dict[str, LimitRangeView] = {}
         self._runtime_classes: dict[str, RuntimeClassView] = {}
+        self._devices: Mapping[str, DeviceContext] = {}
         self._table: dict[str, PodDefaults] = {"": NO_DEFAULTS}
 
     def of(self, namespace: str) -> PodDefaults:
@@ -158,6 +171,23 @@ class PodDefaultsTable:
         self._rebuild()
         return before != view
 
+    def set_devices(self, devices: Mapping[str, DeviceContext]) -> list[str] | None:
+        """Keep each namespace's DeviceContext (``device_context.device_contexts``); the
+        namespaces whose context changed, or None when every namespace's did (the classes or
+        the mapping changed)."""
+        before = self._devices
+        self._devices = devices
+        self._rebuild()
+        if before.get("", NO_DEVICES) != devices.get("", NO_DEVICES):
+            return None
+        return [
+            ns
+            for ns in {*before, *devices}
+            if ns and before.get(ns, before.get("", NO_DEVICES)) != self.of(ns).devices
+        ]
+
     def _rebuild(self) -> None:
         # A new table is swapped in whole: a reader on another thread sees the old or the new.
-        self._table = pod_defaults(self._limit_ranges.values(), self._runtime_classes.values())
+        self._table = pod_defaults(
+            self._limit_ranges.values(), self._runtime_classes.values(), self._devices
+        )

@@ -111,4 +111,28 @@ def pod_from_object(obj: Mapping[str, Any], workload_labels: tuple[str, ...] = (
         or EPOCH,
         unschedulable=unschedulable,
         named_by=tuple((k, str(labels[k])) for k in workload_labels if k in labels),
+        claims=(
+            claims_used(spec, status)
+            if spec.get("resourceClaims") or status.get("extendedResourceClaimStatus")
+            else ()
+        ),
     )
+
+
+def claims_used(spec: Mapping[str, Any], status: Mapping[str, Any]) -> tuple[str, ...]:
+    """The ResourceClaims a pod uses: those its spec names, those its status says were made
+    for it from templates, and the one made for its device-backed extended resources."""
+    out = [
+        str(c["resourceClaimName"])
+        for c in spec.get("resourceClaims") or ()
+        if isinstance(c, Mapping) and c.get("resourceClaimName")
+    ]
+    out += [
+        str(s["resourceClaimName"])
+        for s in status.get("resourceClaimStatuses") or ()
+        if isinstance(s, Mapping) and s.get("resourceClaimName")
+    ]
+    extended = status.get("extendedResourceClaimStatus")
+    if isinstance(extended, Mapping) and extended.get("resourceClaimName"):
+        out.append(str(extended["resourceClaimName"]))
+    return tuple(out)

@@ -59,6 +59,10 @@ class JobPhase(enum.Enum):
         return self is JobPhase.COMPLETED
 
 
+NamedClaims = tuple[tuple[str, Resources], ...]
+"""The ResourceClaims a pod names directly: each (namespace/name, what it counts as)."""
+
+
 @dataclass(frozen=True, slots=True)
 class PodSet:
     """Pods of one template that a workload runs together (docs/workloads.md)."""
@@ -83,6 +87,12 @@ class PodSet:
     """What its own pod template asks of a Topology: its pods in one domain of a level, apart
     from the workload's other pod sets (docs/scheduler.md, *Topology*); None when it asks
     nothing of its own, or the workload asks for all its pod sets together."""
+    named_claims: NamedClaims = ()
+    """The ResourceClaims its pods name directly, each with what it counts as: counted once
+    per workload, not per pod (docs/scheduler.md, *Devices (DRA)*)."""
+    devices_unknown: str = ""
+    """Why what its pods ask through claims cannot be known before allocation; "" when it
+    can."""
     _hash: int = field(init=False, repr=False, compare=False, default=0)
 
     def __post_init__(self) -> None:
@@ -90,7 +100,8 @@ class PodSet:
             object.__setattr__(self, "pod_count", self.count)
         # A cycle looks alike jobs up by their pod sets thousands of times.
         fields = (self.name, self.count, self.pod, self.pod_count, self.priority_class_name)
-        object.__setattr__(self, "_hash", hash((*fields, self.never_preempts, self.topology)))
+        more = (self.never_preempts, self.topology, self.named_claims, self.devices_unknown)
+        object.__setattr__(self, "_hash", hash((*fields, *more)))
 
     def __hash__(self) -> int:
         return self._hash
@@ -101,7 +112,16 @@ class PodSet:
 
 
 PodSetFields = tuple[
-    str, int, PodSpecView, int, str | None, bool, tuple[str, str] | None, TopologyRequest | None
+    str,
+    int,
+    PodSpecView,
+    int,
+    str | None,
+    bool,
+    tuple[str, str] | None,
+    TopologyRequest | None,
+    NamedClaims,
+    str,
 ]
 """A PodSet's fields, in order."""
 
@@ -115,10 +135,24 @@ def pod_set(
     never_preempts: bool = False,
     pods_by: tuple[str, str] | None = None,
     topology: TopologyRequest | None = None,
+    *,
+    named_claims: NamedClaims = (),
+    devices_unknown: str = "",
 ) -> PodSet:
     """The PodSet of these fields, one object for all equal ones while it is remembered: the
     thousands of workloads of a cluster have a few hundred pod sets between them."""
-    fields = (name, count, pod, pod_count, priority_class_name, never_preempts, pods_by, topology)
+    fields = (
+        name,
+        count,
+        pod,
+        pod_count,
+        priority_class_name,
+        never_preempts,
+        pods_by,
+        topology,
+        named_claims,
+        devices_unknown,
+    )
     return _POD_SETS.lookup(fields)
 
 
@@ -169,6 +203,12 @@ class WorkloadView:
     a level (docs/scheduler.md, *Topology*); None: its pod sets are placed as each asks."""
     assignment: tuple[Assignment, ...] = ()
     """The domains it was admitted into (sluice.dev/topology-assignment), while admitted."""
+    claimed: Resources = EMPTY
+    """What the ResourceClaims its pods name directly count as, each claim once however many
+    pods name it (docs/scheduler.md, *Devices (DRA)*); part of ``request``."""
+    devices_unknown: str = ""
+    """Why what its pods ask through claims cannot be known before allocation: it waits with
+    this as its reason; "" when it can."""
     key: str = field(init=False, repr=False, compare=False)
     """namespace/name: formed once, as a cycle asks for it hundreds of thousands of times."""
     pod_count: int = field(init=False, repr=False, compare=False)
@@ -226,6 +266,9 @@ class PodView:
     """(label, value) of the labels it carries that name a workload of another kind than Job
     (its JobSet, its Kubeflow job, its RayJob) or its pod set in it (a replica type, a worker
     group): how such a workload finds its pods, and which of its pod sets each is."""
+    claims: tuple[str, ...] = ()
+    """The ResourceClaims (of its namespace) it uses: those it names, those made for it from
+    templates, and the one made for its device-backed extended resources."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -441,13 +484,14 @@ def workload_view(
     full = f"{namespace}/{name}"
     annotations = meta.get("annotations") or {}
     request, priority_class_name, never_preempts = _together(pod_sets)
+    claimed, devices_unknown = _claimed(pod_sets)
     return WorkloadView(
         namespace=namespace,
         name=name,
         kind=kind,
         uid=str(meta.get("uid") or ""),
         queue=queue,
-        request=request,
+        request=request + claimed if claimed else request,
         pod_sets=pod_sets,
         phase=phase,
         creation_timestamp=parse_time(
@@ -467,6 +511,8 @@ def workload_view(
         pods_by=pods_by,
         topology=topology,
         assignment=assignments_of(annotations),
+        claimed=claimed,
+        devices_unknown=devices_unknown,
     )
 
 
@@ -487,6 +533,18 @@ def _together(pod_sets: tuple[PodSet, ...]) -> tuple[Resources, str | None, bool
         (s.priority_class_name for s in pod_sets if s.priority_class_name), None
     )
     return request, priority_class_name, any(s.never_preempts for s in pod_sets)
+
+
+def _claimed(pod_sets: tuple[PodSet, ...]) -> tuple[Resources, str]:
+    """What the claims the pod sets name directly count as, each claim once, and the first
+    reason why what they ask cannot be known."""
+    if all(not s.named_claims and not s.devices_unknown for s in pod_sets):
+        return EMPTY, ""
+    named = {key: amount for s in pod_sets for key, amount in s.named_claims}
+    total = EMPTY
+    for amount in named.values():
+        total = total + amount
+    return total, next((s.devices_unknown for s in pod_sets if s.devices_unknown), "")
 
 
 def _count(value: Any, kind: str, job: str) -> int:

@@ -9,18 +9,24 @@ Every refusal is one line naming the document, the object and the field.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
 from sluice.api.config import SchedulerConfig, load_scheduler_config
 from sluice.api.constants import CONFIGMAP_KEY, CONFIGMAP_NAME, ROOT_QUEUE, TOPOLOGY_KIND
+from sluice.api.device_claims import read_claim_template, read_resource_claim
+from sluice.api.device_context import device_contexts
+from sluice.api.device_quota import DeviceMapping
+from sluice.api.devices import read_device_class
 from sluice.api.errors import ConfigError, InvalidObject
 from sluice.api.pod_defaults import (
+    DefaultsOf,
+    PodDefaults,
     defaults_for,
     limit_range_from_object,
     pod_defaults,
@@ -32,6 +38,7 @@ from sluice.api.workloads import ADAPTERS
 from sluice.api.workloads.pods import PodWorkload
 from sluice.scheduler.model import Snapshot
 from sluice.scheduler.snapshot import (
+    DEVICE_KINDS,
     KINDS,
     WORKLOAD_KINDS,
     Read,
@@ -55,6 +62,7 @@ SUPPORTED_KINDS = (
     "LimitRange",
     "RuntimeClass",
     TOPOLOGY_KIND,
+    *DEVICE_KINDS,
 )
 
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -164,29 +172,35 @@ def build_snapshot(
     either, the default configuration is used.
     """
     by_kind = _by_kind(objects)
+    if config is not None:
+        chosen, source = config
+    else:
+        chosen, source = _config_from_dump(by_kind["ConfigMap"], config_map_name)
     namespaces = [read("Namespace", item.where, item.obj) for item in by_kind["Namespace"]]
-    using = _readers(namespaces, by_kind)
+    using, using_defaults = _readers(namespaces, by_kind, chosen.device_mapping)
     reads = namespaces + [
         read(kind, item.where, item.obj, using) for kind in KINDS[1:] for item in by_kind[kind]
     ]
     try:
         # Plain pods are the workloads they form, as in the operator (docs/workloads.md).
-        members, unreadable = read_members((item.where, item.obj) for item in by_kind["Pod"])
+        members, unreadable = read_members(
+            ((item.where, item.obj) for item in by_kind["Pod"]), using_defaults
+        )
         pod_workloads, formed = plain_pod_workloads(members)
         # A dump without pods says nothing of them: nodes then hold only what admitted jobs keep.
         built = build(
-            [*reads, *unreadable, *formed], now, strict=True, pods_known=bool(by_kind["Pod"])
+            [*reads, *unreadable, *formed],
+            now,
+            strict=True,
+            config=chosen,
+            pods_known=bool(by_kind["Pod"]),
         )
     except UnreadableObject as err:
         raise SnapshotError(str(err)) from None
     _check_queues([one for one in reads if isinstance(one.view, Queue)])
     _check_workloads_once(reads, by_kind)
-    if config is not None:
-        chosen, source = config
-    else:
-        chosen, source = _config_from_dump(by_kind["ConfigMap"], config_map_name)
     forming = tuple(w for _, w in sorted(pod_workloads.items()) if w.view is None)
-    return Dump(replace(built.snapshot, config=chosen), source, forming)
+    return Dump(built.snapshot, source, forming)
 
 
 def _by_kind(objects: list[Located]) -> dict[str, list[Located]]:
@@ -211,9 +225,12 @@ def _by_kind(objects: list[Located]) -> dict[str, list[Located]]:
     return by_kind
 
 
-def _readers(namespaces: list[Read], by_kind: dict[str, list[Located]]) -> Mapping[str, Reader]:
+def _readers(
+    namespaces: list[Read], by_kind: dict[str, list[Located]], mapping: DeviceMapping
+) -> tuple[Mapping[str, Reader], DefaultsOf]:
     """How the dump's workloads are read: the queue of each namespace that names a default,
-    and what their pods would ask under the dump's LimitRanges and RuntimeClasses."""
+    and what their pods would ask under the dump's LimitRanges and RuntimeClasses, and what
+    their claims count as under its DeviceClasses, claims and templates."""
     default_queues = {
         ns.view.name: ns.view.default_queue
         for ns in namespaces
@@ -228,8 +245,28 @@ def _readers(namespaces: list[Read], by_kind: dict[str, list[Located]]) -> Mappi
                 runtime_classes.append(runtime_class_from_object(item.obj))
         except InvalidObject as err:
             raise SnapshotError(f"{item.where}: {err}") from None
-    table = pod_defaults(limit_ranges, runtime_classes)
-    return readers(default_queues, defaults_of=lambda namespace: defaults_for(table, namespace))
+    devices = device_contexts(
+        [_device_read(item, read_device_class) for item in by_kind["DeviceClass"]],
+        [_device_read(item, read_claim_template) for item in by_kind["ResourceClaimTemplate"]],
+        [_device_read(item, read_resource_claim) for item in by_kind["ResourceClaim"]],
+        mapping,
+    )
+    table = pod_defaults(limit_ranges, runtime_classes, devices)
+
+    def defaults_of(namespace: str) -> PodDefaults:
+        return defaults_for(table, namespace)
+
+    return readers(default_queues, defaults_of=defaults_of), defaults_of
+
+
+_D = TypeVar("_D")
+
+
+def _device_read(item: Located, reader: Callable[[Mapping[str, Any]], _D]) -> _D:
+    try:
+        return reader(item.obj)
+    except InvalidObject as err:
+        raise SnapshotError(f"{item.where}: {err}") from None
 
 
 def _check_workloads_once(reads: list[Read], by_kind: dict[str, list[Located]]) -> None:

@@ -21,6 +21,7 @@ import kopf
 from kubernetes import client
 
 from sluice.api.constants import GROUP, PLURAL, PREFIX, TOPOLOGY_PLURAL, VERSION
+from sluice.api.devices import GROUP as DRA_GROUP
 from sluice.dashboard.view import DashboardView
 from sluice.kube.watch import PAGE
 from sluice.operator import metrics
@@ -203,3 +204,20 @@ def _register_watches(
     @kopf.on.event("scheduling.k8s.io", "v1", "priorityclasses", registry=registry)
     async def priority_class_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:
         state.on_priority_class(_event(type), dict(body))
+
+    # Devices handed out through DRA (docs/scheduler.md, *Devices (DRA)*).
+    @kopf.on.event(DRA_GROUP, "v1", "deviceclasses", registry=registry)
+    async def device_class_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:
+        state.on_device_class(_event(type), dict(body))
+
+    @kopf.on.event(DRA_GROUP, "v1", "resourceslices", registry=registry)
+    async def resource_slice_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:
+        state.on_resource_slice(_event(type), dict(body))
+
+    @kopf.on.event(DRA_GROUP, "v1", "resourceclaims", registry=registry)
+    async def resource_claim_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:
+        state.on_resource_claim(_event(type), dict(body))
+
+    @kopf.on.event(DRA_GROUP, "v1", "resourceclaimtemplates", registry=registry)
+    async def claim_template_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:
+        state.on_claim_template(_event(type), dict(body))

@@ -22,6 +22,7 @@ import kopf
 from kubernetes import client
 
 from sluice.api.constants import CONFIGMAP_NAME, GROUP, PLURAL, VERSION
+from sluice.api.devices import GROUP as DRA_GROUP
 from sluice.api.workloads import ADAPTERS, Adapter
 from sluice.api.workloads.job import JOB
 from sluice.dashboard.server import serve as serve_dashboard
@@ -38,7 +39,15 @@ from sluice.operator.manager import Manager, Runnable
 from sluice.operator.queue_reconciler import QueueReconciler
 from sluice.operator.state import ClusterState
 from sluice.operator.topology_status import TopologyReconciler
-from sluice.operator.watches import Listing, Resumed, list_anew, list_into, listings, resumed
+from sluice.operator.watches import (
+    Listing,
+    Resumed,
+    list_anew,
+    list_if_served,
+    list_into,
+    listings,
+    resumed,
+)
 from sluice.scheduler.snapshot import readers
 
 log = logging.getLogger("sluice.operator")
@@ -98,6 +107,17 @@ def prime(
         Listing(client.NodeV1Api(api).list_runtime_class,
                 "node.k8s.io/v1", "RuntimeClass", state.on_runtime_class),
     ]  # fmt: skip
+    dra, served = client.ResourceV1Api(api), f"{DRA_GROUP}/v1"
+    # What the pods' claims count as is read before the workloads too (docs/scheduler.md,
+    # *Devices (DRA)*); a cluster that does not serve DRA has none of it.
+    devices: list[Listing] = [
+        Listing(dra.list_device_class, served, "DeviceClass", state.on_device_class),
+        Listing(dra.list_resource_claim_template_for_all_namespaces, served,
+                "ResourceClaimTemplate", state.on_claim_template),
+        Listing(dra.list_resource_claim_for_all_namespaces, served, "ResourceClaim",
+                state.on_resource_claim),
+        Listing(dra.list_resource_slice, served, "ResourceSlice", state.on_resource_slice),
+    ]  # fmt: skip
     after: list[Listing] = [
         Listing(core.list_node, "v1", "Node", state.on_node),
         Listing(core.list_namespace, "v1", "Namespace", state.on_namespace),
@@ -106,6 +126,8 @@ def prime(
     ]  # fmt: skip
     for listing in before:
         list_into(*listing)
+    for listing in devices:
+        list_if_served(listing)
     versions: Versions = {}
     for listing in listings(api, state, workloads):
         versions[listing.kind] = list_anew(state, listing)

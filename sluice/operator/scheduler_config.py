@@ -64,7 +64,7 @@ class ConfigReader:
             log.error("event=config-refused error=%r keeping=last-good", str(err))
             self._events(cm, "ConfigRefused", [f"{err}; the last good configuration stays in use"])
             return
-        self.state.config = config
+        self.state.set_config(config)
         self.state.config_error = ""
         log.info(
             "event=%s configmap=%s/%s",

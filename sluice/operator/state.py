@@ -26,6 +26,9 @@ from typing import Any, TypeVar
 
 from sluice.api.config import DEFAULT_CONFIG, SchedulerConfig
 from sluice.api.constants import TOPOLOGY_KIND
+from sluice.api.device_claims import ResourceClaim, ResourceClaimTemplate
+from sluice.api.device_context import device_contexts
+from sluice.api.devices import DeviceClass
 from sluice.api.errors import InvalidObject
 from sluice.api.objects import Obj
 from sluice.api.pod_defaults import (
@@ -101,7 +104,11 @@ class ClusterState:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.lock = threading.Lock()
-        self.stores = Stores.new()
+        self.pod_defaults = PodDefaultsTable()
+        """The LimitRanges and RuntimeClasses seen, and what the DRA objects make of each
+        namespace's claims: what a namespace adds to a pod's request (docs/workloads.md,
+        "The request sluice counts"; docs/scheduler.md, *Devices (DRA)*)."""
+        self.stores = Stores.new(self.pod_defaults.of)
         self.reads = self.stores.reads()
         """Kind -> key -> the stored object as read (the stores' own mappings)."""
         self.config = config
@@ -120,9 +127,6 @@ class ClusterState:
         self.readers = readers
         """How each kind is read: the operator's, with the workload kinds it gates and
         ``pod_defaults.of`` for what namespaces add to their pods."""
-        self.pod_defaults = PodDefaultsTable()
-        """The LimitRanges and RuntimeClasses seen: what each namespace adds to a pod's
-        request (docs/workloads.md, "The request sluice counts")."""
         self.echoes = Echoes(self.lock, echo, clock)
         """The operator's own writes to workloads and Queues, timed until the watch brings
         each back (``echo``, ``sluice_watch_echo_seconds``): how far behind the watches run."""
@@ -212,6 +216,61 @@ class ClusterState:
 
     def on_namespace(self, event: str, obj: Obj) -> None:
         self._put(self.stores.namespaces, "Namespace", _name(obj), event, obj)
+
+    def on_device_class(self, event: str, obj: Obj) -> None:
+        """A DeviceClass: what its devices count as, and which are free, may change."""
+        self._put(self.stores.device_classes, "DeviceClass", _name(obj), event, obj)
+        self._devices_changed()
+
+    def on_resource_slice(self, event: str, obj: Obj) -> None:
+        """A ResourceSlice: the devices of its pool (node room)."""
+        self._put(self.stores.resource_slices, "ResourceSlice", _name(obj), event, obj)
+
+    def on_resource_claim(self, event: str, obj: Obj) -> None:
+        """A ResourceClaim: what it holds on the nodes; one no template made is what the
+        workloads that name it count."""
+        self._put(self.stores.resource_claims, "ResourceClaim", object_key(obj), event, obj)
+        meta = obj.get("metadata") or {}
+        owned = any(
+            isinstance(o, Mapping) and o.get("controller")
+            for o in meta.get("ownerReferences") or ()
+        )
+        if not owned:
+            self._devices_changed()
+
+    def on_claim_template(self, event: str, obj: Obj) -> None:
+        """A ResourceClaimTemplate: what the pods made from it ask."""
+        key = object_key(obj)
+        self._put(self.stores.claim_templates, "ResourceClaimTemplate", key, event, obj)
+        self._devices_changed()
+
+    def set_config(self, config: SchedulerConfig) -> None:
+        """A new scheduler configuration; a new device mapping changes what every workload's
+        devices count as."""
+        mapping = self.config.device_mapping
+        self.config = config
+        if config.device_mapping != mapping:
+            self._devices_changed()
+
+    def _devices_changed(self) -> None:
+        """What the DRA objects make of each namespace's pods, worked out anew; the workloads
+        of the namespaces where it changed are read again."""
+        with self.lock:
+            views = {
+                kind: [one.view for one in self.reads[kind].values() if one.view is not None]
+                for kind in ("DeviceClass", "ResourceClaimTemplate", "ResourceClaim")
+            }
+            contexts = device_contexts(
+                [v for v in views["DeviceClass"] if isinstance(v, DeviceClass)],
+                [v for v in views["ResourceClaimTemplate"] if isinstance(v, ResourceClaimTemplate)],
+                [v for v in views["ResourceClaim"] if isinstance(v, ResourceClaim)],
+                self.config.device_mapping,
+            )
+            changed = self.pod_defaults.set_devices(contexts)
+        if changed is None:
+            self._read_workloads_again(None)
+        for namespace in changed or ():
+            self._read_workloads_again(namespace)
 
     def on_pod(self, event: str, obj: Obj) -> None:
         """Only the pod's view is kept (a cluster holds many pods); a change placement does

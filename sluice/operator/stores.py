@@ -15,6 +15,7 @@ from typing import Any
 
 from sluice.api.constants import CLOSED_BY_PARENT_ANNOTATION, TOPOLOGY_KIND
 from sluice.api.objects import Obj
+from sluice.api.pod_defaults import DefaultsOf, no_defaults
 from sluice.api.pod_views import gated
 from sluice.api.queue import Queue
 from sluice.api.views import PodView, WorkloadView
@@ -203,9 +204,11 @@ class PodStore(Store[dict[str, Obj]]):
     holds many pods; its view is in ``reads``), and the managed plain pods among them as
     members of their workloads (docs/workloads.md)."""
 
-    def __init__(self, tombstones: Tombstones) -> None:
+    def __init__(self, tombstones: Tombstones, defaults_of: DefaultsOf) -> None:
         super().__init__("Pod", ("Pod",), {}, tombstones)
         self.members: dict[str, PodMember] = {}
+        self.defaults_of = defaults_of
+        """What a namespace's pods' claims count as (``PodDefaultsTable.of``)."""
 
     def kept(self, obj: Obj) -> Obj:
         meta = obj.get("metadata") or {}
@@ -217,7 +220,9 @@ class PodStore(Store[dict[str, Obj]]):
         return not gated(obj.get("spec") or {}) and _pod_only_takes(before, seen)
 
     def stored(self, key: str, obj: Obj | None) -> None:
-        members, unreadable = read_members([(key, obj)] if obj is not None else [])
+        members, unreadable = read_members(
+            [(key, obj)] if obj is not None else [], self.defaults_of
+        )
         for one in unreadable:
             log.warning("event=unreadable-pod pod=%s error=%r", key, one.error)
         if members:
@@ -242,18 +247,27 @@ class Stores:
     priority_classes: Store[dict[str, Obj]]
     topologies: Store[dict[str, Obj]]
     namespaces: Store[dict[str, Obj]]
+    device_classes: Store[dict[str, Obj]]
+    resource_slices: Store[dict[str, Obj]]
+    resource_claims: Store[dict[str, Obj]]
+    claim_templates: Store[dict[str, Obj]]
 
     @classmethod
-    def new(cls) -> Stores:
+    def new(cls, defaults_of: DefaultsOf = no_defaults) -> Stores:
+        """``defaults_of``: what each namespace adds to its pods (``PodDefaultsTable.of``)."""
         tombstones = Tombstones()
         return cls(
             queues=QueueStore(tombstones),
             workloads=WorkloadStore(tombstones),
-            pods=PodStore(tombstones),
+            pods=PodStore(tombstones, defaults_of),
             nodes=_plain("Node", tombstones),
             priority_classes=_plain("PriorityClass", tombstones),
             topologies=_plain(TOPOLOGY_KIND, tombstones),
             namespaces=_plain("Namespace", tombstones),
+            device_classes=_plain("DeviceClass", tombstones),
+            resource_slices=_plain("ResourceSlice", tombstones),
+            resource_claims=_plain("ResourceClaim", tombstones),
+            claim_templates=_plain("ResourceClaimTemplate", tombstones),
         )
 
     def __iter__(self) -> Iterator[Store[Any]]:

@@ -13,6 +13,7 @@ leader's listing (``run.prime`` again) forgets the same way.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any, NamedTuple
@@ -26,6 +27,8 @@ from sluice.dashboard.view import DashboardView
 from sluice.kube.watch import Lister, Watching, pages
 from sluice.operator.state import ClusterState, object_key
 from sluice.operator.stored import as_version
+
+log = logging.getLogger("sluice.operator")
 
 Store = Callable[[str, Mapping[str, Any]], None]
 """``store(event, object)``: an ADDED, MODIFIED or DELETED object into the state."""
@@ -57,6 +60,17 @@ def list_into(
             store("ADDED", item)
             listed.add(object_key(item))
     return listed, version
+
+
+def list_if_served(listing: Listing) -> None:
+    """``list_into`` for a kind the API server may not serve (an API group turned off): when
+    it does not (404), nothing of it is stored, and the log says so."""
+    try:
+        list_into(*listing[:4])
+    except client.ApiException as err:
+        if err.status != 404:
+            raise
+        log.info("event=kind-not-served kind=%s apiVersion=%s", listing.kind, listing.api_version)
 
 
 def list_anew(state: ClusterState, listing: Listing) -> str | None:

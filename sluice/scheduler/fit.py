@@ -77,6 +77,7 @@ def queue_failure(session: Session, job: JobInfo) -> str | None:
     text = (
         f"{level} would use {describe_amount(r, breach.would_use)}"
         f" > {breach.label} {format_quantity(breach.limit, r)}"
+        f"{session.snapshot.devices.asked_through_claims(r)}"
     )
     return text + " (ElasticEnable is false)" if breach.label == "deserved" else text
 
@@ -145,6 +146,7 @@ def cluster_failure(session: Session, job: JobInfo) -> str | None:
             return (
                 f"cluster has {describe_amount(r, max(free, 0))} free,"
                 f" job requests {describe_amount(r, amount)}"
+                f"{session.snapshot.devices.asked_through_claims(r)}"
             )
     return None
 

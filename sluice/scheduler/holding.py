@@ -113,6 +113,7 @@ def holding(job: JobInfo) -> Holding:
             add_room(live[i] if i >= 0 else others, pod.request)
     held = others
     grew = bool(others)
+    add_room(held, job.view.claimed)  # the claims its pods name: once, whatever the pods
     for pod_set, asked in zip(sets, live, strict=True):
         admitted = pod_set.request
         for r, a in asked.items():

@@ -25,6 +25,7 @@ from sluice.api.views import (
     WorkloadView,
     pending_reason,
 )
+from sluice.scheduler.device_nodes import NO_NOTES, DeviceNotes
 
 __all__ = [
     "CycleResult",
@@ -66,6 +67,9 @@ class Snapshot:
     unlisted_finished: Mapping[str, int] = field(default_factory=dict)
     """Leaf queue -> how many finished workloads are left out of ``workloads``: they count in
     its completed."""
+    devices: DeviceNotes = NO_NOTES
+    """Which resources are devices asked through claims, and of which DeviceClasses: the
+    nodes' and pods' devices are already counted in their views (``device_nodes``)."""
 
 
 DecisionAction = Literal["admit", "reclaim", "preempt", "requeue"]

@@ -42,7 +42,7 @@ def tolerates(toleration: Toleration, taint: Taint) -> bool:
     return toleration.value == taint.value
 
 
-def _requirement_holds(req: NodeRequirement, node: NodeView) -> bool:
+def requirement_holds(req: NodeRequirement, node: NodeView) -> bool:
     if req.on_field:  # matchFields: Kubernetes supports metadata.name only
         value: str | None = node.name if req.key == "metadata.name" else None
     else:
@@ -72,7 +72,7 @@ def refusal(pod: PodSpecView, node: NodeView) -> str | None:
     if any(node.labels.get(k) != v for k, v in pod.node_selector):
         return "not matching its nodeSelector"
     if pod.affinity is not None and not any(
-        term and all(_requirement_holds(r, node) for r in term) for term in pod.affinity
+        term and all(requirement_holds(r, node) for r in term) for term in pod.affinity
     ):
         return "not matching its node affinity"
     for taint in node.taints:

@@ -245,15 +245,25 @@ class Session:
                 # A selector changed after admission leaves what runs alone. What it holds
                 # is known once its pods are (_account_pods).
                 info.admitted_jobs.append(job)
-            elif refusal := namespace_refusal(
-                info.queue, view.namespace, labels.get(view.namespace, {})
-            ) or backing_off(view, self.now):
+            elif refusal := (
+                namespace_refusal(info.queue, view.namespace, labels.get(view.namespace, {}))
+                or backing_off(view, self.now)
+                or view.devices_unknown
+                or self._devices_unknown(view)
+            ):
                 self.refusals[job.key] = refusal
                 info.refused_jobs.append(job)
             else:
                 info.pending_jobs.append(job)
         for info in self.queues.values():
             info.pending_jobs.sort(key=job_order_key)
+
+    def _devices_unknown(self, view: WorkloadView) -> str | None:
+        """Why the free devices of a resource the job asks are not known, if they are not."""
+        unknown = self.snapshot.devices.unknown
+        if not unknown:
+            return None
+        return next((unknown[r] for r in view.request if r in unknown), None)
 
     def _account_pods(self, pods: Sequence[PodView]) -> None:
         """Every unfinished pod bound to a node that holds room takes its request there; an

@@ -19,6 +19,13 @@ from typing import Any
 
 from sluice.api.config import DEFAULT_CONFIG, SchedulerConfig
 from sluice.api.constants import DEFAULT_MAX_QUEUE_DEPTH, TOPOLOGY_KIND
+from sluice.api.device_claims import (
+    ResourceClaim,
+    ResourceClaimTemplate,
+    read_claim_template,
+    read_resource_claim,
+)
+from sluice.api.devices import DeviceClass, ResourceSlice, read_device_class, read_resource_slice
 from sluice.api.errors import InvalidObject
 from sluice.api.pod_defaults import DefaultsOf, no_defaults
 from sluice.api.pod_views import pod_from_object
@@ -37,9 +44,22 @@ from sluice.api.views import (
 )
 from sluice.api.workloads import ADAPTERS, POD_LABELS, controlled_by
 from sluice.api.workloads.pods import PodMember, PodWorkload, pod_member, pod_workloads
+from sluice.scheduler.device_nodes import DeviceObjects, with_devices
 from sluice.scheduler.model import Snapshot
 
-View = Queue | WorkloadView | NodeView | PodView | PriorityClassView | NamespaceView | TopologyView
+View = (
+    Queue
+    | WorkloadView
+    | NodeView
+    | PodView
+    | PriorityClassView
+    | NamespaceView
+    | TopologyView
+    | DeviceClass
+    | ResourceSlice
+    | ResourceClaim
+    | ResourceClaimTemplate
+)
 Reader = Callable[[Mapping[str, Any]], View | None]
 
 WORKLOAD_KINDS = tuple(adapter.kind for adapter in ADAPTERS)
@@ -47,7 +67,18 @@ WORKLOAD_KINDS = tuple(adapter.kind for adapter in ADAPTERS)
 OTHER_WORKLOAD_KINDS = frozenset(WORKLOAD_KINDS) - {JOB_KIND}
 PLAIN_PODS = "PlainPods"
 """The kind of the reads of workloads formed of plain pods (``plain_pod_workloads``)."""
-KINDS = ("Namespace", "Queue", *WORKLOAD_KINDS, "Node", "Pod", "PriorityClass", TOPOLOGY_KIND)
+DEVICE_KINDS = ("DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate")
+"""The kinds of Dynamic Resource Allocation (docs/scheduler.md, *Devices (DRA)*)."""
+KINDS = (
+    "Namespace",
+    "Queue",
+    *WORKLOAD_KINDS,
+    "Node",
+    "Pod",
+    "PriorityClass",
+    TOPOLOGY_KIND,
+    *DEVICE_KINDS,
+)
 """The kinds a Snapshot is built from, in the order a strict build reports the first error."""
 
 
@@ -74,6 +105,10 @@ def readers(
         "Pod": partial(pod_from_object, workload_labels=POD_LABELS),
         "PriorityClass": priority_class_from_object,
         TOPOLOGY_KIND: topology_from_object,
+        "DeviceClass": read_device_class,
+        "ResourceSlice": read_resource_slice,
+        "ResourceClaim": read_resource_claim,
+        "ResourceClaimTemplate": read_claim_template,
     }
     for adapter in ADAPTERS:
         if adapter.kind in kinds:
@@ -121,15 +156,16 @@ def read(
 
 
 def read_members(
-    pods: Iterable[tuple[str, Mapping[str, Any]]],
+    pods: Iterable[tuple[str, Mapping[str, Any]]], defaults_of: DefaultsOf = no_defaults
 ) -> tuple[list[PodMember], list[Read]]:
     """The managed plain pods among these (ref, pod), and a Read saying why for each one
-    that cannot be read."""
+    that cannot be read; ``defaults_of``: what their claims count as, by namespace."""
     members: list[PodMember] = []
     unreadable: list[Read] = []
     for ref, obj in pods:
         try:
-            member = pod_member(obj)
+            namespace = str((obj.get("metadata") or {}).get("namespace") or "default")
+            member = pod_member(obj, defaults_of(namespace).devices)
         except InvalidObject as err:
             unreadable.append(Read("Pod", ref, None, str(err)))
             continue
@@ -202,17 +238,22 @@ def build_snapshot(
     jobs: list[WorkloadView] = [*views[JOB_KIND], *views[PLAIN_PODS]]
     if others:
         jobs = _one_per_name(jobs, others, strict, unreadable)
+    devices = DeviceObjects(views["DeviceClass"], views["ResourceSlice"], views["ResourceClaim"])
+    nodes, pods, notes = with_devices(
+        views["Node"], views["Pod"] if pods_known else None, devices, config.device_mapping
+    )
     snapshot = Snapshot(
         queues=views["Queue"],
         workloads=jobs,
-        nodes=views["Node"],
+        nodes=nodes,
         now=now,
         priority_classes=views["PriorityClass"],
         config=config,
         max_queue_depth=max_queue_depth,
         namespaces=views["Namespace"],
-        pods=views["Pod"] if pods_known else None,
+        pods=pods,
         topologies=views[TOPOLOGY_KIND],
+        devices=notes,
     )
     return Built(snapshot, unreadable)
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from sluice.api.constraints import pod_spec_view
+from sluice.api.device_context import SpecDevices, spec_devices
 from sluice.api.errors import InvalidObject
 from sluice.api.pod_defaults import NO_DEFAULTS, DefaultsOf, PodDefaults, no_defaults
 from sluice.api.pod_request import pod_request
@@ -332,15 +333,21 @@ def template_pod_set(
         }
     at_spec = f"{where}.spec"
     request = pod_request(counted, kind, full, at_spec, defaults)
+    devices = SpecDevices(request)
+    if defaults.devices or spec.get("resourceClaims"):
+        namespace = full.partition("/")[0]
+        devices = spec_devices(spec, request, namespace, defaults.devices, kind, full, at_spec)
     return pod_set(
         name,
         count,
-        pod_spec_view(spec, request, kind, full, at_spec),
+        pod_spec_view(spec, devices.request, kind, full, at_spec),
         pod_count,
         spec.get("priorityClassName") or None,
         spec.get("preemptionPolicy") == NEVER,
         pods_by,
         request_of(annotations, kind, full, where_asked),
+        named_claims=devices.named,
+        devices_unknown=devices.unknown,
     )
 
 

@@ -24,6 +24,7 @@ from sluice.api.constants import (
     QUEUE_LABEL,
 )
 from sluice.api.constraints import PodSpecView, pod_spec_view
+from sluice.api.device_context import NO_DEVICES, DeviceContext, SpecDevices, spec_devices
 from sluice.api.errors import InvalidObject
 from sluice.api.pod_request import pod_request
 from sluice.api.pod_views import plain_pod_workload_uid, pod_group_uid
@@ -40,6 +41,7 @@ from sluice.api.views import (
     MAIN_POD_SET,
     NEVER,
     JobPhase,
+    NamedClaims,
     PodSet,
     WorkloadView,
     parse_time,
@@ -84,6 +86,11 @@ class PodMember:
     """What it asks of a Topology (its own annotations): its whole workload in one domain."""
     assignment: Assignment | None = None
     """The domain sluice put it in when it released its gate (sluice.dev/topology-assignment)."""
+    named_claims: NamedClaims = ()
+    """The ResourceClaims it names directly and what each counts as (counted once per
+    workload); its claims from templates are in its request."""
+    devices_unknown: str = ""
+    """Why what its claims ask cannot be known before allocation; "" when it can."""
 
     @property
     def key(self) -> str:
@@ -105,9 +112,10 @@ def group_total(value: Any, full: str) -> int:
     return int(text)
 
 
-def pod_member(obj: Mapping[str, Any]) -> PodMember | None:
-    """The pod as a member of its workload; None when it is no managed plain pod, or is being
-    deleted (it leaves its workload then). Raises InvalidObject naming a field."""
+def pod_member(obj: Mapping[str, Any], devices: DeviceContext = NO_DEVICES) -> PodMember | None:
+    """The pod as a member of its workload, its claims counted with its namespace's
+    ``devices``; None when it is no managed plain pod, or is being deleted (it leaves its
+    workload then). Raises InvalidObject naming a field."""
     if not plain_pod_workload_uid(obj):
         return None
     meta = obj.get("metadata") or {}
@@ -126,12 +134,15 @@ def pod_member(obj: Mapping[str, Any]) -> PodMember | None:
     )
     opt = str(annotations.get(PREEMPTABLE_ANNOTATION, "")).lower()
     phase = status.get("phase")
+    asked = SpecDevices(pod_request(spec, KIND, full, "spec"))
+    if devices or spec.get("resourceClaims"):
+        asked = spec_devices(spec, asked.request, namespace, devices, KIND, full, "spec")
     return PodMember(
         namespace=namespace,
         name=str(meta.get("name")),
         uid=str(meta.get("uid") or ""),
         queue=str(labels[QUEUE_LABEL]),
-        pod=pod_spec_view(spec, pod_request(spec, KIND, full, "spec"), KIND, full, "spec"),
+        pod=pod_spec_view(spec, asked.request, KIND, full, "spec"),
         group=group,
         total=total,
         gate_index=_gate_index(spec),
@@ -156,6 +167,8 @@ def pod_member(obj: Mapping[str, Any]) -> PodMember | None:
         )
         or EPOCH,
         resource_version=str(meta.get("resourceVersion") or ""),
+        named_claims=asked.named,
+        devices_unknown=asked.unknown,
     )
 
 
@@ -235,13 +248,19 @@ def _waiting(members: tuple[PodMember, ...]) -> str:
     return ""
 
 
-Shape = tuple[PodSpecView, str | None, bool]
+Shape = tuple[PodSpecView, str | None, bool, NamedClaims, str]
 """What makes pods of a workload one pod set: the request and the nodes they may go on, their
 priority class, their preemption policy."""
 
 
 def _shape(member: PodMember) -> Shape:
-    return member.pod, member.priority_class_name, member.never_preempts
+    return (
+        member.pod,
+        member.priority_class_name,
+        member.never_preempts,
+        member.named_claims,
+        member.devices_unknown,
+    )
 
 
 def _pod_sets(members: tuple[PodMember, ...], total: int) -> tuple[PodSet, ...]:
@@ -267,6 +286,8 @@ def _pod_sets(members: tuple[PodMember, ...], total: int) -> tuple[PodSet, ...]:
             max(count - sum(1 for m in pods if m.finished and not m.gated), 0),
             pods[0].priority_class_name,
             pods[0].never_preempts,
+            named_claims=pods[0].named_claims,
+            devices_unknown=pods[0].devices_unknown,
         )
         for pods, count in zip(found, counts, strict=True)
     )

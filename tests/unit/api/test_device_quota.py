@@ -10,6 +10,18 @@ from typing import Any
 
 import pytest
 
+from sluice.api.device_claims import (
+    ClaimSpec,
+    DeviceRequest,
+    ExactRequest,
+    PodClaim,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    read_claim_template,
+    read_generated_claims,
+    read_pod_claims,
+    read_resource_claim,
+)
 from sluice.api.device_quota import (
     IMPLICIT_PREFIX,
     DeviceMapping,
@@ -22,20 +34,7 @@ from sluice.api.device_quota import (
     serving_classes,
     workload_devices,
 )
-from sluice.api.devices import (
-    ClaimSpec,
-    DeviceClass,
-    DeviceRequest,
-    ExactRequest,
-    PodClaim,
-    ResourceClaim,
-    ResourceClaimTemplate,
-    read_claim_template,
-    read_device_class,
-    read_generated_claims,
-    read_pod_claims,
-    read_resource_claim,
-)
+from sluice.api.devices import DeviceClass, read_device_class
 from sluice.api.errors import ConfigError
 from sluice.api.resources import Resources
 

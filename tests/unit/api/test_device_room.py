@@ -10,13 +10,13 @@ from typing import Any
 
 from sluice.api.constraints import Taint
 from sluice.api.device_cel import SelectorError
+from sluice.api.device_claims import read_resource_claim
 from sluice.api.device_room import ClassRoom, class_room, held_devices
 from sluice.api.devices import (
     DeviceClass,
     NodeAccess,
     pools,
     read_device_class,
-    read_resource_claim,
     read_resource_slice,
 )
 

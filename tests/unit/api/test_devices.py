@@ -11,18 +11,20 @@ import pytest
 
 from sluice.api.constraints import NodeRequirement
 from sluice.api.device_cel import matches
-from sluice.api.devices import (
+from sluice.api.device_claims import (
     AllocatedDevice,
     ExactRequest,
-    NodeAccess,
     PodClaim,
-    ResourceSlice,
-    pools,
     read_claim_template,
-    read_device_class,
     read_generated_claims,
     read_pod_claims,
     read_resource_claim,
+)
+from sluice.api.devices import (
+    NodeAccess,
+    ResourceSlice,
+    pools,
+    read_device_class,
     read_resource_slice,
 )
 from sluice.api.errors import InvalidObject
