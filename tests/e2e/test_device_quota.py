@@ -165,9 +165,13 @@ class Gpus:
         names: list[str] = []
         for pod in pods:
             fresh = self.kubectl.get("pod", pod["metadata"]["name"], self.s.namespace)
-            for status in fresh.get("status", {}).get("resourceClaimStatuses") or []:
-                if status.get("resourceClaimName") and status["resourceClaimName"] not in names:
-                    names.append(status["resourceClaimName"])
+            status = fresh.get("status", {})
+            # kube-scheduler's own claim for an extended resource a class serves goes last.
+            made = [*(status.get("resourceClaimStatuses") or [])]
+            made.append(status.get("extendedResourceClaimStatus") or {})
+            for entry in made:
+                if entry.get("resourceClaimName") and entry["resourceClaimName"] not in names:
+                    names.append(entry["resourceClaimName"])
         for pod in pods:
             for claim in pod["spec"].get("resourceClaims") or []:
                 if claim.get("resourceClaimName") and claim["resourceClaimName"] not in names:
@@ -255,23 +259,35 @@ def test_devices_asked_through_claims_count_against_the_cap_with_the_reason(
     assert f'"{GPU}":"2"' in table, table
 
 
-def test_a_gang_of_whole_nodes_of_devices_waits_until_a_second_node_publishes_its_devices(
+def test_a_gang_of_whole_nodes_of_devices_waits_until_a_second_node_has_them_all_free(
     g: Gpus,
 ) -> None:
     s = g.s
     g.map()
-    first = g.node()
-    second = g.node(publish=False)
+    whole, half_a, half_b = g.node(), g.node(), g.node()
+    g.template("four", 4)
+    s.queue("other")
+    for i, node in enumerate((half_a, half_b)):
+        pinned = g.pod(template="four")
+        pinned["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node}
+        g.job(f"half-{i}", "other", pinned)
+    s.wait_admitted("half-0", "half-1")
+    for i in range(2):
+        g.wait_allocated(s.wait_pods_running(f"half-{i}", 1), 1)
+
+    # 16 devices free in all, but 8 on one node only: one pod of 8 fits, not two.
     team = s.queue("team")
     g.template("eight", 8)
     g.job("gang", "team", g.pod(template="eight"), pods=2)
     reason = g.wait_reason("gang")
-    assert reason.startswith(f"position 1 in {team}; "), reason
-    assert GPU in reason, reason
-    g.publish(second)
+    assert reason == (
+        f"position 1 in {team}; only 1 of its 2 pods of {GPU} 8 fit on the nodes at once"
+        f" ({whole} 1)"
+    )
+    fourth = g.node()
     s.wait_admitted("gang", timeout=30)
     pods = s.wait_pods_running("gang", 2)
-    assert {p["spec"]["nodeName"] for p in pods} == {first, second}
+    assert {p["spec"]["nodeName"] for p in pods} == {whole, fourth}
     assert [len(devices.allocated_devices(c)) for c in g.wait_allocated(pods, 2)] == [8, 8]
 
 
@@ -340,19 +356,33 @@ def test_first_available_counts_the_largest_alternative_then_what_was_given(g: G
         g
     )
 
-    # Whole devices or halves: before allocation both count; kube-scheduler gives the first
-    # alternative, and the queue then holds what the claim was given.
+    # Two whole devices or four halves: before allocation both count (the most of each
+    # resource); kube-scheduler gives the first alternative, and from then on the claim counts
+    # what it was given, in the queue of the job it was made for and in that of a job that
+    # names it afterwards (a queue that caps halves at 0 admits that one).
     s.queue("team")
     whole_or_halves = devices.first_available_spec(
         [("whole", g.device_class, 2), ("halves", half, 4)]
     )
-    g.template("whole-or-halves", 0, whole_or_halves)
-    g.job("given", "team", g.pod(template="whole-or-halves"))
-    s.wait_admitted("given")
-    [claim] = g.wait_allocated(s.wait_pods_running("given", 1), 1)
+    g.kubectl.create(
+        {
+            "apiVersion": devices.API_VERSION,
+            "kind": "ResourceClaim",
+            "metadata": {"name": "either", "namespace": s.namespace},
+            "spec": whole_or_halves,
+        }
+    )
+    g.job("first", "team", g.pod(claim="either"))
+    s.wait_admitted("first")
+    [claim] = g.wait_allocated(s.wait_pods_running("first", 1), 1)
     results = devices.allocated_devices(claim)
     assert {r["request"] for r in results} == {"gpus/whole"} and len(results) == 2, results
     g.wait_queue("team", {GPU: "2"})
+    s.queue("tight", capability={GPU: "2", HALF: "0"})
+    g.job("second", "tight", g.pod(claim="either"))
+    s.wait_admitted("second")
+    s.wait_pods_running("second", 1)
+    g.wait_queue("tight", {GPU: "2"})
 
 
 def test_a_job_naming_a_claim_of_another_queues_job_counts_it_in_its_own_queue(g: Gpus) -> None:
@@ -393,7 +423,9 @@ def test_a_claim_template_recreated_bigger_after_admission_counts_bigger(
     renewed = s.wait_pods_running("grow", 2)
     claims = g.wait_allocated(renewed, 2)
     assert sorted(len(devices.allocated_devices(c)) for c in claims) == [1, 4]
-    status = g.wait_queue("team", {GPU: "5"})
+    # Its pods ask 4 devices each from now on: the pod set counts 2 x 4, more than the 1 + 4
+    # its live claims hold.
+    status = g.wait_queue("team", {GPU: "8"})
     conditions = {c["type"]: c for c in status.get("conditions") or []}
     assert conditions["OverCapability"]["status"] == "True", status
     g.job("later", "team", g.pod(template="grow"))
