@@ -139,10 +139,12 @@ class Gpus:
         )
         return name
 
-    def pod(self, *, template: str = "", claim: str = "", **requests: str) -> dict[str, Any]:
+    def pod(
+        self, *, template: str = "", claim: str = "", requests: dict[str, str] | None = None
+    ) -> dict[str, Any]:
         """A pod template asking devices through a claim template or a named claim (and
-        `requests`, keyed by resource name with `/` written `__`)."""
-        asked = {k.replace("__", "/"): v for k, v in requests.items()}
+        its container `requests`)."""
+        asked = dict(requests or {})
         pod = kwok.pod_template(asked)
         if template:
             return devices.with_claim_template(pod, template)
@@ -442,7 +444,7 @@ def test_devices_asked_as_an_extended_resource_a_class_serves_count_and_are_plac
     node = g.node(publish=False)  # no allocatable of `served`: its room is in the slice
     g.publish(node, driver)
     team = s.queue("team", capability={served: "2"})
-    g.job("fits", "team", g.pod(**{served.replace("/", "__"): "2"}))
+    g.job("fits", "team", g.pod(requests={served: "2"}))
     s.wait_admitted("fits")
     [pod] = s.wait_pods_running("fits", 1)
     assert pod["spec"]["nodeName"] == node
@@ -450,7 +452,7 @@ def test_devices_asked_as_an_extended_resource_a_class_serves_count_and_are_plac
     [claim] = g.wait_allocated([pod], 1)
     assert len(devices.allocated_devices(claim)) == 2
 
-    g.job("more", "team", g.pod(**{served.replace("/", "__"): "1"}))
+    g.job("more", "team", g.pod(requests={served: "1"}))
     reason = g.wait_reason("more")
     assert reason.startswith(f"position 1 in {team}; {team} would use {served} 3 > capability 2")
     g.wait_queue("team", {served: "2"})
