@@ -297,11 +297,16 @@ def _plugin_arguments(name: str, raw: Any, where: str, warnings: list[str]) -> M
         raise ConfigError(f"{where}.arguments", "expected a mapping")
     allowed = PLUGINS[name].arguments
     theirs = volcano.IGNORED_PLUGIN_ARGUMENTS.get(name, {})
+    always_on = volcano.ALWAYS_ON_PLUGIN_ARGUMENTS.get(name, {})
     out: dict[str, Any] = {}
     for written, value in raw.items():
         at = f"{where}.arguments.{written}"
         if written in theirs:
             warnings.append(f"{at}: {name}'s argument {written} is ignored: {theirs[written]}")
+            continue
+        if written in always_on:
+            if not _as_bool(value, at):
+                warnings.append(f"{at}: false is ignored: {always_on[written]}")
             continue
         # Written with the plugin prefix (proportion_optimize.GuaranteeEnable) or without.
         key = str(written).removeprefix(f"{name}.")

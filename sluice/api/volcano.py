@@ -1,9 +1,10 @@
 """Volcano's scheduler-configuration names that sluice accepts without implementing, and why.
 
 A stock ``volcano-scheduler.conf`` loads as it is: each name below is accepted with one
-warning that says what is ignored and why. A name that neither sluice nor Volcano knows stays
-an error naming its key (``config.py``). docs/scheduler.md lists the same names in its table
-of Volcano's keys; a test keeps the two in step.
+warning that says what is ignored and why, except Volcano's switches for what sluice always
+does, which warn only when they would turn it off. A name that neither sluice nor Volcano
+knows stays an error naming its key (``config.py``). docs/scheduler.md lists the same names
+in its table of Volcano's keys; a test keeps the two in step.
 """
 
 from __future__ import annotations
@@ -87,7 +88,10 @@ HIERARCHY_OFF_REASON: Final = (
     " root are a tree of depth one)"
 )
 
-_DRA: Final = "sluice counts what the pods request; it does not count DRA claims"
+_CONSUMED_CAPACITY: Final = (
+    "sluice counts each device a claim asks or holds as one unit of its class's quota"
+    " resource, not the capacity a claim consumes within a device"
+)
 
 _NODE_USAGE: Final = (
     "Volcano's usage plugin places pods by the nodes' load; sluice's usage plugin orders"
@@ -104,10 +108,20 @@ IGNORED_PLUGIN_ARGUMENTS: Final[Mapping[str, Mapping[str, str]]] = {
     "capacity": {
         "ancestorReclaimLevel": "sluice checks every level between a victim's queue and the"
         " reclaimer's common ancestor, and the reclaimer's own levels below it",
-        "capacity.DynamicResourceAllocationEnable": _DRA,
-        "capacity.DRAConsumableCapacityEnable": _DRA,
+        "capacity.DRAConsumableCapacityEnable": _CONSUMED_CAPACITY,
     },
 }
+
+ALWAYS_ON_PLUGIN_ARGUMENTS: Final[Mapping[str, Mapping[str, str]]] = {
+    "capacity": {
+        "capacity.DynamicResourceAllocationEnable": "sluice always counts the devices pods ask"
+        " through DRA claims in their queues, so that no claim escapes a queue's capability"
+        " (docs/scheduler.md, *Devices (DRA)*)",
+    },
+}
+"""Volcano's plugin switches for what sluice always does, by plugin: ``true`` is what sluice
+does and is accepted silently; ``false`` is accepted with a warning that says why the
+behaviour stays on. Volcano reads each under the same plugin and key."""
 
 _ERROR_CACHE: Final = {"predicateErrorCacheEnable": _PLACEMENT}
 

@@ -121,7 +121,8 @@ SnapshotArg = Annotated[
     Path,
     typer.Argument(
         help="A YAML or JSON dump: `kubectl get queues,jobs,pods,nodes,priorityclasses,"
-        "namespaces -A -o yaml` (separate documents or kind: List).",
+        "namespaces,deviceclasses,resourceslices,resourceclaims,resourceclaimtemplates -A"
+        " -o yaml` (separate documents or kind: List).",
         show_default=False,
     ),
 ]
@@ -131,8 +132,9 @@ ConfigArg = Annotated[
     typer.Option(
         "--config",
         help="Scheduler configuration (scheduler.yaml, or the sluice-scheduler ConfigMap "
-        "manifest). Without it, a sluice-scheduler ConfigMap in the dump is used, else the "
-        "default configuration.",
+        "manifest), including its deviceClassMappings (which DeviceClass counts as which "
+        "quota resource). Without it, a sluice-scheduler ConfigMap in the dump is used, else "
+        "the default configuration.",
         show_default=False,
     ),
 ]

@@ -63,14 +63,23 @@ def list_into(
 
 
 def list_if_served(listing: Listing) -> None:
-    """``list_into`` for a kind the API server may not serve (an API group turned off): when
-    it does not (404), nothing of it is stored, and the log says so."""
+    """``list_into`` for a kind the API server may not serve (an API group turned off) or
+    the operator may not be allowed to read (a role from before the kind was read): nothing
+    of it is stored then, and the log says so, as an error when it is forbidden (what needs
+    the kind waits: a workload whose claim templates are not known says so)."""
     try:
         list_into(*listing[:4])
     except client.ApiException as err:
-        if err.status != 404:
+        if err.status == 404:
+            log.info(
+                "event=kind-not-served kind=%s apiVersion=%s", listing.kind, listing.api_version
+            )
+        elif err.status == 403:
+            log.error(
+                "event=kind-forbidden kind=%s apiVersion=%s", listing.kind, listing.api_version
+            )
+        else:
             raise
-        log.info("event=kind-not-served kind=%s apiVersion=%s", listing.kind, listing.api_version)
 
 
 def list_anew(state: ClusterState, listing: Listing) -> str | None:

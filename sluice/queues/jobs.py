@@ -4,8 +4,9 @@ through its kind's adapter: one rule for every kind.
 
 What a tenant can write is a way around quota until a rule here says no: the queue a job goes
 to (docs/operations.md, "Tenancy"), its size once admitted, the sluice.dev/ annotations that
-change decisions, orphaning its pods, and the pods themselves (their requests and the labels
-that tie them to their Job). Every denial names the job, the rule and who may do it instead.
+change decisions, orphaning its pods, the DRA claims its pod templates name once it is
+admitted, and the pods themselves (their requests and the labels that tie them to their Job).
+Every denial names the job, the rule and who may do it instead.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from sluice.api.resources import EMPTY, Resources, describe_amount
 from sluice.api.selector import namespace_labels
 from sluice.api.workloads import POD_LABELS, Adapter
 from sluice.api.workloads.job import JOB
+from sluice.api.workloads.model import at
 from sluice.queues.admission import closed_ancestor
 from sluice.queues.topology import REQUEST_ANNOTATIONS
 from sluice.queues.tree import children_of
@@ -275,6 +277,46 @@ def check_growth(
     )
 
 
+def _claims_by_pod_set(job: Mapping[str, Any], adapter: Adapter) -> dict[str, tuple[str, Any]]:
+    """Each pod set's template's spec.resourceClaims (None when absent or empty), and where
+    that field is, as ``spec.replicatedJobs[1].template...``."""
+    out: dict[str, tuple[str, Any]] = {}
+    for name, path in adapter.pod_set_templates(job):
+        where = (*path, "spec", "resourceClaims")
+        text = "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in where).lstrip(".")
+        out[name] = (text, at(job, where) or None)
+    return out
+
+
+def check_claims_kept(
+    old: Mapping[str, Any],
+    new: Mapping[str, Any],
+    namespace: str,
+    writer: Writer,
+    adapter: Adapter = JOB,
+) -> Verdict:
+    """While a workload is admitted, the DRA claims its pod templates name
+    (``spec.resourceClaims``) do not change: the devices they ask were counted when it was
+    admitted, and a kind whose template stays mutable would otherwise let its next pods ask
+    for more than its queue allows. Suspending it (and changing them in the same write, or
+    after) queues it again with its new claims."""
+    if writer.operator or not job_admitted(old, adapter) or adapter.suspended(new):
+        return ALLOW
+    before, after = _claims_by_pod_set(old, adapter), _claims_by_pod_set(new, adapter)
+    for name in dict.fromkeys((*before, *after)):
+        was, now = before.get(name, ("", None)), after.get(name, ("", None))
+        if was[1] == now[1]:
+            continue
+        return deny(
+            "job-claims-immutable",
+            f"{_who(new, namespace, adapter)}: the resourceClaims of pod set {name}"
+            f" ({now[0] or was[0]}) cannot change while it is admitted: its devices were"
+            f" counted at admission; suspend it ({adapter.hold.name}: true) to change them"
+            " and queue it again",
+        )
+    return ALLOW
+
+
 def format_amount(name: str, milli: int) -> str:
     """The amount alone, as in ``cpu 4 -> 8``."""
     return describe_amount(name, milli).removeprefix(f"{name} ")
@@ -396,6 +438,9 @@ def check_job_update(
         return verdict
     if ORPHAN_FINALIZER in _finalizers(new) and ORPHAN_FINALIZER not in _finalizers(old):
         return _refuse_orphaning(new, namespace, "the finalizer orphan", adapter)
+    verdict = check_claims_kept(old, new, namespace, writer, adapter)
+    if not verdict.allowed:
+        return verdict
     return check_growth(old, new, namespace, writer, adapter)
 
 

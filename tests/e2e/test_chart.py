@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
+from sluice.api.config import DEFAULT_CONFIG, load_scheduler_config
+
 from .components import Operator, webhook_server
 from .helpers import REPO, Kubectl, KubectlError, controlplane, wait_for
 from .scenario import Scenario
@@ -245,6 +247,61 @@ def test_non_default_values_render_cert_manager_resources_and_tolerations(helm: 
     assert config_map["data"]["scheduler.yaml"] == "actions: enqueue, allocate"
 
 
+_MAPPING = (
+    "scheduler.deviceClassMappings[0].name=nvidia.com/gpu",
+    "scheduler.deviceClassMappings[0].deviceClassNames[0]=gpu.nvidia.com",
+    "scheduler.deviceClassMappings[0].deviceClassNames[1]=a100.nvidia.com",
+    "scheduler.deviceClassMappings[1].name=nvidia.com/mig-1g.10gb",
+    "scheduler.deviceClassMappings[1].deviceClassNames[0]=mig-1g.10gb.nvidia.com",
+)
+_MAPPED = {
+    "gpu.nvidia.com": "nvidia.com/gpu",
+    "a100.nvidia.com": "nvidia.com/gpu",
+    "mig-1g.10gb.nvidia.com": "nvidia.com/mig-1g.10gb",
+}
+
+
+@pytest.mark.parametrize(
+    ("config", "written", "actions"),
+    [
+        ("", "", DEFAULT_CONFIG.actions),
+        ("actions: enqueue\\, allocate", "actions: enqueue, allocate\n", ("enqueue", "allocate")),
+        ("actions: allocate\n", "actions: allocate\n", ("allocate",)),
+    ],
+)
+def test_device_class_mappings_are_written_into_scheduler_yaml(
+    helm: Path, config: str, written: str, actions: tuple[str, ...]
+) -> None:
+    plain = named(render(helm, f"scheduler.config={config}"), "ConfigMap", "sluice-scheduler")
+    assert "deviceClassMappings" not in plain["data"]["scheduler.yaml"]
+    docs = render(helm, f"scheduler.config={config}", *_MAPPING)
+    text = named(docs, "ConfigMap", "sluice-scheduler")["data"]["scheduler.yaml"]
+    assert text.startswith(written + "deviceClassMappings:\n")
+    loaded = load_scheduler_config(text)  # as the operator and `sluice simulate` read it
+    assert dict(loaded.device_mapping.resources) == _MAPPED
+    assert loaded.actions == actions and loaded.warnings == ()
+
+
+def test_operator_reads_dra_objects_and_the_webhooks_do_not(helm: Path) -> None:
+    docs = render(helm)
+    operator = named(docs, "ClusterRole", "sluice-operator")
+    dra = [r for r in operator["rules"] if r["apiGroups"] == ["resource.k8s.io"]]
+    assert dra == [
+        {
+            "apiGroups": ["resource.k8s.io"],
+            "resources": [
+                "deviceclasses",
+                "resourceslices",
+                "resourceclaims",
+                "resourceclaimtemplates",
+            ],
+            "verbs": ["get", "list", "watch"],
+        }
+    ]
+    webhooks = named(docs, "ClusterRole", "sluice-webhooks")
+    assert not [r for r in webhooks["rules"] if "resource.k8s.io" in r["apiGroups"]]
+
+
 def test_helm_lint_strict_passes(helm: Path) -> None:
     for sets in (
         (),
@@ -286,6 +343,21 @@ def test_helm_lint_strict_passes(helm: Path) -> None:
         (
             ("operator.replicas=1",),
             "operator.podDisruptionBudget.minAvailable (1) must be below operator.replicas (1)",
+        ),
+        (
+            ("scheduler.deviceClassMappings[0].name=nvidia.com/gpu",),
+            "at '/scheduler/deviceClassMappings/0': missing property 'deviceClassNames'",
+        ),
+        (
+            (
+                "scheduler.config=deviceClassMappings: []",
+                *_MAPPING,
+            ),
+            "scheduler.config already holds deviceClassMappings; give the mapping in one place",
+        ),
+        (
+            ("scheduler.config=- allocate", *_MAPPING),
+            "scheduler.config must be a block-style YAML mapping to add deviceClassMappings to",
         ),
     ],
 )
@@ -583,6 +655,11 @@ def test_install_then_each_account_can_do_exactly_what_it_needs(
     assert not operator.can_i("create", "pods", "default")  # forbidden: not its business
     assert not operator.can_i("delete", "jobs.batch", "default")
     assert not operator.can_i("get", "secrets", NAMESPACE)
+    # DRA: what devices pods ask and nodes have, read only.
+    for kind in ("deviceclasses", "resourceslices", "resourceclaims", "resourceclaimtemplates"):
+        assert operator.can_i("watch", f"{kind}.resource.k8s.io", "default")
+        assert not operator.can_i("create", f"{kind}.resource.k8s.io", "default")
+        assert not webhooks.can_i("list", f"{kind}.resource.k8s.io", "default")
     assert webhooks.can_i("list", "queues.scheduling.sluice.dev")
     assert not webhooks.can_i("patch", "jobs.batch", "default")  # forbidden: only the operator
     assert not webhooks.can_i("update", "queues.scheduling.sluice.dev/status")

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 import pytest
-from test_webhook_rules import patched, queue_obj, seed
+from test_webhook_rules import job_obj, patched, queue_obj, seed
 from test_webhook_tenancy import answer
 from webhook_harness import OPERATOR, Webhook, make_review
 
@@ -167,6 +167,48 @@ async def test_an_admitted_workload_does_not_grow(webhook: Webhook) -> None:
     new["spec"]["suspend"] = True
     body = review(new, operation="UPDATE", old=old)
     assert (await answer(webhook, "/validate/workloads", body))["allowed"] is True
+
+
+CLAIMS = [{"name": "gpus", "resourceClaimTemplateName": "eight-gpus"}]
+
+
+async def test_an_admitted_workloads_claims_do_not_change(webhook: Webhook) -> None:
+    seed(webhook, queue_obj("team-a", parent="root"))
+    old = jobset("sweep", suspend=False)
+    new = copy.deepcopy(old)
+    new["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["resourceClaims"] = (
+        CLAIMS
+    )
+    response = await answer(
+        webhook, "/validate/workloads", review(new, operation="UPDATE", old=old)
+    )
+    assert response["allowed"] is False
+    assert response["status"]["reason"] == "job-claims-immutable"
+    assert response["status"]["message"].startswith(
+        "jobset team/sweep: the resourceClaims of pod set workers"
+        " (spec.replicatedJobs[0].template.spec.template.spec.resourceClaims) cannot change"
+        " while it is admitted"
+    )
+    new["spec"]["suspend"] = True
+    body = review(new, operation="UPDATE", old=old)
+    assert (await answer(webhook, "/validate/workloads", body))["allowed"] is True
+
+
+async def test_an_admitted_jobs_claims_do_not_change(webhook: Webhook) -> None:
+    seed(webhook, queue_obj("team-a", parent="root"))
+    old = job_obj("train", "team-a", suspend=False)
+    new = copy.deepcopy(old)
+    new["spec"]["template"]["spec"]["resourceClaims"] = CLAIMS
+    body = make_review("Job", new, operation="UPDATE", old=old, namespace="team")
+    response = await answer(webhook, "/validate/jobs", body)
+    assert response["status"]["reason"] == "job-claims-immutable"
+    message = response["status"]["message"]
+    assert message.startswith("job team/train: the resourceClaims of pod set main (spec.template")
+    held = job_obj("train", "team-a", suspend=True)
+    asking = copy.deepcopy(held)
+    asking["spec"]["template"]["spec"]["resourceClaims"] = CLAIMS
+    body = make_review("Job", asking, operation="UPDATE", old=held, namespace="team")
+    assert (await answer(webhook, "/validate/jobs", body))["allowed"] is True
 
 
 async def test_the_operators_annotations_are_its_own_on_every_kind(webhook: Webhook) -> None:

@@ -168,6 +168,57 @@ def test_enable_hierarchy_is_volcanos_key_and_the_old_spelling_an_alias(key: str
     )
 
 
+_DRA_SWITCH = "capacity.DynamicResourceAllocationEnable"
+
+
+@pytest.mark.parametrize("value", ["true", '"true"', "True"])
+def test_volcanos_dra_quota_switch_on_is_what_sluice_does_and_loads_silently(value: str) -> None:
+    config = load_scheduler_config(
+        f"tiers:\n- plugins: [{{name: capacity, arguments: {{{_DRA_SWITCH}: {value}}}}}]"
+    )
+    capacity = config.plugin("capacity")
+    assert capacity is not None and capacity.arguments == {}
+    assert config.warnings == ()
+
+
+@pytest.mark.parametrize("value", ["false", '"false"'])
+def test_volcanos_dra_quota_switch_off_warns_that_claims_are_still_counted(value: str) -> None:
+    config = load_scheduler_config(
+        f"tiers:\n- plugins: [{{name: capacity, arguments: {{{_DRA_SWITCH}: {value}}}}}]"
+    )
+    assert config.plugin_names() == ["capacity"]
+    assert config.warnings == (
+        f"tiers[0].plugins[0].arguments.{_DRA_SWITCH}: false is ignored: sluice always counts"
+        " the devices pods ask through DRA claims in their queues, so that no claim escapes a"
+        " queue's capability (docs/scheduler.md, *Devices (DRA)*)",
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        (
+            f"tiers:\n- plugins: [{{name: capacity, arguments: {{{_DRA_SWITCH}: maybe}}}}]",
+            f"tiers[0].plugins[0].arguments.{_DRA_SWITCH}",
+        ),
+        # Volcano reads it only as the capacity plugin's argument, under its full key.
+        (
+            "tiers:\n- plugins: [{name: capacity, arguments:"
+            " {DynamicResourceAllocationEnable: true}}]",
+            "tiers[0].plugins[0].arguments.DynamicResourceAllocationEnable",
+        ),
+        (
+            f"tiers:\n- plugins: [{{name: proportion, arguments: {{{_DRA_SWITCH}: true}}}}]",
+            f"tiers[0].plugins[0].arguments.{_DRA_SWITCH}",
+        ),
+    ],
+)
+def test_volcanos_dra_quota_switch_elsewhere_or_not_a_bool_is_refused(text: str, key: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_scheduler_config(text)
+    assert caught.value.key == key
+
+
 def test_volcano_names_sluice_does_not_implement_are_warned_about_once_each() -> None:
     config = load_scheduler_config(
         """
@@ -197,7 +248,6 @@ tiers:
         "actions.shuffle",
         "tiers[0].plugins[0].enableJobOrder",
         "tiers[0].plugins[1].name",
-        "tiers[1].plugins[0].arguments.capacity.DynamicResourceAllocationEnable",
         "configurations[0].arguments.predicateErrorCacheEnable",
         "configurations[0].arguments.minCandidateNodesPercentage",
         "configurations[1].name",

@@ -433,3 +433,48 @@ def test_every_kind_a_snapshot_is_built_from_has_one_store_of_its_own() -> None:
     state.on_node("DELETED", {"metadata": {"name": "a", "resourceVersion": "4"}})
     state.on_namespace("ADDED", {"metadata": {"name": "a", "resourceVersion": "2"}})
     assert "a" in state.reads["Namespace"] and "a" not in state.reads["Node"]
+
+
+def test_claim_templates_classes_and_named_claims_read_the_workloads_again() -> None:
+    state = ClusterState()
+    state.readers = readers(defaults_of=state.pod_defaults.of)
+    claims = [{"name": "gpus", "resourceClaimTemplateName": "four"}]
+    spec = {"containers": [{"name": "c"}], "resourceClaims": claims}
+    state.on_workload("ADDED", queued_job(1, spec={"template": {"spec": spec}}))
+    waiting = state.snapshot(NOW, 5).snapshot.workloads[0]
+    assert "ResourceClaimTemplate ns/four does not exist" in waiting.devices_unknown
+    implicit = "deviceclass.resource.kubernetes.io/gpu"
+    device_class = {"metadata": {"name": "gpu", "resourceVersion": "2"}, "spec": {}}
+    template = {
+        "metadata": {"name": "four", "namespace": "ns", "resourceVersion": "3"},
+        "spec": {
+            "spec": {
+                "devices": {
+                    "requests": [{"name": "r", "exactly": {"deviceClassName": "gpu", "count": 4}}]
+                }
+            }
+        },
+    }
+    state.on_device_class("ADDED", device_class)
+    state.wake.clear()
+    state.on_claim_template("ADDED", template)
+    assert state.wake.is_set()
+    counted = state.snapshot(NOW, 5).snapshot.workloads[0]
+    assert counted.devices_unknown == ""
+    assert counted.request == Resources.parse({implicit: "4"})
+    # Deleted and created again asking more: the workload asks what its pods now will.
+    state.on_claim_template("DELETED", template)
+    assert state.snapshot(NOW, 5).snapshot.workloads[0].devices_unknown
+    exactly = template["spec"]["spec"]["devices"]["requests"][0]["exactly"]  # type: ignore[index]
+    exactly["count"] = 8
+    template["metadata"]["resourceVersion"] = "5"  # type: ignore[index]
+    state.on_claim_template("ADDED", template)
+    assert state.snapshot(NOW, 5).snapshot.workloads[0].request == Resources.parse({implicit: "8"})
+    # The mapping in the scheduler configuration renames what every device counts as.
+    from sluice.api.config import parse_scheduler_config
+
+    mapped = [{"name": "example.com/gpu", "deviceClassNames": ["gpu"]}]
+    state.set_config(parse_scheduler_config({"deviceClassMappings": mapped}))
+    assert state.snapshot(NOW, 5).snapshot.workloads[0].request == Resources.parse(
+        {"example.com/gpu": "8"}
+    )

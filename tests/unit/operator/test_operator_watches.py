@@ -113,3 +113,35 @@ def test_a_resumed_watch_starts_from_the_listing_it_is_given_and_lists_anew_when
     assert watched_from == ["10", "15"]  # from the operator's listing, then from its own
     assert resumed.listings == 1 and len(lister.calls) == 1
     assert set(state.workloads) == {"ns/b"}  # a, gone while unwatched, forgotten
+
+
+@pytest.mark.parametrize(("status", "level"), [(404, "INFO"), (403, "ERROR")])
+def test_a_kind_not_served_or_forbidden_lists_nothing_and_says_so(
+    status: int, level: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    from kubernetes import client
+
+    from sluice.operator.watches import list_if_served
+
+    def refused(**_: Any) -> Any:
+        raise client.ApiException(status=status)
+
+    state = ClusterState()
+    with caplog.at_level("INFO", logger="sluice.operator"):
+        list_if_served(Listing(refused, "resource.k8s.io/v1", "DeviceClass", state.on_device_class))
+    assert [(r.levelname, "kind=DeviceClass" in r.getMessage()) for r in caplog.records] == [
+        (level, True)
+    ]
+    assert not state.reads["DeviceClass"]
+
+
+def test_any_other_failure_to_list_a_device_kind_is_raised() -> None:
+    from kubernetes import client
+
+    from sluice.operator.watches import list_if_served
+
+    def broken(**_: Any) -> Any:
+        raise client.ApiException(status=500)
+
+    with pytest.raises(client.ApiException):
+        list_if_served(Listing(broken, "resource.k8s.io/v1", "DeviceClass", lambda e, o: None))

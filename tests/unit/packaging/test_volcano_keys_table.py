@@ -40,6 +40,14 @@ def test_every_ignored_volcano_name_has_a_row_that_says_ignored() -> None:
     assert ignored >= expected, sorted(expected - ignored)
 
 
+def test_every_volcano_switch_sluice_keeps_on_has_a_row_that_says_so() -> None:
+    keys = {key for args in volcano.ALWAYS_ON_PLUGIN_ARGUMENTS.values() for key in args}
+    for key in keys:
+        rows = [row for row in _rows() if key in _named(row)]
+        assert len(rows) == 1, key
+        assert "**honoured** as `true`" in rows[0] and "`false` is **ignored**" in rows[0], key
+
+
 def test_every_plugin_and_action_sluice_shares_with_volcano_has_a_row() -> None:
     named = set().union(*(_named(row) for row in _rows()))
     shared = (set(PLUGINS) | set(ACTIONS)) - {"proportion_optimize"}
