@@ -185,7 +185,9 @@ def _pods(jobs: list[WorkloadView], nodes: list[NodeView], now: datetime) -> lis
         names = iter(range(job.pod_count))
         for i, count in assignment:
             for _ in range(count):
-                pods.append(_pod(job, next(names), nodes[i].name, job.admitted_at or START))
+                pods.append(
+                    _pod(job, next(names), placement.nodes[i].name, job.admitted_at or START)
+                )
         pods.extend(_pod(job, n, None, now - timedelta(minutes=1)) for n in names)
     return pods
 
