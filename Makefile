@@ -61,8 +61,10 @@ demo-down: dev-down
 ## Benchmarks print their numbers; the targets are in each script's docstring.
 bench: install
 	$(PY) -m bench.bench_scheduler
+	$(PY) -m bench.bench_scheduler --devices
 	$(PY) -m bench.bench_decision_pass
 	$(PY) -m bench.bench_reading
+	$(PY) -m bench.bench_reading --devices
 	$(PY) -m bench.bench_topology
 	$(PY) -m bench.bench_webhooks
 	$(PY) -m bench.bench_operator

@@ -9,6 +9,13 @@ of every pod's request on its node (no scheduler can know what is free on the no
 It also times reading the same cluster as a ``kubectl get -o json`` dump through the reader of
 ``sluice simulate``.
 
+With ``--devices``, the base size only, its GPUs handed out through Dynamic Resource Allocation
+(``gen_cluster.to_device_objects``: room from ResourceSlices, pods holding allocated claims)
+against the same cluster with ``nvidia.com/gpu`` as an extended resource, the floor, in the same
+run. Each cluster is read as the operator reads it, once, and every cycle is what the operator's
+is: ``build_snapshot`` of the reads (where the devices are counted in) and ``run_cycle``.
+Target: the devices' cycle within 1.2 times the floor's.
+
 Run: ``.venv/bin/python -m bench.bench_scheduler`` (``--quick`` for sizes 20 times smaller).
 """
 
@@ -24,17 +31,26 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from bench.gen_cluster import BASE, START, Size, generate, to_objects
+from bench.gen_cluster import (
+    BASE,
+    DEVICE_MAPPING,
+    START,
+    Size,
+    generate,
+    to_device_objects,
+    to_objects,
+)
 
 QUICK = Size(departments=1, teams=9, leaves=5, pending=1_000, admitted=1_000, nodes=100)
 TARGET_SECONDS = 1.0
 LARGE_CYCLES = 3
 TARGET_BYTES = 1024**3
+TARGET_DEVICES = 1.2
 
 
 def _progress(message: str) -> None:
@@ -102,6 +118,80 @@ def measure(size: Size, repeat: int) -> dict[str, Any]:
     }
 
 
+def measure_read(size: Size, repeat: int, devices: bool) -> dict[str, Any]:
+    """Cycles of the operator's path over the cluster read from its objects, its GPUs through
+    DRA (``devices``) or as an extended resource; runs in a child process."""
+    from sluice.api.config import load_scheduler_config
+    from sluice.api.device_context import device_contexts
+    from sluice.api.devices import read_claim_template, read_device_class, read_resource_claim
+    from sluice.api.pod_defaults import defaults_for, pod_defaults
+    from sluice.operator.memory import paused
+    from sluice.scheduler.cycle import run_cycle
+    from sluice.scheduler.snapshot import KINDS, build_snapshot, read, readers
+
+    snapshot = generate(size)
+    config = replace(
+        snapshot.config, device_mapping=load_scheduler_config(DEVICE_MAPPING).device_mapping
+    )
+    items = (to_device_objects if devices else to_objects)(snapshot)["items"]
+    del snapshot
+    by_kind: dict[str, list[Any]] = {kind: [] for kind in KINDS}
+    for obj in items:
+        by_kind[obj["kind"]].append(obj)
+    table = pod_defaults(
+        (),
+        (),
+        device_contexts(
+            [read_device_class(o) for o in by_kind["DeviceClass"]],
+            [read_claim_template(o) for o in by_kind["ResourceClaimTemplate"]],
+            [read_resource_claim(o) for o in by_kind["ResourceClaim"]],
+            config.device_mapping,
+        ),
+    )
+    using = readers({}, defaults_of=lambda ns: defaults_for(table, ns))
+    reads = [
+        read(kind, f"{kind}/{i}", obj, using)
+        for kind in KINDS
+        for i, obj in enumerate(by_kind[kind])
+    ]
+    del items, by_kind
+    now = START + timedelta(days=1)
+    builds: list[float] = []
+    cycles: list[float] = []
+    decisions = 0
+    for i in range(repeat):
+        gc.collect()
+        started = time.perf_counter()
+        built = build_snapshot(reads, now, strict=True, config=config)
+        builds.append(time.perf_counter() - started)
+        result = paused(run_cycle, built.snapshot)
+        cycles.append(time.perf_counter() - started)
+        decisions = len(result.decisions)
+        mode = "devices" if devices else "extended"
+        _progress(f"  {mode}: cycle {i + 1}/{repeat} {cycles[-1]:.3f}s")
+        del result, built
+    return {"builds": builds, "times": cycles, "decisions": decisions}
+
+
+def _devices(size: Size, repeat: int) -> None:
+    """The base size's cycle with the GPUs through DRA beside the extended-resource floor."""
+    _progress(f"{size.pending + size.admitted:,} jobs, {size.nodes:,} nodes: {repeat} cycles each")
+    run = {mode: _run_child(size, repeat, mode=mode) for mode in ("extended", "devices")}
+    ext, dev = run["extended"], run["devices"]
+    assert ext is not None and dev is not None
+    t_ext, t_dev = statistics.median(ext["times"]), statistics.median(dev["times"])
+    ratio = t_dev / t_ext
+    print(
+        f"cycle (build_snapshot of the reads + run_cycle) of {size.pending + size.admitted:,}"
+        f" jobs on {size.nodes:,} nodes, GPUs through DRA: median {t_dev:.3f}s (build"
+        f" {statistics.median(dev['builds']):.3f}s, first cycle {dev['times'][0]:.3f}s,"
+        f" {dev['decisions']:,} decisions); floor the same cluster with nvidia.com/gpu as an"
+        f" extended resource: {t_ext:.3f}s (build {statistics.median(ext['builds']):.3f}s,"
+        f" first cycle {ext['times'][0]:.3f}s, {ext['decisions']:,} decisions); x{ratio:.2f}"
+        f" (target <= x{TARGET_DEVICES:.1f}: {'met' if ratio <= TARGET_DEVICES else 'NOT met'})"
+    )
+
+
 def tally(snapshot: Any) -> int:
     """Every pod's request added to its node's total, once: what knowing the nodes' free room
     costs at the very least."""
@@ -114,10 +204,13 @@ def tally(snapshot: Any) -> int:
     return len(used)
 
 
-def _run_child(size: Size, repeat: int, timeout: float | None = None) -> dict[str, Any] | None:
-    """One size in its own process; None when it did not finish within ``timeout``."""
+def _run_child(
+    size: Size, repeat: int, timeout: float | None = None, mode: str = ""
+) -> dict[str, Any] | None:
+    """One size in its own process; None when it did not finish within ``timeout``.
+    ``mode``: "devices" or "extended" for ``measure_read``."""
     command = [sys.executable, "-m", "bench.bench_scheduler", "--child", json.dumps(asdict(size))]
-    command += ["--repeat", str(repeat)]
+    command += ["--repeat", str(repeat)] + (["--mode", mode] if mode else [])
     try:
         done = subprocess.run(
             command, check=True, stdout=subprocess.PIPE, text=True, timeout=timeout
@@ -160,13 +253,24 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--large-timeout", type=float, default=600, help="seconds allowed for the 10x run"
     )
+    parser.add_argument(
+        "--devices", action="store_true", help="the GPUs through DRA against extended resources"
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--mode", choices=("devices", "extended"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        print(json.dumps(measure(Size(**json.loads(args.child)), args.repeat or 5)))
+        size = Size(**json.loads(args.child))
+        if args.mode:
+            print(json.dumps(measure_read(size, args.repeat or 5, args.mode == "devices")))
+        else:
+            print(json.dumps(measure(size, args.repeat or 5)))
         return 0
 
     base = QUICK if args.quick else BASE
+    if args.devices:
+        _devices(base, args.repeat or 7)
+        return 0
     large = base.scaled(10)
     _progress(
         f"{base.queues:,} queues, {base.pending:,} pending + {base.admitted:,} admitted "

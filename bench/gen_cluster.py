@@ -7,7 +7,8 @@ Every node runs a DaemonSet pod; the admitted jobs' pods are bound to nodes firs
 ones that found no room left pending, as kube-scheduler would leave them. The snapshot is built
 directly as the scheduler's input types so the benchmark times the cycle, not the generator;
 ``to_objects`` writes the same cluster as a ``kubectl get -o json`` List for timing the reader
-of ``sluice simulate``.
+of ``sluice simulate``; ``to_device_objects`` writes it with its GPUs handed out through Dynamic
+Resource Allocation instead of as the extended resource ``nvidia.com/gpu``.
 """
 
 from __future__ import annotations
@@ -38,6 +39,11 @@ GIB = 1024**3 * 1000  # milli-units
 ALL_ACTIONS = ("enqueue", "allocate", "reclaim", "preempt", "backfill")
 GPU_TAINT = Taint("nvidia.com/gpu", "present", "NoSchedule")
 GPU_TOLERATION = Toleration("nvidia.com/gpu", "Exists", "", "NoSchedule")
+GPU = "nvidia.com/gpu"
+GPU_CLASS = "gpu.nvidia.com"
+"""The DeviceClass (and the driver) of the GPUs ``to_device_objects`` hands out."""
+DEVICE_MAPPING = f"deviceClassMappings:\n- name: {GPU}\n  deviceClassNames: [{GPU_CLASS}]\n"
+"""scheduler.yaml's mapping under which the DRA GPUs count as ``nvidia.com/gpu``."""
 DAEMON = Resources({"cpu": 100, "memory": GIB // 8})
 
 
@@ -185,7 +191,9 @@ def _pods(jobs: list[WorkloadView], nodes: list[NodeView], now: datetime) -> lis
         names = iter(range(job.pod_count))
         for i, count in assignment:
             for _ in range(count):
-                pods.append(_pod(job, next(names), nodes[i].name, job.admitted_at or START))
+                pods.append(
+                    _pod(job, next(names), placement.nodes[i].name, job.admitted_at or START)
+                )
         pods.extend(_pod(job, n, None, now - timedelta(minutes=1)) for n in names)
     return pods
 
@@ -299,3 +307,150 @@ def _pod_object(pod: PodView) -> dict[str, Any]:
     if pod.node:
         spec["nodeName"] = pod.node
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
+
+
+def to_device_objects(snapshot: Snapshot) -> dict[str, Any]:
+    """The cluster of ``to_objects`` with its GPUs handed out through DRA (resource.k8s.io/v1),
+    as the API server returns the objects: a DeviceClass; per GPU node one ResourceSlice of
+    its devices, the node no longer advertising ``nvidia.com/gpu``; per namespace one
+    ResourceClaimTemplate per GPU count its Jobs ask, each GPU Job's pod template naming it;
+    per pod of an admitted GPU Job the claim the resourceclaim controller makes from it (owned
+    by the pod, named in its status), allocated on the pod's node as kube-scheduler writes it
+    when the pod is bound. Every other object is as ``to_objects`` writes it."""
+    items: list[dict[str, Any]] = [_device_class()]
+    templates: set[tuple[str, int]] = set()
+    next_device: dict[str, int] = {}
+    for obj in to_objects(snapshot)["items"]:
+        kind = obj["kind"]
+        if kind == "Job":
+            count = _claim_instead(obj["spec"]["template"]["spec"], obj["metadata"]["namespace"])
+            if count:
+                templates.add((obj["metadata"]["namespace"], count))
+        elif kind == "Pod":
+            count = _claim_instead(obj["spec"], obj["metadata"]["namespace"])
+            if count:
+                items.append(_generated_claim(obj, count, next_device))
+        elif kind == "Node":
+            gpus = obj["status"]["allocatable"].pop(GPU, None)
+            if gpus is not None:
+                items.append(_resource_slice(obj["metadata"]["name"], int(gpus)))
+        items.append(obj)
+    items.extend(_claim_template(namespace, count) for namespace, count in sorted(templates))
+    return {"apiVersion": "v1", "kind": "List", "items": items}
+
+
+CLAIM = "gpus"
+"""The name of the GPU claim in every pod spec ``to_device_objects`` writes."""
+
+
+def _claim_instead(spec: dict[str, Any], namespace: str) -> int:
+    """A pod spec's GPUs asked through a template claim instead of its container's requests;
+    how many (0: it asks none)."""
+    (container,) = spec["containers"]
+    gpus = container["resources"]["requests"].pop(GPU, None)
+    if gpus is None:
+        return 0
+    count = int(gpus)
+    container["resources"]["claims"] = [{"name": CLAIM}]
+    spec["resourceClaims"] = [{"name": CLAIM, "resourceClaimTemplateName": f"gpu-{count}"}]
+    return count
+
+
+def _device_class() -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": GPU_CLASS},
+        "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{GPU_CLASS}'"}}]},
+    }
+
+
+def _resource_slice(node: str, gpus: int) -> dict[str, Any]:
+    devices = [
+        {
+            "name": f"gpu-{i}",
+            "attributes": {
+                "index": {"int": i},
+                "type": {"string": "gpu"},
+                "productName": {"string": "NVIDIA H100 80GB HBM3"},
+                "driverVersion": {"version": "570.124.6"},
+            },
+            "capacity": {"memory": {"value": "80Gi"}},
+        }
+        for i in range(gpus)
+    ]
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": f"{node}-{GPU_CLASS}"},
+        "spec": {
+            "driver": GPU_CLASS,
+            "nodeName": node,
+            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+            "devices": devices,
+        },
+    }
+
+
+def _claim_spec(count: int) -> dict[str, Any]:
+    exactly = {"deviceClassName": GPU_CLASS, "allocationMode": "ExactCount", "count": count}
+    return {"devices": {"requests": [{"name": CLAIM, "exactly": exactly}]}}
+
+
+def _claim_template(namespace: str, count: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": f"gpu-{count}", "namespace": namespace},
+        "spec": {"metadata": {}, "spec": _claim_spec(count)},
+    }
+
+
+def _generated_claim(
+    pod: dict[str, Any], count: int, next_device: dict[str, int]
+) -> dict[str, Any]:
+    """The claim the resourceclaim controller makes for ``pod`` from its template, named in
+    the pod's status; allocated ``count`` devices of its node when the pod is bound (the
+    node's devices handed out in order)."""
+    meta = pod["metadata"]
+    name = f"{meta['name']}-{CLAIM}-x7k2q"
+    pod["status"]["resourceClaimStatuses"] = [{"name": CLAIM, "resourceClaimName": name}]
+    claim: dict[str, Any] = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {
+            "name": name,
+            "generateName": f"{meta['name']}-{CLAIM}-",
+            "namespace": meta["namespace"],
+            "annotations": {"resource.kubernetes.io/pod-claim-name": CLAIM},
+            "ownerReferences": [
+                {"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "controller": True}
+            ],
+        },
+        "spec": _claim_spec(count),
+        "status": {},
+    }
+    node = pod["spec"].get("nodeName")
+    if node:
+        first = next_device.get(node, 0)
+        next_device[node] = first + count
+        results = [
+            {"request": CLAIM, "driver": GPU_CLASS, "pool": node, "device": f"gpu-{i}"}
+            for i in range(first, first + count)
+        ]
+        claim["status"] = {
+            "allocation": {
+                "devices": {"results": results},
+                "nodeSelector": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchFields": [
+                                {"key": "metadata.name", "operator": "In", "values": [node]}
+                            ]
+                        }
+                    ]
+                },
+            },
+            "reservedFor": [{"resource": "pods", "name": meta["name"]}],
+        }
+    return claim

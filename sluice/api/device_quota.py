@@ -160,7 +160,7 @@ def extended_requests(
 ) -> Resources:
     """A pod's container request with each extended resource a DeviceClass serves counted as
     that class's resource (the same name unless the mapping names another)."""
-    if not any(name in serving for name in request):
+    if serving.keys().isdisjoint(request):
         return request
     counts: dict[str, int] = {}
     for name, amount in request.items():

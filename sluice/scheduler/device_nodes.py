@@ -168,32 +168,34 @@ def _pods_with_devices(
     added: dict[str, dict[str, int]],
 ) -> list[PodView]:
     out: list[PodView] = []
-    remap = bool(serving)
+    served = serving.keys()
+    class_objects = tuple(classes.values())
     for pod in pods:
-        if not pod.claims and not (remap and any(r in serving for r in pod.request)):
+        if not pod.claims and served.isdisjoint(pod.request):
             out.append(pod)
             continue
-        own, on_node = _claims_of(pod, claims, classes, mapping)
+        found = tuple(claims.get((pod.namespace, name)) for name in pod.claims)
+        made, on_node = _POD_MEMO.pod(pod, found, class_objects, classes, serving, mapping)
         if pod.node and not pod.finished:
             target = added.setdefault(pod.node, {})
             for r, a in on_node.items():
                 _add(target, r, a)
-        out.append(_POD_MEMO.pod(pod, own, serving, mapping))
+        out.append(made)
     return out
 
 
 def _claims_of(
     pod: PodView,
-    claims: Mapping[tuple[str, str], ResourceClaim],
+    claims: Sequence[ResourceClaim | None],
     classes: Mapping[str, DeviceClass],
     mapping: DeviceMapping,
 ) -> tuple[Resources, Resources]:
     """What the pod's own claims (made for it from templates) count as, allocated or not;
     and what the allocated ones among them and its extended-resource claim hold on its node.
-    A claim it names directly is not its own: its workload counts it once."""
+    ``claims``: the ResourceClaims it uses, None for one not there. A claim it names directly
+    is not its own: its workload counts it once."""
     own = on_node = EMPTY
-    for name in pod.claims:
-        claim = claims.get((pod.namespace, name))
+    for claim in claims:
         if claim is None or (claim.owner_pod != pod.name and not claim.for_extended_resources):
             continue
         if not claim.for_extended_resources:
@@ -205,29 +207,59 @@ def _claims_of(
     return own, on_node
 
 
+@dataclass(slots=True)
+class _PodKept:
+    pod: PodView
+    claims: tuple[ResourceClaim | None, ...]
+    classes: tuple[DeviceClass, ...]
+    mapping: DeviceMapping
+    made: PodView
+    on_node: Resources
+
+
 class _PodMemo:
-    """Each pod with devices counted in, the same object while its view and devices are."""
+    """Each pod with devices counted in, and what its claims hold on its node: the same
+    objects while its view, its claims' views and the classes are the very objects of the
+    call before (the stores keep a view until its object changes), so neither the claims
+    are counted again nor the scheduler's caches, which compare by identity, are missed."""
 
     def __init__(self) -> None:
-        self._kept: dict[tuple[str, str], tuple[PodView, Resources, PodView]] = {}
+        self._kept: dict[tuple[str, str], _PodKept] = {}
 
     def pod(
         self,
         pod: PodView,
-        own: Resources,
+        claims: tuple[ResourceClaim | None, ...],
+        class_objects: tuple[DeviceClass, ...],
+        classes: Mapping[str, DeviceClass],
         serving: Mapping[str, DeviceClass],
         mapping: DeviceMapping,
-    ) -> PodView:
+    ) -> tuple[PodView, Resources]:
         key = (pod.namespace, pod.name)
         kept = self._kept.get(key)
-        if kept is not None and kept[0] is pod and kept[1] == own:
-            return kept[2]
-        request = extended_requests(pod.request, serving, mapping) + own
-        made = replace(pod, request=request)
+        if (
+            kept is not None
+            and kept.pod is pod
+            and _same(kept.claims, claims)
+            and _same(kept.classes, class_objects)
+            and kept.mapping == mapping
+        ):
+            return kept.made, kept.on_node
+        own, on_node = _claims_of(pod, claims, classes, mapping)
+        made = pod
+        if own or not serving.keys().isdisjoint(pod.request):
+            made = replace(pod, request=extended_requests(pod.request, serving, mapping) + own)
+        if kept is not None and kept.pod is pod and kept.made.request == made.request:
+            made = kept.made
         if len(self._kept) > 200_000:
             self._kept.clear()
-        self._kept[key] = (pod, own, made)
-        return made
+        self._kept[key] = _PodKept(pod, claims, class_objects, mapping, made, on_node)
+        return made, on_node
+
+
+def _same(kept: Sequence[object], now: Sequence[object]) -> bool:
+    """Whether two sequences hold the very same objects."""
+    return len(kept) == len(now) and all(a is b for a, b in zip(kept, now, strict=True))
 
 
 _POD_MEMO = _PodMemo()
@@ -240,7 +272,7 @@ def _node_with(
     serving: Mapping[str, DeviceClass],
     mapping: DeviceMapping,
 ) -> NodeView:
-    if not free and not added and not any(r in serving for r in node.allocatable):
+    if not free and not added and serving.keys().isdisjoint(node.allocatable):
         return node
     return _NODE_MEMO.node(node, Resources(free or {}) + (added or {}), serving, mapping)
 

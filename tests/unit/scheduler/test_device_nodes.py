@@ -84,6 +84,20 @@ def test_views_are_kept_while_their_devices_are_the_same() -> None:
     assert later_nodes[0].allocatable[GPU] == 8000
 
 
+def test_a_new_view_of_a_claim_is_counted_again() -> None:
+    held = DeviceObjects([CLASS], [SLICE], [TEMPLATE_CLAIM])
+    (node,), pods, _ = with_devices([N1], [TEMPLATE_POD], held, MAPPING)
+    assert pods is not None and _free(node, list(pods)) == 3000
+    # The same claim deallocated, the pod unchanged: its 5 devices are free on the node again,
+    # and the pod still asks them (its own claim counts what it asks).
+    deallocated = real("from-template.resourceclaim.json")
+    deallocated.pop("status")
+    released = DeviceObjects([CLASS], [SLICE], [read_resource_claim(deallocated)])
+    (node,), pods, _ = with_devices([N1], [TEMPLATE_POD], released, MAPPING)
+    assert pods is not None and pods[0].request[GPU] == 5000
+    assert node.allocatable[GPU] == 8000
+
+
 def test_a_selector_that_fails_leaves_the_resource_unknown_and_nothing_free() -> None:
     broken = read_device_class(
         {
