@@ -127,6 +127,7 @@ def build_registry(
     registry = kopf.OperatorRegistry()
     _register_lifecycle(registry, api)
     _register_watches(registry, state, view, queue_seen_by, topology_due)
+    _register_device_watches(registry, state)
     return registry
 
 
@@ -205,7 +206,11 @@ def _register_watches(
     async def priority_class_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:
         state.on_priority_class(_event(type), dict(body))
 
-    # Devices handed out through DRA (docs/scheduler.md, *Devices (DRA)*).
+
+def _register_device_watches(registry: kopf.OperatorRegistry, state: ClusterState) -> None:
+    """One event handler per kind of Dynamic Resource Allocation: what the pods' claims count
+    as and which devices are free (docs/scheduler.md, *Devices (DRA)*)."""
+
     @kopf.on.event(DRA_GROUP, "v1", "deviceclasses", registry=registry)
     async def device_class_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:
         state.on_device_class(_event(type), dict(body))
