@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from sluice.api.constraints import NodeTerm
 from sluice.api.device_cel import SelectorError
 from sluice.api.device_claims import ResourceClaim
 from sluice.api.device_quota import (
@@ -35,7 +34,7 @@ from sluice.api.device_room import DeviceKey, free_room, held_devices, matching
 from sluice.api.devices import DeviceClass, NodeAccess, Pool, ResourceSlice, pools
 from sluice.api.resources import EMPTY, Resources
 from sluice.api.views import NodeView, PodView
-from sluice.scheduler.placement import requirement_holds
+from sluice.scheduler.placement import terms_hold
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,12 +305,8 @@ def _reaches(access: NodeAccess, node: NodeView) -> bool:
     if access.all_nodes:
         return True
     if access.node_selector is not None:
-        return any(_term_holds(term, node) for term in access.node_selector)
+        return terms_hold(access.node_selector, node)
     return access.node_name == node.name
-
-
-def _term_holds(term: NodeTerm, node: NodeView) -> bool:
-    return all(requirement_holds(req, node) for req in term)
 
 
 def _add(target: dict[str, int], resource: str, amount: int) -> None:

@@ -21,7 +21,14 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from sluice.api.constraints import BLOCKING_EFFECTS, NodeRequirement, PodSpecView, Taint, Toleration
+from sluice.api.constraints import (
+    BLOCKING_EFFECTS,
+    NodeRequirement,
+    NodeTerm,
+    PodSpecView,
+    Taint,
+    Toleration,
+)
 from sluice.api.resources import describe_amount
 from sluice.api.views import NodeView
 
@@ -63,6 +70,12 @@ def requirement_holds(req: NodeRequirement, node: NodeView) -> bool:
     return have > limit if op == "Gt" else have < limit
 
 
+def terms_hold(terms: Sequence[NodeTerm], node: NodeView) -> bool:
+    """Whether a node selector's terms take the node: one of them holds, every requirement
+    of it; an empty term takes no node, as in Kubernetes."""
+    return any(term and all(requirement_holds(r, node) for r in term) for term in terms)
+
+
 def refusal(pod: PodSpecView, node: NodeView) -> str | None:
     """Why the node may not take the pod, or None. Room is not looked at."""
     if not node.ready:
@@ -71,9 +84,7 @@ def refusal(pod: PodSpecView, node: NodeView) -> str | None:
         return "cordoned"
     if any(node.labels.get(k) != v for k, v in pod.node_selector):
         return "not matching its nodeSelector"
-    if pod.affinity is not None and not any(
-        term and all(requirement_holds(r, node) for r in term) for term in pod.affinity
-    ):
+    if pod.affinity is not None and not terms_hold(pod.affinity, node):
         return "not matching its node affinity"
     for taint in node.taints:
         if taint.effect in BLOCKING_EFFECTS and not any(
