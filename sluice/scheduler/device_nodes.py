@@ -277,8 +277,11 @@ def _node_with(
 
 
 class _NodeMemo:
+    """Each node with its devices counted in: the same object while its view, its devices and
+    what names its extended resources count under (the serving classes, the mapping) are."""
+
     def __init__(self) -> None:
-        self._kept: dict[str, tuple[NodeView, Resources, NodeView]] = {}
+        self._kept: dict[str, tuple[NodeView, Resources, dict[str, str], NodeView]] = {}
 
     def node(
         self,
@@ -287,14 +290,15 @@ class _NodeMemo:
         serving: Mapping[str, DeviceClass],
         mapping: DeviceMapping,
     ) -> NodeView:
+        names = {r: mapping.resource_of(c) for r, c in serving.items() if r in node.allocatable}
         kept = self._kept.get(node.name)
-        if kept is not None and kept[0] is node and kept[1] == devices:
-            return kept[2]
+        if kept is not None and kept[0] is node and kept[1] == devices and kept[2] == names:
+            return kept[3]
         allocatable = extended_requests(node.allocatable, serving, mapping) + devices
         made = replace(node, allocatable=allocatable)
         if len(self._kept) > 50_000:
             self._kept.clear()
-        self._kept[node.name] = (node, devices, made)
+        self._kept[node.name] = (node, devices, names, made)
         return made
 
 
