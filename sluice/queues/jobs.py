@@ -245,6 +245,15 @@ def check_annotations(
 # Size --------------------------------------------------------------------------------------
 
 
+def _stays_admitted(
+    old: Mapping[str, Any], new: Mapping[str, Any], writer: Writer, adapter: Adapter
+) -> bool:
+    """A tenant's write to an admitted workload that does not suspend it: what it was admitted
+    with is what it may hold (the operator's own writes, and a write that holds it again,
+    queue it anew)."""
+    return not writer.operator and job_admitted(old, adapter) and not adapter.suspended(new)
+
+
 def check_growth(
     old: Mapping[str, Any],
     new: Mapping[str, Any],
@@ -255,7 +264,7 @@ def check_growth(
     """An admitted job never holds more than it was admitted with: any write that raises its
     request while it stays admitted is refused (lowering it frees quota). Suspending it and
     raising it then requeues it at its new size."""
-    if writer.operator or not job_admitted(old, adapter) or adapter.suspended(new):
+    if not _stays_admitted(old, new, writer, adapter):
         return ALLOW
     who = _who(new, namespace, adapter)
     try:
@@ -300,7 +309,7 @@ def check_claims_kept(
     admitted, and a kind whose template stays mutable would otherwise let its next pods ask
     for more than its queue allows. Suspending it (and changing them in the same write, or
     after) queues it again with its new claims."""
-    if writer.operator or not job_admitted(old, adapter) or adapter.suspended(new):
+    if not _stays_admitted(old, new, writer, adapter):
         return ALLOW
     before, after = _claims_by_pod_set(old, adapter), _claims_by_pod_set(new, adapter)
     for name in dict.fromkeys((*before, *after)):
