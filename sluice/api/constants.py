@@ -38,6 +38,10 @@ PREEMPTABLE_ANNOTATION: Final = f"{PREFIX}/preemptable"
 owns is one only when annotated "true"."""
 POD_GROUP_TOTAL_ANNOTATION: Final = f"{PREFIX}/pod-group-total-count"
 """On the pods of a pod group: how many pods the group has; it is admitted only whole."""
+MIN_PARALLELISM_ANNOTATION: Final = f"{PREFIX}/min-parallelism"
+"""On a Job, or on the pod template of a pod set that may shrink: the smallest size it may be
+admitted at, counted as its kind counts its size (a Job's parallelism, a replica type's or a
+worker group's replicas; docs/elastic.md, *The minimum*)."""
 
 TOPOLOGY_REQUIRED_ANNOTATION: Final = f"{PREFIX}/topology-required"
 """On a workload or a pod template: its pods all in one domain of this Topology level."""

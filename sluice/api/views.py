@@ -93,15 +93,24 @@ class PodSet:
     devices_unknown: str = ""
     """Why what its pods ask through claims cannot be known before allocation; "" when it
     can."""
+    min_count: int = -1
+    """The fewest of its pods it may be admitted with (docs/elastic.md, *The minimum*);
+    ``count`` when not given: admitted whole or not at all."""
+    count_step: int = 1
+    """The pods it grows and shrinks by: one unit of its kind's size (a Ray worker group's
+    replica of numOfHosts pods)."""
     _hash: int = field(init=False, repr=False, compare=False, default=0)
 
     def __post_init__(self) -> None:
         if self.pod_count < 0:
             object.__setattr__(self, "pod_count", self.count)
+        if self.min_count < 0:
+            object.__setattr__(self, "min_count", self.count)
         # A cycle looks alike jobs up by their pod sets thousands of times.
         fields = (self.name, self.count, self.pod, self.pod_count, self.priority_class_name)
         more = (self.never_preempts, self.topology, self.named_claims, self.devices_unknown)
-        object.__setattr__(self, "_hash", hash((*fields, *more)))
+        sizes = (self.min_count, self.count_step)
+        object.__setattr__(self, "_hash", hash((*fields, *more, *sizes)))
 
     def __hash__(self) -> int:
         return self._hash
@@ -109,6 +118,11 @@ class PodSet:
     @property
     def request(self) -> Resources:
         return self.pod.request.scale(self.count)
+
+    @property
+    def resizable(self) -> bool:
+        """Whether it may be admitted with fewer pods than it asks (docs/elastic.md)."""
+        return self.min_count < self.count
 
 
 PodSetFields = tuple[
@@ -122,6 +136,8 @@ PodSetFields = tuple[
     TopologyRequest | None,
     NamedClaims,
     str,
+    int,
+    int,
 ]
 """A PodSet's fields, in order."""
 
@@ -138,6 +154,8 @@ def pod_set(
     *,
     named_claims: NamedClaims = (),
     devices_unknown: str = "",
+    min_count: int = -1,
+    count_step: int = 1,
 ) -> PodSet:
     """The PodSet of these fields, one object for all equal ones while it is remembered: the
     thousands of workloads of a cluster have a few hundred pod sets between them."""
@@ -152,6 +170,8 @@ def pod_set(
         topology,
         named_claims,
         devices_unknown,
+        min_count,
+        count_step,
     )
     return _POD_SETS.lookup(fields)
 

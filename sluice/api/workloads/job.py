@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from sluice.api.constants import MIN_PARALLELISM_ANNOTATION
 from sluice.api.pod_defaults import PodDefaults
 from sluice.api.views import JOB_FINISHED, MAIN_POD_SET, PodSet, condition_true, job_pod_counts
 from sluice.api.workloads.model import (
@@ -47,4 +48,8 @@ JOB = Adapter(
     orphans_by_default=True,
     pods_named="parallelism",
     checked_by_the_api_server=True,
+    # A Job of any shape may run with fewer pods at once (docs/elastic.md, *Which Jobs*).
+    min_fields=lambda obj: (
+        (MAIN_POD_SET, ("metadata", "annotations", MIN_PARALLELISM_ANNOTATION)),
+    ),
 )
