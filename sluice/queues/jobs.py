@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sluice.api.constants import (
+    MIN_PARALLELISM_ANNOTATION,
     POD_GROUP_TOTAL_ANNOTATION,
     PREEMPTABLE_ANNOTATION,
     PREFIX,
@@ -32,6 +33,7 @@ from sluice.api.workloads import POD_LABELS, Adapter
 from sluice.api.workloads.job import JOB
 from sluice.api.workloads.model import at
 from sluice.queues.admission import closed_ancestor
+from sluice.queues.sizes import check_min_size, declares_minimums
 from sluice.queues.topology import REQUEST_ANNOTATIONS
 from sluice.queues.tree import children_of
 from sluice.queues.verdict import ALLOW, Verdict, deny
@@ -223,6 +225,8 @@ def check_annotations(
             continue  # the group's size is its owner's to say (queues.pods keeps it)
         if key in REQUEST_ANNOTATIONS:
             continue  # its owner's to say (queues.topology checks them)
+        if key == MIN_PARALLELISM_ANNOTATION and declares_minimums(new):
+            continue  # its owner's to say (queues.sizes checks it)
         if key == PREEMPTABLE_ANNOTATION:
             if writer.may_protect or (opting_in and after.get(key, "").lower() == "true"):
                 continue
@@ -389,7 +393,10 @@ def check_job_create(
     refusal = None if adapter.checked_by_the_api_server else adapter.refusal(job)
     if refusal is not None:
         return deny("job-not-manageable", f"{_who(job, namespace, adapter)}: {refusal}")
-    return check_annotations(None, job, namespace, writer, opting_in, adapter)
+    verdict = check_annotations(None, job, namespace, writer, opting_in, adapter)
+    if not verdict.allowed or not declares_minimums(job):
+        return verdict
+    return check_min_size(None, job, _who(job, namespace, adapter), False, adapter)
 
 
 def check_job_update(
@@ -448,6 +455,10 @@ def check_job_update(
     if ORPHAN_FINALIZER in _finalizers(new) and ORPHAN_FINALIZER not in _finalizers(old):
         return _refuse_orphaning(new, namespace, "the finalizer orphan", adapter)
     verdict = check_claims_kept(old, new, namespace, writer, adapter)
+    if not verdict.allowed:
+        return verdict
+    staying = _stays_admitted(old, new, writer, adapter)
+    verdict = check_min_size(old if old_queue else None, new, who, staying, adapter)
     if not verdict.allowed:
         return verdict
     return check_growth(old, new, namespace, writer, adapter)
