@@ -12,9 +12,9 @@ placement (fewer pods of the same shapes place wherever more did).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from sluice.api.views import PodSet
+from sluice.api.views import PodSet, WorkloadView
 
 Sizes = tuple[int, ...]
 """A count of pods per pod set, in the workload's order."""
@@ -37,6 +37,22 @@ class SizeRange:
 
 def ranges_of(pod_sets: Sequence[PodSet]) -> tuple[SizeRange, ...]:
     return tuple(SizeRange(s.count, s.min_count, s.count_step) for s in pod_sets)
+
+
+def view_at(view: WorkloadView, sizes: Sizes) -> WorkloadView:
+    """The workload as admitted at ``sizes``, for ``fits`` to test as it tests a whole one:
+    each pod set at its size (starting no more pods than before), the request theirs plus
+    the claims its pods name directly, which count once whatever the size."""
+    if all(s.count == n for s, n in zip(view.pod_sets, sizes, strict=True)):
+        return view
+    pod_sets = tuple(
+        s if s.count == n else replace(s, count=n, pod_count=min(n, s.pod_count))
+        for s, n in zip(view.pod_sets, sizes, strict=True)
+    )
+    request = view.claimed
+    for pod_set in pod_sets:
+        request = request + pod_set.request
+    return replace(view, pod_sets=pod_sets, request=request)
 
 
 def sizes_at(ranges: Sequence[SizeRange], cut: int) -> Sizes:

@@ -10,8 +10,8 @@ import pytest
 
 from sluice.api.constraints import PodSpecView
 from sluice.api.resources import Resources
-from sluice.api.views import PodSet
-from sluice.scheduler.partial import SizeRange, ranges_of, shrink_to_fit, sizes_at
+from sluice.api.views import JobPhase, PodSet, WorkloadView
+from sluice.scheduler.partial import SizeRange, ranges_of, shrink_to_fit, sizes_at, view_at
 
 Sizes = tuple[int, ...]
 
@@ -101,3 +101,39 @@ def test_ranges_of_pod_sets_read_their_minimum_and_step() -> None:
         PodSet("workers", 6, pod, min_count=2, count_step=2),
     )
     assert ranges_of(sets) == (SizeRange(1, 1, 1), SizeRange(6, 2, 2))
+
+
+def workload(claimed: Resources | None = None) -> WorkloadView:
+    one = PodSpecView(Resources({"cpu": 1000}))
+    two = PodSpecView(Resources({"cpu": 2000}))
+    sets = (
+        PodSet("head", 1, one),
+        PodSet("workers", 6, two, pod_count=5, min_count=2, count_step=2),
+    )
+    request = Resources({"cpu": 13000})
+    extra = claimed or Resources({})
+    return WorkloadView(
+        "ns", "ray", "team", request + extra, JobPhase.PENDING, pod_sets=sets, claimed=extra
+    )
+
+
+def test_a_view_at_smaller_sizes_asks_for_those_pods_only() -> None:
+    smaller = view_at(workload(), (1, 4))
+    assert [(s.name, s.count, s.pod_count) for s in smaller.pod_sets] == [
+        ("head", 1, 1),
+        ("workers", 4, 4),
+    ]
+    assert smaller.request == Resources({"cpu": 9000})
+    assert smaller.pod_count == 5
+    assert smaller.pod_sets[1].min_count == 2 and smaller.pod_sets[1].count_step == 2
+
+
+def test_a_view_at_smaller_sizes_keeps_its_claims_counted_once() -> None:
+    gpus = Resources({"example.com/gpu": 8000})
+    smaller = view_at(workload(gpus), (1, 2))
+    assert smaller.request == Resources({"cpu": 5000, "example.com/gpu": 8000})
+
+
+def test_a_view_at_its_own_sizes_is_itself() -> None:
+    whole = workload()
+    assert view_at(whole, (1, 6)) is whole
