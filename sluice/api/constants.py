@@ -60,6 +60,10 @@ REQUEUE_REASON_ANNOTATION: Final = f"{PREFIX}/requeue-reason"
 TOPOLOGY_ASSIGNMENT_ANNOTATION: Final = f"{PREFIX}/topology-assignment"
 """The domain an admitted workload was placed in (``<level>=<domain>``), which sluice added
 to its pod templates' nodeSelector; taken off again when it is suspended."""
+ADMITTED_SIZE_ANNOTATION: Final = f"{PREFIX}/admitted-size"
+"""Per pod set admitted smaller than it asked: the pods asked and admitted, and each field
+sluice lowered with the value it had, put back when it is suspended (docs/elastic.md,
+*Admitted smaller*)."""
 CLOSED_BY_PARENT_ANNOTATION: Final = f"{PREFIX}/closed-by-parent"
 """On a Queue closed because an ancestor was closed; reopening that ancestor reopens it."""
 
