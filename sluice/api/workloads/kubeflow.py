@@ -128,6 +128,9 @@ PYTORCH_JOB = replace(
         "v1", "PyTorchJob", "pytorchReplicaSpecs", {}, _pytorch_injected, REPLICA_TYPE_LABEL
     ),
     min_fields=_elastic_workers,
+    size_fields=lambda obj, pod_set, pods: (
+        (("spec", "pytorchReplicaSpecs", pod_set, "replicas"), pods),
+    ),
 )
 MPI_JOB = _replica_job(
     "v2beta1",

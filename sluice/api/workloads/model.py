@@ -125,6 +125,12 @@ class Adapter:
     """Each pod set that may be admitted smaller than it asks, and where its kind writes its
     minimum (a Job's annotation, a PyTorchJob's elasticPolicy.minReplicas): the other pod
     sets are admitted whole (docs/elastic.md, *The minimum*)."""
+    size_fields: Callable[[Mapping[str, Any], str, int], tuple[tuple[TemplatePath, int], ...]] = (
+        lambda obj, pod_set, pods: ()
+    )
+    """(object, pod set, pods) -> the fields that make that pod set run that many pods, each
+    with the value it then has (a Job's parallelism): what admission at a smaller size
+    lowers (docs/elastic.md, *Admitted smaller*)."""
 
     @property
     def api_version(self) -> str:

@@ -175,6 +175,27 @@ def _worker_minimums(obj: Mapping[str, Any]) -> tuple[tuple[str, TemplatePath], 
     )
 
 
+def _size_fields(
+    obj: Mapping[str, Any], pod_set: str, pods: int
+) -> tuple[tuple[TemplatePath, int], ...]:
+    """A worker group's replicas for that many pods (numOfHosts each), and its minReplicas
+    no higher: KubeRay keeps a group at its minReplicas whatever its replicas say."""
+    base = ("spec", "rayClusterSpec", "workerGroupSpecs")
+    groups = dig(obj, base)
+    for i in listed(obj, base):
+        group = groups[i] if isinstance(groups[i], Mapping) else {}
+        if _group_name(group, i) != pod_set:
+            continue
+        hosts = group.get("numOfHosts") or 1
+        replicas = pods // hosts if isinstance(hosts, int) and hosts > 0 else pods
+        out: list[tuple[TemplatePath, int]] = [((*base, i, "replicas"), replicas)]
+        low = group.get("minReplicas")
+        if isinstance(low, int):
+            out.append(((*base, i, "minReplicas"), min(low, replicas)))
+        return tuple(out)
+    return ()
+
+
 def _refusal(obj: Mapping[str, Any]) -> tuple[str, str] | None:
     spec = obj.get("spec")
     if isinstance(spec, Mapping) and spec.get("shutdownAfterJobFinishes") is True:
@@ -206,4 +227,5 @@ RAY_JOB = Adapter(
     pod_set_templates=_templates,
     read_refusal=_refusal,
     min_fields=_worker_minimums,
+    size_fields=_size_fields,
 )
