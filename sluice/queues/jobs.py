@@ -390,13 +390,14 @@ def check_job_create(
     verdict = _check_queue_for(job, namespace, existing, labels, adapter)
     if not verdict.allowed:
         return verdict
+    if declares_minimums(job):  # its own rule names it, before the reading that fails on it
+        verdict = check_min_size(None, job, _who(job, namespace, adapter), False, adapter)
+        if not verdict.allowed:
+            return verdict
     refusal = None if adapter.checked_by_the_api_server else adapter.refusal(job)
     if refusal is not None:
         return deny("job-not-manageable", f"{_who(job, namespace, adapter)}: {refusal}")
-    verdict = check_annotations(None, job, namespace, writer, opting_in, adapter)
-    if not verdict.allowed or not declares_minimums(job):
-        return verdict
-    return check_min_size(None, job, _who(job, namespace, adapter), False, adapter)
+    return check_annotations(None, job, namespace, writer, opting_in, adapter)
 
 
 def check_job_update(

@@ -143,7 +143,7 @@ def test_a_minimum_on_a_pod_set_admitted_whole_is_refused() -> None:
     template = obj["spec"]["mpiReplicaSpecs"]["Worker"]["template"]
     template.setdefault("metadata", {})["annotations"] = {MIN: "1"}
     verdict = create(obj, BY_KIND["MPIJob"])
-    assert not verdict.allowed
+    assert verdict.rule == "job-min-size-invalid"
     assert "pod set Worker of a MPIJob is admitted whole only" in verdict.message
 
 
