@@ -53,6 +53,8 @@ class SuspendField:
         return body
 
 
+_TEMPLATE_MIN = ("metadata", "annotations", MIN_PARALLELISM_ANNOTATION)
+"""Where a pod template carries its pod set's minimum."""
 SPEC_SUSPEND = SuspendField(("spec", "suspend"))
 _NAME = ("metadata", "name")
 """The hold of most kinds: ``spec.suspend``."""
@@ -206,16 +208,12 @@ class Adapter:
     def min_sources(self, obj: Mapping[str, Any]) -> tuple[MinSource, ...]:
         """Where the object may write its pod sets' minimums: its kind's own places, then
         each pod template carrying sluice.dev/min-parallelism."""
-        own = [
-            MinSource(name, path_text(path), at(obj, path), own=True)
-            for name, path in self.min_fields(obj)
-        ]
-        key = MIN_PARALLELISM_ANNOTATION
+        own = [MinSource(name, path, at(obj, path), True) for name, path in self.min_fields(obj)]
         for name, path in self.pod_set_templates(obj):
-            value = at(obj, (*path, "metadata", "annotations", key))
+            where = (*path, *_TEMPLATE_MIN)
+            value = at(obj, where)
             if value is not None:
-                where = path_text((*path, "metadata", "annotations", key))
-                own.append(MinSource(name, where, value, own=False))
+                own.append(MinSource(name, where, value, False))
         return tuple(own)
 
     def pods_by(self, obj: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
@@ -292,18 +290,6 @@ def at(obj: Mapping[str, Any], path: TemplatePath) -> Any:
         else:
             return None
     return value
-
-
-def path_text(path: TemplatePath) -> str:
-    """A path as messages name a field: ``spec.workerGroupSpecs[0].minReplicas``, and an
-    annotation as ``metadata.annotations[sluice.dev/min-parallelism]``."""
-    out = ""
-    for key in path:
-        if isinstance(key, int) or "/" in key:
-            out += f"[{key}]"
-        else:
-            out += f".{key}" if out else key
-    return out
 
 
 def full_name(obj: Mapping[str, Any], kind: str) -> str:

@@ -20,7 +20,8 @@ from sluice.api.constants import ADMITTED_SIZE_ANNOTATION
 from sluice.api.objects import Obj
 from sluice.api.workloads.confine import merge_diff
 from sluice.api.workloads.domain_patches import merged
-from sluice.api.workloads.model import Adapter, TemplatePath, at, path_text
+from sluice.api.workloads.model import Adapter, TemplatePath, at
+from sluice.api.workloads.sizes import path_text
 
 Sizes = Sequence[tuple[str, int, int]]
 """Per pod set admitted smaller: (its name, pods asked, pods admitted)."""

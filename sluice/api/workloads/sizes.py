@@ -16,19 +16,38 @@ from typing import Any
 from sluice.api.errors import InvalidObject
 from sluice.api.views import PodSet
 
+Path = tuple[str | int, ...]
+"""A path into an object: keys, and indexes of list items."""
+
+
+def path_text(path: Path) -> str:
+    """A path as messages name a field: ``spec.workerGroupSpecs[0].minReplicas``, and an
+    annotation as ``metadata.annotations[sluice.dev/min-parallelism]``."""
+    out = ""
+    for key in path:
+        if isinstance(key, int) or "/" in key:
+            out += f"[{key}]"
+        else:
+            out += f".{key}" if out else key
+    return out
+
 
 @dataclass(frozen=True, slots=True)
 class MinSource:
     """One place where a pod set's minimum may be written, and what is written there."""
 
     pod_set: str
-    where: str
-    """The field, as messages name it."""
+    path: Path
     value: Any
     """What is written there; None when nothing is."""
     own: bool
     """The kind's own place (its field, a Job's annotation); otherwise the pod template's
     annotation."""
+
+    @property
+    def where(self) -> str:
+        """The field, as messages name it."""
+        return path_text(self.path)
 
 
 def read_minimum(source: MinSource, kind: str, full: str) -> int | None:
@@ -53,6 +72,8 @@ def with_minimums(
     """The pod sets with the minimums their sources declare, each in pods (its units times
     its ``count_step``) and never above its count: a minimum above what a pod set asks asks
     it whole, so lowering a size (which frees quota) never makes a workload unreadable."""
+    if all(s.value is None for s in sources):  # most workloads: nothing to read
+        return pod_sets
     own = [s.pod_set for s in sources if s.own]
     declared: dict[str, int] = {}
     for source in sorted(sources, key=lambda s: not s.own):  # the template's wins
