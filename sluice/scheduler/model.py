@@ -91,6 +91,9 @@ class Decision:
     requeues: int = 0
     domain: str = ""
     """An admission into one domain of a Topology: ``<level>=<value>`` (its pods' nodeSelector)."""
+    sizes: tuple[tuple[str, int, int], ...] = ()
+    """An admission at a smaller size: per pod set admitted smaller, (its name, pods asked,
+    pods admitted) (docs/elastic.md, *Admitted smaller*); empty when admitted whole."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -57,11 +57,13 @@ class Outcome:
         reason: str,
         footprint: Footprint,
         domain: Where | None = None,
+        sizes: tuple[tuple[str, int, int], ...] = (),
     ) -> None:
         session.admit(job, footprint)
         self.reasons.pop(job.key, None)
         where = domain.text if domain is not None else ""
-        self.decisions.append(Decision("admit", job.key, job.queue, reason, domain=where))
+        decision = Decision("admit", job.key, job.queue, reason, domain=where, sizes=sizes)
+        self.decisions.append(decision)
 
     def evict(
         self,
