@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from sluice.api.admitted_size import SizeRecord, size_records_of
 from sluice.api.constants import (
     ADMITTED_AT_ANNOTATION,
     DEFAULT_QUEUE_LABEL,
@@ -223,6 +224,9 @@ class WorkloadView:
     a level (docs/scheduler.md, *Topology*); None: its pod sets are placed as each asks."""
     assignment: tuple[Assignment, ...] = ()
     """The domains it was admitted into (sluice.dev/topology-assignment), while admitted."""
+    sized: tuple[SizeRecord, ...] = ()
+    """Its pod sets admitted smaller (sluice.dev/admitted-size; docs/elastic.md, *Admitted
+    smaller*): what the operator puts back once it waits again."""
     claimed: Resources = EMPTY
     """What the ResourceClaims its pods name directly count as, each claim once however many
     pods name it (docs/scheduler.md, *Devices (DRA)*); part of ``request``."""
@@ -503,6 +507,9 @@ def workload_view(
     namespace = str(meta.get("namespace") or "default")
     full = f"{namespace}/{name}"
     annotations = meta.get("annotations") or {}
+    sized = size_records_of(annotations)
+    if sized and phase is JobPhase.PENDING:
+        pod_sets = as_asked(pod_sets, sized)
     request, priority_class_name, never_preempts = _together(pod_sets)
     claimed, devices_unknown = _claimed(pod_sets)
     return WorkloadView(
@@ -531,9 +538,27 @@ def workload_view(
         pods_by=pods_by,
         topology=topology,
         assignment=assignments_of(annotations),
+        sized=sized,
         claimed=claimed,
         devices_unknown=devices_unknown,
     )
+
+
+def as_asked(pod_sets: tuple[PodSet, ...], sized: tuple[SizeRecord, ...]) -> tuple[PodSet, ...]:
+    """A waiting workload's pod sets at the sizes it asked, where sluice's record says it
+    lowered them and they still hold the size it admitted: the operator puts those back
+    (``size_restore_patch``), and until it has, the workload waits for its asked size, not
+    the one it was last admitted at. A size its owner changed since is its own."""
+    asked = {r.pod_set: r for r in sized}
+    out: list[PodSet] = []
+    for s in pod_sets:
+        record = asked.get(s.name)
+        if record is None or s.count != record.admitted or record.asked <= s.count:
+            out.append(s)
+            continue
+        more = record.asked - s.count
+        out.append(replace(s, count=record.asked, pod_count=s.pod_count + more))
+    return tuple(out)
 
 
 _ADMITTED_AT = f"metadata.annotations[{ADMITTED_AT_ANNOTATION}]"

@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from sluice.api.views import PodSet, WorkloadView
+from sluice.api.admitted_size import SizeRecord
+from sluice.api.views import PodSet, WorkloadView, as_asked
 
 Sizes = tuple[int, ...]
 """A count of pods per pod set, in the workload's order."""
@@ -53,6 +54,26 @@ def view_at(view: WorkloadView, sizes: Sizes) -> WorkloadView:
     for pod_set in pod_sets:
         request = request + pod_set.request
     return replace(view, pod_sets=pod_sets, request=request)
+
+
+def admitted_smaller(view: WorkloadView, sizes: Sequence[tuple[str, int, int]]) -> WorkloadView:
+    """The workload once the operator wrote its admission at ``sizes`` (a decision's: per pod
+    set admitted smaller, its name, pods asked and admitted): its pod sets at those sizes,
+    and the record of them."""
+    if not sizes:
+        return view
+    admitted = {name: n for name, _, n in sizes}
+    smaller = view_at(view, tuple(admitted.get(s.name, s.count) for s in view.pod_sets))
+    return replace(smaller, sized=tuple(SizeRecord(n, asked, a) for n, asked, a in sizes))
+
+
+def restored(view: WorkloadView) -> WorkloadView:
+    """A suspended workload once the operator gave it the sizes it asked back."""
+    if not view.sized:
+        return view
+    pod_sets = as_asked(view.pod_sets, view.sized)
+    whole = view_at(view, tuple(s.count for s in pod_sets))
+    return replace(whole, pod_sets=pod_sets, sized=())
 
 
 def sizes_at(ranges: Sequence[SizeRange], cut: int) -> Sizes:

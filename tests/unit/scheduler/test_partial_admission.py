@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from builders import gang, job, node, queue, running, snapshot
+from builders import NOW, gang, job, node, queue, running, snapshot
 
+from sluice.api.admitted_size import SizeRecord
 from sluice.api.views import PodSet, WorkloadView
-from sluice.scheduler.cycle import run_cycle
+from sluice.scheduler.cycle import apply_decisions, run_cycle
 from sluice.scheduler.model import CycleResult, Decision
 
 ONLY_ADMIT = {"actions": "enqueue, allocate, backfill"}
@@ -114,3 +115,17 @@ def test_a_fifo_head_admitted_smaller_lets_the_next_job_through() -> None:
     decided = admissions(result)
     assert decided["ns/head"].sizes == (("main", 8, 7),)
     assert "ns/next" in decided
+
+
+def test_the_next_cycle_sees_it_at_its_admitted_size_and_whole_once_evicted() -> None:
+    # What ``sluice simulate`` plays: the operator's writes, as apply_decisions makes them.
+    queues = [queue("team", capability={"cpu": 6})]
+    state = snapshot(queues, [resizable("train", "team", 8, 4)], [node(cpu=64)])
+    state = apply_decisions(state, run_cycle(state), NOW)
+    (train,) = state.workloads
+    assert (train.pod_sets[0].count, train.request.get_amount("cpu")) == (6, 6000)
+    assert train.sized == (SizeRecord("main", 8, 6),)
+    reclaim = CycleResult((), {}, (Decision("reclaim", "ns/train", "team"),))
+    (back,) = apply_decisions(state, reclaim, NOW).workloads
+    assert (back.pod_sets[0].count, back.pod_sets[0].min_count) == (8, 4)
+    assert (back.request.get_amount("cpu"), back.sized) == (8000, ())
