@@ -39,6 +39,7 @@ from sluice.api.workloads.domain_patches import (
 )
 from sluice.api.workloads.job import JOB
 from sluice.api.workloads.pods import PodMember, PodWorkload
+from sluice.api.workloads.size_patches import size_release_patch, with_size_restore
 from sluice.scheduler.model import CycleResult, Decision, PendingJob
 from sluice.scheduler.readiness import backoff_reason
 
@@ -209,13 +210,13 @@ def plan(
         write = _decision(d, workloads, views, decided_on, now, pods)
         (admissions if d.action == "admit" else victims).append(write)
     reasons: list[Write | None] = []
-    confined: list[str] = []  # waiting jobs whose latest view records an assignment
+    confined: list[str] = []  # waiting jobs whose latest view records an assignment or sizes
     for p in result.pending:
         workload = pods.get(p.job)
         if workload is None:
             view = views.get(p.job)
             reasons.append(_reason(p, view, clock, positions_written))
-            if view is not None and view.assignment:
+            if view is not None and (view.assignment or view.sized):
                 confined.append(p.job)
         else:
             reasons.append(_pod_reason(p, workload, clock, positions_written))
@@ -253,7 +254,10 @@ def _decision(
         obj = workloads.get(d.job)  # parsed once (``stored.py``)
         adapter = adapter_of(obj)
         write = _admission(d, now, decided_on.get(d.job), adapter)
-        if extra := admission_patch(d.domain, obj, adapter):
+        extra = admission_patch(d.domain, obj, adapter)
+        if obj is not None:  # sizes (api.workloads.size_patches)
+            extra = size_release_patch(d.sizes, obj, adapter, extra)
+        if extra:
             write = replace(write, patch=merged(write.patch, extra))
     else:
         write = _eviction(d, now, decided_on.get(d.job), adapter_of(workloads.get(d.job)))
@@ -267,10 +271,11 @@ def _with_restores(
     admitted: set[str],
     reasons: list[Write | None],
 ) -> list[Write | None]:
-    """Each waiting workload that sluice had confined to Topology domains (``confined``: its
-    latest view records an assignment; only those are looked at as stored) and that is
-    suspended now gets its templates back as before (api.workloads.domain_patches), in the
-    same write as its pending reason when it has one."""
+    """Each waiting workload that sluice had confined to Topology domains or admitted smaller
+    (``confined``: its latest view records an assignment or sizes; only those are looked at
+    as stored) and that is suspended now gets its templates and sizes back as before
+    (api.workloads.domain_patches, size_patches), in the same write as its pending reason
+    when it has one."""
     by_job = {w.workload: i for i, w in enumerate(reasons) if w is not None and w.pods is None}
     out = list(reasons)
     for job in confined:
@@ -279,7 +284,8 @@ def _with_restores(
             continue
         i = by_job.get(job)
         write = out[i] if i is not None else None
-        restore = restore_patch(obj, adapter_of(obj), write.patch if write is not None else None)
+        adapter, base = adapter_of(obj), write.patch if write is not None else None
+        restore = with_size_restore(obj, adapter, restore_patch(obj, adapter, base), base)
         if restore is None:
             continue
         # A template inside a list is written whole: the write rests on the spec it was

@@ -82,3 +82,31 @@ def _set(obj: dict[str, Any], path: TemplatePath, value: int) -> bool:
         return False
     parent[key] = value
     return True
+
+
+def size_release_patch(
+    sizes: Sizes, obj: Obj, adapter: Adapter, before: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The writes of a workload's release, ``before`` (its other writes to the workload: a
+    Topology domain's templates) with its sizes: the fields a previous admission lowered
+    put back first (a workload requeued and released again before its restore was written),
+    then the fields of ``sizes`` lowered. Each is worked out on the workload as the writes
+    before it leave it, so a list written whole (a Ray worker group's) carries them all."""
+    base = merged(obj, before or {})
+    restore = size_restore_patch(base, adapter) or {}
+    lowered = size_admission_patch(sizes, merged(base, restore), adapter)
+    return merged(merged(before or {}, restore), lowered)
+
+
+def with_size_restore(
+    obj: Obj, adapter: Adapter, restore: Mapping[str, Any] | None, base: Mapping[str, Any] | None
+) -> dict[str, Any] | None:
+    """A waiting workload's write that gives back what sluice changed to admit it: its
+    Topology ``restore`` (None: nothing of it), else ``base`` (its pending reason), with its
+    sizes put back, worked out on the workload as those leave it; None when neither has
+    anything to put back."""
+    done = restore if restore is not None else base
+    sized = size_restore_patch(merged(obj, done or {}), adapter, done)
+    if sized is not None:
+        return sized
+    return None if restore is None else dict(restore)
