@@ -349,6 +349,9 @@ class PublishedJob:
     """The Topology domain it runs in, ``<level>=<value>``, while admitted into one."""
     asks: str = ""
     """What it asks of a Topology (``required example.com/rack``); "" for nothing."""
+    sizes: str = ""
+    """While admitted smaller, its pods admitted of those asked: ``6/8``, per pod set by name
+    for several (``Worker 6/8, group 3/4``); "" while whole or waiting."""
 
     @property
     def key(self) -> str:
@@ -383,7 +386,17 @@ def published_job(
         reclaimed_by=str(annotations.get(RECLAIMED_BY_ANNOTATION) or ""),
         domain=assignment_text(view.assignment) if view.phase.admitted else "",
         asks=topology_asks(view),
+        sizes=sizes_text(view) if view.phase.admitted else "",
     )
+
+
+def sizes_text(view: WorkloadView) -> str:
+    """Its pod sets admitted smaller, by its record: ``6/8`` for a workload of one pod set,
+    by name for several; "" for none."""
+    shown = [r for r in view.sized if r.admitted < r.asked]
+    if len(view.pod_sets) == 1 and len(shown) == 1:
+        return f"{shown[0].admitted}/{shown[0].asked}"
+    return ", ".join(f"{r.pod_set} {r.admitted}/{r.asked}" for r in shown)
 
 
 def topology_asks(view: WorkloadView) -> str:
