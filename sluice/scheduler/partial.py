@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from sluice.api.admitted_size import SizeRecord
+from sluice.api.resources import Resources
 from sluice.api.views import PodSet, WorkloadView, as_asked
 
 Sizes = tuple[int, ...]
@@ -54,6 +55,15 @@ def view_at(view: WorkloadView, sizes: Sizes) -> WorkloadView:
     for pod_set in pod_sets:
         request = request + pod_set.request
     return replace(view, pod_sets=pod_sets, request=request)
+
+
+def smallest_request(request: Resources, pod_sets: Sequence[PodSet]) -> Resources:
+    """What a workload asking ``request`` asks at its minimums: without the pods of each pod
+    set above its minimum. What no admission of it can ask less than."""
+    for s in pod_sets:
+        if s.resizable:
+            request = request - s.pod.request.scale(s.count - s.min_count)
+    return request
 
 
 def admitted_smaller(view: WorkloadView, sizes: Sequence[tuple[str, int, int]]) -> WorkloadView:

@@ -354,3 +354,18 @@ def test_a_kind_over_its_queues_capability_is_not_listed_until_the_queue_changes
     result = fast.decide(lifted)
     assert decided(result) == decided(run_cycle(lifted))
     assert [d.job for d in result.decisions] == ["ns/j0", "ns/j1"]
+
+
+def test_a_resizable_job_larger_than_its_queue_is_judged_stuck_by_its_minimum() -> None:
+    """Its whole size is more than its queue's capability and the cluster's room, its
+    minimum is not: the pass lists it, and admits it smaller as the full cycle does."""
+    whole = gang("big", "a", 8, cpu=1)
+    big = replace(whole, pod_sets=(replace(whole.pod_sets[0], min_count=4),))
+    snap = snapshot(
+        [queue("a", capability={"cpu": 6})], [big], [node(cpu=7)], config={"actions": ACTIONS}
+    )
+    fast = DecisionPass(first=2)
+    result = fast.decide(snap)
+    assert decided(result) == decided(run_cycle(snap))
+    assert [(d.job, d.sizes) for d in result.decisions] == [("ns/big", (("main", 8, 6),))]
+    assert fast.stuck_request == {}
