@@ -10,6 +10,7 @@ from dataclasses import replace
 from builders import NOW, gang, job, node, queue, running, snapshot
 
 from sluice.api.admitted_size import SizeRecord
+from sluice.api.topology import TopologyRequest, TopologyView
 from sluice.api.views import PodSet, WorkloadView
 from sluice.scheduler.cycle import apply_decisions, run_cycle
 from sluice.scheduler.model import CycleResult, Decision
@@ -129,3 +130,28 @@ def test_the_next_cycle_sees_it_at_its_admitted_size_and_whole_once_evicted() ->
     (back,) = apply_decisions(state, reclaim, NOW).workloads
     assert (back.pod_sets[0].count, back.pod_sets[0].min_count) == (8, 4)
     assert (back.request.get_amount("cpu"), back.sized) == (8000, ())
+
+
+def test_a_job_that_asks_a_rack_is_admitted_at_what_one_rack_holds() -> None:
+    # Two racks of two nodes of 8 gpus: 8 pods of 4 gpus fit the cluster, not one rack.
+    rack, host = "example.com/rack", "kubernetes.io/hostname"
+    nodes = [
+        node(f"{r}-{i}", labels={rack: r, host: f"{r}-{i}"}, cpu=64, nvidia_com_gpu=8)
+        for r in ("r0", "r1")
+        for i in range(2)
+    ]
+    whole = gang("train", "team", 8, cpu=1, nvidia_com_gpu=4)
+    train = replace(
+        whole,
+        pod_sets=(replace(whole.pod_sets[0], min_count=2),),
+        topology=TopologyRequest(rack, True),
+    )
+    state = replace(
+        snapshot([queue("team")], [train], nodes, config=ONLY_ADMIT),
+        topologies=(TopologyView("default", (rack, host)),),
+    )
+    decision = admissions(run_cycle(state))["ns/train"]
+    assert (decision.sizes, decision.domain) == ((("main", 8, 4),), f"{rack}=r0")
+    assert decision.reason == (
+        f"enqueue: admitted 4 of 8 workers (min 2): no room for more on the nodes, in {rack}=r0"
+    )
