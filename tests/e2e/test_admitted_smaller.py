@@ -53,7 +53,7 @@ def capability(s: Scenario, queue: str, amount: int) -> None:
 def test_a_job_is_admitted_at_6_of_8_runs_6_pods_and_gets_8_back_when_it_waits_again(
     s: Scenario,
 ) -> None:
-    s.node(8)
+    s.node(16)  # room for every pod, and for the next ones while the last still terminate
     team = s.queue("team", capability={s.resource: "6"})
     resizable_job(s, "train", "team", 8, 4)
     s.wait_admitted("train")
