@@ -107,7 +107,7 @@ def admit_smaller(session: Session, outcome: Outcome, job: JobInfo, action: str)
     assert fitting.placed is not None
     footprint, domain = fitting.placed
     asked = job.view.pod_sets
-    reason = f"{action}: admitted {sizes_text(job, sizes)}: {stop.stopped or 'it fits'}"
+    reason = f"{action}: admitted {sizes_text(job, sizes)}: {stop.stopped}"
     if domain is not None:
         reason += f", in {domain.text}"
     job.view, job.request = fitting.job.view, fitting.job.request
