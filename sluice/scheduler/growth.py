@@ -1,0 +1,101 @@
+"""Growth through the queue (docs/elastic.md, *Grown through the queue*): what an admitted
+resizable workload asks beyond the size its record admitted waits as an entry of its own.
+
+Pure. ``split_growth`` splits an admitted workload into what its queue holds for it (its
+pod sets at the sizes admitted, or lower where its owner lowered them, which frees that
+quota at once) and its growth entry, ``ns/name (growth)``: the pods each pod set asks
+beyond what was admitted, at the workload's priority, placed in its queue as a new workload
+created when the growth was first seen, so that it waits behind the jobs already waiting
+and is admitted by every rule a new workload meets. ``grown_records`` is the record once a
+growth entry is admitted: the admitted sizes raised by the growth.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime
+
+from sluice.api.admitted_size import SizeRecord
+from sluice.api.resources import EMPTY
+from sluice.api.views import JobPhase, PodSet, WorkloadView
+from sluice.scheduler.partial import view_at
+
+GROWTH_SUFFIX = " (growth)"
+"""What a growth entry's name adds to its workload's."""
+
+
+def growth_key(key: str) -> str:
+    """The key of the growth entry of the workload ``key`` (namespace/name)."""
+    return f"{key}{GROWTH_SUFFIX}"
+
+
+def grown_workload(key: str) -> str | None:
+    """The workload whose growth entry ``key`` names; None when it names no growth entry."""
+    if not key.endswith(GROWTH_SUFFIX):
+        return None
+    return key[: -len(GROWTH_SUFFIX)]
+
+
+def split_growth(view: WorkloadView, seen_at: datetime) -> tuple[WorkloadView, WorkloadView | None]:
+    """The workload as its queue holds it, and its growth entry (None when it asks no more
+    than was admitted). Only an admitted workload with a record grows: the record says what
+    was admitted, and a workload without one is held at what its spec asks, as before."""
+    if not view.phase.admitted or not view.sized:
+        return view, None
+    admitted = {r.pod_set: r.admitted for r in view.sized}
+    held = tuple(min(s.count, admitted.get(s.name, s.count)) for s in view.pod_sets)
+    more = [_beyond(s, n) for s, n in zip(view.pod_sets, held, strict=True) if s.count > n]
+    if not more:
+        return view, None
+    return view_at(view, held), _entry(view, tuple(more), seen_at)
+
+
+def _beyond(pod_set: PodSet, held: int) -> PodSet:
+    """The pods of ``pod_set`` beyond the ``held`` admitted: admitted all together or not
+    at all, since its minimum is already met by what runs."""
+    more = pod_set.count - held
+    starts = max(0, min(more, pod_set.pod_count - held))
+    return replace(pod_set, count=more, pod_count=starts, min_count=more, topology=None)
+
+
+def _entry(view: WorkloadView, pod_sets: tuple[PodSet, ...], seen_at: datetime) -> WorkloadView:
+    """The growth entry: waiting, its own pods only (the claims its pods name are counted
+    once, in the workload), and no domain of its own to choose: its pod templates carry the
+    nodeSelector of the domain the workload was admitted into, so its pods place only there."""
+    request = EMPTY
+    for pod_set in pod_sets:
+        request = request + pod_set.request
+    return replace(
+        view,
+        name=f"{view.name}{GROWTH_SUFFIX}",
+        uid="",
+        phase=JobPhase.PENDING,
+        pod_sets=pod_sets,
+        request=request,
+        claimed=EMPTY,
+        creation_timestamp=seen_at,
+        admitted_at=None,
+        requeues=0,
+        requeued_at=None,
+        requeue_reason=None,
+        pending_reason=None,
+        topology=None,
+        assignment=(),
+        sized=(),
+    )
+
+
+def grown_records(
+    records: Sequence[SizeRecord], growth: Sequence[tuple[str, int]]
+) -> tuple[SizeRecord, ...]:
+    """The record once ``growth`` (per pod set, the pods admitted beyond the record) is
+    admitted: each pod set's admitted size raised by its growth, and what it asks with it
+    where it grew past what it first asked; the fields lowered at its first admission are
+    kept, as they are what a requeue puts back."""
+    more = dict(growth)
+    out: list[SizeRecord] = []
+    for r in records:
+        admitted = r.admitted + more.get(r.pod_set, 0)
+        out.append(replace(r, admitted=admitted, asked=max(r.asked, admitted)))
+    return tuple(out)

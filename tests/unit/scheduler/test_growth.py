@@ -1,0 +1,122 @@
+"""Growth through the queue (docs/elastic.md, *Grown through the queue*): an admitted
+resizable workload asking more than its record admitted is held at what was admitted, and
+the pods beyond it wait as an entry of their own, admitted by the rules a new workload meets."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+
+from builders import T0, gang, job, node, queue, snapshot
+
+from sluice.api.admitted_size import SizeRecord
+from sluice.api.views import JobPhase, WorkloadView
+from sluice.scheduler.cycle import run_cycle
+from sluice.scheduler.growth import grown_records, grown_workload, growth_key, split_growth
+from sluice.scheduler.model import CycleResult
+
+ONLY_ADMIT = {"actions": "enqueue, allocate, backfill"}
+RECORD = SizeRecord("main", 8, 6, (("spec.parallelism", 8),))
+
+
+def admitted(
+    name: str, pods: int, record: SizeRecord | None = RECORD, **kw: object
+) -> WorkloadView:
+    """A Job running ``pods`` pods of 1 cpu in queue team, minimum 4, recorded as ``record``."""
+    base = gang(name, "team", pods, cpu=1, phase=JobPhase.RUNNING, admitted=5, **kw)
+    (pod_set,) = base.pod_sets
+    sized = (record,) if record else ()
+    return replace(base, pod_sets=(replace(pod_set, min_count=4),), sized=sized)
+
+
+def split(view: WorkloadView, seconds: int = 30) -> list[WorkloadView]:
+    held, growth = split_growth(view, T0 + timedelta(seconds=seconds))
+    return [held] if growth is None else [held, growth]
+
+
+def admitted_keys(result: CycleResult) -> set[str]:
+    return {d.job for d in result.decisions if d.action == "admit"}
+
+
+def test_a_raised_size_is_held_at_the_admitted_size_and_the_rest_waits_as_its_growth() -> None:
+    train = admitted("train", 10, priority_class="high")
+    held, growth = split_growth(train, T0 + timedelta(seconds=30))
+    assert held.pod_sets[0].count == 6
+    assert held.request.get_amount("cpu") == 6000
+    assert growth is not None
+    assert growth.key == "ns/train (growth)" == growth_key(train.key)
+    assert grown_workload(growth.key) == "ns/train"
+    assert grown_workload(train.key) is None
+    assert growth.phase is JobPhase.PENDING
+    assert [(s.name, s.count, s.min_count) for s in growth.pod_sets] == [("main", 4, 4)]
+    assert growth.request.get_amount("cpu") == 4000
+    assert growth.priority_class_name == "high"
+    assert growth.queue == "team"
+    assert growth.queued_at == T0 + timedelta(seconds=30)
+    assert growth.admitted_at is None and growth.sized == () and growth.uid == ""
+
+
+def test_no_growth_without_a_record_or_while_waiting_or_at_the_admitted_size() -> None:
+    at = T0 + timedelta(seconds=30)
+    for view in (
+        admitted("whole", 10, record=None),
+        replace(admitted("waiting", 10), phase=JobPhase.PENDING),
+        admitted("same", 6),
+    ):
+        assert split_growth(view, at) == (view, None)
+
+
+def test_a_lowered_size_frees_its_quota_at_once() -> None:
+    held, growth = split_growth(admitted("train", 4), T0)
+    assert growth is None
+    assert held.request.get_amount("cpu") == 4000
+
+
+def test_the_growth_waits_with_a_position_and_a_reason_while_its_queue_has_no_room() -> None:
+    queues = [queue("team", capability={"cpu": 8})]
+    result = run_cycle(snapshot(queues, split(admitted("train", 10)), [node(cpu=64)]))
+    assert admitted_keys(result) == set()
+    (waiting,) = [p for p in result.pending if p.job == "ns/train (growth)"]
+    assert waiting.position == 1
+    assert "capability" in waiting.reason
+    assert result.queues["team"].allocated.get_amount("cpu") == 6000
+
+
+def test_the_growth_is_admitted_when_its_queue_has_room() -> None:
+    queues = [queue("team", capability={"cpu": 10})]
+    result = run_cycle(snapshot(queues, split(admitted("train", 10)), [node(cpu=64)]))
+    assert admitted_keys(result) == {"ns/train (growth)"}
+    assert result.queues["team"].allocated.get_amount("cpu") == 10000
+
+
+def test_the_growth_queues_behind_the_jobs_already_waiting() -> None:
+    # Room for 2 cpus more: a job of 2 waiting before the growth was seen goes first, one
+    # created after it goes after it.
+    queues = [queue("team", capability={"cpu": 8})]
+    grown = split(admitted("train", 8), seconds=30)
+    for created, first in ((10, "ns/other"), (50, "ns/train (growth)")):
+        other = job("other", "team", cpu=2, created=created)
+        result = run_cycle(snapshot(queues, [*grown, other], [node(cpu=64)], config=ONLY_ADMIT))
+        assert admitted_keys(result) == {first}
+
+
+def test_the_growth_places_its_pods_only_where_its_template_selects() -> None:
+    # The workload was admitted into rack a (its template's nodeSelector): its growth waits
+    # for room there, however much room rack b has.
+    nodes = [node("a1", cpu=7, labels={"rack": "a"}), node("b1", cpu=64, labels={"rack": "b"})]
+    train = admitted("train", 8, selector={"rack": "a"})
+    result = run_cycle(snapshot([queue("team")], split(train), nodes, config=ONLY_ADMIT))
+    assert admitted_keys(result) == set()
+    wider = [replace(nodes[0], allocatable=nodes[1].allocatable), nodes[1]]
+    result = run_cycle(snapshot([queue("team")], split(train), wider, config=ONLY_ADMIT))
+    assert admitted_keys(result) == {"ns/train (growth)"}
+
+
+def test_the_record_once_growth_is_admitted() -> None:
+    assert grown_records([RECORD], [("main", 2)]) == (
+        SizeRecord("main", 8, 8, (("spec.parallelism", 8),)),
+    )
+    assert grown_records([RECORD], [("main", 4)]) == (
+        SizeRecord("main", 10, 10, (("spec.parallelism", 8),)),
+    )
+    assert grown_records([RECORD], [("other", 4)]) == (RECORD,)
