@@ -7,7 +7,8 @@ quota at once) and its growth entry, ``ns/name (growth)``: the pods each pod set
 beyond what was admitted, at the workload's priority, placed in its queue as a new workload
 created when the growth was first seen, so that it waits behind the jobs already waiting
 and is admitted by every rule a new workload meets. ``grown_records`` is the record once a
-growth entry is admitted: the admitted sizes raised by the growth.
+growth entry is admitted: the admitted sizes raised by the growth; ``with_growth`` the
+workload once that record is written, which the next split holds at its grown size.
 """
 
 from __future__ import annotations
@@ -99,3 +100,10 @@ def grown_records(
         admitted = r.admitted + more.get(r.pod_set, 0)
         out.append(replace(r, admitted=admitted, asked=max(r.asked, admitted)))
     return tuple(out)
+
+
+def with_growth(view: WorkloadView, growth: WorkloadView) -> WorkloadView:
+    """The workload once its growth entry ``growth`` is admitted and the record raised by it
+    is written: held at its grown size from then on."""
+    more = [(s.name, s.count) for s in growth.pod_sets]
+    return replace(view, sized=grown_records(view.sized, more))

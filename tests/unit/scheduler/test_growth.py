@@ -12,7 +12,13 @@ from builders import T0, gang, job, node, queue, snapshot
 from sluice.api.admitted_size import SizeRecord
 from sluice.api.views import JobPhase, WorkloadView
 from sluice.scheduler.cycle import run_cycle
-from sluice.scheduler.growth import grown_records, grown_workload, growth_key, split_growth
+from sluice.scheduler.growth import (
+    grown_records,
+    grown_workload,
+    growth_key,
+    split_growth,
+    with_growth,
+)
 from sluice.scheduler.model import CycleResult
 
 ONLY_ADMIT = {"actions": "enqueue, allocate, backfill"}
@@ -120,3 +126,14 @@ def test_the_record_once_growth_is_admitted() -> None:
         SizeRecord("main", 10, 10, (("spec.parallelism", 8),)),
     )
     assert grown_records([RECORD], [("other", 4)]) == (RECORD,)
+
+
+def test_once_its_growth_is_admitted_the_workload_is_held_at_its_grown_size() -> None:
+    train = admitted("train", 10)
+    _, growth = split_growth(train, T0)
+    assert growth is not None
+    grown = with_growth(train, growth)
+    held, more = split_growth(grown, T0)
+    assert more is None
+    assert held.request.get_amount("cpu") == 10000
+    assert grown.sized == (SizeRecord("main", 10, 10, (("spec.parallelism", 8),)),)
