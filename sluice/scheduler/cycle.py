@@ -19,6 +19,7 @@ from sluice.scheduler.actions.preempt import preempt
 from sluice.scheduler.actions.reclaim import reclaim
 from sluice.scheduler.actions.requeue import requeue
 from sluice.scheduler.fit import over_capability
+from sluice.scheduler.growth import grown_workload, growth_key, rejoined, with_growth
 from sluice.scheduler.kept import Kept, SpecMemo
 from sluice.scheduler.model import CycleResult, PendingJob, QueueResult, Snapshot
 from sluice.scheduler.order import leaf_order
@@ -230,13 +231,24 @@ def _usage(session: Session, name: str) -> QueueUsage | None:
 
 def apply_decisions(snapshot: Snapshot, result: CycleResult, now: datetime) -> Snapshot:
     """The snapshot as it would be once the operator wrote the cycle's decisions (and the Job
-    controller deleted the pods of the jobs it suspended)."""
+    controller deleted the pods of the jobs it suspended). A growth entry the snapshot holds
+    (sluice/scheduler/growth.py) joins its workload once admitted, raising its record, and
+    goes back into it when the workload is suspended, which then asks its whole size."""
     admitted = {d.job: d for d in result.decisions if d.action == "admit"}
     suspended = {d.job: d for d in result.decisions if d.action != "admit"}
     gone: set[str] = set()
     named: set[tuple[str, str, str]] = set()  # (namespace, label, name) of the others' pods
     jobs: list[WorkloadView] = []
+    entries = {j.key: j for j in snapshot.workloads if grown_workload(j.key) is not None}
     for job in snapshot.workloads:
+        entry = entries.get(growth_key(job.key))
+        if job.key in entries and (job.key in admitted or grown_workload(job.key) in suspended):
+            continue  # a growth entry admitted into its workload, or gone with its suspension
+        if entry is not None and (entry.key in admitted or job.key in suspended):
+            job = rejoined(job, entry)
+            if job.key not in suspended:
+                jobs.append(with_growth(job, entry))
+                continue
         decision = suspended.get(job.key)
         if job.key in admitted:
             job = admitted_smaller(job, admitted[job.key].sizes)

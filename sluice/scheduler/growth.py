@@ -8,7 +8,8 @@ beyond what was admitted, at the workload's priority, placed in its queue as a n
 created when the growth was first seen, so that it waits behind the jobs already waiting
 and is admitted by every rule a new workload meets. ``grown_records`` is the record once a
 growth entry is admitted: the admitted sizes raised by the growth; ``with_growth`` the
-workload once that record is written, which the next split holds at its grown size.
+workload once that record is written, which the next split holds at its grown size;
+``rejoined`` the workload as its object asks, its entry's pods put back.
 """
 
 from __future__ import annotations
@@ -107,3 +108,21 @@ def with_growth(view: WorkloadView, growth: WorkloadView) -> WorkloadView:
     is written: held at its grown size from then on."""
     more = [(s.name, s.count) for s in growth.pod_sets]
     return replace(view, sized=grown_records(view.sized, more))
+
+
+def rejoined(held: WorkloadView, entry: WorkloadView) -> WorkloadView:
+    """The workload ``split_growth`` held, with the pods of its growth ``entry`` back: as its
+    object asks, for what follows its admission or its suspension."""
+    more = {s.name: s for s in entry.pod_sets}
+    pod_sets = tuple(_joined(s, more.get(s.name)) for s in held.pod_sets)
+    request = held.claimed
+    for pod_set in pod_sets:
+        request = request + pod_set.request
+    return replace(held, pod_sets=pod_sets, request=request)
+
+
+def _joined(pod_set: PodSet, growth: PodSet | None) -> PodSet:
+    if growth is None:
+        return pod_set
+    count = pod_set.count + growth.count
+    return replace(pod_set, count=count, pod_count=pod_set.pod_count + growth.pod_count)

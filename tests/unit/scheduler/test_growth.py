@@ -11,15 +11,16 @@ from builders import T0, gang, job, node, queue, snapshot
 
 from sluice.api.admitted_size import SizeRecord
 from sluice.api.views import JobPhase, WorkloadView
-from sluice.scheduler.cycle import run_cycle
+from sluice.scheduler.cycle import apply_decisions, run_cycle
 from sluice.scheduler.growth import (
     grown_records,
     grown_workload,
     growth_key,
+    rejoined,
     split_growth,
     with_growth,
 )
-from sluice.scheduler.model import CycleResult
+from sluice.scheduler.model import CycleResult, Decision
 
 ONLY_ADMIT = {"actions": "enqueue, allocate, backfill"}
 RECORD = SizeRecord("main", 8, 6, (("spec.parallelism", 8),))
@@ -137,3 +138,42 @@ def test_once_its_growth_is_admitted_the_workload_is_held_at_its_grown_size() ->
     assert more is None
     assert held.request.get_amount("cpu") == 10000
     assert grown.sized == (SizeRecord("main", 10, 10, (("spec.parallelism", 8),)),)
+
+
+def test_rejoined_is_the_workload_as_its_object_asks() -> None:
+    train = admitted("train", 10)
+    held, growth = split_growth(train, T0)
+    assert growth is not None
+    assert rejoined(held, growth) == train
+
+
+def test_an_admitted_growth_joins_its_workload_once_written() -> None:
+    queues = [queue("team", capability={"cpu": 10})]
+    before = snapshot(queues, split(admitted("train", 10)), [node(cpu=64)])
+    after = apply_decisions(before, run_cycle(before), before.now)
+    (train,) = after.workloads
+    assert train.key == "ns/train"
+    assert train.phase is JobPhase.RUNNING
+    assert train.request.get_amount("cpu") == 10000
+    assert train.sized == (SizeRecord("main", 10, 10, (("spec.parallelism", 8),)),)
+    assert split_growth(train, T0)[1] is None
+
+
+def test_a_growth_left_waiting_stays_an_entry_of_its_own() -> None:
+    queues = [queue("team", capability={"cpu": 8})]
+    before = snapshot(queues, split(admitted("train", 10)), [node(cpu=64)])
+    after = apply_decisions(before, run_cycle(before), before.now)
+    assert [j.key for j in after.workloads] == ["ns/train", "ns/train (growth)"]
+    assert tuple(after.workloads) == tuple(before.workloads)
+
+
+def test_a_suspended_workload_takes_its_growth_back_and_asks_its_whole_size() -> None:
+    before = snapshot([queue("team")], split(admitted("train", 10)), [node(cpu=64)])
+    result = CycleResult(
+        queue_order=(), queues={}, decisions=(Decision("reclaim", "ns/train", "team"),)
+    )
+    (train,) = apply_decisions(before, result, before.now).workloads
+    assert train.phase is JobPhase.PENDING
+    assert train.pod_sets[0].count == 10
+    assert train.request.get_amount("cpu") == 10000
+    assert train.sized == ()
