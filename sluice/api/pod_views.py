@@ -111,6 +111,7 @@ def pod_from_object(obj: Mapping[str, Any], workload_labels: tuple[str, ...] = (
         or EPOCH,
         unschedulable=unschedulable,
         named_by=tuple((k, str(labels[k])) for k in workload_labels if k in labels),
+        gated=gated(spec),
         claims=(
             claims_used(spec, status)
             if spec.get("resourceClaims") or status.get("extendedResourceClaimStatus")

@@ -293,6 +293,8 @@ class PodView:
     claims: tuple[str, ...] = ()
     """The ResourceClaims (of its namespace) it uses: those it names, those made for it from
     templates, and the one made for its device-backed extended resources."""
+    gated: bool = False
+    """It still carries sluice's scheduling gate: it waits for the queue, not for a node."""
 
 
 @dataclass(frozen=True, slots=True)

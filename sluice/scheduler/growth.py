@@ -9,7 +9,8 @@ created when the growth was first seen, so that it waits behind the jobs already
 and is admitted by every rule a new workload meets. ``grown_records`` is the record once a
 growth entry is admitted: the admitted sizes raised by the growth; ``with_growth`` the
 workload once that record is written, which the next split holds at its grown size;
-``rejoined`` the workload as its object asks, its entry's pods put back.
+``rejoined`` the workload as its object asks, its entry's pods put back; ``growth_seen_at``
+the place of its entry.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from datetime import datetime
 
 from sluice.api.admitted_size import SizeRecord
 from sluice.api.resources import EMPTY
-from sluice.api.views import JobPhase, PodSet, WorkloadView
+from sluice.api.views import JobPhase, PodSet, PodView, WorkloadView
 from sluice.scheduler.partial import view_at
 
 GROWTH_SUFFIX = " (growth)"
@@ -126,3 +127,11 @@ def _joined(pod_set: PodSet, growth: PodSet | None) -> PodSet:
         return pod_set
     count = pod_set.count + growth.count
     return replace(pod_set, count=count, pod_count=pod_set.pod_count + growth.pod_count)
+
+
+def growth_seen_at(pods: Sequence[PodView], now: datetime) -> datetime:
+    """When a workload's growth was first seen, from its pods (``pods``): the creation of the
+    oldest still carrying sluice's gate, as its gated pods are its growth; ``now`` when none
+    is made yet (its size field raised before its controller made the pods)."""
+    gated = [p.creation_timestamp for p in pods if p.gated and not p.finished and not p.terminating]
+    return min(gated, default=now)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
-from builders import T0, gang, job, node, queue, snapshot
+from builders import NOW, T0, gang, job, node, pod, queue, snapshot
 
 from sluice.api.admitted_size import SizeRecord
 from sluice.api.views import JobPhase, WorkloadView
@@ -16,6 +16,7 @@ from sluice.scheduler.growth import (
     grown_records,
     grown_workload,
     growth_key,
+    growth_seen_at,
     rejoined,
     split_growth,
     with_growth,
@@ -177,3 +178,15 @@ def test_a_suspended_workload_takes_its_growth_back_and_asks_its_whole_size() ->
     assert train.pod_sets[0].count == 10
     assert train.request.get_amount("cpu") == 10000
     assert train.sized == ()
+
+
+def test_the_growth_is_seen_at_the_creation_of_the_oldest_pod_still_gated() -> None:
+    train = admitted("train", 10)
+    pods = [
+        replace(pod("train-0", "n1", owner=train, created=5), gated=False),
+        replace(pod("gone", None, owner=train, created=10, terminating=True), gated=True),
+        replace(pod("train-7", None, owner=train, created=40), gated=True),
+        replace(pod("train-6", None, owner=train, created=30), gated=True),
+    ]
+    assert growth_seen_at(pods, NOW) == T0 + timedelta(seconds=30)
+    assert growth_seen_at(pods[:1], NOW) == NOW

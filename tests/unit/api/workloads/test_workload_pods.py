@@ -168,3 +168,8 @@ def test_a_finished_pod_is_a_completed_workload() -> None:
     done = pod("a", gated=False, admitted_at="2026-01-01T00:01:00Z", phase="Succeeded")
     view = pod_workloads([member(done)])["ns/pod/a"].view
     assert view is not None and view.phase is JobPhase.COMPLETED
+
+
+def test_a_pod_view_says_whether_it_carries_the_gate() -> None:
+    assert pod_from_object(pod("a")).gated
+    assert not pod_from_object(pod("a", gated=False)).gated
