@@ -190,3 +190,20 @@ def test_the_growth_is_seen_at_the_creation_of_the_oldest_pod_still_gated() -> N
     ]
     assert growth_seen_at(pods, NOW) == T0 + timedelta(seconds=30)
     assert growth_seen_at(pods[:1], NOW) == NOW
+
+
+def test_the_gated_pods_of_its_growth_hold_nothing_for_the_workload() -> None:
+    # 6 pods running as admitted, 4 more made and gated, no room for them: its queue holds
+    # 6, not 10, and the growth waits.
+    def allocated(view: WorkloadView) -> int:
+        pods = [pod(f"train-{i}", "n1", owner=view) for i in range(6)]
+        made = [pod(f"train-{i}", None, owner=view, created=3590) for i in range(6, 10)]
+        pods += [replace(p, gated=True) for p in made]
+        jobs = split(view) if view.sized else [view]
+        queues = [queue("team", capability={"cpu": 6})]
+        result = run_cycle(snapshot(queues, jobs, [node(cpu=64)], pods=pods, config=ONLY_ADMIT))
+        assert admitted_keys(result) == set()
+        return result.queues["team"].allocated.get_amount("cpu")
+
+    assert allocated(admitted("train", 10)) == 6000
+    assert allocated(admitted("train", 6, record=None)) == 10000  # any other workload's count
