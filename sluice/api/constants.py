@@ -13,6 +13,8 @@ PLURAL: Final = "queues"
 SHORT_NAME: Final = "sq"
 TOPOLOGY_KIND: Final = "Topology"
 TOPOLOGY_PLURAL: Final = "topologies"
+FLAVOR_KIND: Final = "Flavor"
+FLAVOR_PLURAL: Final = "flavors"
 
 ROOT_QUEUE: Final = "root"
 DEFAULT_QUEUE: Final = "default"

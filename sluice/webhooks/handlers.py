@@ -13,7 +13,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sluice.api.constants import DEFAULT_MAX_QUEUE_DEPTH, KIND, QUEUE_LABEL, TOPOLOGY_KIND
+from sluice.api.constants import (
+    DEFAULT_MAX_QUEUE_DEPTH,
+    FLAVOR_KIND,
+    KIND,
+    QUEUE_LABEL,
+    TOPOLOGY_KIND,
+)
 from sluice.api.errors import InvalidObject
 from sluice.api.pod_views import gated
 from sluice.api.queue import Queue
@@ -27,6 +33,7 @@ from sluice.queues.admission import (
     job_facts_needed,
 )
 from sluice.queues.defaults import queue_with_defaults
+from sluice.queues.flavors import check_flavor
 from sluice.queues.jobs import (
     Writer,
     check_job_create,
@@ -334,6 +341,13 @@ async def _topology(
     who = f"{(new.get('kind') or adapter.kind).lower()} {request.namespace}/{request.name}"
     levels = await ctx.facts.topology_levels()
     return check_topology_request(old, new, who, admitted, levels, adapter)
+
+
+async def validate_flavor(request: Request, ctx: Context) -> Answer:
+    _expect(request, FLAVOR_KIND)
+    if request.sub_resource or request.obj is None or request.operation == "DELETE":
+        return _answer(request, ALLOW)
+    return _answer(request, check_flavor(request.obj))
 
 
 async def validate_topology(request: Request, ctx: Context) -> Answer:

@@ -164,7 +164,11 @@ def make_review(
     sub_resource: str | None = None,
     dry_run: bool = False,
 ) -> dict[str, Any]:
-    group = {"Queue": "scheduling.sluice.dev", "Job": "batch"}.get(kind, "")
+    group = {
+        "Queue": "scheduling.sluice.dev",
+        "Flavor": "scheduling.sluice.dev",
+        "Job": "batch",
+    }.get(kind, "")
     name = ((obj or old or {}).get("metadata") or {}).get("name", "")
     request: dict[str, Any] = {
         "uid": uid,
