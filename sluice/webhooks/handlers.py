@@ -165,6 +165,7 @@ async def validate_queue(request: Request, ctx: Context) -> Answer:
         max_queue_depth=ctx.max_queue_depth,
         cluster_capacity=ctx.facts.cluster_capacity(),
         queues_holding_jobs=holding,
+        flavors=await ctx.facts.flavor_names() if new.spec.flavors else None,
     )
     if old is None:
         verdict = check_queue_create(new, existing, facts)
