@@ -54,6 +54,11 @@ def requirement_holds(req: NodeRequirement, node: NodeView) -> bool:
         value: str | None = node.name if req.key == "metadata.name" else None
     else:
         value = node.labels.get(req.key)
+    return holds_for(req, value)
+
+
+def holds_for(req: NodeRequirement, value: str | None) -> bool:
+    """Whether the requirement holds where its key has ``value`` (None: the key is absent)."""
     op = req.operator
     if op == "In":
         return value in req.values
