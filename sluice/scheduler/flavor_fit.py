@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sluice.api.constraints import NodeRequirement, PodSpecView
+from sluice.api.constraints import NodeRequirement, PodSpecView, Taint, Toleration, interned
 from sluice.api.flavor import FlavorView
-from sluice.scheduler.placement import holds_for
+from sluice.scheduler.placement import holds_for, tolerates
 
 
 def _may_hold(req: NodeRequirement, flavor: FlavorView) -> bool:
@@ -57,3 +57,22 @@ def flavors_for(
         else:
             refused.append((flavor.name, why))
     return tuple(may), tuple(refused)
+
+
+def in_flavor(pod: PodSpecView, flavor: FlavorView) -> PodSpecView:
+    """The pod as admission into ``flavor`` leaves it: the flavor's labels its nodeSelector
+    does not name yet added to it, and a toleration (``Equal``, the taint's key, value and
+    effect) for each of the flavor's taints it does not tolerate yet. Placement then checks it
+    against the nodes as it checks any pod, and keeps its shape apart from the same pod's in
+    another flavor."""
+    selected = dict(pod.node_selector)
+    added = {k: v for k, v in flavor.node_labels.items() if k not in selected}
+    missing = tuple(
+        Toleration(t.key, "Equal", t.value, t.effect)
+        for t in flavor.node_taints
+        if not any(tolerates(have, Taint(t.key, t.value, t.effect)) for have in pod.tolerations)
+    )
+    if not added and not missing:
+        return pod
+    selector = tuple(sorted({**selected, **added}.items()))
+    return interned(PodSpecView(pod.request, selector, pod.affinity, (*pod.tolerations, *missing)))

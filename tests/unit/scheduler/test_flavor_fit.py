@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import pytest
+from builders import node
 
 from sluice.api.constraints import NodeRequirement, PodSpecView, Toleration
+from sluice.api.constraints import Taint as NodeTaint
 from sluice.api.flavor import FlavorView, Taint
 from sluice.api.resources import Resources
-from sluice.scheduler.flavor_fit import flavor_refusal, flavors_for
+from sluice.scheduler.flavor_fit import flavor_refusal, flavors_for, in_flavor
+from sluice.scheduler.placement import refusal
 
 MODEL = "gpu.example.com/model"
 POOL = "pool"
@@ -101,3 +104,37 @@ def test_a_flavor_of_every_node_refuses_nothing() -> None:
     pod = with_affinity((req(MODEL, "In", "A100"),))
     assert flavor_refusal(pod, ANY) is None
     assert flavor_refusal(PodSpecView(Resources(), node_selector=((MODEL, "A100"),)), ANY) is None
+
+
+GPU_TAINT = NodeTaint("nvidia.com/gpu", "present", "NoSchedule")
+H100_NODE = node("h1", labels={MODEL: "H100"}, taints=(GPU_TAINT,))
+A100_NODE = node("a1", labels={MODEL: "A100"})
+
+
+def test_in_a_flavor_a_pod_goes_only_on_its_nodes_and_through_their_taints() -> None:
+    pod = PodSpecView(Resources.parse({"cpu": "1"}))
+    assert refusal(pod, H100_NODE) is not None  # the taint, before
+    assert refusal(pod, A100_NODE) is None
+    flavored = in_flavor(pod, H100)
+    assert flavored.node_selector == ((MODEL, "H100"),)
+    assert flavored.tolerations == (Toleration("nvidia.com/gpu", "Equal", "present", "NoSchedule"),)
+    assert flavored.request == pod.request
+    assert refusal(flavored, H100_NODE) is None
+    assert refusal(flavored, A100_NODE) == "not matching its nodeSelector"
+
+
+def test_in_a_flavor_what_the_pod_has_already_is_kept_and_not_repeated() -> None:
+    own = Toleration("nvidia.com/gpu", "Exists")
+    pod = PodSpecView(Resources(), node_selector=(("zone", "a"),), tolerations=(own,))
+    flavored = in_flavor(pod, SPOT_H100)
+    assert flavored.node_selector == ((MODEL, "H100"), (POOL, "spot"), ("zone", "a"))
+    assert in_flavor(pod, H100).tolerations == (own,)
+    already = PodSpecView(Resources(), node_selector=((MODEL, "H100"),), tolerations=(own,))
+    assert in_flavor(already, H100) is already
+    assert in_flavor(pod, ANY) is pod
+
+
+def test_the_same_pod_in_two_flavors_is_two_shapes() -> None:
+    pod = PodSpecView(Resources.parse({"cpu": "1"}))
+    assert in_flavor(pod, H100) != in_flavor(pod, A100)
+    assert in_flavor(pod, A100) is in_flavor(PodSpecView(Resources.parse({"cpu": "1"})), A100)
