@@ -34,6 +34,18 @@ def flavors_named(tree: QueueTree) -> tuple[str, ...]:
     return tuple(sorted({f.name for q in tree.queues.values() for f in q.spec.flavors}))
 
 
+def flavor_list(tree: QueueTree, name: str) -> tuple[str, ...]:
+    """The flavors a workload of queue ``name`` may be given, in the order tried: the queue's
+    own ``spec.flavors``, else those of its nearest ancestor that lists some, else none (it
+    is admitted as a queue without flavors admits, on any node). A child without flavors so
+    never escapes its parent's quota in them (docs/scheduler.md, *Flavors*)."""
+    for queue_name in (name, *tree.ancestors(name)):
+        queue = tree.queues.get(queue_name)
+        if queue is not None and queue.spec.flavors:
+            return tuple(dict.fromkeys(f.name for f in queue.spec.flavors))
+    return ()
+
+
 def flavor_tree(tree: QueueTree, flavor: str) -> QueueTree:
     """Root and the queues naming ``flavor``, each with its quota in it as its spec, under the
     nearest ancestor that names it too (else root). Queues whose place in the tree is broken
