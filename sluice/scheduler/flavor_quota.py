@@ -10,7 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from sluice.api.constants import ROOT_QUEUE
 from sluice.api.views import PodSet
+from sluice.queues.flavors import flavor_tree, flavors_named
+from sluice.queues.limits import child_real_capability, guarantees_of_children
+from sluice.queues.tree import QueueTree
 
 FlavorAmounts = dict[str, dict[str, int]]
 """Flavor -> resource -> milli-units."""
@@ -45,4 +49,36 @@ def counted(pod_sets: Sequence[PodSet], chosen: Mapping[str, str]) -> FlavorAmou
         for amount in amounts:
             for r, a in amount.items():
                 into[r] = into.get(r, 0) + a
+    return out
+
+
+def flavor_capabilities(
+    tree: QueueTree, totals: Mapping[str, Mapping[str, int]]
+) -> dict[str, dict[str, dict[str, int]]]:
+    """realCapability in each flavor some queue names: flavor -> queue -> resource -> limit,
+    for root and the queues naming the flavor. The one formula (queues.limits) over the
+    flavor's own tree (``flavor_tree``), root's being the flavor's total (``totals``: the
+    allocatable of its nodes) capped by root's own capability in the flavor; a resource
+    absent is 0, as in the scheduler's realCapability."""
+    out: dict[str, dict[str, dict[str, int]]] = {}
+    for flavor in flavors_named(tree):
+        own = flavor_tree(tree, flavor)
+        total = dict(totals.get(flavor, {}))
+        cap = own.queues[ROOT_QUEUE].spec.capability
+        real = {ROOT_QUEUE: {r: min(a, cap[r]) if r in cap else a for r, a in total.items()}}
+        stack = [ROOT_QUEUE]
+        while stack:
+            parent = stack.pop()
+            taken = guarantees_of_children(own, parent)
+            for child in own.children(parent):
+                spec = own.queues[child].spec
+                real[child] = child_real_capability(
+                    real[parent],
+                    taken,
+                    spec.guarantee.resource,
+                    spec.capability,
+                    absent_is_unlimited=False,
+                )
+                stack.append(child)
+        out[flavor] = real
     return out

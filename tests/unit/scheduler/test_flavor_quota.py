@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from builders import queue
+
 from sluice.api.constraints import PodSpecView
 from sluice.api.resources import Resources
 from sluice.api.views import PodSet
-from sluice.scheduler.flavor_quota import FlavorAmounts, add_in, counted
+from sluice.queues.tree import QueueTree
+from sluice.scheduler.flavor_quota import FlavorAmounts, add_in, counted, flavor_capabilities
 
 GPU = "nvidia.com/gpu"
 
@@ -57,3 +62,56 @@ def test_adding_and_taking_off_leaves_nothing_behind() -> None:
     assert total == {"h100": {"cpu": 32000, GPU: 8000}}
     add_in(total, two, -1)
     assert total == {}
+
+
+def h100(**fields: Any) -> list[dict[str, Any]]:
+    entry: dict[str, Any] = {"name": "h100"}
+    for key, value in fields.items():
+        entry[key] = {"resource": value} if key == "guarantee" else value
+    return [entry]
+
+
+def tree(*queues: Any) -> QueueTree:
+    return QueueTree({q.name: q for q in (queue("root"), *queues)})
+
+
+def test_real_capability_per_flavor_is_the_formula_over_the_flavors_own_tree() -> None:
+    # mid names no flavor: leaf sits right under org in h100, beside team.
+    real = flavor_capabilities(
+        tree(
+            queue("org", flavors=h100(guarantee={GPU: "4"}, capability={GPU: "16"})),
+            queue("team", "org", flavors=h100(capability={GPU: "20"})),
+            queue("mid", "org"),
+            queue("leaf", "mid", flavors=h100(guarantee={GPU: "2"})),
+            queue("other", capability={"cpu": "1"}),
+        ),
+        {"h100": {GPU: 24000}, "a100": {GPU: 8000}},
+    )
+    assert set(real) == {"h100"}
+    assert real["h100"] == {
+        "root": {GPU: 24000},
+        "org": {GPU: 16000},  # min(16, 24 - 4 + 4)
+        "team": {GPU: 14000},  # min(20, 16 - 2): leaf's guarantee beside it
+        "leaf": {GPU: 16000},  # 16 - 2 + 2
+    }
+
+
+def test_roots_own_capability_in_a_flavor_caps_the_flavors_total() -> None:
+    real = flavor_capabilities(
+        QueueTree(
+            {
+                "root": queue("root", flavors=h100(capability={GPU: "10"})),
+                "org": queue("org", flavors=h100(capability={GPU: "40"})),
+            }
+        ),
+        {"h100": {GPU: 24000, "cpu": 64000}},
+    )
+    assert real["h100"]["root"] == {GPU: 10000, "cpu": 64000}
+    assert real["h100"]["org"] == {GPU: 10000, "cpu": 64000}
+
+
+def test_a_flavor_without_nodes_holds_nothing_but_guarantees() -> None:
+    real = flavor_capabilities(
+        tree(queue("org", flavors=h100(guarantee={GPU: "2"}, capability={GPU: "8"}))), {}
+    )
+    assert real["h100"] == {"root": {}, "org": {GPU: 2000}}
