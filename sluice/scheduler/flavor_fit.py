@@ -15,9 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sluice.api.constraints import NodeRequirement, PodSpecView, Taint, Toleration, interned
+from sluice.api.constraints import (
+    NodeRequirement,
+    PodSpecView,
+    Taint,
+    Toleration,
+    interned,
+    tolerates,
+)
 from sluice.api.flavor import FlavorView
-from sluice.scheduler.placement import holds_for, tolerates
+from sluice.scheduler.placement import holds_for
 
 
 def _may_hold(req: NodeRequirement, flavor: FlavorView) -> bool:

@@ -26,8 +26,7 @@ from sluice.api.constraints import (
     NodeRequirement,
     NodeTerm,
     PodSpecView,
-    Taint,
-    Toleration,
+    tolerates,
 )
 from sluice.api.resources import describe_amount
 from sluice.api.views import NodeView
@@ -37,16 +36,6 @@ Footprint = dict[int, Room]
 """Node index -> what a job holds on it."""
 Assignment = list[tuple[int, int]]
 """(node index, pods) for the pods of one job."""
-
-
-def tolerates(toleration: Toleration, taint: Taint) -> bool:
-    if toleration.effect and toleration.effect != taint.effect:
-        return False
-    if toleration.key and toleration.key != taint.key:
-        return False
-    if toleration.operator == "Exists":
-        return True
-    return toleration.value == taint.value
 
 
 def requirement_holds(req: NodeRequirement, node: NodeView) -> bool:
