@@ -58,6 +58,10 @@ REQUEUE_REASON_ANNOTATION: Final = f"{PREFIX}/requeue-reason"
 TOPOLOGY_ASSIGNMENT_ANNOTATION: Final = f"{PREFIX}/topology-assignment"
 """The domain an admitted workload was placed in (``<level>=<domain>``), which sluice added
 to its pod templates' nodeSelector; taken off again when it is suspended."""
+FLAVOR_ASSIGNMENT_ANNOTATION: Final = f"{PREFIX}/flavor-assignment"
+"""The flavor each pod set of an admitted workload was given, and exactly what sluice added
+to its pod template for it (nodeSelector labels, tolerations); taken off again when it is
+suspended (docs/flavors.md)."""
 CLOSED_BY_PARENT_ANNOTATION: Final = f"{PREFIX}/closed-by-parent"
 """On a Queue closed because an ancestor was closed; reopening that ancestor reopens it."""
 
