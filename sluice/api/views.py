@@ -28,6 +28,7 @@ from sluice.api.constants import (
 )
 from sluice.api.constraints import PodSpecView, Taint, taints_of
 from sluice.api.errors import InvalidObject
+from sluice.api.flavor_assignment import FlavorAssignment, flavor_assignments_of
 from sluice.api.memo import Memo
 from sluice.api.quantity import QuantityError
 from sluice.api.resources import EMPTY, Resources
@@ -203,6 +204,9 @@ class WorkloadView:
     a level (docs/scheduler.md, *Topology*); None: its pod sets are placed as each asks."""
     assignment: tuple[Assignment, ...] = ()
     """The domains it was admitted into (sluice.dev/topology-assignment), while admitted."""
+    flavors: tuple[FlavorAssignment, ...] = ()
+    """The flavors its pod sets were admitted into and what that added to their templates
+    (sluice.dev/flavor-assignment), while admitted."""
     claimed: Resources = EMPTY
     """What the ResourceClaims its pods name directly count as, each claim once however many
     pods name it (docs/scheduler.md, *Devices (DRA)*); part of ``request``."""
@@ -511,6 +515,7 @@ def workload_view(
         pods_by=pods_by,
         topology=topology,
         assignment=assignments_of(annotations),
+        flavors=flavor_assignments_of(annotations),
         claimed=claimed,
         devices_unknown=devices_unknown,
     )

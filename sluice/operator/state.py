@@ -25,7 +25,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from sluice.api.config import DEFAULT_CONFIG, SchedulerConfig
-from sluice.api.constants import TOPOLOGY_KIND
+from sluice.api.constants import FLAVOR_KIND, TOPOLOGY_KIND
 from sluice.api.device_claims import ResourceClaim, ResourceClaimTemplate
 from sluice.api.device_context import device_contexts
 from sluice.api.devices import DeviceClass
@@ -213,6 +213,10 @@ class ClusterState:
 
     def on_topology(self, event: str, obj: Obj) -> None:
         self._put(self.stores.topologies, TOPOLOGY_KIND, _name(obj), event, obj)
+
+    def on_flavor(self, event: str, obj: Obj) -> None:
+        """A Flavor: the nodes that queues' quotas in it are counted against."""
+        self._put(self.stores.flavors, FLAVOR_KIND, _name(obj), event, obj)
 
     def on_namespace(self, event: str, obj: Obj) -> None:
         self._put(self.stores.namespaces, "Namespace", _name(obj), event, obj)
