@@ -10,9 +10,8 @@ record is read and exactly that is taken off, with the record. A pod set with no
 sluice may write (an MPIJob's Launcher, made at creation; a RayJob's submitter without a
 template of its own) is recorded with its flavor and nothing added: it counts in its flavor and
 goes where kube-scheduler puts it, as it does for a Topology domain. A workload none of whose
-pod sets has such a template (a TrainJob) is not released into flavors at all. A gated plain
-pod gets its flavor before its gate goes (a gated pod's nodeSelector may grow and its
-tolerations be added to).
+pod sets has such a template (a TrainJob) is not released into flavors at all.
+Plain pods get theirs before their gate goes (api.workloads.pod_flavors).
 
 Both patches are worked out on the object as the Topology patch written with them leaves it:
 a template inside a list (a JobSet's, a RayJob's worker groups) is written whole, so the
@@ -25,20 +24,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sluice.api.constants import FLAVOR_ASSIGNMENT_ANNOTATION
-from sluice.api.constraints import Taint as NodeTaint
-from sluice.api.constraints import tolerates
 from sluice.api.flavor import FlavorView
 from sluice.api.flavor_assignment import (
     FlavorAssignment,
     flavor_assignment_text,
     flavor_assignments_of,
-    toleration_for,
 )
 from sluice.api.objects import Obj
-from sluice.api.workloads.domain_patches import merged, pointer_token
+from sluice.api.workloads.domain_patches import merged
 from sluice.api.workloads.enforce import enforce, unenforce
 from sluice.api.workloads.model import Adapter
-from sluice.api.workloads.pods import PodMember
 
 
 class NotEnforceable(ValueError):
@@ -125,38 +120,3 @@ def flavor_restore_patch(
     undo = unenforce(applied(obj, out), adapter, added)
     body: dict[str, Any] = {"metadata": {"annotations": {FLAVOR_ASSIGNMENT_ANNOTATION: None}}}
     return merged(out, merged(undo, body))
-
-
-def pod_flavor_ops(
-    member: PodMember, pod_set: str, flavor: FlavorView, also: Mapping[str, str] | None = None
-) -> tuple[list[dict[str, Any]], FlavorAssignment]:
-    """The JSON patch operations that put a gated plain pod of ``pod_set`` on ``flavor``'s
-    nodes before its gate goes: the labels its nodeSelector lacks, and a toleration for each
-    taint it does not tolerate yet; and what they add, for the pod's record. ``also``: the
-    labels the same release adds before them (its Topology domain's). They go before the
-    annotation ops of the release."""
-    have = {**dict(member.pod.node_selector), **(also or {})}
-    labels = tuple(sorted((k, v) for k, v in flavor.node_labels.items() if k not in have))
-    tolerated = member.pod.tolerations
-    taints = tuple(
-        t
-        for t in flavor.node_taints
-        if not any(tolerates(tol, NodeTaint(t.key, t.value, t.effect)) for tol in tolerated)
-    )
-    ops: list[dict[str, Any]] = []
-    if labels and have:
-        ops += [
-            {"op": "add", "path": f"/spec/nodeSelector/{pointer_token(k)}", "value": v}
-            for k, v in labels
-        ]
-    elif labels:
-        ops.append({"op": "add", "path": "/spec/nodeSelector", "value": dict(labels)})
-    if taints and tolerated:
-        ops += [
-            {"op": "add", "path": "/spec/tolerations/-", "value": toleration_for(t)} for t in taints
-        ]
-    elif taints:
-        ops.append(
-            {"op": "add", "path": "/spec/tolerations", "value": [toleration_for(t) for t in taints]}
-        )
-    return ops, FlavorAssignment(pod_set, flavor.name, labels, taints)

@@ -22,10 +22,10 @@ from sluice.api.workloads.flavor_patches import (
     NotEnforceable,
     flavor_admission_patch,
     flavor_restore_patch,
-    pod_flavor_ops,
 )
 from sluice.api.workloads.job import JOB
 from sluice.api.workloads.model import at
+from sluice.api.workloads.pod_flavors import pod_flavor_ops
 from sluice.api.workloads.pods import pod_member
 
 REAL = Path(__file__).parent / "real"
