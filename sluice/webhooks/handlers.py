@@ -33,6 +33,7 @@ from sluice.queues.admission import (
     job_facts_needed,
 )
 from sluice.queues.defaults import queue_with_defaults
+from sluice.queues.flavor_kept import check_flavor_kept
 from sluice.queues.flavors import check_flavor
 from sluice.queues.jobs import (
     Writer,
@@ -325,7 +326,12 @@ async def _validate(request: Request, ctx: Context, adapter: Adapter) -> Answer:
             request.old, request.obj, request.namespace, queues, labels, writer, adapter
         )
         admitted = job_admitted(request.old, adapter)
-        return _answer(request, await _topology(request, ctx, verdict, adapter, admitted))
+        verdict = await _topology(request, ctx, verdict, adapter, admitted)
+        if verdict.allowed:
+            kind = str(request.obj.get("kind") or adapter.kind).lower()
+            who = f"{kind} {request.namespace}/{request.name}"
+            verdict = check_flavor_kept(request.old, request.obj, who, admitted, adapter)
+        return _answer(request, verdict)
     return _answer(request, ALLOW)
 
 
