@@ -84,4 +84,8 @@ CONDITION_NESTED: Final = "Nested"
 """True while a Topology's levels nest on the nodes; False admits nothing that requires one
 of its levels (docs/scheduler.md, *Topology*)."""
 
+# Condition types on Flavor status
+CONDITION_MATCHED: Final = "Matched"
+"""True while some Ready, schedulable node carries every one of a Flavor's labels."""
+
 DEFAULT_MAX_QUEUE_DEPTH: Final = 5

@@ -30,6 +30,7 @@ from sluice.api.device_claims import ResourceClaim, ResourceClaimTemplate
 from sluice.api.device_context import device_contexts
 from sluice.api.devices import DeviceClass
 from sluice.api.errors import InvalidObject
+from sluice.api.flavor import FlavorView
 from sluice.api.objects import Obj
 from sluice.api.pod_defaults import (
     PodDefaultsTable,
@@ -292,6 +293,18 @@ class ClusterState:
             ]
             nodes = [one.view for one in self.reads["Node"].values()]
         return topologies, [n for n in nodes if isinstance(n, NodeView)]
+
+    def flavor_views(self) -> tuple[list[tuple[Obj, FlavorView]], list[NodeView]]:
+        """Each readable Flavor as stored and as read, by name, and every node as read."""
+        stored = self.stores.flavors.objects
+        with self.lock:
+            flavors = [
+                (stored[name], one.view)
+                for name, one in sorted(self.reads[FLAVOR_KIND].items())
+                if isinstance(one.view, FlavorView) and name in stored
+            ]
+            nodes = [one.view for one in self.reads["Node"].values()]
+        return flavors, [n for n in nodes if isinstance(n, NodeView)]
 
     def cluster_views(self) -> ClusterViews:
         """The Topologies, nodes and pods as read: the dashboard's domain view."""

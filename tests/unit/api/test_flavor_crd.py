@@ -46,8 +46,15 @@ def test_printer_columns_show_its_nodes(version: dict[str, Any]) -> None:
         "LABELS": ".spec.nodeLabels",
         "TAINTS": ".spec.nodeTaints[*].key",
         "TOPOLOGY": ".spec.topologyName",
+        "NODES": ".status.nodes",
         "AGE": ".metadata.creationTimestamp",
     }
+
+
+def test_its_status_holds_what_the_operator_writes(version: dict[str, Any]) -> None:
+    status = version["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]
+    assert set(status) == {"nodes", "conditions", "observedGeneration"}
+    assert version["subresources"] == {"status": {}}
 
 
 def test_fields_and_limits_match_the_reader(spec: dict[str, Any]) -> None:
