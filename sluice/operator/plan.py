@@ -222,12 +222,12 @@ def plan(
     ``positions_written`` (job -> clock of its last reason write) pace position updates.
     """
     pods = pod_workloads or {}
-    kinds = flavors or {}
+    named = flavors or {}
     victims: list[Write] = []
     admissions: list[Write] = []
     for d in result.decisions:
         try:
-            write = _decision(d, workloads, views, decided_on, now, pods, kinds)
+            write = _decision(d, workloads, views, decided_on, now, pods, named)
         except NotEnforceable as err:
             # Released without its flavor, its pods would go anywhere while counted in it.
             log.warning("event=admission-not-written job=%s reason=%s", d.job, err.reason)
@@ -250,7 +250,7 @@ def plan(
         if workload.view is None:
             reasons.append(_group_waiting(workload, now))
         elif workload.stragglers and key not in admitted:
-            release = _stragglers(workload, now, kinds)
+            release = _stragglers(workload, now, named)
             admissions.extend(() if release is None else (release,))
     return Plan(
         victims=tuple(victims),
@@ -396,7 +396,7 @@ def _stragglers(
 
 
 def _pod_decision(
-    decision: Decision, workload: PodWorkload, now: datetime, kinds: Mapping[str, FlavorView]
+    decision: Decision, workload: PodWorkload, now: datetime, flavors: Mapping[str, FlavorView]
 ) -> Write:
     """Admitted: every gated pod of it released, each on its flavor. A victim: every pod of
     it that runs deleted (their controller creates them again, gated, and they queue anew).
@@ -404,7 +404,7 @@ def _pod_decision(
     if decision.action == "admit":
         gated = [m for m in workload.members if m.gated]
         event = EventSpec("Admitted", f"admitted by queue {decision.queue}: {decision.reason}")
-        on = pod_flavors(decision.flavors, workload, gated, kinds)
+        on = pod_flavors(decision.flavors, workload, gated, flavors)
         return _release(workload.key, gated, now, event, decision.domain, on)
     doomed = tuple(
         PodChange(m.key, m.uid) for m in workload.members if not m.gated and not m.finished

@@ -48,8 +48,8 @@ def chosen_flavors(
     decided: Sequence[tuple[str, str]], flavors: Mapping[str, FlavorView]
 ) -> dict[str, FlavorView]:
     """Each pod set's Flavor as the decision names it; raises NotEnforceable for a flavor
-    that does not exist (deleted since the cycle read it): released without it, the pods
-    would go anywhere while counted in it."""
+    not among ``flavors`` (those the cycle read): released without it, the pods would go
+    anywhere while counted in it."""
     out: dict[str, FlavorView] = {}
     for pod_set, name in decided:
         found = flavors.get(name)
