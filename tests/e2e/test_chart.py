@@ -648,6 +648,12 @@ def test_install_then_each_account_can_do_exactly_what_it_needs(
     webhooks = as_service_account(NAMESPACE, "sluice-webhooks")
     assert operator.can_i("patch", "jobs.batch", "default")
     assert operator.can_i("patch", "queues.scheduling.sluice.dev/status")
+    # Flavors: watched, and their status (the nodes that match) written; never their spec.
+    flavors = ("flavors.scheduling.sluice.dev", "--subresource=status")
+    assert operator.can_i("watch", "flavors.scheduling.sluice.dev")
+    assert operator.run("auth", "can-i", "patch", *flavors, check=False).strip() == "yes"
+    assert not operator.can_i("patch", "flavors.scheduling.sluice.dev")
+    assert webhooks.run("auth", "can-i", "patch", *flavors, check=False).strip() == "no"
     # its own Lease and scheduler ConfigMap, by name: not another release's
     assert operator.can_i("update", "leases.coordination.k8s.io/sluice-operator", NAMESPACE)
     assert operator.can_i("create", "leases.coordination.k8s.io", NAMESPACE)
