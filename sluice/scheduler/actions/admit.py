@@ -18,7 +18,9 @@ from sluice.scheduler.fit import (
     over_capability_failure,
     place_where,
     queue_failure,
+    unplaced,
 )
+from sluice.scheduler.flavor_choice import choose_flavors
 from sluice.scheduler.order import QueueKey, global_job_key, leaf_order, queue_key_function
 from sluice.scheduler.records import JobInfo
 from sluice.scheduler.session import Session
@@ -68,13 +70,8 @@ def try_admit(session: Session, outcome: Outcome, job: JobInfo, action: str) -> 
             or cluster_failure(session, job)
         )
         if failure is None:
-            placed = place_where(session, job)
-            if placed is not None:
-                footprint, domain = placed
-                reason = f"{action}: fits in queue {job.queue}"
-                if domain is not None:
-                    reason += f", in {domain.text}"
-                outcome.admit(session, job, reason, footprint, domain)
+            admitted, failure = _place(session, outcome, job, action)
+            if admitted:
                 return True
         session.failed[alike] = (session.placement.version, failure)
     if failure is None:
@@ -82,6 +79,33 @@ def try_admit(session: Session, outcome: Outcome, job: JobInfo, action: str) -> 
     else:
         outcome.reasons[job.key] = failure
     return False
+
+
+def _place(
+    session: Session, outcome: Outcome, job: JobInfo, action: str
+) -> tuple[bool, str | None]:
+    """Admit the job if its pods place on the nodes: (True, None). Else (False, why), why
+    being None when its pods of no flavor could not be placed (explained once the cycle is
+    over). A queue with flavors gives each pod set one first and places its pods as they
+    will be in it; every other queue admits as in a cluster without flavors."""
+    chosen = None
+    if session.queues[job.queue].flavor_list:
+        picked = choose_flavors(session, job)
+        if isinstance(picked, str) or picked.waits:
+            return False, picked if isinstance(picked, str) else picked.waits
+        chosen = picked
+    placing = job if chosen is None else chosen.job(job)
+    placed = place_where(session, placing)
+    if placed is None:
+        return False, None if chosen is None else unplaced(session, placing)
+    footprint, domain = placed
+    reason = f"{action}: fits in queue {job.queue}"
+    if chosen is not None:
+        reason += f", in {chosen.text}"
+    if domain is not None:
+        reason += f", in {domain.text}"
+    outcome.admit(session, job, reason, footprint, domain, chosen)
+    return True, None
 
 
 def admit(session: Session, outcome: Outcome, action: str) -> None:

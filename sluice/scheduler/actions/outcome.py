@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from sluice.scheduler.fit import cluster_failure, unplaced
+from sluice.scheduler.flavor_choice import Chosen
 from sluice.scheduler.model import Decision
 from sluice.scheduler.placement import Footprint
 from sluice.scheduler.readiness import backoff_reason
@@ -57,11 +58,19 @@ class Outcome:
         reason: str,
         footprint: Footprint,
         domain: Where | None = None,
+        chosen: Chosen | None = None,
     ) -> None:
-        session.admit(job, footprint)
+        """``chosen``: the flavors its pod sets go in, for a queue with flavors."""
+        if chosen is None:
+            session.admit(job, footprint)
+        else:
+            session.admit(job, footprint, chosen.flavors, chosen.held_in)
         self.reasons.pop(job.key, None)
         where = domain.text if domain is not None else ""
-        self.decisions.append(Decision("admit", job.key, job.queue, reason, domain=where))
+        flavors = chosen.flavors if chosen is not None else ()
+        self.decisions.append(
+            Decision("admit", job.key, job.queue, reason, domain=where, flavors=flavors)
+        )
 
     def evict(
         self,
