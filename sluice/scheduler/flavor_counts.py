@@ -71,7 +71,7 @@ def _requests(session: Session) -> dict[str, dict[str, dict[str, int]]]:
     """Flavor -> queue -> what proportion splits by: what the subtree holds in the flavor,
     plus each waiting pod set in every flavor of its queue's list it may be given (one that
     may go to two flavors asks in both: either may be where it goes)."""
-    views = session.flavor_views
+    views = {f.name: f for f in session.snapshot.flavors}
     per_queue: dict[str, FlavorAmounts] = {}
     for name, info in session.queues.items():
         mine: FlavorAmounts = {f: dict(a) for f, a in info.flavor_allocated.items()}

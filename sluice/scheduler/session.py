@@ -91,7 +91,6 @@ class Session:
                 kept.total, kept.total_of = self.total, kept.placement
         self.tree, self.violations = queue_tree(snapshot.queues, snapshot.max_queue_depth, specs)
         self.priorities = Priorities.of(snapshot.priority_classes)
-        self.flavor_views = {f.name: f for f in snapshot.flavors}
         self.used: dict[str, int] = {}
         self.queues: dict[str, QueueInfo] = {}
         self.orphans: list[JobInfo] = []  # jobs whose queue is missing
