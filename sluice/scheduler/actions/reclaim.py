@@ -19,6 +19,12 @@ import itertools
 from collections.abc import Iterator
 
 from sluice.scheduler.actions.admit import admissible_leaves
+from sluice.scheduler.actions.flavor_victims import (
+    nearest_first,
+    owes_back,
+    reclaiming,
+    take_in_flavor,
+)
 from sluice.scheduler.actions.outcome import Outcome
 from sluice.scheduler.actions.reclaim_domain import InLevel
 from sluice.scheduler.actions.reclaim_rules import Order, ReclaimRules, hold_on
@@ -317,6 +323,10 @@ class _Reclaim(ReclaimRules):
             return  # and the next job that may reclaim still does
         if any(lacked is None and as_hard(job, other) for other, lacked in failed):
             return
+        if session.queues[leaf].flavor_list:
+            if not self._in_flavor(job, leaf):
+                failed.append((job, None))
+            return
         if not self.asks_owed(job, leaf):
             # Best-effort here. Not remembered: a larger job may ask for what is owed.
             return
@@ -345,6 +355,39 @@ class _Reclaim(ReclaimRules):
             reason += f", in {domain.text}"
         self.outcome.admit(session, job, reason, footprint, domain)
         self.admitted(job)
+
+    def _in_flavor(self, job: JobInfo, leaf: str) -> bool:
+        """Reclaim for a job of a queue with flavors, in the flavor it reclaims in only
+        (flavor_victims.py): victims nearest relatives first, then by queue priority, then
+        in victim order."""
+        session = self.session
+        chosen = reclaiming(session, job)
+        if chosen is None:
+            return False
+        leaves = [
+            name
+            for name, info in session.queues.items()
+            if name != leaf
+            and not info.children
+            and info.admitted_jobs
+            and info.queue.spec.reclaimable
+        ]
+        victims = nearest_first(
+            session, leaf, [v for name in leaves for v in self.sorted_victims(name)], self.order
+        )
+        found = take_in_flavor(
+            session, job, chosen, victims, lambda v: owes_back(session, v, leaf, chosen)
+        )
+        if found is None:
+            return False
+        taken, given, (footprint, domain) = found
+        self._take(job, taken)
+        reason = f"reclaim: room taken back for queue {leaf}, in {given.text}"
+        if domain is not None:
+            reason += f", in {domain.text}"
+        self.outcome.admit(session, job, reason, footprint, domain, given)
+        self.admitted(job)
+        return True
 
     def _short(self, job: JobInfo, over: PerQueue) -> dict[str, int]:
         """What victims must free for the job: what the cluster lacks and what each limit

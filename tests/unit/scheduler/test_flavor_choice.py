@@ -1,4 +1,5 @@
-"""A flavor for each pod set, chosen at admission (sluice/scheduler/flavor_choice.py)."""
+"""A flavor for each pod set, chosen at admission (sluice/scheduler/flavor_choice.py), and
+reclaim and preempt in that flavor (sluice/scheduler/actions/flavor_victims.py)."""
 
 from __future__ import annotations
 
@@ -134,6 +135,70 @@ def test_when_can_reclaim_try_next_flavor_takes_a_flavor_it_fits_in() -> None:
     result = cycle([team("team-a", *OWED), lender], [*held, gpus("j", 1, 4)], **CAPACITY)
     assert admitted(result) == {"ns/j": (("main", "a100"),)}
     assert not [d for d in result.decisions if d.action == "reclaim"]
+
+
+def test_when_can_reclaim_reclaim_takes_back_in_that_flavor() -> None:
+    lender, *held = LENDER
+    mine = team("team-a", *OWED, flavorFungibility={"whenCanReclaim": "Reclaim"})
+    result = cycle([mine, lender], [*held, gpus("j", 1, 4)], **CAPACITY)
+    assert [(d.action, d.job) for d in result.decisions] == [
+        ("reclaim", "ns/b2"),
+        ("admit", "ns/j"),
+    ]
+    assert admitted(result) == {"ns/j": (("main", "h100"),)}
+    assert admit_reason(result, "ns/j") == (
+        "reclaim: room taken back for queue team-a, in flavor h100"
+    )
+
+
+def test_reclaim_in_a_flavor_takes_only_workloads_holding_in_it() -> None:
+    # team-b borrows in a100 and h100; team-a reclaims in h100 (its pods select it), and the
+    # a100 workload, though newer, is left alone.
+    lender, *held = LENDER
+    newer = holding(gpus("b3", 1, 8, queue_name="team-b", admitted=100), "a100")
+    selects = gpus("j", 1, 4, selector={MODEL: "H100"})
+    result = cycle([team("team-a", *OWED), lender], [*held, newer, selects], **CAPACITY)
+    reclaimed = [d.job for d in result.decisions if d.action == "reclaim"]
+    assert reclaimed == ["ns/b2"]
+    assert admitted(result) == {"ns/j": (("main", "h100"),)}
+
+
+def test_no_victim_is_taken_when_freeing_them_cannot_make_it_fit() -> None:
+    # Owed 8 H100 GPUs, it asks 12: within nothing it is owed, freeing all cannot place it.
+    lender, *held = LENDER
+    owed = team("team-a", entry("h100", deserved={GPU: "16"}), flavorFungibility={})
+    big = gpus("j", 1, 12, selector={MODEL: "H100"})  # no node has 12 GPUs
+    result = cycle([owed, lender], [*held, big], **CAPACITY)
+    assert [d for d in result.decisions if d.action != "admit"] == []
+    assert admitted(result) == {}
+
+
+def test_preempt_in_a_flavor_takes_lower_priority_workloads_holding_in_it() -> None:
+    # team-a holds one H100 node, team-c (not reclaimable) the other: the high-priority job,
+    # within team-a's deserved in h100, finds no room but by preempting there.
+    mine = team("team-a", entry("h100", deserved={GPU: "16"}))
+    other = team("team-c", entry("h100"), reclaimable=False)
+    low_h = holding(gpus("low-h", 1, 8, admitted=10), "h100")
+    low_a = holding(gpus("low-a", 1, 8, admitted=20), "a100")  # newer, in a100
+    theirs = holding(gpus("c", 1, 8, queue_name="team-c"), "h100")
+    high = gpus("high", 1, 8, priority_class="hi", selector={MODEL: "H100"})
+    result = run_cycle(
+        replace(
+            snapshot(
+                [mine, other],
+                [low_h, low_a, theirs, high],
+                NODES,
+                config={**CAPACITY, "actions": "enqueue, allocate, preempt"},
+                priority_classes={"hi": 100},
+            ),
+            flavors=[H100, A100],
+        )
+    )
+    assert [(d.action, d.job) for d in result.decisions] == [
+        ("preempt", "ns/low-h"),
+        ("admit", "ns/high"),
+    ]
+    assert admitted(result) == {"ns/high": (("main", "h100"),)}
 
 
 def test_a_pod_set_whose_selector_names_one_flavor_gets_it_or_waits() -> None:
