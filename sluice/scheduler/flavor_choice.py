@@ -14,6 +14,7 @@ among equals.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from sluice.api.flavor import FlavorView
@@ -155,8 +156,11 @@ def _classify(
     """The class of pod set ``index`` in ``flavor``, on what the ones before it were given,
     and what stops it there ("" when nothing does)."""
     pods = job.view.pod_sets[index]
-    chosen = {**given, pods.name: flavor.name}
-    need = counted(job.view.pod_sets[: index + 1], chosen).get(flavor.name, {})
+    if index == 0 and not pods.named_claims:  # most jobs: one pod set, no claims of its own
+        need: Mapping[str, int] = pods.request.amounts
+    else:
+        chosen = {**given, pods.name: flavor.name}
+        need = counted(job.view.pod_sets[: index + 1], chosen).get(flavor.name, {})
     breach, over_deserved = _levels(session, job.queue, flavor.name, need)
     if breach is None:
         shaped = in_flavor(pods.pod, flavor)
@@ -168,7 +172,7 @@ def _classify(
 
 
 def _levels(
-    session: Session, queue: str, flavor: str, need: dict[str, int]
+    session: Session, queue: str, flavor: str, need: Mapping[str, int]
 ) -> tuple[str | None, bool]:
     """Whether ``need`` more in ``flavor`` keeps every level of the queue's chain naming the
     flavor within its realCapability there (else the first breach from the top, in the

@@ -30,11 +30,26 @@ Found = tuple[list[JobInfo], Chosen, Placed]
 """The victims taken, the flavors then chosen, and where the job's pods go."""
 
 
-def reclaiming(session: Session, job: JobInfo) -> Chosen | None:
+Memo = dict[tuple[object, ...], int]
+"""Jobs alike (queue, request, pod sets, topology) for which no victim was found, and the
+placement's version then: every admission and eviction changes it."""
+
+
+def alike(job: JobInfo) -> tuple[object, ...]:
+    view = job.view
+    return (job.queue, view.request, view.pod_sets, view.topology)
+
+
+def reclaiming(session: Session, job: JobInfo, memo: Memo) -> Chosen | None:
     """The job's flavors when the best it can be given reclaims in some flavor
-    (``Chosen.reclaims_in``); None when it fits now, or could not even by reclaiming."""
+    (``Chosen.reclaims_in``); None when it fits now, or could not even by reclaiming, or a
+    job alike found no victim with nothing admitted or evicted since (``memo``)."""
+    version = session.placement.version
+    if memo.get(alike(job)) == version:
+        return None
     chosen = choose_flavors(session, job)
     if isinstance(chosen, str) or chosen.rank != RECLAIMS:
+        memo[alike(job)] = version
         return None
     return chosen
 
@@ -127,20 +142,33 @@ def take_in_flavor(
     chosen: Chosen,
     candidates: Iterable[JobInfo],
     qualifies: Callable[[JobInfo], bool],
+    memo: Memo,
 ) -> Found | None:
     """Victims holding in the flavor the job reclaims in, from ``candidates`` in their order,
-    each while it ``qualifies`` with those before it gone, until the job fits; None (and no
-    victim) when all of them together cannot make it fit."""
+    each while it ``qualifies`` with those before it gone, as few as make the job fit; None
+    (and no victim) when all of them together cannot make it fit, as ``memo`` then notes.
+
+    Whether the job fits is asked once of all of them, and then of halves of them (a
+    binary search over how many of the first are taken), not once per victim: a flavor may
+    hold thousands of workloads."""
     flavor = chosen.reclaims_in
     taken: list[JobInfo] = []
-    for victim in candidates:
-        if not victim.admitted or flavor not in victim.held_in:
-            continue
-        with without(session, taken):
-            if not qualifies(victim):
-                continue
-        taken.append(victim)
-        found = fits_without(session, job, list(taken))
-        if found is not None:
-            return found
-    return None
+    try:
+        for victim in candidates:
+            if victim.admitted and flavor in victim.held_in and qualifies(victim):
+                taken.append(victim)
+                _count(session, [victim], -1)  # the next one qualifies with this one gone
+    finally:
+        _count(session, taken, +1)
+    found = fits_without(session, job, taken) if taken else None
+    if found is None:
+        memo[alike(job)] = session.placement.version
+        return None
+    low, high = 1, len(taken)
+    while low < high:
+        middle = (low + high) // 2
+        if fits_without(session, job, taken[:middle]) is None:
+            low = middle + 1
+        else:
+            high = middle
+    return fits_without(session, job, taken[:low]) or found

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 
 from sluice.scheduler.actions.admit import admissible_leaves
 from sluice.scheduler.actions.flavor_victims import (
+    Memo,
     nearest_first,
     owes_back,
     reclaiming,
@@ -77,6 +78,8 @@ class _Reclaim(ReclaimRules):
         self.outcome = outcome
         self.bounds: dict[tuple[str, frozenset[str]], tuple[int, Key]] = {}
         self.ranked: dict[str, dict[frozenset[str], tuple[int, list[tuple[Key, str]]]]] = {}
+        self.in_flavor: dict[tuple[str, str], list[JobInfo]] = {}  # _holding_in
+        self.not_reclaiming: Memo = {}  # flavor_victims.reclaiming
 
     # Search ------------------------------------------------------------------------------------
     def bound(self, name: str, short: frozenset[str]) -> Key:
@@ -361,22 +364,17 @@ class _Reclaim(ReclaimRules):
         (flavor_victims.py): victims nearest relatives first, then by queue priority, then
         in victim order."""
         session = self.session
-        chosen = reclaiming(session, job)
+        chosen = reclaiming(session, job, self.not_reclaiming)
         if chosen is None:
             return False
-        leaves = [
-            name
-            for name, info in session.queues.items()
-            if name != leaf
-            and not info.children
-            and info.admitted_jobs
-            and info.queue.spec.reclaimable
-        ]
-        victims = nearest_first(
-            session, leaf, [v for name in leaves for v in self.sorted_victims(name)], self.order
-        )
+        victims = self._holding_in(leaf, chosen.reclaims_in)
         found = take_in_flavor(
-            session, job, chosen, victims, lambda v: owes_back(session, v, leaf, chosen)
+            session,
+            job,
+            chosen,
+            victims,
+            lambda v: owes_back(session, v, leaf, chosen),
+            self.not_reclaiming,
         )
         if found is None:
             return False
@@ -388,6 +386,24 @@ class _Reclaim(ReclaimRules):
         self.outcome.admit(session, job, reason, footprint, domain, given)
         self.admitted(job)
         return True
+
+    def _holding_in(self, leaf: str, flavor: str) -> list[JobInfo]:
+        """The workloads of other reclaimable leaves that may be victims and hold in the
+        flavor, nearest relatives of ``leaf`` first: sorted once a cycle per leaf and flavor
+        (those evicted since are passed over as no longer admitted)."""
+        key = (leaf, flavor)
+        found = self.in_flavor.get(key)
+        if found is None:
+            session = self.session
+            holding = [
+                v
+                for name, info in session.queues.items()
+                if name != leaf and not info.children and info.queue.spec.reclaimable
+                for v in (self.sorted_victims(name) if info.admitted_jobs else ())
+                if flavor in v.held_in
+            ]
+            found = self.in_flavor[key] = nearest_first(session, leaf, holding, self.order)
+        return found
 
     def _short(self, job: JobInfo, over: PerQueue) -> dict[str, int]:
         """What victims must free for the job: what the cluster lacks and what each limit
