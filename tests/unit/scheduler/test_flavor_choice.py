@@ -3,6 +3,7 @@ reclaim and preempt in that flavor (sluice/scheduler/actions/flavor_victims.py).
 
 from __future__ import annotations
 
+import random
 from dataclasses import replace
 from typing import Any
 
@@ -281,3 +282,55 @@ def test_a_queue_without_flavors_admits_as_before_on_any_node() -> None:
     result = cycle([queue("team-a")], [gpus("j", 3, 8)])
     assert admitted(result) == {"ns/j": ()}
     assert admit_reason(result, "ns/j").endswith("fits in queue team-a")
+
+
+# On random clusters ------------------------------------------------------------------------
+
+
+def random_cluster(seed: int) -> tuple[list[Any], list[WorkloadView], list[NodeView]]:
+    rng = random.Random(seed)
+    queues, leaves = [], []
+    for d in range(rng.randint(1, 2)):
+        mine = [entry(f, capability={GPU: str(rng.randint(4, 16))}) for f in ("h100", "a100")]
+        rng.shuffle(mine)
+        queues.append(queue(f"d{d}", flavors=mine))
+        for q in range(rng.randint(1, 3)):
+            name = f"d{d}q{q}"
+            own = [entry("h100", capability={GPU: str(rng.randint(2, 12))})]
+            queues.append(queue(name, f"d{d}", flavors=own if rng.random() < 0.4 else []))
+            leaves.append(name)
+    jobs: list[WorkloadView] = []
+    for i in range(rng.randint(5, 20)):
+        where = rng.choice(leaves)
+        selector = rng.choice((None, None, {MODEL: "H100"}, {MODEL: "A100"}))
+        view = gpus(f"j{i}", rng.randint(1, 3), rng.randint(1, 4), queue_name=where)
+        if selector is not None:
+            view = gpus(f"j{i}", 1, rng.randint(1, 4), queue_name=where, selector=selector)
+        jobs.append(view)
+    nodes = [gpu_node(f"h{n}", "H100") for n in range(rng.randint(1, 3))]
+    nodes += [gpu_node(f"a{n}", "A100") for n in range(rng.randint(1, 2))]
+    return queues, jobs, nodes
+
+
+def test_every_admission_stays_within_each_flavor_quota_and_selector() -> None:
+    for seed in range(40):
+        queues, jobs, nodes = random_cluster(seed)
+        result = cycle(queues, jobs, nodes)
+        specs = {q.name: q.spec for q in queues}
+        views = {j.key: j for j in jobs}
+        held: dict[tuple[str, str], int] = {}
+        for decision in result.decisions:
+            view = views[decision.job]
+            assert decision.flavors, (seed, decision)
+            for pod_set, flavor in decision.flavors:
+                pods = next(p for p in view.pod_sets if p.name == pod_set)
+                wanted = dict(pods.pod.node_selector).get(MODEL)
+                assert wanted in (None, {"h100": "H100", "a100": "A100"}[flavor]), seed
+                name: str | None = decision.queue
+                while name is not None:
+                    held[(name, flavor)] = held.get((name, flavor), 0) + pods.request[GPU]
+                    name = specs[name].parent if name in specs else None
+        for (name, flavor), amount in held.items():
+            entry_of = specs[name].flavor(flavor) if name in specs else None
+            if entry_of is not None and GPU in entry_of.capability:
+                assert amount <= entry_of.capability[GPU], (seed, name, flavor)
