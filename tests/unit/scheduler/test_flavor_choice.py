@@ -14,6 +14,7 @@ from sluice.api.flavor import FlavorView
 from sluice.api.flavor_assignment import FlavorAssignment
 from sluice.api.views import JobPhase, NodeView, PodSet, WorkloadView
 from sluice.scheduler.cycle import run_cycle
+from sluice.scheduler.decision_pass import DecisionPass
 from sluice.scheduler.model import CycleResult
 
 GPU = "nvidia.com/gpu"
@@ -334,3 +335,25 @@ def test_every_admission_stays_within_each_flavor_quota_and_selector() -> None:
             entry_of = specs[name].flavor(flavor) if name in specs else None
             if entry_of is not None and GPU in entry_of.capability:
                 assert amount <= entry_of.capability[GPU], (seed, name, flavor)
+
+
+def test_the_decision_pass_decides_flavored_queues_as_the_full_cycle() -> None:
+    for seed in range(20):
+        queues, jobs, nodes = random_cluster(seed)
+        proportion = {"tiers": [{"plugins": [{"name": "priority"}, {"name": "proportion"}]}]}
+        built = snapshot(queues, jobs, nodes, config=proportion)
+        state = replace(built, flavors=[H100, A100])
+        full = run_cycle(state)
+        quick = DecisionPass(first=1, whole=0).decide(state)
+        made = sorted((d.action, d.job, d.flavors) for d in quick.decisions)
+        assert made == sorted((d.action, d.job, d.flavors) for d in full.decisions), seed
+
+
+def test_the_decision_pass_lists_every_waiting_job_of_a_queue_with_flavors() -> None:
+    # Proportion splits each flavor by what the waiting pod sets that may be given it ask:
+    # a sum per queue does not say which, so none of them is left out, nor filed as stuck.
+    waiting = [gpus(f"j{i}", 1, 16, created=i) for i in range(10)]  # no node has 16
+    plain = snapshot([queue("team-a")], waiting, NODES)
+    assert DecisionPass(first=2).decide(plain).listed == 0
+    flavored = replace(snapshot([team()], waiting, NODES), flavors=[H100, A100])
+    assert DecisionPass(first=2).decide(flavored).listed == 10
