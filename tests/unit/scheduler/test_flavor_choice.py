@@ -357,3 +357,12 @@ def test_the_decision_pass_lists_every_waiting_job_of_a_queue_with_flavors() -> 
     assert DecisionPass(first=2).decide(plain).listed == 0
     flavored = replace(snapshot([team()], waiting, NODES), flavors=[H100, A100])
     assert DecisionPass(first=2).decide(flavored).listed == 10
+
+
+def test_backfill_gives_a_job_that_requests_nothing_a_flavor_too() -> None:
+    # Behind the head of a fifo queue, which waits.
+    head = gpus("head", 1, 64, created=0)
+    nothing = gang("j", "team-a", 1, selector={MODEL: "A100"}, cpu=0, created=1)
+    result = cycle([team(dequeue="fifo")], [head, nothing])
+    assert admitted(result) == {"ns/j": (("main", "a100"),)}
+    assert admit_reason(result, "ns/j") == "backfill: requests nothing, in flavor a100"
