@@ -17,11 +17,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from sluice.api.constraints import PodSpecView
 from sluice.api.flavor import FlavorView
 from sluice.api.quantity import format_quantity
 from sluice.api.queue import DEFAULT_FUNGIBILITY, FlavorFungibility
 from sluice.api.resources import EMPTY, describe_amount
-from sluice.api.views import PodSet, WorkloadView
 from sluice.scheduler.flavor_fit import flavor_refusal, in_flavor
 from sluice.scheduler.flavor_quota import FlavorAmounts, counted
 from sluice.scheduler.placement import Footprint
@@ -37,9 +37,9 @@ class Chosen:
 
     flavors: tuple[tuple[str, str], ...]
     """(pod set, flavor), in the workload's order."""
-    view: WorkloadView
-    """The workload as admission into the flavors leaves it: its pods given the flavors'
-    labels and tolerations (``in_flavor``), for placement."""
+    pods: tuple[PodSpecView, ...]
+    """Each pod set's pod as admission into its flavor leaves it: given the flavor's labels
+    and tolerations (``in_flavor``), for placement."""
     held_in: FlavorAmounts
     """What it would hold per flavor (``flavor_quota.counted``)."""
     rank: int
@@ -59,8 +59,13 @@ class Chosen:
         return "flavors " + ", ".join(f"{p}: {f}" for p, f in self.flavors)
 
     def job(self, job: JobInfo) -> JobInfo:
-        """The job with its pods in their flavors, for placement to place."""
-        return replace(job, view=self.view)
+        """The job with its pods in their flavors, for placement to place (made only for a
+        job that is to be placed: most that wait never are)."""
+        sets = tuple(
+            p if p.pod is pod else replace(p, pod=pod)
+            for p, pod in zip(job.view.pod_sets, self.pods, strict=True)
+        )
+        return replace(job, view=replace(job.view, pod_sets=sets))
 
 
 def fungibility(session: Session, queue: str) -> FlavorFungibility:
@@ -77,22 +82,22 @@ def choose_flavors(session: Session, job: JobInfo, freed: Footprint | None = Non
     pending reason). ``freed``: room on the nodes as if victims had left them."""
     view, rules = job.view, fungibility(session, job.queue)
     given: dict[str, str] = {}
-    flavored: list[PodSet] = []
+    flavored: list[PodSpecView] = []
     rank, waits, reclaims_in = FITS, "", ""
     for index, pods in enumerate(view.pod_sets):
         picked = _pick(session, job, index, given, rules, freed)
         where = f"pod set {pods.name}: " if len(view.pod_sets) > 1 else ""
         if isinstance(picked, str):
             return where + picked if picked.startswith("no ") else f"pod set {pods.name} {picked}"
-        found, flavor, notes = picked
+        found, flavor, notes, shaped = picked
         given[pods.name] = flavor.name
-        flavored.append(replace(pods, pod=in_flavor(pods.pod, flavor)))
+        flavored.append(shaped)
         if found == RECLAIMS and not waits:
             waits, reclaims_in = f"{where}no flavor fits: {notes}", flavor.name
         rank = max(rank, found)
     return Chosen(
         flavors=tuple(given.items()),
-        view=replace(view, pod_sets=tuple(flavored)),
+        pods=tuple(flavored),
         held_in=counted(view.pod_sets, given),
         rank=rank,
         waits=waits,
@@ -107,13 +112,14 @@ def _pick(
     given: dict[str, str],
     rules: FlavorFungibility,
     freed: Footprint | None,
-) -> tuple[int, FlavorView, str] | str:
+) -> tuple[int, FlavorView, str, PodSpecView] | str:
     """The flavor for pod set ``index`` and its class, with what stopped the flavors tried
-    before it; or why none may be given (starting "no flavor fits" or "selects none")."""
+    before it, and its pod as it will be in it; or why none may be given (starting "no
+    flavor fits" or "selects none")."""
     pods = job.view.pod_sets[index]
     notes: list[str] = []
     selected: list[str] = []  # why the flavors its pods select out were ruled out
-    best: tuple[int, FlavorView] | None = None
+    best: tuple[int, FlavorView, PodSpecView] | None = None
     for name in session.queues[job.queue].flavor_list:
         # A cluster has a handful of Flavors: looked up by name as they are listed.
         flavor = next((f for f in session.snapshot.flavors if f.name == name), None)
@@ -125,21 +131,22 @@ def _pick(
             notes.append(f"flavor {name}: {refused}")
             selected.append(refused)
             continue
-        found, why = _classify(session, job, index, flavor, given, freed)
+        shaped = in_flavor(pods.pod, flavor)
+        found, why = _classify(session, job, index, flavor, shaped, given, freed)
         if (
             found == FITS
             or (found == BORROWS and rules.when_can_borrow == "Borrow")
             or (found == RECLAIMS and rules.when_can_reclaim == "Reclaim")
         ):
-            best = (found, flavor)
+            best = (found, flavor, shaped)
             if why:
                 notes.append(f"flavor {name}: {why}")
             break
         notes.append(f"flavor {name}: {why or 'it would borrow'}")
         if found != NO and (best is None or found < best[0]):
-            best = (found, flavor)
+            best = (found, flavor, shaped)
     if best is not None:
-        return best[0], best[1], "; ".join(notes)
+        return best[0], best[1], "; ".join(notes), best[2]
     if len(selected) == len(notes):
         return f"selects none of queue {job.queue}'s flavors: " + "; ".join(selected)
     return "no flavor fits: " + "; ".join(notes)
@@ -150,11 +157,13 @@ def _classify(
     job: JobInfo,
     index: int,
     flavor: FlavorView,
+    shaped: PodSpecView,
     given: dict[str, str],
     freed: Footprint | None,
 ) -> tuple[int, str]:
-    """The class of pod set ``index`` in ``flavor``, on what the ones before it were given,
-    and what stops it there ("" when nothing does)."""
+    """The class of pod set ``index`` in ``flavor`` (its pod as it will be there:
+    ``shaped``), on what the ones before it were given, and what stops it there ("" when
+    nothing does)."""
     pods = job.view.pod_sets[index]
     if index == 0 and not pods.named_claims:  # most jobs: one pod set, no claims of its own
         need: Mapping[str, int] = pods.request.amounts
@@ -163,7 +172,6 @@ def _classify(
         need = counted(job.view.pod_sets[: index + 1], chosen).get(flavor.name, {})
     breach, over_deserved = _levels(session, job.queue, flavor.name, need)
     if breach is None:
-        shaped = in_flavor(pods.pod, flavor)
         placement = session.placement
         if placement.place(shaped, pods.pod_count, freed) is not None:
             return (BORROWS if over_deserved else FITS), ""
