@@ -78,7 +78,8 @@ class _Reclaim(ReclaimRules):
         self.outcome = outcome
         self.bounds: dict[tuple[str, frozenset[str]], tuple[int, Key]] = {}
         self.ranked: dict[str, dict[frozenset[str], tuple[int, list[tuple[Key, str]]]]] = {}
-        self.in_flavor: dict[tuple[str, str], list[JobInfo]] = {}  # _holding_in
+        self.in_flavor: dict[tuple[str, str], list[JobInfo]] = {}
+        """(leaf, flavor) -> victims for a job of the leaf; ("", flavor) -> all (_holding_in)."""
         self.not_reclaiming: Memo = {}  # flavor_victims.reclaiming
 
     # Search ------------------------------------------------------------------------------------
@@ -389,20 +390,24 @@ class _Reclaim(ReclaimRules):
 
     def _holding_in(self, leaf: str, flavor: str) -> list[JobInfo]:
         """The workloads of other reclaimable leaves that may be victims and hold in the
-        flavor, nearest relatives of ``leaf`` first: sorted once a cycle per leaf and flavor
-        (those evicted since are passed over as no longer admitted)."""
+        flavor, nearest relatives of ``leaf`` first: gathered once a cycle per flavor and
+        sorted once per leaf and flavor (those evicted since are passed over as no longer
+        admitted)."""
         key = (leaf, flavor)
         found = self.in_flavor.get(key)
         if found is None:
             session = self.session
-            holding = [
-                v
-                for name, info in session.queues.items()
-                if name != leaf and not info.children and info.queue.spec.reclaimable
-                for v in (self.sorted_victims(name) if info.admitted_jobs else ())
-                if flavor in v.held_in
-            ]
-            found = self.in_flavor[key] = nearest_first(session, leaf, holding, self.order)
+            every = self.in_flavor.get(("", flavor))
+            if every is None:
+                every = self.in_flavor[("", flavor)] = [
+                    v
+                    for name, info in session.queues.items()
+                    if not info.children and info.queue.spec.reclaimable
+                    for v in (self.sorted_victims(name) if info.admitted_jobs else ())
+                    if flavor in v.held_in
+                ]
+            others = [v for v in every if v.queue != leaf]
+            found = self.in_flavor[key] = nearest_first(session, leaf, others, self.order)
         return found
 
     def _short(self, job: JobInfo, over: PerQueue) -> dict[str, int]:
