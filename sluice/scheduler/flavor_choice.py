@@ -22,6 +22,7 @@ from sluice.api.flavor import FlavorView
 from sluice.api.quantity import format_quantity
 from sluice.api.queue import DEFAULT_FUNGIBILITY, FlavorFungibility
 from sluice.api.resources import EMPTY, describe_amount
+from sluice.scheduler.fit import unplaced
 from sluice.scheduler.flavor_fit import flavor_refusal, in_flavor
 from sluice.scheduler.flavor_quota import FlavorAmounts, counted
 from sluice.scheduler.placement import Footprint
@@ -29,6 +30,7 @@ from sluice.scheduler.records import JobInfo
 from sluice.scheduler.session import Session
 
 FITS, BORROWS, RECLAIMS, NO = range(4)
+UNEXPLAINED = "its pods do not fit on the nodes"
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,15 +79,20 @@ def fungibility(session: Session, queue: str) -> FlavorFungibility:
     return DEFAULT_FUNGIBILITY
 
 
-def choose_flavors(session: Session, job: JobInfo, freed: Footprint | None = None) -> Chosen | str:
+def choose_flavors(
+    session: Session, job: JobInfo, freed: Footprint | None = None, explain: bool = True
+) -> Chosen | str:
     """A flavor for each of the job's pod sets, or why none can be given to one (its
-    pending reason). ``freed``: room on the nodes as if victims had left them."""
+    pending reason). ``freed``: room on the nodes as if victims had left them. Without
+    ``explain``, pods that do not fit on a flavor's nodes are not told why (a look at every
+    node): the actions choose without it, and a job that waits is told once the cycle is
+    over (``flavor_reason``)."""
     view, rules = job.view, fungibility(session, job.queue)
     given: dict[str, str] = {}
     flavored: list[PodSpecView] = []
     rank, waits, reclaims_in = FITS, "", ""
     for index, pods in enumerate(view.pod_sets):
-        picked = _pick(session, job, index, given, rules, freed)
+        picked = _pick(session, job, index, given, rules, freed, explain)
         where = f"pod set {pods.name}: " if len(view.pod_sets) > 1 else ""
         if isinstance(picked, str):
             return where + picked if picked.startswith("no ") else f"pod set {pods.name} {picked}"
@@ -105,6 +112,16 @@ def choose_flavors(session: Session, job: JobInfo, freed: Footprint | None = Non
     )
 
 
+def flavor_reason(session: Session, job: JobInfo) -> str:
+    """Why a job of a queue with flavors waits, on the quota and room the cycle leaves: the
+    flavors tried and what stopped each, or why its pods, in the flavors they would be
+    given, do not fit on the nodes at once."""
+    chosen = choose_flavors(session, job)
+    if isinstance(chosen, str) or chosen.waits:
+        return chosen if isinstance(chosen, str) else chosen.waits
+    return unplaced(session, chosen.job(job))
+
+
 def _pick(
     session: Session,
     job: JobInfo,
@@ -112,6 +129,7 @@ def _pick(
     given: dict[str, str],
     rules: FlavorFungibility,
     freed: Footprint | None,
+    explain: bool,
 ) -> tuple[int, FlavorView, str, PodSpecView] | str:
     """The flavor for pod set ``index`` and its class, with what stopped the flavors tried
     before it, and its pod as it will be in it; or why none may be given (starting "no
@@ -132,7 +150,7 @@ def _pick(
             selected.append(refused)
             continue
         shaped = in_flavor(pods.pod, flavor)
-        found, why = _classify(session, job, index, flavor, shaped, given, freed)
+        found, why = _classify(session, job, index, flavor, shaped, given, freed, explain)
         if (
             found == FITS
             or (found == BORROWS and rules.when_can_borrow == "Borrow")
@@ -160,6 +178,7 @@ def _classify(
     shaped: PodSpecView,
     given: dict[str, str],
     freed: Footprint | None,
+    explain: bool,
 ) -> tuple[int, str]:
     """The class of pod set ``index`` in ``flavor`` (its pod as it will be there:
     ``shaped``), on what the ones before it were given, and what stops it there ("" when
@@ -175,7 +194,7 @@ def _classify(
         placement = session.placement
         if placement.place(shaped, pods.pod_count, freed) is not None:
             return (BORROWS if over_deserved else FITS), ""
-        breach = placement.explain(shaped, pods.pod_count)
+        breach = placement.explain(shaped, pods.pod_count) if explain else UNEXPLAINED
     return (NO if over_deserved else RECLAIMS), breach
 
 

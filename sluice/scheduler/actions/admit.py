@@ -18,7 +18,6 @@ from sluice.scheduler.fit import (
     over_capability_failure,
     place_where,
     queue_failure,
-    unplaced,
 )
 from sluice.scheduler.flavor_choice import choose_flavors
 from sluice.scheduler.order import QueueKey, global_job_key, leaf_order, queue_key_function
@@ -84,20 +83,20 @@ def try_admit(session: Session, outcome: Outcome, job: JobInfo, action: str) -> 
 def _place(
     session: Session, outcome: Outcome, job: JobInfo, action: str
 ) -> tuple[bool, str | None]:
-    """Admit the job if its pods place on the nodes: (True, None). Else (False, why), why
-    being None when its pods of no flavor could not be placed (explained once the cycle is
-    over). A queue with flavors gives each pod set one first and places its pods as they
-    will be in it; every other queue admits as in a cluster without flavors."""
+    """Admit the job if its pods place on the nodes: (True, None). Else (False, None): it is
+    told why once the cycle is over, on the room it leaves (``Outcome.reason``). A queue
+    with flavors gives each pod set one first and places its pods as they will be in it;
+    every other queue admits as in a cluster without flavors."""
     chosen = None
     if session.queues[job.queue].flavor_list:
-        picked = choose_flavors(session, job)
+        picked = choose_flavors(session, job, explain=False)
         if isinstance(picked, str) or picked.waits:
-            return False, picked if isinstance(picked, str) else picked.waits
+            return False, None  # told why once the cycle is over (flavor_reason)
         chosen = picked
     placing = job if chosen is None else chosen.job(job)
     placed = place_where(session, placing)
     if placed is None:
-        return False, None if chosen is None else unplaced(session, placing)
+        return False, None
     footprint, domain = placed
     reason = f"{action}: fits in queue {job.queue}"
     if chosen is not None:

@@ -47,7 +47,7 @@ def reclaiming(session: Session, job: JobInfo, memo: Memo) -> Chosen | None:
     version = session.placement.version
     if memo.get(alike(job)) == version:
         return None
-    chosen = choose_flavors(session, job)
+    chosen = choose_flavors(session, job, explain=False)
     if isinstance(chosen, str) or chosen.rank != RECLAIMS:
         memo[alike(job)] = version
         return None
@@ -129,7 +129,7 @@ def fits_without(session: Session, job: JobInfo, victims: list[JobInfo]) -> Foun
     with without(session, victims) as freed:
         if queue_failure(session, job) or cluster_failure(session, job):
             return None
-        chosen = choose_flavors(session, job, freed)
+        chosen = choose_flavors(session, job, freed, explain=False)
         if isinstance(chosen, str) or chosen.rank == RECLAIMS:
             return None
         placed = place_where(session, chosen.job(job), freed)

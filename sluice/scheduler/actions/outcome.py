@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from sluice.scheduler.fit import cluster_failure, unplaced
-from sluice.scheduler.flavor_choice import Chosen
+from sluice.scheduler.flavor_choice import Chosen, flavor_reason
 from sluice.scheduler.model import Decision
 from sluice.scheduler.placement import Footprint
 from sluice.scheduler.readiness import backoff_reason
@@ -43,10 +43,15 @@ class Outcome:
 
     def reason(self, session: Session, job: JobInfo) -> str:
         """Why the job waits, "" when no action said. One whose pods did not fit is told
-        what stops it now: the cluster's free room, or the room on the nodes."""
+        what stops it now: the cluster's free room, or the room on the nodes (of a queue
+        with flavors: each flavor tried and what stopped it)."""
         said = self.reasons.get(job.key, "")
         if not said and job.key in self.unplaced:
-            said = cluster_failure(session, job) or unplaced(session, job)
+            said = cluster_failure(session, job) or (
+                flavor_reason(session, job)
+                if session.queues[job.queue].flavor_list
+                else unplaced(session, job)
+            )
         if said and job.key in self.passive and WAITS_FOR_ROOM not in said:
             said = f"{said}; {WAITS_FOR_ROOM}"
         return said
