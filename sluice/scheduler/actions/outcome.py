@@ -31,6 +31,8 @@ class Outcome:
     """Something was evicted since the last admission pass, so another pass may admit more."""
     passive: set[str] = field(default_factory=set)
     """Jobs whose preemptionPolicy is Never that reclaim or preempt passed over."""
+    flavor_reasons: dict[tuple[object, ...], str] = field(default_factory=dict)
+    """Why jobs alike of a queue with flavors wait, as worked out once the cycle is over."""
 
     def waits_for_room(self, job: JobInfo) -> None:
         """A job whose preemptionPolicy is Never was passed over by reclaim or preempt: its
@@ -48,12 +50,21 @@ class Outcome:
         said = self.reasons.get(job.key, "")
         if not said and job.key in self.unplaced:
             said = cluster_failure(session, job) or (
-                flavor_reason(session, job)
+                self._flavor_reason(session, job)
                 if session.queues[job.queue].flavor_list
                 else unplaced(session, job)
             )
         if said and job.key in self.passive and WAITS_FOR_ROOM not in said:
             said = f"{said}; {WAITS_FOR_ROOM}"
+        return said
+
+    def _flavor_reason(self, session: Session, job: JobInfo) -> str:
+        """``flavor_reason``, once for jobs alike: the cycle is over, nothing changes."""
+        view = job.view
+        alike = (job.queue, view.request, view.pod_sets, view.topology)
+        said = self.flavor_reasons.get(alike)
+        if said is None:
+            said = self.flavor_reasons[alike] = flavor_reason(session, job)
         return said
 
     def admit(
