@@ -97,6 +97,22 @@ class FlavorQuota(_Model):
         return frozenset((*self.guarantee.resource, *self.deserved, *self.capability))
 
 
+WhenCanBorrow = Literal["Borrow", "TryNextFlavor"]
+WhenCanReclaim = Literal["Reclaim", "TryNextFlavor"]
+
+
+class FlavorFungibility(_Model):
+    """Where admission stops among a queue's flavors (docs/scheduler.md, *Flavors*): at the
+    first flavor a pod set would borrow in (``Borrow``), or at the first it would reclaim in
+    (``Reclaim``), rather than trying the next flavor for one it fits in."""
+
+    when_can_borrow: WhenCanBorrow = "Borrow"
+    when_can_reclaim: WhenCanReclaim = "TryNextFlavor"
+
+
+DEFAULT_FUNGIBILITY = FlavorFungibility()
+
+
 class QueueSpec(_Model):
     weight: int = Field(default=1, ge=1, le=65535)
     capability: LimitMap = EMPTY
@@ -112,12 +128,19 @@ class QueueSpec(_Model):
     """Namespaces whose jobs may use the queue; None (absent) or empty: every namespace."""
     flavors: tuple[FlavorQuota, ...] = ()
     """Quota per flavor, in the order admission tries them; empty: no quota by flavor."""
+    flavor_fungibility: FlavorFungibility | None = None
+    """Where the search among the flavors stops, read from the queue whose list is used;
+    None: the defaults (``fungibility``)."""
 
     @model_validator(mode="after")
     def _priority_xor_class(self) -> QueueSpec:
         if self.priority is not None and self.priority_class_name:
             raise ValueError("priority and priorityClassName cannot both be set")
         return self
+
+    def fungibility(self) -> FlavorFungibility:
+        """Where the search among the flavors stops: as set, else the defaults."""
+        return self.flavor_fungibility or DEFAULT_FUNGIBILITY
 
     def flavor(self, name: str) -> FlavorQuota | None:
         """The queue's quota in the flavor ``name``: its first entry of that name, or None."""

@@ -19,6 +19,7 @@ from sluice.scheduler.actions.preempt import preempt
 from sluice.scheduler.actions.reclaim import reclaim
 from sluice.scheduler.actions.requeue import requeue
 from sluice.scheduler.fit import over_capability
+from sluice.scheduler.flavor_apply import admitted_into, suspended_from
 from sluice.scheduler.kept import Kept, SpecMemo
 from sluice.scheduler.model import CycleResult, PendingJob, QueueResult, Snapshot
 from sluice.scheduler.order import leaf_order
@@ -229,8 +230,9 @@ def _usage(session: Session, name: str) -> QueueUsage | None:
 
 def apply_decisions(snapshot: Snapshot, result: CycleResult, now: datetime) -> Snapshot:
     """The snapshot as it would be once the operator wrote the cycle's decisions (and the Job
-    controller deleted the pods of the jobs it suspended)."""
-    admitted = {d.job for d in result.decisions if d.action == "admit"}
+    controller deleted the pods of the jobs it suspended): a workload admitted into flavors
+    carries them and their record, a suspended one is given back its pods as they were."""
+    admitted = {d.job: d.flavors for d in result.decisions if d.action == "admit"}
     suspended = {d.job: d for d in result.decisions if d.action != "admit"}
     gone: set[str] = set()
     named: set[tuple[str, str, str]] = set()  # (namespace, label, name) of the others' pods
@@ -239,12 +241,14 @@ def apply_decisions(snapshot: Snapshot, result: CycleResult, now: datetime) -> S
         decision = suspended.get(job.key)
         if job.key in admitted:
             jobs.append(replace(job, phase=JobPhase.INQUEUE, admitted_at=now))
+            if admitted[job.key]:
+                jobs[-1] = admitted_into(jobs[-1], admitted[job.key], snapshot.flavors)
         elif decision is not None:
             if job.pods_by:
                 named.update((job.namespace, label, value) for label, value in job.pods_by)
             else:
                 gone.add(job.uid)
-            jobs.append(replace(job, phase=JobPhase.PENDING, admitted_at=None))
+            jobs.append(replace(suspended_from(job), phase=JobPhase.PENDING, admitted_at=None))
             if decision.action == "requeue":
                 jobs[-1] = replace(
                     jobs[-1],

@@ -66,7 +66,26 @@ def flavors_for(
     return tuple(may), tuple(refused)
 
 
+_SHAPED: dict[tuple[PodSpecView, int], tuple[FlavorView, PodSpecView]] = {}
+_SHAPED_MAX = 8192
+
+
 def in_flavor(pod: PodSpecView, flavor: FlavorView) -> PodSpecView:
+    """``shaped``, remembered per pod shape and Flavor object (a cycle asks it of every
+    waiting pod set for every flavor it may be given, and they share a few hundred shapes):
+    the Flavor is kept with the answer, so its identity is never another's."""
+    key = (pod, id(flavor))
+    known = _SHAPED.get(key)
+    if known is not None and known[0] is flavor:
+        return known[1]
+    if len(_SHAPED) >= _SHAPED_MAX:
+        _SHAPED.clear()
+    out = shaped(pod, flavor)
+    _SHAPED[key] = (flavor, out)
+    return out
+
+
+def shaped(pod: PodSpecView, flavor: FlavorView) -> PodSpecView:
     """The pod as admission into ``flavor`` leaves it: the flavor's labels its nodeSelector
     does not name yet added to it, and a toleration (``Equal``, the taint's key, value and
     effect) for each of the flavor's taints it does not tolerate yet. Placement then checks it

@@ -8,13 +8,17 @@ only the resources its entry names, so one figure per queue and flavor serves ev
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
+from sluice.api.config import PluginConfig
 from sluice.api.constants import ROOT_QUEUE
-from sluice.api.views import PodSet
+from sluice.api.flavor import FlavorView
+from sluice.api.resources import Resources
+from sluice.api.views import NodeView, PodSet
 from sluice.queues.flavors import flavor_tree, flavors_named
 from sluice.queues.limits import child_real_capability, guarantees_of_children
 from sluice.queues.tree import QueueTree
+from sluice.scheduler.plugins.deserved import Claim, split
 
 FlavorAmounts = dict[str, dict[str, int]]
 """Flavor -> resource -> milli-units."""
@@ -81,4 +85,68 @@ def flavor_capabilities(
                 )
                 stack.append(child)
         out[flavor] = real
+    return out
+
+
+def flavor_totals(
+    flavors: Iterable[FlavorView], nodes: Iterable[NodeView], named: Iterable[str]
+) -> FlavorAmounts:
+    """Each flavor of ``named``'s total: the allocatable of the Ready, schedulable nodes it
+    matches, summed as the cluster's total is (a node in two flavors counts in both); a flavor
+    that does not exist, or matches no node, has none."""
+    wanted = set(named)
+    out: FlavorAmounts = {}
+    usable = [node for node in nodes if node.usable]
+    for flavor in flavors:
+        if flavor.name not in wanted or flavor.name in out:
+            continue
+        into = out[flavor.name] = {}
+        for node in usable:
+            if flavor.matches(node.labels):
+                for r, a in node.allocatable.items():
+                    into[r] = into.get(r, 0) + a
+    return out
+
+
+def flavor_deserved(
+    tree: QueueTree,
+    plugin: PluginConfig | None,
+    real: Mapping[str, Mapping[str, Mapping[str, int]]],
+    requests: Mapping[str, Mapping[str, Mapping[str, int]]],
+) -> dict[str, dict[str, Resources]]:
+    """Deserved in each flavor: flavor -> queue -> amounts, over the flavor's own tree, as
+    the queue's own deserved is worked out (docs/scheduler.md): with capacity (or no plugin
+    computing deserved) the entry's deserved capped by its realCapability in the flavor and
+    raised to its guarantee; with proportion, root's realCapability in the flavor split by
+    weight, each queue capped by min(its request in the flavor, its realCapability there).
+    ``real``: ``flavor_capabilities``; ``requests``: flavor -> queue -> what it holds in the
+    flavor plus what its waiting pod sets that may be given the flavor ask."""
+    out: dict[str, dict[str, Resources]] = {}
+    for flavor, caps in real.items():
+        own = flavor_tree(tree, flavor)
+        asked = requests.get(flavor, {})
+        given = out[flavor] = {ROOT_QUEUE: Resources(caps.get(ROOT_QUEUE, {}))}
+        stack = [ROOT_QUEUE]
+        while stack:
+            parent = stack.pop()
+            children = own.children(parent)
+            stack.extend(children)
+            if plugin is None or plugin.name == "capacity":
+                for child in children:
+                    spec = own.queues[child].spec
+                    cap = caps.get(child, {})
+                    capped = {r: min(a, cap.get(r, 0)) for r, a in spec.deserved.items()}
+                    given[child] = Resources(capped).maximum(spec.guarantee.resource)
+                continue
+            claims = [
+                Claim(
+                    name=child,
+                    weight=tree.queues[child].spec.weight,
+                    cap=Resources(asked.get(child, {})).minimum(Resources(caps.get(child, {}))),
+                    guarantee=own.queues[child].spec.guarantee.resource,
+                )
+                for child in children
+            ]
+            if claims:
+                given.update(split(plugin, given[parent], claims))
     return out

@@ -20,6 +20,7 @@ from sluice.api import constants
 from sluice.api.quantity import QUANTITY_PATTERN
 from sluice.api.queue import (
     Condition,
+    FlavorFungibility,
     FlavorQuota,
     Guarantee,
     QueueSpec,
@@ -110,6 +111,7 @@ def test_printer_columns(version: dict[str, Any]) -> None:
         (("spec", "guarantee"), Guarantee),
         (("spec", "flavors", "items"), FlavorQuota),
         (("spec", "flavors", "items", "guarantee"), Guarantee),
+        (("spec", "flavorFungibility"), FlavorFungibility),
         (("status", "conditions", "items"), Condition),
         (("status", "usage"), QueueUsage),
         (("spec", "namespaceSelector"), LabelSelector),
@@ -259,3 +261,14 @@ def test_flavors_are_a_list_keyed_by_name(schema: dict[str, Any]) -> None:
     assert flavors["x-kubernetes-list-map-keys"] == ["name"]
     assert flavors["items"]["required"] == ["name"]
     assert "default" not in flavors
+
+
+def test_flavor_fungibility_enums_and_defaults(schema: dict[str, Any]) -> None:
+    props = schema["properties"]["spec"]["properties"]["flavorFungibility"]["properties"]
+    for alias, info in _fields(FlavorFungibility).items():
+        assert props[alias]["enum"] == _literal_values(info), alias
+        assert props[alias]["default"] == info.default, alias
+    assert QueueSpec().fungibility() == FlavorFungibility()
+    read = QueueSpec.model_validate({"flavorFungibility": {"whenCanReclaim": "Reclaim"}})
+    assert read.fungibility().when_can_borrow == "Borrow"
+    assert read.fungibility().when_can_reclaim == "Reclaim"
