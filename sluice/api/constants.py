@@ -40,6 +40,10 @@ PREEMPTABLE_ANNOTATION: Final = f"{PREFIX}/preemptable"
 owns is one only when annotated "true"."""
 POD_GROUP_TOTAL_ANNOTATION: Final = f"{PREFIX}/pod-group-total-count"
 """On the pods of a pod group: how many pods the group has; it is admitted only whole."""
+MIN_PARALLELISM_ANNOTATION: Final = f"{PREFIX}/min-parallelism"
+"""On a Job, or on the pod template of a pod set that may shrink: the smallest size it may be
+admitted at, counted as its kind counts its size (a Job's parallelism, a replica type's or a
+worker group's replicas; docs/elastic.md, *The minimum*)."""
 
 TOPOLOGY_REQUIRED_ANNOTATION: Final = f"{PREFIX}/topology-required"
 """On a workload or a pod template: its pods all in one domain of this Topology level."""
@@ -62,6 +66,10 @@ FLAVOR_ASSIGNMENT_ANNOTATION: Final = f"{PREFIX}/flavor-assignment"
 """The flavor each pod set of an admitted workload was given, and exactly what sluice added
 to its pod template for it (nodeSelector labels, tolerations); taken off again when it is
 suspended (docs/flavors.md)."""
+ADMITTED_SIZE_ANNOTATION: Final = f"{PREFIX}/admitted-size"
+"""Per pod set admitted smaller than it asked: the pods asked and admitted, and each field
+sluice lowered with the value it had, put back when it is suspended (docs/elastic.md,
+*Admitted smaller*)."""
 CLOSED_BY_PARENT_ANNOTATION: Final = f"{PREFIX}/closed-by-parent"
 """On a Queue closed because an ancestor was closed; reopening that ancestor reopens it."""
 

@@ -90,7 +90,7 @@ def pod_workload_name(given: str, namespace: str) -> tuple[str, str] | None:
 def job_table(lines: Sequence[PublishedJob], all_namespaces: bool) -> Table:
     """By queue; in each, admitted jobs first, then the line in order, then finished ones."""
     table = Table(box=None, pad_edge=False, header_style="bold")
-    columns = ["NAME", "QUEUE", "STATE", "POSITION", "REASON", "ADMITTED-AT"]
+    columns = ["NAME", "QUEUE", "STATE", "POSITION", "REASON", "ADMITTED-AT", "ADMITTED"]
     for column in ["NAMESPACE", *columns] if all_namespaces else columns:
         table.add_column(column, overflow="fold")
     ordered = sorted(
@@ -105,6 +105,7 @@ def job_table(lines: Sequence[PublishedJob], all_namespaces: bool) -> Table:
             str(line.position) if line.position is not None else "-",
             line.reason or "-",
             line.admitted_at or "-",
+            line.sizes or "-",
         ]
         table.add_row(*([line.namespace, *row] if all_namespaces else row))
     return table
@@ -197,6 +198,8 @@ def _explain(
         out.append(f"{key} is admitted in queue {line.queue} ({admitted}); {line.state}")
         if line.domain:
             out.append(f"  in {line.domain}, as it asks ({line.asks})")
+        if line.sizes:
+            out.append(f"  admitted smaller: {line.sizes} pods (admitted/asked)")
     else:
         where = f"position {line.position} in" if line.position is not None else "in"
         out.append(f"{key} is pending, {where} queue {line.queue}")

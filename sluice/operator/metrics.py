@@ -78,6 +78,12 @@ EVICTIONS = Counter(
     ["queue", "reason"],
     registry=REGISTRY,
 )
+PARTIAL_ADMISSIONS = Counter(
+    "sluice_partial_admissions",
+    "Workloads admitted smaller than they asked, at a size at or above their minimum, by queue.",
+    ["queue"],
+    registry=REGISTRY,
+)
 EVENT_LOOP_LAG = Histogram(
     "sluice_event_loop_lag_seconds",
     "How late a timer on the operator's event loop fires (probed every 0.1 s): the longest a"
@@ -243,12 +249,15 @@ def publish(result: CycleResult, queues: Iterable[Queue]) -> None:
 
 def decision_written(decision: Decision, created: datetime | None) -> None:
     """One decision has landed on its workload, whichever pass made it: counted by action; an
-    admission's wait since the workload was created observed, an eviction counted by its
-    queue and why."""
+    admission's wait since the workload was created observed, and counted by its queue when
+    it is admitted smaller; an eviction counted by its queue and why."""
     DECISIONS.labels(decision.action).inc()
     if decision.action != "admit":
         EVICTIONS.labels(decision.queue, decision.action).inc()
-    elif created is not None:
+        return
+    if decision.sizes:
+        PARTIAL_ADMISSIONS.labels(decision.queue).inc()
+    if created is not None:
         waited = (datetime.now(UTC) - created).total_seconds()
         ADMISSION_WAIT.labels(decision.queue).observe(max(waited, 0.0))
 

@@ -55,6 +55,7 @@ from sluice.api.workloads.pod_flavors import (
     straggler_flavors,
 )
 from sluice.api.workloads.pods import PodMember, PodWorkload
+from sluice.api.workloads.size_patches import size_release_patch, with_size_restore
 from sluice.scheduler.model import CycleResult, Decision, PendingJob
 from sluice.scheduler.readiness import backoff_reason
 
@@ -234,13 +235,13 @@ def plan(
             continue
         (admissions if d.action == "admit" else victims).append(write)
     reasons: list[Write | None] = []
-    confined: list[str] = []  # waiting jobs whose latest view records an assignment
+    confined: list[str] = []  # waiting jobs whose latest view records an assignment or sizes
     for p in result.pending:
         workload = pods.get(p.job)
         if workload is None:
             view = views.get(p.job)
             reasons.append(_reason(p, view, clock, positions_written))
-            if view is not None and (view.assignment or view.flavors):
+            if view is not None and (view.assignment or view.flavors or view.sized):
                 confined.append(p.job)
         else:
             reasons.append(_pod_reason(p, workload, clock, positions_written))
@@ -282,7 +283,10 @@ def _decision(
         adapter = adapter_of(obj)
         write = _admission(d, now, decided_on.get(d.job), adapter)
         extra = admission_patch(d.domain, obj, adapter)
-        if extra := flavor_admission_patch(d.flavors, obj, adapter, flavors, extra):
+        extra = flavor_admission_patch(d.flavors, obj, adapter, flavors, extra)
+        if obj is not None:  # sizes (api.workloads.size_patches)
+            extra = size_release_patch(d.sizes, obj, adapter, extra)
+        if extra:
             write = replace(write, patch=merged(write.patch, extra))
     else:
         write = _eviction(d, now, decided_on.get(d.job), adapter_of(workloads.get(d.job)))
@@ -296,12 +300,13 @@ def _with_restores(
     admitted: set[str],
     reasons: list[Write | None],
 ) -> list[Write | None]:
-    """Each waiting workload that sluice had confined to Topology domains or admitted into
-    flavors (``confined``: its latest view records either; only those are looked at as
-    stored) and that is suspended now gets its templates back as before
-    (api.workloads.domain_patches, api.workloads.flavor_patches), in the same write as its
-    pending reason when it has one. A Job's templates may change only once its pods are gone:
-    the API server refuses the write till then, and a later cycle writes it again."""
+    """Each waiting workload that sluice had confined to Topology domains, admitted into
+    flavors or admitted smaller (``confined``: its latest view records any of these; only
+    those are looked at as stored) and that is suspended now gets its templates and sizes
+    back as before (api.workloads.domain_patches, flavor_patches, size_patches), in the same
+    write as its pending reason when it has one. A Job's templates may change only once its
+    pods are gone: the API server refuses the write till then, and a later cycle writes it
+    again."""
     by_job = {w.workload: i for i, w in enumerate(reasons) if w is not None and w.pods is None}
     out = list(reasons)
     for job in confined:
@@ -310,12 +315,12 @@ def _with_restores(
             continue
         i = by_job.get(job)
         write = out[i] if i is not None else None
-        adapter = adapter_of(obj)
-        base = write.patch if write is not None else None
+        adapter, base = adapter_of(obj), write.patch if write is not None else None
         restore = restore_patch(obj, adapter, base)
         restore = (
             flavor_restore_patch(obj, adapter, base if restore is None else restore) or restore
         )
+        restore = with_size_restore(obj, adapter, restore, base)
         if restore is None:
             continue
         # A template inside a list is written whole: the write rests on the spec it was

@@ -23,6 +23,7 @@ from sluice.scheduler.flavor_apply import admitted_into, suspended_from
 from sluice.scheduler.kept import Kept, SpecMemo
 from sluice.scheduler.model import CycleResult, PendingJob, QueueResult, Snapshot
 from sluice.scheduler.order import leaf_order
+from sluice.scheduler.partial import admitted_smaller, restored
 from sluice.scheduler.records import JobInfo
 from sluice.scheduler.session import Session, job_order_key
 from sluice.scheduler.usage_note import UsageNotes
@@ -232,7 +233,7 @@ def apply_decisions(snapshot: Snapshot, result: CycleResult, now: datetime) -> S
     """The snapshot as it would be once the operator wrote the cycle's decisions (and the Job
     controller deleted the pods of the jobs it suspended): a workload admitted into flavors
     carries them and their record, a suspended one is given back its pods as they were."""
-    admitted = {d.job: d.flavors for d in result.decisions if d.action == "admit"}
+    admitted = {d.job: d for d in result.decisions if d.action == "admit"}
     suspended = {d.job: d for d in result.decisions if d.action != "admit"}
     gone: set[str] = set()
     named: set[tuple[str, str, str]] = set()  # (namespace, label, name) of the others' pods
@@ -240,15 +241,18 @@ def apply_decisions(snapshot: Snapshot, result: CycleResult, now: datetime) -> S
     for job in snapshot.workloads:
         decision = suspended.get(job.key)
         if job.key in admitted:
+            job = admitted_smaller(job, admitted[job.key].sizes)
             jobs.append(replace(job, phase=JobPhase.INQUEUE, admitted_at=now))
-            if admitted[job.key]:
-                jobs[-1] = admitted_into(jobs[-1], admitted[job.key], snapshot.flavors)
+            if admitted[job.key].flavors:
+                jobs[-1] = admitted_into(jobs[-1], admitted[job.key].flavors, snapshot.flavors)
         elif decision is not None:
             if job.pods_by:
                 named.update((job.namespace, label, value) for label, value in job.pods_by)
             else:
                 gone.add(job.uid)
-            jobs.append(replace(suspended_from(job), phase=JobPhase.PENDING, admitted_at=None))
+            jobs.append(
+                replace(restored(suspended_from(job)), phase=JobPhase.PENDING, admitted_at=None)
+            )
             if decision.action == "requeue":
                 jobs[-1] = replace(
                     jobs[-1],

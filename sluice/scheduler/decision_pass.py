@@ -50,6 +50,7 @@ from sluice.queues.tree import QueueTree
 from sluice.scheduler.cycle import Decided, decide
 from sluice.scheduler.kept import Kept, as_is, name_and_spec, same_list
 from sluice.scheduler.model import Decision, QueueResult, Snapshot
+from sluice.scheduler.partial import smallest_request
 
 FIRST = 1
 """Jobs of a kind listed at first."""
@@ -307,15 +308,15 @@ class DecisionPass:
         """Whether no job of the kind can be admitted, whatever else is admitted or evicted,
         while the frame stays as it is: it asks more of a resource than the usable nodes
         hold together, or than a capability on its queue's path allows, or one of its pods
-        fits on no node that may take it, even empty. Never in a fifo queue, nor in one
-        whose workloads are given flavors."""
+        fits on no node that may take it, even empty; at its minimum size when it may be
+        admitted smaller. Never in a fifo queue, nor in one whose workloads are given flavors."""
         frame = self.frame
         queue = kind.queue
         specs = frame.specs
         spec = specs.get(queue)
         if spec is None or spec.dequeue_strategy == "fifo" or queue in frame.flavored:
             return False
-        amounts = kind.request.amounts
+        amounts = smallest_request(kind.request, kind.pod_sets).amounts  # admitted smaller
         total = frame.placement.total
         if any(a > total.get(r, 0) for r, a in amounts.items()):
             return True

@@ -98,6 +98,9 @@ class Decision:
     flavors: tuple[tuple[str, str], ...] = ()
     """An admission into flavors: (pod set, flavor) for each pod set, in the workload's order;
     () when its queue has no flavors."""
+    sizes: tuple[tuple[str, int, int], ...] = ()
+    """An admission at a smaller size: per pod set admitted smaller, (its name, pods asked,
+    pods admitted) (docs/elastic.md, *Admitted smaller*); empty when admitted whole."""
 
 
 @dataclass(frozen=True, slots=True)

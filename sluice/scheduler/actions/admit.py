@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from sluice.api.constants import ROOT_QUEUE
 from sluice.scheduler.actions.outcome import Outcome
+from sluice.scheduler.actions.shrink import admit_smaller
 from sluice.scheduler.fit import (
     cluster_failure,
     over_capability_failure,
@@ -72,6 +73,8 @@ def try_admit(session: Session, outcome: Outcome, job: JobInfo, action: str) -> 
             admitted, failure = _place(session, outcome, job, action)
             if admitted:
                 return True
+        if admit_smaller(session, outcome, job, action):
+            return True
         session.failed[alike] = (session.placement.version, failure)
     if failure is None:
         outcome.unplaceable(job)

@@ -75,6 +75,7 @@ class Outcome:
         footprint: Footprint,
         domain: Where | None = None,
         chosen: Chosen | None = None,
+        sizes: tuple[tuple[str, int, int], ...] = (),
     ) -> None:
         """``chosen``: the flavors its pod sets go in, for a queue with flavors."""
         if chosen is None:
@@ -84,9 +85,10 @@ class Outcome:
         self.reasons.pop(job.key, None)
         where = domain.text if domain is not None else ""
         flavors = chosen.flavors if chosen is not None else ()
-        self.decisions.append(
-            Decision("admit", job.key, job.queue, reason, domain=where, flavors=flavors)
+        decision = Decision(
+            "admit", job.key, job.queue, reason, domain=where, flavors=flavors, sizes=sizes
         )
+        self.decisions.append(decision)
 
     def evict(
         self,

@@ -21,6 +21,7 @@ GPU = "nvidia.com/gpu"
 MODEL = "gpu.example.com/model"
 H100 = FlavorView("h100", {MODEL: "H100"})
 A100 = FlavorView("a100", {MODEL: "A100"})
+ONLY_ADMIT = {"actions": "enqueue, allocate, backfill"}
 CAPACITY = {"tiers": [{"plugins": [{"name": "priority"}, {"name": "gang"}, {"name": "capacity"}]}]}
 
 
@@ -366,3 +367,18 @@ def test_backfill_gives_a_job_that_requests_nothing_a_flavor_too() -> None:
     result = cycle([team(dequeue="fifo")], [head, nothing])
     assert admitted(result) == {"ns/j": (("main", "a100"),)}
     assert admit_reason(result, "ns/j") == "backfill: requests nothing, in flavor a100"
+
+
+def test_a_resizable_job_admitted_smaller_is_given_a_flavor_too() -> None:
+    # h100's two nodes are full and a100's one node has 8 GPUs: a job of 12 single-GPU pods
+    # (minimum 4) is admitted at 8, in a100.
+    full = [holding(gpus(f"full{i}", 1, 8, created=i), "h100") for i in range(2)]
+    base = gpus("j", 12, 1, created=5)
+    (pod_set,) = base.pod_sets
+    resizable = replace(base, pod_sets=(replace(pod_set, min_count=4),))
+    result = cycle([team()], [*full, resizable], **ONLY_ADMIT)
+    decision = next(d for d in result.decisions if d.job == "ns/j")
+    assert decision.flavors == (("main", "a100"),)
+    assert decision.sizes == (("main", 12, 8),)
+    assert decision.reason.startswith("enqueue: admitted 8 of 12 workers (min 4): ")
+    assert decision.reason.endswith(", in flavor a100")
