@@ -192,10 +192,24 @@ def _classify(
     breach, over_deserved = _levels(session, job.queue, flavor.name, need)
     if breach is None:
         placement = session.placement
-        if placement.place(shaped, pods.pod_count, freed) is not None:
+        if _places(session, job, index, shaped, freed):
             return (BORROWS if over_deserved else FITS), ""
         breach = placement.explain(shaped, pods.pod_count) if explain else UNEXPLAINED
     return (NO if over_deserved else RECLAIMS), breach
+
+
+def _places(
+    session: Session, job: JobInfo, index: int, shaped: PodSpecView, freed: Footprint | None
+) -> bool:
+    """Whether pod set ``index``'s pods, as they will be in a flavor (``shaped``), place on the
+    free room: inside one domain of the level a job of one pod set requires of a Topology,
+    since its pods carry the flavor's labels and a domain outside the flavor holds none of
+    its nodes; on any nodes otherwise (the whole job is placed once all pod sets have one)."""
+    view, pods = job.view, job.view.pod_sets[index]
+    if view.topology is not None and view.topology.required and len(view.pod_sets) == 1:
+        alone = replace(view, pod_sets=(replace(pods, pod=shaped),))
+        return session.domains.place(alone, freed) is not None
+    return session.placement.place(shaped, pods.pod_count, freed) is not None
 
 
 def _levels(
