@@ -13,6 +13,8 @@ PLURAL: Final = "queues"
 SHORT_NAME: Final = "sq"
 TOPOLOGY_KIND: Final = "Topology"
 TOPOLOGY_PLURAL: Final = "topologies"
+FLAVOR_KIND: Final = "Flavor"
+FLAVOR_PLURAL: Final = "flavors"
 
 ROOT_QUEUE: Final = "root"
 DEFAULT_QUEUE: Final = "default"
@@ -60,6 +62,10 @@ REQUEUE_REASON_ANNOTATION: Final = f"{PREFIX}/requeue-reason"
 TOPOLOGY_ASSIGNMENT_ANNOTATION: Final = f"{PREFIX}/topology-assignment"
 """The domain an admitted workload was placed in (``<level>=<domain>``), which sluice added
 to its pod templates' nodeSelector; taken off again when it is suspended."""
+FLAVOR_ASSIGNMENT_ANNOTATION: Final = f"{PREFIX}/flavor-assignment"
+"""The flavor each pod set of an admitted workload was given, and exactly what sluice added
+to its pod template for it (nodeSelector labels, tolerations); taken off again when it is
+suspended (docs/flavors.md)."""
 ADMITTED_SIZE_ANNOTATION: Final = f"{PREFIX}/admitted-size"
 """Per pod set admitted smaller than it asked: the pods asked and admitted, and each field
 sluice lowered with the value it had, put back when it is suspended (docs/elastic.md,
@@ -85,5 +91,9 @@ resource."""
 CONDITION_NESTED: Final = "Nested"
 """True while a Topology's levels nest on the nodes; False admits nothing that requires one
 of its levels (docs/scheduler.md, *Topology*)."""
+
+# Condition types on Flavor status
+CONDITION_MATCHED: Final = "Matched"
+"""True while some Ready, schedulable node carries every one of a Flavor's labels."""
 
 DEFAULT_MAX_QUEUE_DEPTH: Final = 5

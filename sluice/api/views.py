@@ -29,6 +29,7 @@ from sluice.api.constants import (
 )
 from sluice.api.constraints import PodSpecView, Taint, taints_of
 from sluice.api.errors import InvalidObject
+from sluice.api.flavor_assignment import FlavorAssignment, flavor_assignments_of
 from sluice.api.memo import Memo
 from sluice.api.quantity import QuantityError
 from sluice.api.resources import EMPTY, Resources
@@ -224,6 +225,9 @@ class WorkloadView:
     a level (docs/scheduler.md, *Topology*); None: its pod sets are placed as each asks."""
     assignment: tuple[Assignment, ...] = ()
     """The domains it was admitted into (sluice.dev/topology-assignment), while admitted."""
+    flavors: tuple[FlavorAssignment, ...] = ()
+    """The flavors its pod sets were admitted into and what that added to their templates
+    (sluice.dev/flavor-assignment), while admitted."""
     sized: tuple[SizeRecord, ...] = ()
     """Its pod sets admitted smaller (sluice.dev/admitted-size; docs/elastic.md, *Admitted
     smaller*): what the operator puts back once it waits again."""
@@ -553,6 +557,7 @@ def workload_view(
         pods_by=pods_by,
         topology=topology,
         assignment=assignments_of(annotations),
+        flavors=flavor_assignments_of(annotations),
         sized=sized,
         claimed=claimed,
         devices_unknown=devices_unknown,

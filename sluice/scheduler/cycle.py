@@ -19,6 +19,7 @@ from sluice.scheduler.actions.preempt import preempt
 from sluice.scheduler.actions.reclaim import reclaim
 from sluice.scheduler.actions.requeue import requeue
 from sluice.scheduler.fit import over_capability
+from sluice.scheduler.flavor_apply import admitted_into, suspended_from
 from sluice.scheduler.growth import grown_workload, growth_key, rejoined, with_growth
 from sluice.scheduler.kept import Kept, SpecMemo
 from sluice.scheduler.model import CycleResult, PendingJob, QueueResult, Snapshot
@@ -231,9 +232,11 @@ def _usage(session: Session, name: str) -> QueueUsage | None:
 
 def apply_decisions(snapshot: Snapshot, result: CycleResult, now: datetime) -> Snapshot:
     """The snapshot as it would be once the operator wrote the cycle's decisions (and the Job
-    controller deleted the pods of the jobs it suspended). A growth entry the snapshot holds
-    (sluice/scheduler/growth.py) joins its workload once admitted, raising its record, and
-    goes back into it when the workload is suspended, which then asks its whole size."""
+    controller deleted the pods of the jobs it suspended): a workload admitted into flavors
+    carries them and their record, a suspended one is given back its pods as they were. A
+    growth entry the snapshot holds (sluice/scheduler/growth.py) joins its workload once
+    admitted, raising its record, and goes back into it when the workload is suspended, which
+    then asks its whole size."""
     admitted = {d.job: d for d in result.decisions if d.action == "admit"}
     suspended = {d.job: d for d in result.decisions if d.action != "admit"}
     gone: set[str] = set()
@@ -253,12 +256,16 @@ def apply_decisions(snapshot: Snapshot, result: CycleResult, now: datetime) -> S
         if job.key in admitted:
             job = admitted_smaller(job, admitted[job.key].sizes)
             jobs.append(replace(job, phase=JobPhase.INQUEUE, admitted_at=now))
+            if admitted[job.key].flavors:
+                jobs[-1] = admitted_into(jobs[-1], admitted[job.key].flavors, snapshot.flavors)
         elif decision is not None:
             if job.pods_by:
                 named.update((job.namespace, label, value) for label, value in job.pods_by)
             else:
                 gone.add(job.uid)
-            jobs.append(replace(restored(job), phase=JobPhase.PENDING, admitted_at=None))
+            jobs.append(
+                replace(restored(suspended_from(job)), phase=JobPhase.PENDING, admitted_at=None)
+            )
             if decision.action == "requeue":
                 jobs[-1] = replace(
                     jobs[-1],

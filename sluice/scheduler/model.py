@@ -14,6 +14,7 @@ from typing import Literal
 
 from sluice.api.config import DEFAULT_CONFIG, SchedulerConfig
 from sluice.api.constants import DEFAULT_MAX_QUEUE_DEPTH
+from sluice.api.flavor import FlavorView
 from sluice.api.queue import Queue, QueueState, QueueUsage
 from sluice.api.resources import EMPTY, Resources
 from sluice.api.topology import TopologyView
@@ -70,6 +71,9 @@ class Snapshot:
     devices: DeviceNotes = NO_NOTES
     """Which resources are devices asked through claims, and of which DeviceClasses: the
     nodes' and pods' devices are already counted in their views (``device_nodes``)."""
+    flavors: Sequence[FlavorView] = ()
+    """The cluster's Flavors: the named sets of nodes queues hold quota in (docs/scheduler.md,
+    *Flavors*)."""
 
 
 DecisionAction = Literal["admit", "reclaim", "preempt", "requeue"]
@@ -91,6 +95,9 @@ class Decision:
     requeues: int = 0
     domain: str = ""
     """An admission into one domain of a Topology: ``<level>=<value>`` (its pods' nodeSelector)."""
+    flavors: tuple[tuple[str, str], ...] = ()
+    """An admission into flavors: (pod set, flavor) for each pod set, in the workload's order;
+    () when its queue has no flavors."""
     sizes: tuple[tuple[str, int, int], ...] = ()
     """An admission at a smaller size: per pod set admitted smaller, (its name, pods asked,
     pods admitted) (docs/elastic.md, *Admitted smaller*); empty when admitted whole."""

@@ -4,7 +4,8 @@ admitted at the largest size at or above its minimums that does (docs/elastic.md
 
 What fits is exactly what admission tests of a whole workload (``fit``: the capability its
 queues are over, their limits, the cluster's free room, the placement of its pods with their
-Topology domain), asked of the workload as admitted at a size (``partial.view_at``). The
+Topology domain, and in a queue with flavors the flavor each pod set is given), asked of
+the workload as admitted at a size (``partial.view_at``). The
 search (``partial.shrink_to_fit``) asks about a dozen sizes for a thousand pods; each size
 is tested once. The admission books the smaller request, so the rest of the cycle (shares,
 reclaim, the queues' status) sees what was admitted, and its decision carries the sizes for
@@ -23,6 +24,7 @@ from sluice.scheduler.fit import (
     over_capability_failure,
     place_where,
 )
+from sluice.scheduler.flavor_choice import Chosen, choose_flavors
 from sluice.scheduler.partial import Sizes, ranges_of, shrink_to_fit, sizes_at, view_at
 from sluice.scheduler.records import JobInfo
 from sluice.scheduler.session import Session
@@ -37,6 +39,8 @@ class Trial:
     job: JobInfo
     placed: Placed | None
     stopped: str = ""
+    chosen: Chosen | None = None
+    """The flavor of each pod set at that size, in a queue with flavors."""
 
 
 def at_size(job: JobInfo, view: WorkloadView) -> JobInfo:
@@ -53,8 +57,15 @@ def trial(session: Session, job: JobInfo) -> Trial:
         return Trial(job, None, f"no room for more in queue {breach.queue}'s {breach.label}")
     if cluster_failure(session, job) is not None:
         return Trial(job, None, "no room for more in the cluster")
-    placed = place_where(session, job)
-    return Trial(job, placed, "" if placed is not None else "no room for more on the nodes")
+    chosen = None
+    if session.queues[job.queue].flavor_list:
+        picked = choose_flavors(session, job, explain=False)
+        if isinstance(picked, str) or picked.waits:
+            return Trial(job, None, "no flavor has room for more")
+        chosen = picked
+    placed = place_where(session, job if chosen is None else chosen.job(job))
+    stopped = "" if placed is not None else "no room for more on the nodes"
+    return Trial(job, placed, stopped, chosen)
 
 
 def search(session: Session, job: JobInfo) -> tuple[Sizes, Trial, Trial] | None:
@@ -108,9 +119,11 @@ def admit_smaller(session: Session, outcome: Outcome, job: JobInfo, action: str)
     footprint, domain = fitting.placed
     asked = job.view.pod_sets
     reason = f"{action}: admitted {sizes_text(job, sizes)}: {stop.stopped}"
+    if fitting.chosen is not None:
+        reason += f", in {fitting.chosen.text}"
     if domain is not None:
         reason += f", in {domain.text}"
     job.view, job.request = fitting.job.view, fitting.job.request
     recorded = tuple((s.name, s.count, n) for s, n in zip(asked, sizes, strict=True) if n < s.count)
-    outcome.admit(session, job, reason, footprint, domain, sizes=recorded)
+    outcome.admit(session, job, reason, footprint, domain, fitting.chosen, sizes=recorded)
     return True
