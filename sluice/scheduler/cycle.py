@@ -20,7 +20,13 @@ from sluice.scheduler.actions.reclaim import reclaim
 from sluice.scheduler.actions.requeue import requeue
 from sluice.scheduler.fit import over_capability
 from sluice.scheduler.flavor_apply import admitted_into, suspended_from
-from sluice.scheduler.growth import grown_workload, growth_key, rejoined, with_growth
+from sluice.scheduler.growth import (
+    grown_workload,
+    growth_key,
+    rejoined,
+    split_all,
+    with_growth,
+)
 from sluice.scheduler.kept import Kept, SpecMemo
 from sluice.scheduler.model import CycleResult, PendingJob, QueueResult, Snapshot
 from sluice.scheduler.order import leaf_order
@@ -234,16 +240,18 @@ def apply_decisions(snapshot: Snapshot, result: CycleResult, now: datetime) -> S
     """The snapshot as it would be once the operator wrote the cycle's decisions (and the Job
     controller deleted the pods of the jobs it suspended): a workload admitted into flavors
     carries them and their record, a suspended one is given back its pods as they were. A
-    growth entry the snapshot holds (sluice/scheduler/growth.py) joins its workload once
-    admitted, raising its record, and goes back into it when the workload is suspended, which
-    then asks its whole size."""
+    growth entry (sluice/scheduler/growth.py, split as the cycle splits it) joins its workload
+    once admitted, raising its record, and goes back into it when the workload is suspended,
+    which then asks its whole size; one left waiting stays in the snapshot beside its held
+    workload."""
     admitted = {d.job: d for d in result.decisions if d.action == "admit"}
     suspended = {d.job: d for d in result.decisions if d.action != "admit"}
     gone: set[str] = set()
     named: set[tuple[str, str, str]] = set()  # (namespace, label, name) of the others' pods
     jobs: list[WorkloadView] = []
-    entries = {j.key: j for j in snapshot.workloads if grown_workload(j.key) is not None}
-    for job in snapshot.workloads:
+    workloads, _ = split_all(snapshot.workloads, snapshot.pods, snapshot.now)
+    entries = {j.key: j for j in workloads if grown_workload(j.key) is not None}
+    for job in workloads:
         entry = entries.get(growth_key(job.key))
         if job.key in entries and (job.key in admitted or grown_workload(job.key) in suspended):
             continue  # a growth entry admitted into its workload, or gone with its suspension

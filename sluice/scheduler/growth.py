@@ -10,12 +10,13 @@ and is admitted by every rule a new workload meets. ``grown_records`` is the rec
 growth entry is admitted: the admitted sizes raised by the growth; ``with_growth`` the
 workload once that record is written, which the next split holds at its grown size;
 ``rejoined`` the workload as its object asks, its entry's pods put back; ``growth_seen_at``
-the place of its entry.
+the place of its entry; ``split_all`` every workload of a cycle split, what the session
+places; ``growth_sizes`` the sizes an admitted entry's decision carries.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime
 
@@ -135,3 +136,47 @@ def growth_seen_at(pods: Sequence[PodView], now: datetime) -> datetime:
     is made yet (its size field raised before its controller made the pods)."""
     gated = [p.creation_timestamp for p in pods if p.gated and not p.finished and not p.terminating]
     return min(gated, default=now)
+
+
+def split_all(
+    workloads: Iterable[WorkloadView], pods: Sequence[PodView] | None, now: datetime
+) -> tuple[list[WorkloadView], dict[str, WorkloadView]]:
+    """The workloads of a cycle as its session places them: each admitted workload with a
+    record held at its admitted size, its growth entry after it, placed at ``growth_seen_at``
+    over its pods (``now`` when the pods are not known); and, by each entry's key, the
+    workload it grows. An entry already among ``workloads`` (a cycle played on from
+    ``apply_decisions``) is kept as it is, its workload being held already."""
+    out: list[WorkloadView] = []
+    gated: list[PodView] | None = None
+    for view in workloads:
+        held, entry = split_growth(view, now)
+        out.append(held)
+        if entry is not None:
+            if gated is None:
+                gated = [p for p in pods or () if p.gated]
+            seen_at = growth_seen_at([p for p in gated if _pod_of(p, view)], now)
+            out.append(replace(entry, creation_timestamp=seen_at))
+    keys = {v.key: v for v in out}
+    grows: dict[str, WorkloadView] = {}
+    for view in out:
+        workload = grown_workload(view.key)
+        if workload is not None and workload in keys:
+            grows[view.key] = keys[workload]
+    return out, grows
+
+
+def _pod_of(pod: PodView, view: WorkloadView) -> bool:
+    """Whether ``pod`` is of the workload ``view``: controlled by it, or named by its label."""
+    if pod.namespace != view.namespace:
+        return False
+    if pod.job_uid and pod.job_uid == view.uid:
+        return True
+    return any(named in view.pods_by for named in pod.named_by)
+
+
+def growth_sizes(held: WorkloadView, entry: WorkloadView) -> tuple[tuple[str, int, int], ...]:
+    """What the admission of ``entry`` carries for the operator to record: per pod set of
+    the workload ``held``'s record, (its name, pods asked, pods admitted) once the growth is
+    admitted (``grown_records``)."""
+    more = [(s.name, s.count) for s in entry.pod_sets]
+    return tuple((r.pod_set, r.asked, r.admitted) for r in grown_records(held.sized, more))

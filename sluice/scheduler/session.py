@@ -25,6 +25,7 @@ from sluice.queues.tree import QueueTree
 from sluice.scheduler import usage as usage_rule
 from sluice.scheduler.flavor_counts import count_flavors, has_flavors
 from sluice.scheduler.flavor_quota import FlavorAmounts, add_in
+from sluice.scheduler.growth import growth_key, split_all
 from sluice.scheduler.holding import holding, owner_of, take_room
 from sluice.scheduler.kept import Kept, PodsTaken, SpecMemo, name_and_spec, same_list
 from sluice.scheduler.model import Snapshot
@@ -102,7 +103,11 @@ class Session:
         (None: its pods could not be placed)."""
         self._build_queues()
         self.admitted_at_start: list[JobInfo] = []
-        self._place_jobs(snapshot.workloads)
+        workloads, self.grows = split_all(snapshot.workloads, snapshot.pods, snapshot.now)
+        """Each growth entry's key -> the workload it grows, held (sluice/scheduler/growth.py)."""
+        self.growth: dict[str, JobInfo] = {}
+        """Each growth entry placed, by its key."""
+        self._place_jobs(workloads)
         self._account_pods(snapshot.pods or ())
         self._allocate()
         self.usage = Usage()
@@ -239,6 +244,8 @@ class Session:
             if admitted:
                 job.held = job.request
                 self.admitted_at_start.append(job)
+            elif job.key in self.grows:
+                self.growth[job.key] = job
             if info is None:
                 if not job.finished:
                     self.orphans.append(job)
@@ -662,6 +669,19 @@ class Session:
                 add_in(self.queues[name].flavor_allocated, job.held_in, -1)
             job.flavors, job.held_in = (), NOWHERE
         self.queues[job.queue].admitted_jobs.remove(job)
+        self._drop_growth(job)
+
+    def _drop_growth(self, job: JobInfo) -> None:
+        """A workload suspended takes its growth back (it waits for its whole size): its
+        entry, still waiting, is admitted no more this cycle and no longer waits apart."""
+        entry = self.growth.get(growth_key(job.key))
+        if entry is None or entry.admitted:
+            return
+        entry.evicted = True
+        info = self.queues.get(entry.queue)
+        if info is not None:
+            info.pending_jobs = [j for j in info.pending_jobs if j is not entry]
+            info.refused_jobs = [j for j in info.refused_jobs if j is not entry]
 
 
 def _same(a: tuple[object, ...], b: tuple[object, ...]) -> bool:

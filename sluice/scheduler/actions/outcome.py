@@ -7,6 +7,7 @@ from typing import Literal
 
 from sluice.scheduler.fit import cluster_failure, unplaced
 from sluice.scheduler.flavor_choice import Chosen, flavor_reason
+from sluice.scheduler.growth import growth_sizes
 from sluice.scheduler.model import Decision
 from sluice.scheduler.placement import Footprint
 from sluice.scheduler.readiness import backoff_reason
@@ -77,7 +78,11 @@ class Outcome:
         chosen: Chosen | None = None,
         sizes: tuple[tuple[str, int, int], ...] = (),
     ) -> None:
-        """``chosen``: the flavors its pod sets go in, for a queue with flavors."""
+        """``chosen``: the flavors its pod sets go in, for a queue with flavors. A growth
+        entry's admission carries its workload's record raised by it (``growth_sizes``)."""
+        grows = session.grows.get(job.key)
+        if grows is not None:
+            sizes = growth_sizes(grows, job.view)
         if chosen is None:
             session.admit(job, footprint)
         else:

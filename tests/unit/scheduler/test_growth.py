@@ -12,6 +12,7 @@ from builders import NOW, T0, gang, job, node, pod, queue, snapshot
 from sluice.api.admitted_size import SizeRecord
 from sluice.api.views import JobPhase, WorkloadView
 from sluice.scheduler.cycle import apply_decisions, run_cycle
+from sluice.scheduler.decision_pass import DecisionPass
 from sluice.scheduler.growth import (
     grown_records,
     grown_workload,
@@ -207,3 +208,71 @@ def test_the_gated_pods_of_its_growth_hold_nothing_for_the_workload() -> None:
 
     assert allocated(admitted("train", 10)) == 6000
     assert allocated(admitted("train", 6, record=None)) == 10000  # any other workload's count
+
+
+# The cycle splits each workload itself: a snapshot holds workloads as their objects are.
+
+
+def test_the_cycle_splits_a_raised_workload_and_its_growth_waits_in_its_queue() -> None:
+    queues = [queue("team", capability={"cpu": 8})]
+    result = run_cycle(snapshot(queues, [admitted("train", 10)], [node(cpu=64)]))
+    assert admitted_keys(result) == set()
+    (waiting,) = result.pending
+    assert (waiting.job, waiting.position) == ("ns/train (growth)", 1)
+    assert "capability" in waiting.reason
+    assert result.queues["team"].allocated.get_amount("cpu") == 6000
+    assert (result.queues["team"].pending, result.queues["team"].running) == (1, 1)
+
+
+def test_the_admission_of_a_growth_carries_the_raised_record() -> None:
+    queues = [queue("team", capability={"cpu": 10})]
+    result = run_cycle(snapshot(queues, [admitted("train", 10)], [node(cpu=64)]))
+    (decision,) = result.decisions
+    assert (decision.action, decision.job) == ("admit", "ns/train (growth)")
+    assert decision.sizes == (("main", 10, 10),)
+    assert result.queues["team"].allocated.get_amount("cpu") == 10000
+
+
+def test_the_growth_is_placed_at_its_oldest_gated_pod() -> None:
+    # Room for 2 cpus more; the growth's pods were made 30s after T0: a job created before
+    # goes first, one created after goes after it.
+    queues = [queue("team", capability={"cpu": 8})]
+    train = admitted("train", 8)
+    pods = [pod(f"train-{i}", "n1", owner=train) for i in range(6)]
+    made = [pod(f"train-{i}", None, owner=train, created=30 + i) for i in range(6, 8)]
+    pods += [replace(p, gated=True) for p in made]
+    for created, first in ((10, "ns/other"), (50, "ns/train (growth)")):
+        other = job("other", "team", cpu=2, created=created)
+        snap = snapshot(queues, [train, other], [node(cpu=64)], pods=pods, config=ONLY_ADMIT)
+        assert admitted_keys(run_cycle(snap)) == {first}
+
+
+def test_the_decision_pass_admits_a_growth_as_the_full_cycle_does() -> None:
+    queues = [queue("team", capability={"cpu": 12})]
+    serve = admitted("serve", 2, record=None)
+    snap = snapshot(queues, [admitted("train", 10), serve], [node(cpu=64)])
+    full = run_cycle(snap).decisions
+    fast = DecisionPass(first=2).decide(snap).decisions
+    assert [(d.job, d.sizes) for d in fast] == [(d.job, d.sizes) for d in full]
+    assert [d.job for d in fast] == ["ns/train (growth)"]
+
+
+def test_a_simulated_run_follows_the_growth_from_the_object_as_it_asks() -> None:
+    queues = [queue("team", capability={"cpu": 10})]
+    before = snapshot(queues, [admitted("train", 10)], [node(cpu=64)])
+    (train,) = apply_decisions(before, run_cycle(before), before.now).workloads
+    assert train.key == "ns/train" and train.phase is JobPhase.RUNNING
+    assert train.request.get_amount("cpu") == 10000
+    assert train.sized == (SizeRecord("main", 10, 10, (("spec.parallelism", 8),)),)
+
+
+def test_a_workload_requeued_takes_its_growth_back_in_the_same_cycle() -> None:
+    # Admitted long ago, one of its 6 pods never scheduled: requeued; its growth, which has
+    # room, is not admitted after it, and waits no more apart from it.
+    train = admitted("train", 8)
+    pods = [pod(f"train-{i}", "n1", owner=train) for i in range(5)]
+    pods.append(pod("train-5", None, owner=train, unschedulable="no room"))
+    snap = snapshot([queue("team")], [train], [node(cpu=64)], pods=pods)
+    result = run_cycle(snap)
+    assert [(d.action, d.job) for d in result.decisions] == [("requeue", "ns/train")]
+    assert [p.job for p in result.pending] == ["ns/train"]

@@ -211,6 +211,6 @@ def test_the_gated_pods_of_a_workload_with_a_size_record_are_its_growth_not_late
     gated = [running, replace(late, gated=True)]
     sized = replace(train, sized=(SizeRecord("main", 2, 1),))
     result = run_cycle(snapshot([queue("q")], [sized], [node(cpu=4)], pods=gated))
-    assert decisions(result) == []
+    assert decisions(result) == [("admit", "train (growth)")]  # its growth, nothing requeued
     result = run_cycle(snapshot([queue("q")], [train], [node(cpu=4)], pods=gated))
     assert decisions(result) == [("requeue", "train")]  # any other workload's are late
