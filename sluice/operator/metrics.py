@@ -255,7 +255,7 @@ def decision_written(decision: Decision, created: datetime | None) -> None:
     if decision.action != "admit":
         EVICTIONS.labels(decision.queue, decision.action).inc()
         return
-    if decision.sizes:
+    if decision.smaller:
         PARTIAL_ADMISSIONS.labels(decision.queue).inc()
     if created is not None:
         waited = (datetime.now(UTC) - created).total_seconds()

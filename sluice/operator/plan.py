@@ -55,7 +55,12 @@ from sluice.api.workloads.pod_flavors import (
     straggler_flavors,
 )
 from sluice.api.workloads.pods import PodMember, PodWorkload
-from sluice.api.workloads.size_patches import size_release_patch, with_size_restore
+from sluice.api.workloads.size_patches import (
+    size_growth_patch,
+    size_release_patch,
+    with_size_restore,
+)
+from sluice.scheduler.growth import grown_workload
 from sluice.scheduler.model import CycleResult, Decision, PendingJob
 from sluice.scheduler.readiness import backoff_reason
 
@@ -179,6 +184,15 @@ def _admission(decision: Decision, now: datetime, decided: Basis | None, adapter
     return Write("admit", decision.job, patch, decided, event)
 
 
+def _growth(d: Decision, key: str, obj: Obj | None, decided: Basis | None) -> Write:
+    """An admitted growth entry, written on its workload ``key``: its record raised
+    (api.workloads.size_patches), resting on the spec the cycle saw, as its size may have
+    changed since."""
+    patch = size_growth_patch(d.sizes, obj) if obj is not None else {}
+    event = EventSpec("Admitted", f"growth admitted by queue {d.queue}: {d.reason}")
+    return Write("admit", key, patch, decided, event)
+
+
 def _reason(
     pending: PendingJob, job: WorkloadView | None, clock: float, written: Mapping[str, float]
 ) -> Write | None:
@@ -275,7 +289,10 @@ def _decision(
     it. Raises NotEnforceable when its flavors cannot be written."""
     workload = pods.get(d.job)
     seen = views.get(d.job)
-    if workload is not None:
+    grows = grown_workload(d.job) if d.action == "admit" else None
+    if grows is not None:
+        write = _growth(d, grows, workloads.get(grows), decided_on.get(grows))
+    elif workload is not None:
         write = _pod_decision(d, workload, now, flavors)
         seen = workload.view
     elif d.action == "admit":

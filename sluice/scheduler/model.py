@@ -99,8 +99,15 @@ class Decision:
     """An admission into flavors: (pod set, flavor) for each pod set, in the workload's order;
     () when its queue has no flavors."""
     sizes: tuple[tuple[str, int, int], ...] = ()
-    """An admission at a smaller size: per pod set admitted smaller, (its name, pods asked,
-    pods admitted) (docs/elastic.md, *Admitted smaller*); empty when admitted whole."""
+    """The admission of a resizable workload: per pod set that may shrink, (its name, pods
+    asked, pods admitted) (docs/elastic.md, *Admitted smaller*), equal where admitted whole;
+    of a growth entry, per pod set of its workload's record, the record raised by it; empty
+    for any other workload."""
+
+    @property
+    def smaller(self) -> bool:
+        """Whether it admits a pod set at fewer pods than asked."""
+        return any(admitted < asked for _, asked, admitted in self.sizes)
 
 
 @dataclass(frozen=True, slots=True)

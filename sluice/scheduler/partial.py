@@ -77,6 +77,13 @@ def admitted_smaller(view: WorkloadView, sizes: Sequence[tuple[str, int, int]]) 
     return replace(smaller, sized=tuple(SizeRecord(n, asked, a) for n, asked, a in sizes))
 
 
+def whole_sizes(view: WorkloadView) -> tuple[tuple[str, int, int], ...]:
+    """What the admission of a resizable workload at its whole size carries: per pod set
+    that may shrink, (its name, pods asked, pods admitted), equal. The record written from it
+    is what its growth is counted from (docs/elastic.md, *Grown through the queue*)."""
+    return tuple((s.name, s.count, s.count) for s in view.pod_sets if s.resizable)
+
+
 def restored(view: WorkloadView) -> WorkloadView:
     """A suspended workload once the operator gave it the sizes it asked back."""
     if not view.sized:

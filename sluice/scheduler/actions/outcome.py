@@ -9,6 +9,7 @@ from sluice.scheduler.fit import cluster_failure, unplaced
 from sluice.scheduler.flavor_choice import Chosen, flavor_reason
 from sluice.scheduler.growth import growth_sizes
 from sluice.scheduler.model import Decision
+from sluice.scheduler.partial import whole_sizes
 from sluice.scheduler.placement import Footprint
 from sluice.scheduler.readiness import backoff_reason
 from sluice.scheduler.records import JobInfo
@@ -79,10 +80,13 @@ class Outcome:
         sizes: tuple[tuple[str, int, int], ...] = (),
     ) -> None:
         """``chosen``: the flavors its pod sets go in, for a queue with flavors. A growth
-        entry's admission carries its workload's record raised by it (``growth_sizes``)."""
+        entry's admission carries its workload's record raised by it (``growth_sizes``); a
+        resizable workload admitted whole carries its whole sizes (``whole_sizes``)."""
         grows = session.grows.get(job.key)
         if grows is not None:
             sizes = growth_sizes(grows, job.view)
+        elif not sizes:
+            sizes = whole_sizes(job.view)
         if chosen is None:
             session.admit(job, footprint)
         else:

@@ -97,6 +97,8 @@ def test_a_decision_written_is_counted_once_by_what_it_did() -> None:
 def test_an_admission_at_a_smaller_size_is_counted_by_its_queue() -> None:
     before = sample("sluice_partial_admissions_total", queue="mq-p") or 0
     metrics.decision_written(Decision("admit", "ns/whole", "mq-p"), None)
+    recorded = Decision("admit", "ns/resizable", "mq-p", sizes=(("main", 8, 8),))
+    metrics.decision_written(recorded, None)  # a resizable workload admitted whole
     assert (sample("sluice_partial_admissions_total", queue="mq-p") or 0) == before
     smaller = Decision("admit", "ns/small", "mq-p", sizes=(("main", 8, 6),))
     metrics.decision_written(smaller, None)

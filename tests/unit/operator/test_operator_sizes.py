@@ -106,3 +106,38 @@ def test_while_it_runs_nothing_is_put_back() -> None:
     stored = job(False, 6, **{RECORD: LOWERED})
     writes = plan(cycle(pending=(waiting,)), *as_stored(stored), {}, NOW, 0.0, {}).reasons
     assert all("spec" not in w.patch for w in writes)
+
+
+def test_a_resizable_job_released_whole_is_recorded_whole() -> None:
+    # The decision of a resizable workload admitted whole carries its sizes, equal.
+    decision = admit((("main", 8, 8),))
+    (write,) = plan(cycle(decision), *as_stored(job(True, 8)), {}, NOW, 0.0, {}).admissions
+    assert write.patch["spec"] == {"suspend": False}
+    assert json.loads(write.patch["metadata"]["annotations"][RECORD]) == {
+        "main": {"admitted": 8, "asked": 8, "fields": {}}
+    }
+
+
+def test_an_admitted_growth_raises_the_record_of_its_workload() -> None:
+    # Running at 6 of 8, raised to 10 by its owner: its growth of 4 is admitted.
+    grown = Decision(
+        "admit", "ns/train (growth)", "team", "allocate: fits", sizes=(("main", 10, 10),)
+    )
+    stored = as_stored(job(False, 10, **{RECORD: LOWERED}))
+    (write,) = plan(cycle(grown), *stored, {"ns/train": (4, "team")}, NOW, 0.0, {}).admissions
+    assert write.workload == "ns/train"
+    assert write.basis == (4, "team")  # void once its size changed again
+    assert write.decision == grown
+    assert write.patch == {
+        "metadata": {
+            "annotations": {
+                RECORD: '{"main":{"admitted":10,"asked":10,"fields":{"spec.parallelism":8}}}'
+            }
+        }
+    }
+
+
+def test_a_waiting_growth_writes_no_reason_on_an_object_of_its_name() -> None:
+    waiting = PendingJob("ns/train (growth)", "team", 1, "queue team has no room")
+    stored = as_stored(job(False, 10, **{RECORD: LOWERED}))
+    assert plan(cycle(pending=(waiting,)), *stored, {}, NOW, 0.0, {}).reasons == ()
