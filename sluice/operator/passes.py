@@ -34,7 +34,7 @@ from sluice.operator import metrics
 from sluice.operator.executor import BACKGROUND_WRITERS, Executor
 from sluice.operator.leader import LeaseElector
 from sluice.operator.memory import paused
-from sluice.operator.plan import Plan, plan
+from sluice.operator.plan import Plan, plan, written_on
 from sluice.operator.state import ClusterSnapshot, ClusterState
 from sluice.scheduler.cycle import run_cycle
 from sluice.scheduler.decision_pass import DecisionPass, DecisionResult
@@ -174,7 +174,7 @@ class Passes:
     ) -> Plan:
         """``seen``: the snapshot's jobs by key, when the pass has them so (the decision pass)."""
         # Each decision rests on the spec generation and queue the pass saw.
-        jobs = {d.job for d in result.decisions}
+        jobs = {written_on(d) for d in result.decisions}
         if seen is None:
             seen = {job.key: job for job in snapshot.workloads if job.key in jobs}
         decided_on = {

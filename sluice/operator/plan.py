@@ -75,6 +75,12 @@ POSITION_REFRESH = 30.0
 """Seconds between two writes of a pending job's reason that differ only in its position."""
 
 
+def written_on(decision: Decision) -> str:
+    """The workload a decision is written on, whose spec it rests on: its own, or for an
+    admitted growth entry (sluice/scheduler/growth.py) the workload it grows."""
+    return grown_workload(decision.job) or decision.job
+
+
 def basis(obj: Obj) -> Basis:
     meta = obj.get("metadata") or {}
     queue = (meta.get("labels") or {}).get(QUEUE_LABEL) or ""
@@ -289,8 +295,8 @@ def _decision(
     it. Raises NotEnforceable when its flavors cannot be written."""
     workload = pods.get(d.job)
     seen = views.get(d.job)
-    grows = grown_workload(d.job) if d.action == "admit" else None
-    if grows is not None:
+    grows = written_on(d)
+    if grows != d.job:
         write = _growth(d, grows, workloads.get(grows), decided_on.get(grows))
     elif workload is not None:
         write = _pod_decision(d, workload, now, flavors)

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sluice.api.views import WorkloadView
-from sluice.operator.plan import plan
+from sluice.operator.plan import plan, written_on
 from sluice.operator.state import ClusterState
 from sluice.scheduler.model import CycleResult, Decision, PendingJob
 
@@ -141,3 +141,9 @@ def test_a_waiting_growth_writes_no_reason_on_an_object_of_its_name() -> None:
     waiting = PendingJob("ns/train (growth)", "team", 1, "queue team has no room")
     stored = as_stored(job(False, 10, **{RECORD: LOWERED}))
     assert plan(cycle(pending=(waiting,)), *stored, {}, NOW, 0.0, {}).reasons == ()
+
+
+def test_a_growth_rests_on_the_spec_of_the_workload_it_grows() -> None:
+    # The passes take each decision's basis from the workload it is written on.
+    assert written_on(Decision("admit", "ns/train (growth)", "team")) == "ns/train"
+    assert written_on(Decision("admit", "ns/train", "team")) == "ns/train"
