@@ -147,8 +147,15 @@ def split_all(
     workload it grows. An entry already among ``workloads`` (a cycle played on from
     ``apply_decisions``) is kept as it is, its workload being held already."""
     out: list[WorkloadView] = []
+    grows: dict[str, WorkloadView] = {}
+    given: list[WorkloadView] = []  # entries already split
     gated: list[PodView] | None = None
     for view in workloads:
+        if not view.sized:  # most workloads: nothing to split (an entry has no record)
+            out.append(view)
+            if view.name.endswith(GROWTH_SUFFIX):
+                given.append(view)
+            continue
         held, entry = split_growth(view, now)
         out.append(held)
         if entry is not None:
@@ -156,12 +163,13 @@ def split_all(
                 gated = [p for p in pods or () if p.gated]
             seen_at = growth_seen_at([p for p in gated if _pod_of(p, view)], now)
             out.append(replace(entry, creation_timestamp=seen_at))
-    keys = {v.key: v for v in out}
-    grows: dict[str, WorkloadView] = {}
-    for view in out:
-        workload = grown_workload(view.key)
-        if workload is not None and workload in keys:
-            grows[view.key] = keys[workload]
+            grows[entry.key] = held
+    if given:
+        keys = {v.key: v for v in out}
+        for entry in given:
+            workload = keys.get(key) if (key := grown_workload(entry.key)) else None
+            if workload is not None:
+                grows[entry.key] = workload
     return out, grows
 
 
