@@ -47,6 +47,17 @@ def job_pod(meta: Mapping[str, Any]) -> bool:
     )
 
 
+def gate_index(spec: Mapping[str, Any]) -> int:
+    """Where sluice's scheduling gate is in a pod's spec.schedulingGates; -1 when absent."""
+    gates = spec.get("schedulingGates")
+    if not isinstance(gates, list):
+        return -1
+    for i, gate in enumerate(gates):
+        if isinstance(gate, Mapping) and gate.get("name") == ADMISSION_GATE:
+            return i
+    return -1
+
+
 def gated(spec: Mapping[str, Any]) -> bool:
     """Whether a pod still carries sluice's scheduling gate."""
     gates = spec.get("schedulingGates")
@@ -112,6 +123,8 @@ def pod_from_object(obj: Mapping[str, Any], workload_labels: tuple[str, ...] = (
         unschedulable=unschedulable,
         named_by=tuple((k, str(labels[k])) for k in workload_labels if k in labels),
         gated=gated(spec),
+        gate_index=gate_index(spec),
+        uid=str(meta.get("uid") or ""),
         claims=(
             claims_used(spec, status)
             if spec.get("resourceClaims") or status.get("extendedResourceClaimStatus")

@@ -299,6 +299,10 @@ class PodView:
     templates, and the one made for its device-backed extended resources."""
     gated: bool = False
     """It still carries sluice's scheduling gate: it waits for the queue, not for a node."""
+    gate_index: int = -1
+    """Where sluice's gate is in its spec.schedulingGates (-1: it carries none): what a
+    release removes, tested first."""
+    uid: str = ""
 
 
 @dataclass(frozen=True, slots=True)

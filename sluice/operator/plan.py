@@ -32,7 +32,7 @@ from sluice.api.flavor import FlavorView
 from sluice.api.flavor_assignment import flavor_assignment_text
 from sluice.api.objects import Obj
 from sluice.api.topology import Assignment
-from sluice.api.views import WorkloadView
+from sluice.api.views import PodView, WorkloadView
 from sluice.api.workloads import Adapter, adapter_for
 from sluice.api.workloads.domain_patches import (
     admission_patch,
@@ -199,6 +199,27 @@ def _growth(d: Decision, key: str, obj: Obj | None, decided: Basis | None) -> Wr
     return Write("admit", key, patch, decided, event)
 
 
+def _gate_release(key: str, gated: Sequence[PodView]) -> Write:
+    """The gates of a workload's pods removed (its record admits them): each pod's gate,
+    tested to be sluice's where the cycle saw it, so a pod changed since is left alone."""
+    changes = tuple(
+        PodChange(
+            f"{p.namespace}/{p.name}",
+            p.uid,
+            patch=[
+                {
+                    "op": "test",
+                    "path": f"/spec/schedulingGates/{p.gate_index}/name",
+                    "value": ADMISSION_GATE,
+                },
+                {"op": "remove", "path": f"/spec/schedulingGates/{p.gate_index}"},
+            ],
+        )
+        for p in gated
+    )
+    return Write("admit", key, {}, None, None, changes)
+
+
 def _reason(
     pending: PendingJob, job: WorkloadView | None, clock: float, written: Mapping[str, float]
 ) -> Write | None:
@@ -267,6 +288,7 @@ def plan(
             reasons.append(_pod_reason(p, workload, clock, positions_written))
     admitted = {d.job for d in result.decisions if d.action == "admit"}
     reasons = _with_restores(confined, workloads, admitted, reasons)
+    admissions += [_gate_release(key, gated) for key, gated in result.releases]
     for key, workload in pods.items():
         if workload.view is None:
             reasons.append(_group_waiting(workload, now))

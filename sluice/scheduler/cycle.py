@@ -21,6 +21,7 @@ from sluice.scheduler.actions.requeue import requeue
 from sluice.scheduler.fit import over_capability
 from sluice.scheduler.flavor_apply import admitted_into, suspended_from
 from sluice.scheduler.growth import (
+    gates_to_release,
     grown_workload,
     growth_key,
     rejoined,
@@ -51,6 +52,11 @@ def run_cycle(snapshot: Snapshot, specs: SpecMemo | None = None) -> CycleResult:
         pending=tuple(_pending(session, outcome, queue_order)),
         cluster_total=session.total,
         domains_free=session.domains.widest_free(),
+        releases=tuple(
+            (job.key, tuple(pods))
+            for job in session.admitted_at_start
+            if job.admitted and (pods := gates_to_release(job.view, job.pods))
+        ),
     )
 
 

@@ -23,6 +23,7 @@ from datetime import datetime
 from sluice.api.admitted_size import SizeRecord
 from sluice.api.resources import EMPTY
 from sluice.api.views import JobPhase, PodSet, PodView, WorkloadView
+from sluice.scheduler.holding import pod_set_of
 from sluice.scheduler.partial import view_at
 
 GROWTH_SUFFIX = " (growth)"
@@ -188,3 +189,30 @@ def growth_sizes(held: WorkloadView, entry: WorkloadView) -> tuple[tuple[str, in
     admitted (``grown_records``)."""
     more = [(s.name, s.count) for s in entry.pod_sets]
     return tuple((r.pod_set, r.asked, r.admitted) for r in grown_records(held.sized, more))
+
+
+def gates_to_release(view: WorkloadView, pods: Sequence[PodView]) -> list[PodView]:
+    """Of an admitted workload's own ``pods``, those whose gate sluice removes: per pod set
+    of its record, its gated pods, oldest first, up to its recorded admitted size less its
+    live pods already released. The record is the one the cycle read, never one being
+    written: a growth's pods are released once its raised record has landed."""
+    if not view.phase.admitted or not view.sized:
+        return []
+    admitted = {r.pod_set: r.admitted for r in view.sized}
+    sets = view.pod_sets
+    released = [0] * len(sets)
+    gated: list[list[PodView]] = [[] for _ in sets]
+    for pod in pods:
+        i = pod_set_of(sets, pod)
+        if i < 0 or pod.finished or pod.terminating:
+            continue
+        if pod.gated:
+            gated[i].append(pod)
+        else:
+            released[i] += 1
+    out: list[PodView] = []
+    for i, pod_set in enumerate(sets):
+        room = admitted.get(pod_set.name, pod_set.count) - released[i]
+        oldest = sorted(gated[i], key=lambda p: (p.creation_timestamp, p.name))
+        out += oldest[: max(0, room)]
+    return out

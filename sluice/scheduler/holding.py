@@ -62,7 +62,7 @@ def take_room(
             holder[r] = holder.get(r, 0) + a
 
 
-def _pod_set_of(sets: tuple[PodSet, ...], pod: PodView) -> int:
+def pod_set_of(sets: tuple[PodSet, ...], pod: PodView) -> int:
     """Which of its workload's pod sets an own pod is of, by the label its controller gave
     it (the set's ``pods_by``); the only set when it names none; -1 for none of them (a pod
     of what the workload's runtime adds). Sets of plain pods are formed from the pods' own
@@ -106,7 +106,7 @@ def holding(job: JobInfo) -> Holding:
     for pod in pods:
         if pod.finished:
             continue
-        i = _pod_set_of(sets, pod)
+        i = pod_set_of(sets, pod)
         if i >= 0 and pod.node:
             bound[i] += 1
         if pod.terminating:

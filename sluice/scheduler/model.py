@@ -162,6 +162,9 @@ class CycleResult:
     pending: Sequence[PendingJob] = ()
     cluster_total: Resources = EMPTY
     notes: Sequence[str] = field(default_factory=tuple)
+    releases: Sequence[tuple[str, Sequence[PodView]]] = ()
+    """Per admitted workload with a size record, by key: its gated pods whose gate is to be
+    removed, up to its recorded size (``growth.gates_to_release``)."""
     domains_free: Mapping[str, Resources] = field(default_factory=dict)
     """The free room left in each domain of each Topology's widest level, by
     ``<level>=<value>`` (docs/scheduler.md, *Topology*); empty without Topologies."""

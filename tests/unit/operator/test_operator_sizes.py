@@ -9,7 +9,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from sluice.api.views import WorkloadView
+from sluice.api.resources import EMPTY
+from sluice.api.views import PodView, WorkloadView
 from sluice.operator.plan import plan, written_on
 from sluice.operator.state import ClusterState
 from sluice.scheduler.model import CycleResult, Decision, PendingJob
@@ -147,3 +148,17 @@ def test_a_growth_rests_on_the_spec_of_the_workload_it_grows() -> None:
     # The passes take each decision's basis from the workload it is written on.
     assert written_on(Decision("admit", "ns/train (growth)", "team")) == "ns/train"
     assert written_on(Decision("admit", "ns/train", "team")) == "ns/train"
+
+
+def test_the_gates_a_cycle_releases_are_removed_where_the_cycle_saw_them() -> None:
+    gated = PodView("ns", "train-x", EMPTY, gated=True, gate_index=1, uid="u1")
+    result = CycleResult(queue_order=(), queues={}, releases=(("ns/train", (gated,)),))
+    (write,) = plan(result, *as_stored(job(False, 8)), {}, NOW, 0.0, {}).admissions
+    assert (write.workload, write.decision, write.event) == ("ns/train", None, None)
+    assert write.pods is not None
+    (change,) = write.pods
+    assert (change.pod, change.uid) == ("ns/train-x", "u1")
+    assert change.patch == [
+        {"op": "test", "path": "/spec/schedulingGates/1/name", "value": "sluice.dev/admission"},
+        {"op": "remove", "path": "/spec/schedulingGates/1"},
+    ]

@@ -10,10 +10,11 @@ from datetime import timedelta
 from builders import NOW, T0, gang, job, node, pod, queue, snapshot
 
 from sluice.api.admitted_size import SizeRecord
-from sluice.api.views import JobPhase, WorkloadView
+from sluice.api.views import JobPhase, PodView, WorkloadView
 from sluice.scheduler.cycle import apply_decisions, run_cycle
 from sluice.scheduler.decision_pass import DecisionPass
 from sluice.scheduler.growth import (
+    gates_to_release,
     grown_records,
     grown_workload,
     growth_key,
@@ -276,3 +277,33 @@ def test_a_workload_requeued_takes_its_growth_back_in_the_same_cycle() -> None:
     result = run_cycle(snap)
     assert [(d.action, d.job) for d in result.decisions] == [("requeue", "ns/train")]
     assert [p.job for p in result.pending] == ["ns/train"]
+
+
+def _gated(view: WorkloadView, name: str, created: int) -> PodView:
+    return replace(pod(name, None, owner=view, created=created), gated=True, gate_index=0)
+
+
+def test_gates_are_released_oldest_first_up_to_the_recorded_size() -> None:
+    # Recorded at 8 (its growth of 2 admitted), 5 pods released and running, 1 finished,
+    # 1 being deleted, 5 gated: 3 more may run, the 3 oldest gated.
+    train = admitted("train", 10, record=SizeRecord("main", 10, 8))
+    pods = [pod(f"train-{i}", "n1", owner=train) for i in range(5)]
+    pods.append(pod("done", "n1", owner=train, finished=True))
+    pods.append(pod("leaving", "n1", owner=train, terminating=True))
+    gated = [_gated(train, f"g{i}", 40 - i) for i in range(5)]
+    released = gates_to_release(train, [*pods, *gated])
+    assert [p.name for p in released] == ["g4", "g3", "g2"]
+    assert gates_to_release(admitted("whole", 10, record=None), gated) == []
+
+
+def test_the_cycle_releases_the_gates_its_record_admits_and_not_those_of_its_growth() -> None:
+    queues = [queue("team", capability={"cpu": 6})]
+    for record, released in ((SizeRecord("main", 8, 8), ["g0", "g1"]), (RECORD, [])):
+        train = admitted("train", 8, record=record)
+        pods = [pod(f"train-{i}", "n1", owner=train) for i in range(6)]
+        pods += [_gated(train, f"g{i}", 30 + i) for i in range(2)]
+        snap = snapshot(queues, [train], [node(cpu=64)], pods=pods, config=ONLY_ADMIT)
+        result = run_cycle(snap)
+        assert [(k, [p.name for p in gated]) for k, gated in result.releases] == (
+            [("ns/train", released)] if released else []
+        )

@@ -173,3 +173,9 @@ def test_a_finished_pod_is_a_completed_workload() -> None:
 def test_a_pod_view_says_whether_it_carries_the_gate() -> None:
     assert pod_from_object(pod("a")).gated
     assert not pod_from_object(pod("a", gated=False)).gated
+
+
+def test_a_pod_view_says_where_its_gate_is_and_its_uid_for_a_release() -> None:
+    view = pod_from_object(pod("a", owner="Job"))
+    assert (view.gate_index, view.uid) == (1, "uid-a")
+    assert pod_from_object(pod("a", gated=False)).gate_index == -1
