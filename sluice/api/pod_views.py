@@ -11,6 +11,7 @@ from sluice.api.constants import (
     ADMITTED_AT_ANNOTATION,
     POD_GROUP_LABEL,
     QUEUE_LABEL,
+    RESIZABLE_LABEL,
 )
 from sluice.api.pod_request import pod_request
 from sluice.api.views import EPOCH, PodView, named_metadata, parse_time
@@ -124,6 +125,7 @@ def pod_from_object(obj: Mapping[str, Any], workload_labels: tuple[str, ...] = (
         named_by=tuple((k, str(labels[k])) for k in workload_labels if k in labels),
         gated=gated(spec),
         gate_index=gate_index(spec),
+        resizable=RESIZABLE_LABEL in labels and job_pod(meta),
         uid=str(meta.get("uid") or ""),
         claims=(
             claims_used(spec, status)

@@ -302,6 +302,9 @@ class PodView:
     gate_index: int = -1
     """Where sluice's gate is in its spec.schedulingGates (-1: it carries none): what a
     release removes, tested first."""
+    resizable: bool = False
+    """A pod of a workload's controller (not a plain pod) carrying sluice.dev/resizable: gated
+    at creation, released by its workload's admitted size."""
     uid: str = ""
 
 

@@ -16,16 +16,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from sluice.api.constants import (
+    ADMISSION_GATE,
     MIN_PARALLELISM_ANNOTATION,
     POD_GROUP_TOTAL_ANNOTATION,
     PREEMPTABLE_ANNOTATION,
     PREFIX,
     QUEUE_LABEL,
+    RESIZABLE_LABEL,
     ROOT_QUEUE,
 )
 from sluice.api.errors import InvalidObject
 from sluice.api.pod_request import pod_request
-from sluice.api.pod_views import JOB_POD_UID_LABELS
+from sluice.api.pod_views import JOB_POD_UID_LABELS, gated
 from sluice.api.queue import Queue
 from sluice.api.resources import EMPTY, Resources, describe_amount
 from sluice.api.selector import namespace_labels
@@ -33,14 +35,21 @@ from sluice.api.workloads import POD_LABELS, Adapter
 from sluice.api.workloads.job import JOB
 from sluice.api.workloads.model import at
 from sluice.queues.admission import closed_ancestor
-from sluice.queues.sizes import check_min_size, declares_minimums
+from sluice.queues.sizes import check_min_size, declares_a_minimum, declares_minimums
 from sluice.queues.topology import REQUEST_ANNOTATIONS
 from sluice.queues.tree import children_of
 from sluice.queues.verdict import ALLOW, Verdict, deny
 
 JOB_POD_LABELS = tuple(
     dict.fromkeys(
-        (QUEUE_LABEL, *JOB_POD_UID_LABELS, "batch.kubernetes.io/job-name", "job-name", *POD_LABELS)
+        (
+            QUEUE_LABEL,
+            *JOB_POD_UID_LABELS,
+            "batch.kubernetes.io/job-name",
+            "job-name",
+            *POD_LABELS,
+            RESIZABLE_LABEL,
+        )
     )
 )
 """Labels that tie a pod to its workload and its pod set (the Job controller selects its pods
@@ -355,8 +364,11 @@ def job_settings(
     if not labelled:
         out.append((("metadata", "labels", QUEUE_LABEL), queue_name))
     out.append((adapter.hold.path, True))
+    resizable = declares_a_minimum(job, adapter)
     for where in adapter.template_paths(job):
         out.append(((*where, "metadata", "labels", QUEUE_LABEL), queue_name))
+        if resizable:
+            out.append(((*where, "metadata", "labels", RESIZABLE_LABEL), "true"))
     path = adapter.pod_template
     if not path:
         return out
@@ -512,14 +524,20 @@ def check_pod_update(
     old: Mapping[str, Any], new: Mapping[str, Any], namespace: str, writer: Writer
 ) -> Verdict:
     """A pod of a managed job (it carries the queue label its Job's template got) keeps the
-    labels that tie it to its Job and never requests more than it did, whether through its
-    spec or an in-place resize."""
+    labels that tie it to its Job and sluice's gate until sluice removes it, and never
+    requests more than it did, whether through its spec or an in-place resize."""
     if writer.operator:
         return ALLOW
     meta = metadata_of(new)
     who = f"pod {meta.get('namespace') or namespace}/{meta.get('name') or '?'}"
     before, after = metadata_map(old, "labels"), metadata_map(new, "labels")
     queue = before.get(QUEUE_LABEL) or after.get(QUEUE_LABEL)
+    if gated(spec_of(old)) and not gated(spec_of(new)):
+        return deny(
+            "pod-ungate",
+            f"{who}: only sluice may remove the scheduling gate {ADMISSION_GATE} of a pod of"
+            f" a job of queue {queue}; it does so up to the size its queue admitted",
+        )
     for key in JOB_POD_LABELS:
         if before.get(key) != after.get(key):
             return deny(

@@ -26,6 +26,12 @@ def declares_minimums(obj: Mapping[str, Any]) -> bool:
     return obj.get("kind") != "Pod"
 
 
+def declares_a_minimum(obj: Mapping[str, Any], adapter: Adapter) -> bool:
+    """Whether the workload writes a minimum for any of its pod sets: its pod templates then
+    carry sluice.dev/resizable, and its pods are gated until sluice releases them."""
+    return any(source.value is not None for source in adapter.min_sources(obj))
+
+
 def check_min_size(
     old: Mapping[str, Any] | None,
     new: Mapping[str, Any],

@@ -192,11 +192,12 @@ def growth_sizes(held: WorkloadView, entry: WorkloadView) -> tuple[tuple[str, in
 
 
 def gates_to_release(view: WorkloadView, pods: Sequence[PodView]) -> list[PodView]:
-    """Of an admitted workload's own ``pods``, those whose gate sluice removes: per pod set
-    of its record, its gated pods, oldest first, up to its recorded admitted size less its
-    live pods already released. The record is the one the cycle read, never one being
-    written: a growth's pods are released once its raised record has landed."""
-    if not view.phase.admitted or not view.sized:
+    """Of an admitted workload's own ``pods``, those whose gate sluice removes: per pod set,
+    its pods gated for their size (``PodView.resizable``), oldest first, up to its admitted
+    size (its record's, else what it asks) less its live pods already released. The record
+    is the one the cycle read, never one being written: a growth's pods are released once
+    its raised record has landed."""
+    if not view.phase.admitted:
         return []
     admitted = {r.pod_set: r.admitted for r in view.sized}
     sets = view.pod_sets
@@ -207,7 +208,8 @@ def gates_to_release(view: WorkloadView, pods: Sequence[PodView]) -> list[PodVie
         if i < 0 or pod.finished or pod.terminating:
             continue
         if pod.gated:
-            gated[i].append(pod)
+            if pod.resizable:  # gated for its size; a plain pod's gate is its own
+                gated[i].append(pod)
         else:
             released[i] += 1
     out: list[PodView] = []

@@ -50,6 +50,7 @@ from sluice.queues.pods import (
     check_plain_pod_update,
     check_pod_create,
     is_plain_pod,
+    job_pod_settings,
     pod_settings,
 )
 from sluice.queues.topology import asks_topology, check_topology, check_topology_request
@@ -377,19 +378,24 @@ def _adapter(request: Request, ctx: Context) -> Adapter:
 
 async def mutate_pod(request: Request, ctx: Context) -> Answer:
     """A new plain pod of a queue (its label, or its namespace's default queue) gets the
-    queue label and sluice's scheduling gate (queues.pods.pod_settings); a Job's pods and
-    pods of no queue pass untouched. The webhook's selectors send only pods that carry the
-    queue label or live in a namespace with a default queue."""
+    queue label and sluice's scheduling gate (queues.pods.pod_settings); a pod of a managed
+    job gets the gate only when its template carried sluice.dev/resizable
+    (queues.pods.job_pod_settings); pods of no queue pass untouched. The webhook's selectors
+    send only pods that carry the queue label or live in a namespace with a default queue."""
     _expect(request, "Pod")
-    if request.operation != "CREATE" or request.obj is None or not is_plain_pod(request.obj):
+    if request.operation != "CREATE" or request.obj is None:
         return _answer(request, ALLOW)
     pod = request.obj
+    ops: list[dict[str, Any]] = []
+    if not is_plain_pod(pod):
+        for keys, value in job_pod_settings(pod):
+            _set(ops, pod, keys, value)
+        return respond(request.uid, patch=ops), ALLOW
     queue_name = _labels(pod).get(QUEUE_LABEL)
     if not queue_name:
         queue_name = await ctx.facts.namespace_default_queue(request.namespace)
         if not queue_name:
             return _answer(request, ALLOW)
-    ops: list[dict[str, Any]] = []
     for keys, value in pod_settings(pod, str(queue_name)):
         _set(ops, pod, keys, value)
     return respond(request.uid, patch=ops), ALLOW

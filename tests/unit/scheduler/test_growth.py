@@ -280,7 +280,8 @@ def test_a_workload_requeued_takes_its_growth_back_in_the_same_cycle() -> None:
 
 
 def _gated(view: WorkloadView, name: str, created: int) -> PodView:
-    return replace(pod(name, None, owner=view, created=created), gated=True, gate_index=0)
+    made = pod(name, None, owner=view, created=created)
+    return replace(made, gated=True, gate_index=0, resizable=True)
 
 
 def test_gates_are_released_oldest_first_up_to_the_recorded_size() -> None:
@@ -293,7 +294,12 @@ def test_gates_are_released_oldest_first_up_to_the_recorded_size() -> None:
     gated = [_gated(train, f"g{i}", 40 - i) for i in range(5)]
     released = gates_to_release(train, [*pods, *gated])
     assert [p.name for p in released] == ["g4", "g3", "g2"]
-    assert gates_to_release(admitted("whole", 10, record=None), gated) == []
+    # Without a record, up to what it asks (a minimum equal to its size writes none); a
+    # gated pod not gated for its size (a plain pod's) is never released here.
+    whole = admitted("whole", 7, record=None)
+    assert [p.name for p in gates_to_release(whole, [*pods, *gated])] == ["g4", "g3"]
+    plain = [replace(p, resizable=False) for p in gated]
+    assert gates_to_release(train, [*pods, *plain]) == []
 
 
 def test_the_cycle_releases_the_gates_its_record_admits_and_not_those_of_its_growth() -> None:

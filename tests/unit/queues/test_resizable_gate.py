@@ -1,0 +1,77 @@
+"""The gate of a resizable workload's pods at the door (docs/elastic.md, *Grown through the
+queue*): its templates labelled sluice.dev/resizable, its pods gated at creation, the gate
+and the label kept until sluice releases them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from test_min_size_rules import ALICE, OPERATOR, fixture, job
+
+from sluice.api.workloads.kubeflow import PYTORCH_JOB
+from sluice.queues.jobs import JOB_POD_LABELS, check_pod_update, job_settings
+from sluice.queues.pods import job_pod_settings, pod_settings
+
+RESIZABLE = "sluice.dev/resizable"
+GATE = "sluice.dev/admission"
+
+
+def labels_set(settings: list[Any]) -> dict[tuple[Any, ...], Any]:
+    return {keys: value for keys, value in settings if keys[-1] == RESIZABLE}
+
+
+def job_pod(*, label: bool = True, gates: list[str] | None = None) -> dict[str, Any]:
+    labels = {"sluice.dev/queue-name": "team", **({RESIZABLE: "true"} if label else {})}
+    spec: dict[str, Any] = {"containers": [{"name": "c"}]}
+    if gates is not None:
+        spec["schedulingGates"] = [{"name": g} for g in gates]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "train-x",
+            "namespace": "ns",
+            "labels": labels,
+            "ownerReferences": [{"kind": "Job", "name": "train", "uid": "u", "controller": True}],
+        },
+        "spec": spec,
+    }
+
+
+def test_the_templates_of_a_workload_with_a_minimum_are_labelled_resizable() -> None:
+    assert labels_set(job_settings(job(meta="4"), "team", None)) == {
+        ("spec", "template", "metadata", "labels", RESIZABLE): "true"
+    }
+    assert labels_set(job_settings(job(template="4"), "team", None)) != {}
+    assert labels_set(job_settings(job(), "team", None)) == {}
+    elastic = fixture("pytorchjobs.yaml", "elastic-resnet")
+    assert len(labels_set(job_settings(elastic, "team", None, PYTORCH_JOB))) == 1  # one template
+
+
+def test_a_pod_of_a_resizable_job_is_gated_at_creation_after_its_own_gates() -> None:
+    assert job_pod_settings(job_pod()) == [(("spec", "schedulingGates"), [{"name": GATE}])]
+    own = job_pod(gates=["other"])
+    assert job_pod_settings(own) == [
+        (("spec", "schedulingGates"), [{"name": "other"}, {"name": GATE}])
+    ]
+    assert job_pod_settings(job_pod(gates=[GATE])) == []
+    assert job_pod_settings(job_pod(label=False)) == []  # any other job's pod passes
+    assert pod_settings(job_pod(label=False), "team") == [
+        (("spec", "schedulingGates"), [{"name": GATE}])
+    ]  # a plain pod's gate is added as before
+
+
+def test_only_sluice_removes_the_gate_of_a_job_pod() -> None:
+    gated, released = job_pod(gates=["other", GATE]), job_pod(gates=["other"])
+    refused = check_pod_update(gated, released, "ns", ALICE)
+    assert not refused.allowed and refused.rule == "pod-ungate"
+    assert check_pod_update(gated, released, "ns", OPERATOR).allowed
+    assert check_pod_update(released, job_pod(gates=[]), "ns", ALICE).allowed  # its own gate
+
+
+def test_a_pod_cannot_be_relabelled_out_of_its_gate() -> None:
+    assert RESIZABLE in JOB_POD_LABELS
+    verdict = check_pod_update(
+        job_pod(gates=[GATE]), job_pod(label=False, gates=[GATE]), "ns", ALICE
+    )
+    assert not verdict.allowed and verdict.rule == "pod-job-label"
