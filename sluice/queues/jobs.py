@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sluice.api.admitted_size import size_records_of
 from sluice.api.constants import (
     ADMISSION_GATE,
     MIN_PARALLELISM_ANNOTATION,
@@ -267,6 +268,25 @@ def _stays_admitted(
     return not writer.operator and job_admitted(old, adapter) and not adapter.suspended(new)
 
 
+def grows_through_the_queue(
+    old: Mapping[str, Any], new: Mapping[str, Any], adapter: Adapter
+) -> bool:
+    """Whether a write grows an admitted workload only in pods the queue admits as growth:
+    it declares a minimum (so its pods are gated), carries sluice's size record, and only
+    the pod sets of its record ask more pods, each pod asking no more than before."""
+    recorded = {r.pod_set for r in size_records_of(metadata_map(old, "annotations"))}
+    if not recorded or not declares_a_minimum(new, adapter):
+        return False
+    before = {p.name: p for p in adapter.pod_sets(old)}
+    for pod_set in adapter.pod_sets(new):
+        was = before.get(pod_set.name)
+        if was is None or pod_set.pod.request.exceeding(was.pod.request, absent_is_unlimited=False):
+            return False
+        if pod_set.count > was.count and pod_set.name not in recorded:
+            return False
+    return True
+
+
 def check_growth(
     old: Mapping[str, Any],
     new: Mapping[str, Any],
@@ -276,7 +296,9 @@ def check_growth(
 ) -> Verdict:
     """An admitted job never holds more than it was admitted with: any write that raises its
     request while it stays admitted is refused (lowering it frees quota). Suspending it and
-    raising it then requeues it at its new size."""
+    raising it then requeues it at its new size. A resizable workload admitted with a size
+    record may raise its recorded pod sets' sizes (``grows_through_the_queue``): its pods are
+    gated and its growth waits in its queue (docs/elastic.md, *Grown through the queue*)."""
     if not _stays_admitted(old, new, writer, adapter):
         return ALLOW
     who = _who(new, namespace, adapter)
@@ -286,7 +308,7 @@ def check_growth(
         was, now = (_pods(old, adapter), _pods(new, adapter)) if grown else (0, 0)
     except InvalidObject as err:
         return deny("job-invalid", f"{who}: {err}")
-    if not grown:
+    if not grown or grows_through_the_queue(old, new, adapter):
         return ALLOW
     name, amount, limit = grown[0]
     counted = adapter.pods_named

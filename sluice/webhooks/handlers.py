@@ -9,6 +9,7 @@ before its first job is read from the API server rather than refused as missing.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -237,7 +238,8 @@ def _set(
     ops: list[dict[str, Any]], obj: Mapping[str, Any], keys: tuple[str | int, ...], value: Any
 ) -> None:
     """A JSON patch op setting obj[keys...] = value, adding missing parents (as objects); an
-    index names an item of a list that exists."""
+    index names an item of a list that exists. A parent added is put in ``obj`` too (a copy),
+    so that the next setting under it adds to it rather than replacing it."""
     node: Any = obj
     for depth, key in enumerate(keys[:-1]):
         if isinstance(key, int):
@@ -249,6 +251,8 @@ def _set(
             for inner in reversed(keys[depth + 1 :]):
                 nested = {inner: nested}
             ops.append({"op": "add", "path": _pointer(*keys[: depth + 1]), "value": nested})
+            if isinstance(node, dict) and not isinstance(key, int):
+                node[key] = copy.deepcopy(nested)
             return
         node = child
     ops.append({"op": "add", "path": _pointer(*keys), "value": value})

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from test_min_size_rules import ALICE, OPERATOR, fixture, job
+from test_min_size_rules import ALICE, OPERATOR, fixture, job, update
 
 from sluice.api.workloads.kubeflow import PYTORCH_JOB
 from sluice.queues.jobs import JOB_POD_LABELS, check_pod_update, job_settings
@@ -75,3 +75,34 @@ def test_a_pod_cannot_be_relabelled_out_of_its_gate() -> None:
         job_pod(gates=[GATE]), job_pod(label=False, gates=[GATE]), "ns", ALICE
     )
     assert not verdict.allowed and verdict.rule == "pod-job-label"
+
+
+# Growth through the queue --------------------------------------------------------------------
+
+RECORDED = '{"main":{"admitted":6,"asked":8,"fields":{"spec.parallelism":8}}}'
+
+
+def running(parallelism: int, *, record: bool = True, minimum: str | None = "4") -> Any:
+    obj = job(held=False, meta=minimum)
+    obj["spec"]["parallelism"] = parallelism
+    obj["spec"]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
+    if record:
+        obj["metadata"]["annotations"]["sluice.dev/admitted-size"] = RECORDED
+    return obj
+
+
+def test_a_resizable_workload_with_a_record_grows_through_the_queue() -> None:
+    assert update(running(6), running(8)).allowed
+
+
+def test_growth_is_refused_without_a_record_or_a_minimum_or_in_a_pods_request() -> None:
+    for old, new in (
+        (running(6, record=False), running(8, record=False)),  # nothing to count it from
+        (running(6, minimum=None), running(8, minimum=None)),  # its pods are not gated
+    ):
+        verdict = update(old, new)
+        assert not verdict.allowed and verdict.rule == "job-grows-past-admission"
+    bigger = running(6)
+    bigger["spec"]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "2"}}
+    verdict = update(running(6), bigger)
+    assert not verdict.allowed and verdict.rule == "job-grows-past-admission"
