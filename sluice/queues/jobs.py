@@ -273,11 +273,17 @@ def grows_through_the_queue(
 ) -> bool:
     """Whether a write grows an admitted workload only in pods the queue admits as growth:
     it declares a minimum (so its pods are gated), carries sluice's size record, and only
-    the pod sets of its record ask more pods, each pod asking no more than before."""
-    recorded = {r.pod_set for r in size_records_of(metadata_map(old, "annotations"))}
+    the pod sets of its record ask more pods, each pod asking no more than before. A pod set
+    its owner lowered below its recorded size grows only once suspended: what the cycle
+    holds for it is the lower of the two, so a raise back would take the quota it freed
+    without the queue."""
+    records = size_records_of(metadata_map(old, "annotations"))
+    recorded = {r.pod_set: r.admitted for r in records}
     if not recorded or not declares_a_minimum(new, adapter):
         return False
     before = {p.name: p for p in adapter.pod_sets(old)}
+    if any(name in recorded and p.count < recorded[name] for name, p in before.items()):
+        return False
     for pod_set in adapter.pod_sets(new):
         was = before.get(pod_set.name)
         if was is None or pod_set.pod.request.exceeding(was.pod.request, absent_is_unlimited=False):

@@ -106,3 +106,9 @@ def test_growth_is_refused_without_a_record_or_a_minimum_or_in_a_pods_request() 
     bigger["spec"]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "2"}}
     verdict = update(running(6), bigger)
     assert not verdict.allowed and verdict.rule == "job-grows-past-admission"
+
+
+def test_a_size_lowered_below_its_record_is_not_raised_back_without_the_queue() -> None:
+    # Recorded at 6, lowered to 5 (its quota freed at once), raised to 8: refused.
+    verdict = update(running(5), running(8))
+    assert not verdict.allowed and verdict.rule == "job-grows-past-admission"
