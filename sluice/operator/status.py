@@ -52,7 +52,7 @@ def queue_status(obj: Mapping[str, Any], result: QueueResult, now: datetime) -> 
         "deserved": result.deserved.to_kube(),
         "share": round(result.share, 4),
         # None: removed by the merge patch while the queue has no flavors.
-        "flavors": flavors_status(result) or None,
+        "flavors": [f.to_kube() for f in result.flavors] or None,
         "flavorSummary": "; ".join(f.summary() for f in result.flavors) or None,
         # None: removed by the merge patch (and absent reads as None) while within it.
         "overCapability": over or None,
@@ -76,19 +76,6 @@ def queue_status(obj: Mapping[str, Any], result: QueueResult, now: datetime) -> 
         ],
         "observedGeneration": (obj.get("metadata") or {}).get("generation"),
     }
-
-
-def flavors_status(result: QueueResult) -> list[dict[str, Any]]:
-    """status.flavors: per flavor, what the queue's subtree holds there, and its deserved and
-    realCapability there where its own entries name the flavor."""
-    out: list[dict[str, Any]] = []
-    for figures in result.flavors:
-        item: dict[str, Any] = {"name": figures.name, "allocated": figures.allocated.to_kube()}
-        if figures.named:
-            item["deserved"] = figures.deserved.to_kube()
-            item["realCapability"] = figures.real_capability.to_kube()
-        out.append(item)
-    return out
 
 
 def over_capability_event(

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from sluice.api.config import DEFAULT_CONFIG, SchedulerConfig
 from sluice.api.constants import DEFAULT_MAX_QUEUE_DEPTH
@@ -129,6 +129,15 @@ class FlavorFigures:
             for n in self.resources
         ]
         return f"{self.name} " + ", ".join(parts)
+
+    def to_kube(self) -> dict[str, Any]:
+        """An item of a Queue's ``status.flavors``: its allocated, and its deserved and
+        realCapability where its own entries name the flavor."""
+        item: dict[str, Any] = {"name": self.name, "allocated": self.allocated.to_kube()}
+        if self.named:
+            item["deserved"] = self.deserved.to_kube()
+            item["realCapability"] = self.real_capability.to_kube()
+        return item
 
 
 def _quantity(amounts: Resources, name: str) -> str:
