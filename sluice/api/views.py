@@ -28,7 +28,7 @@ from sluice.api.constants import (
 )
 from sluice.api.constraints import PodSpecView, Taint, taints_of
 from sluice.api.errors import InvalidObject
-from sluice.api.flavor_assignment import FlavorAssignment, flavor_assignments_of
+from sluice.api.flavor_assignment import FlavorAssignment, flavor_assignments_of, flavors_text
 from sluice.api.memo import Memo
 from sluice.api.quantity import QuantityError
 from sluice.api.resources import EMPTY, Resources
@@ -329,6 +329,8 @@ class PublishedJob:
     """The Topology domain it runs in, ``<level>=<value>``, while admitted into one."""
     asks: str = ""
     """What it asks of a Topology (``required example.com/rack``); "" for nothing."""
+    flavors: str = ""
+    """The flavors it was admitted into (``flavor h100``), from its record; "" for none."""
 
     @property
     def key(self) -> str:
@@ -363,7 +365,16 @@ def published_job(
         reclaimed_by=str(annotations.get(RECLAIMED_BY_ANNOTATION) or ""),
         domain=assignment_text(view.assignment) if view.phase.admitted else "",
         asks=topology_asks(view),
+        flavors=admitted_flavors(view),
     )
+
+
+def admitted_flavors(view: WorkloadView) -> str:
+    """The flavors an admitted workload runs in, from its record (``flavor h100``); ""
+    while it waits or records none."""
+    if not view.phase.admitted:
+        return ""
+    return flavors_text([(a.pod_set, a.flavor) for a in view.flavors])
 
 
 def topology_asks(view: WorkloadView) -> str:

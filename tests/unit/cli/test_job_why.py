@@ -158,3 +158,27 @@ def test_a_workload_of_another_kind_is_read_through_its_adapter() -> None:
     assert explain(obj, QUEUE, [])[0] == (
         "pytorchjob ml/train is admitted in queue team-a (2026-03-02T09:00:00Z); inqueue"
     )
+
+
+H100_RECORD = (
+    '{"main":{"flavor":"h100","nodeSelector":{"gpu.example.com/model":"H100"},"tolerations":[]}}'
+)
+
+
+def test_why_names_the_flavor_an_admitted_job_runs_in() -> None:
+    obj = job(suspend=False, admitted_at="2026-11-23T08:00:00Z", flavor_assignment=H100_RECORD)
+    lines = explain(obj, None, [], "forbidden")
+    assert lines[:2] == [
+        "job ml/train is admitted in queue team-a (2026-11-23T08:00:00Z); running",
+        "  in flavor h100",
+    ]
+
+
+def test_why_names_the_flavors_a_pending_job_tried() -> None:
+    tried = (
+        "position 1 in team-a; no flavor fits: flavor h100: team-a would use nvidia.com/gpu 10"
+        " > capability 8 in flavor h100; flavor a100: flavor a100 does not exist"
+    )
+    lines = explain(job(pending_reason=tried), None, [], "forbidden")
+    assert lines[1].startswith("  reason: no flavor fits: flavor h100: ")
+    assert "flavor a100: flavor a100 does not exist" in lines[1]
