@@ -290,7 +290,16 @@ def _table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str]) -> int:
+def _child(size: Size, mode: str | None, repeat: int) -> dict[str, Any]:
+    """What one child process measures: ``mode`` picks the comparison it is a side of."""
+    if mode in ("flavors", "plain"):
+        return measure_flavors(size, repeat, mode == "flavors")
+    if mode:
+        return measure_read(size, repeat, mode == "devices")
+    return measure(size, repeat)
+
+
+def _arguments(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Scheduler cycle benchmark")
     parser.add_argument("--quick", action="store_true", help="sizes 20 times smaller")
     parser.add_argument("--repeat", type=int, default=0, help="cycles per size")
@@ -306,15 +315,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--child", help=argparse.SUPPRESS)
     modes = ("devices", "extended", "flavors", "plain")
     parser.add_argument("--mode", choices=modes, help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str]) -> int:
+    args = _arguments(argv)
     if args.child:
-        size = Size(**json.loads(args.child))
-        if args.mode in ("flavors", "plain"):
-            print(json.dumps(measure_flavors(size, args.repeat or 5, args.mode == "flavors")))
-        elif args.mode:
-            print(json.dumps(measure_read(size, args.repeat or 5, args.mode == "devices")))
-        else:
-            print(json.dumps(measure(size, args.repeat or 5)))
+        print(json.dumps(_child(Size(**json.loads(args.child)), args.mode, args.repeat or 5)))
         return 0
 
     base = QUICK if args.quick else BASE
