@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 
 from sluice.api.constraints import PodSpecView
 from sluice.api.flavor import FlavorView
+from sluice.api.flavor_assignment import flavors_text
 from sluice.api.quantity import format_quantity
 from sluice.api.queue import DEFAULT_FUNGIBILITY, FlavorFungibility
 from sluice.api.resources import EMPTY, describe_amount
@@ -55,10 +56,7 @@ class Chosen:
     @property
     def text(self) -> str:
         """Where it goes, for the admission reason: ``flavor h100``, or per pod set."""
-        names = {flavor for _, flavor in self.flavors}
-        if len(names) == 1:
-            return f"flavor {names.pop()}"
-        return "flavors " + ", ".join(f"{p}: {f}" for p, f in self.flavors)
+        return flavors_text(self.flavors)
 
     def job(self, job: JobInfo) -> JobInfo:
         """The job with its pods in their flavors, for placement to place (made only for a
