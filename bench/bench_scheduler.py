@@ -129,8 +129,9 @@ def measure_read(size: Size, repeat: int, devices: bool) -> dict[str, Any]:
     """Cycles of the operator's path over the cluster read from its objects, its GPUs through
     DRA (``devices``) or as an extended resource; runs in a child process."""
     from sluice.api.config import load_scheduler_config
+    from sluice.api.device_claims import read_claim_template, read_resource_claim
     from sluice.api.device_context import device_contexts
-    from sluice.api.devices import read_claim_template, read_device_class, read_resource_claim
+    from sluice.api.devices import read_device_class
     from sluice.api.pod_defaults import defaults_for, pod_defaults
     from sluice.operator.memory import paused
     from sluice.scheduler.cycle import run_cycle
