@@ -7,6 +7,7 @@ import random
 from dataclasses import replace
 from typing import Any
 
+import pytest
 from builders import gang, node, queue, res, snapshot
 
 from sluice.api.constraints import PodSpecView
@@ -202,6 +203,48 @@ def test_preempt_in_a_flavor_takes_lower_priority_workloads_holding_in_it() -> N
         ("admit", "ns/high"),
     ]
     assert admitted(result) == {"ns/high": (("main", "h100"),)}
+
+
+def preempting(queues: list[Any], jobs: list[WorkloadView]) -> CycleResult:
+    config = {**CAPACITY, "actions": "enqueue, allocate, preempt"}
+    built = snapshot(queues, jobs, NODES, config=config, priority_classes={"hi": 100})
+    return run_cycle(replace(built, flavors=[H100, A100]))
+
+
+@pytest.mark.parametrize("quota", ["capability", "deserved"])
+def test_preempt_acts_in_a_flavor_where_the_queue_is_at_its_quota(quota: str) -> None:
+    # team-a is at its capability (or its deserved) in h100, so h100 is no flavor it could
+    # reclaim in; its own lower-priority workload there frees the room. team-c's in h100 and
+    # team-a's own, newer, in a100 are left alone.
+    mine = team("team-a", entry("h100", **{quota: {GPU: "8"}}), entry("a100"))
+    other = team("team-c", entry("h100"), entry("a100"), reclaimable=False)
+    low_h = holding(gpus("low-h", 1, 8, admitted=10), "h100")
+    low_a = holding(gpus("low-a", 1, 8, admitted=20), "a100")
+    theirs = holding(gpus("c", 1, 8, queue_name="team-c"), "h100")
+    high = gpus("high", 1, 8, priority_class="hi", selector={MODEL: "H100"})
+    result = preempting([mine, other], [low_h, low_a, theirs, high])
+    assert [(d.action, d.job) for d in result.decisions] == [
+        ("preempt", "ns/low-h"),
+        ("admit", "ns/high"),
+    ]
+    assert admitted(result) == {"ns/high": (("main", "h100"),)}
+    assert admit_reason(result, "ns/high") == (
+        "preempt: higher priority in queue team-a, in flavor h100"
+    )
+
+
+def test_preempt_in_a_flavor_never_takes_an_equal_priority_or_another_queues_workload() -> None:
+    # At its capability in h100 with only an equal-priority workload of its own there, and
+    # team-c's lower-priority one beside it: nothing is preempted, the job waits.
+    mine = team("team-a", entry("h100", capability={GPU: "8"}), entry("a100"))
+    other = team("team-c", entry("h100"), entry("a100"), reclaimable=False)
+    same = holding(gpus("same", 1, 8, priority_class="hi", admitted=10), "h100")
+    theirs = holding(gpus("c", 1, 8, queue_name="team-c"), "h100")
+    high = gpus("high", 1, 8, priority_class="hi", selector={MODEL: "H100"})
+    result = preempting([mine, other], [same, theirs, high])
+    assert [d for d in result.decisions if d.action != "admit"] == []
+    assert admitted(result) == {}
+    assert "capability 8 in flavor h100" in reason(result, "ns/high")
 
 
 def test_a_pod_set_whose_selector_names_one_flavor_gets_it_or_waits() -> None:
