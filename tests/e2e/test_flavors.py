@@ -260,3 +260,50 @@ def test_an_admitted_jobs_flavor_is_kept_and_taken_off_once_it_is_suspended(
     assert restored["nodeSelector"] == own
     assert "tolerations" not in restored
     assert models.nodes_of("high", 2) == models.h100_nodes
+
+
+def created_job(s: Scenario, short: str, queue: str, pods: int, **template: Any) -> dict[str, Any]:
+    """A suspended Job of ``pods`` pods of PER_NODE each, as the API server stored it at
+    creation: before sluice writes anything into it."""
+    pod = controlplane.kwok.pod_template({s.resource: PER_NODE}, **template)
+    manifest = controlplane.kwok.job(
+        short, pod, namespace=s.namespace, queue=s.name(queue), pods=pods, suspend=True
+    )
+    return dict(json.loads(s.kubectl.create(manifest, "-o", "json")))
+
+
+def test_a_borrower_in_h100_is_reclaimed_for_a_queue_owed_h100_and_gets_its_template_back(
+    models: Models,
+) -> None:
+    s = models.s
+    both = [models.entry(models.h100, 8), models.entry(models.a100, 8)]
+    s.queue("borrower", flavors=both)
+    own = {"kubernetes.io/os": "linux"}  # the tenant's own selector and toleration, kept
+    tolerated = [{"key": "example.com/own", "operator": "Exists", "effect": "NoSchedule"}]
+    first = created_job(s, "b1", "borrower", 2, node_selector=own, tolerations=tolerated)
+    s.wait_admitted("b1")
+    assert models.nodes_of("b1", 2) == models.h100_nodes
+    # The borrower's next goes to a100 (h100 full); newer, it would be reclaim's first
+    # victim were victims not taken in the flavor reclaimed in only.
+    s.job("b2", "borrower", PER_NODE)
+    s.wait_admitted("b2")
+    assert models.nodes_of("b2", 1) < models.a100_nodes
+    # A queue given only h100 asks half of it: owed that half (proportion splits h100
+    # between the two), it takes it back from the borrower's h100 Job, and b2 stays.
+    s.queue("owed", flavors=[models.entry(models.h100, 8)])
+    s.job("mine", "owed", PER_NODE)
+    s.wait_admitted("mine", timeout=30)
+    s.wait_suspended("b1")
+    assert s.admitted("b2")
+    assert models.nodes_of("mine", 1) < models.h100_nodes
+    assert models.record("mine") == {
+        "main": {
+            "flavor": models.h100,
+            "nodeSelector": {models.model: "H100"},
+            "tolerations": [],
+        }
+    }
+    # The reclaimed Job's template comes back exactly as submitted, once its pods are gone.
+    s.wait_no_pods("b1")
+    wait_for(lambda: models.record("b1") is None, what="b1's record gone")
+    assert models.pod_spec("b1") == first["spec"]["template"]["spec"]
