@@ -334,6 +334,27 @@ def test_a_borrower_in_h100_is_reclaimed_for_a_queue_owed_h100_and_gets_its_temp
     assert models.pod_spec("b1") == first["spec"]["template"]["spec"]
 
 
+def jobset_of(s: Scenario, name: str, queue: str, **replicas: int) -> dict[str, Any]:
+    """A JobSet of one replicated Job per keyword, each of that many one-pod Jobs asking
+    PER_NODE."""
+    pod = controlplane.kwok.pod_template({s.resource: PER_NODE})
+    job = {"spec": {"parallelism": 1, "completions": 1, "template": pod}}
+    return {
+        "apiVersion": JOBSET.api_version,
+        "kind": "JobSet",
+        "metadata": {
+            "name": name,
+            "namespace": s.namespace,
+            "labels": {"sluice.dev/queue-name": s.name(queue)},
+        },
+        "spec": {
+            "replicatedJobs": [
+                {"name": n, "replicas": count, "template": job} for n, count in replicas.items()
+            ]
+        },
+    }
+
+
 def test_a_jobset_is_admitted_into_flavors_and_its_child_jobs_pods_run_on_their_nodes(
     models: Models,
 ) -> None:
@@ -343,23 +364,7 @@ def test_a_jobset_is_admitted_into_flavors_and_its_child_jobs_pods_run_on_their_
     nodes."""
     s, kubectl = models.s, models.kubectl
     s.queue("team", flavors=[models.entry(models.h100, 8), models.entry(models.a100, 8)])
-    pod = controlplane.kwok.pod_template({s.resource: PER_NODE})
-
-    def replicated(name: str, replicas: int) -> dict[str, Any]:
-        job = {"spec": {"parallelism": 1, "completions": 1, "template": pod}}
-        return {"name": name, "replicas": replicas, "template": job}
-
-    body = {
-        "apiVersion": JOBSET.api_version,
-        "kind": "JobSet",
-        "metadata": {
-            "name": "train",
-            "namespace": s.namespace,
-            "labels": {"sluice.dev/queue-name": s.name("team")},
-        },
-        "spec": {"replicatedJobs": [replicated("driver", 1), replicated("workers", 2)]},
-    }
-    kubectl.create(body)
+    kubectl.create(jobset_of(s, "train", "team", driver=1, workers=2))
 
     def jobset() -> dict[str, Any]:
         return kubectl.get("jobset", "train", s.namespace)
