@@ -247,6 +247,39 @@ def test_preempt_in_a_flavor_never_takes_an_equal_priority_or_another_queues_wor
     assert "capability 8 in flavor h100" in reason(result, "ns/high")
 
 
+# team-a holds 12 GPUs in h100, over its capability of 8 there (lowered since they were
+# admitted): nothing more that asks GPUs goes into h100 for it.
+OVER = [
+    holding(gpus("big", 1, 8, admitted=10), "h100"),
+    holding(gpus("small", 1, 4, admitted=20), "h100"),
+]
+
+
+def test_a_queue_over_its_capability_in_a_flavor_admits_nothing_more_asking_it_there() -> None:
+    capped = team("team-a", entry("h100", capability={GPU: "8"}))
+    cpu_only = gang("cpu", "team-a", 1, cpu=1)
+    result = cycle([capped], [*OVER, gpus("j", 1, 1), cpu_only])
+    assert reason(result, "ns/j") == (
+        "position 1 in team-a; no flavor fits: flavor h100: queue team-a is over its capability"
+        " in nvidia.com/gpu in flavor h100, and admits nothing more that asks for it there"
+        " until it fits again: nvidia.com/gpu 12 > capability 8"
+    )
+    # A job asking none of it is admitted there as ever; with a second flavor, the next.
+    assert admitted(result) == {"ns/cpu": (("main", "h100"),)}
+    both = team("team-a", entry("h100", capability={GPU: "8"}), entry("a100"))
+    assert admitted(cycle([both], [*OVER, gpus("j", 1, 1)])) == {"ns/j": (("main", "a100"),)}
+
+
+def test_a_queue_over_its_capability_in_a_flavor_preempts_nothing_there() -> None:
+    # Were its own lower-priority workloads gone, it would fit: held back all the same, as a
+    # queue over its own capability takes no victim.
+    capped = team("team-a", entry("h100", capability={GPU: "8"}), entry("a100"))
+    high = gpus("high", 1, 4, priority_class="hi", selector={MODEL: "H100"})
+    result = preempting([capped], [*OVER, high])
+    assert [d for d in result.decisions if d.action != "admit"] == []
+    assert "over its capability in nvidia.com/gpu in flavor h100" in reason(result, "ns/high")
+
+
 def test_a_pod_set_whose_selector_names_one_flavor_gets_it_or_waits() -> None:
     result = cycle([team()], [gpus("j", 1, 2, selector={MODEL: "A100"})])
     assert admitted(result) == {"ns/j": (("main", "a100"),)}
