@@ -35,6 +35,17 @@ def toleration_for(taint: Taint) -> dict[str, str]:
     return {"key": taint.key, "operator": "Equal", "value": taint.value, "effect": taint.effect}
 
 
+def flavors_text(chosen: Sequence[tuple[str, str]]) -> str:
+    """Where a workload's pod sets go, in words: ``flavor h100`` when all share it, else
+    ``flavors main: h100, worker: a100``; "" for none."""
+    names = {flavor for _, flavor in chosen}
+    if not names:
+        return ""
+    if len(names) == 1:
+        return f"flavor {names.pop()}"
+    return "flavors " + ", ".join(f"{p}: {f}" for p, f in chosen)
+
+
 def flavor_assignment_text(assignments: Sequence[FlavorAssignment]) -> str:
     """The annotation's value for these assignments."""
     body = {

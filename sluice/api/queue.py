@@ -172,6 +172,16 @@ class QueueUsage(_Model):
     dominant: str = ""
 
 
+class FlavorStatus(_Model):
+    """One flavor's figures in a Queue's status (``status.flavors[]``): what its subtree holds
+    there, and its deserved and realCapability there where its own entries name it."""
+
+    name: str
+    allocated: ResourceMap = EMPTY
+    deserved: ResourceMap | None = None
+    real_capability: ResourceMap | None = None
+
+
 class QueueStatus(_Model):
     state: QueueState | None = None
     pending: int = 0
@@ -186,6 +196,9 @@ class QueueStatus(_Model):
     conditions: tuple[Condition, ...] = ()
     observed_generation: int | None = None
     usage: QueueUsage | None = None
+    flavors: tuple[FlavorStatus, ...] = ()
+    flavor_summary: str = ""
+    """``h100 nvidia.com/gpu 4/8; a100 ...``: the FLAVORS printer column."""
 
 
 class Queue(_Model):

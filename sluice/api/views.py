@@ -29,7 +29,7 @@ from sluice.api.constants import (
 )
 from sluice.api.constraints import PodSpecView, Taint, taints_of
 from sluice.api.errors import InvalidObject
-from sluice.api.flavor_assignment import FlavorAssignment, flavor_assignments_of
+from sluice.api.flavor_assignment import FlavorAssignment, flavor_assignments_of, flavors_text
 from sluice.api.memo import Memo
 from sluice.api.quantity import QuantityError
 from sluice.api.resources import EMPTY, Resources
@@ -365,6 +365,8 @@ class PublishedJob:
     sizes: str = ""
     """While admitted smaller, its pods admitted of those asked: ``6/8``, per pod set by name
     for several (``Worker 6/8, group 3/4``); "" while whole or waiting."""
+    flavors: str = ""
+    """The flavors it was admitted into (``flavor h100``), from its record; "" for none."""
 
     @property
     def key(self) -> str:
@@ -400,6 +402,7 @@ def published_job(
         domain=assignment_text(view.assignment) if view.phase.admitted else "",
         asks=topology_asks(view),
         sizes=sizes_text(view) if view.phase.admitted else "",
+        flavors=admitted_flavors(view),
     )
 
 
@@ -410,6 +413,14 @@ def sizes_text(view: WorkloadView) -> str:
     if len(view.pod_sets) == 1 and len(shown) == 1:
         return f"{shown[0].admitted}/{shown[0].asked}"
     return ", ".join(f"{r.pod_set} {r.admitted}/{r.asked}" for r in shown)
+
+
+def admitted_flavors(view: WorkloadView) -> str:
+    """The flavors an admitted workload runs in, from its record (``flavor h100``); ""
+    while it waits or records none."""
+    if not view.phase.admitted:
+        return ""
+    return flavors_text([(a.pod_set, a.flavor) for a in view.flavors])
 
 
 def topology_asks(view: WorkloadView) -> str:

@@ -22,6 +22,7 @@ from sluice.api.views import (
     JOB_KIND,
     JobPhase,
     PublishedJob,
+    admitted_flavors,
     published_job,
     split_pending_reason,
     topology_asks,
@@ -71,7 +72,17 @@ def pod_workload_line(workload: PodWorkload) -> PublishedJob:
     domain = assignment_text(view.assignment) if view.phase.admitted else ""
     asks = topology_asks(view)
     return PublishedJob(
-        namespace, name, view.queue, view.phase.value, position, cause, admitted, "", domain, asks
+        namespace,
+        name,
+        view.queue,
+        view.phase.value,
+        position,
+        cause,
+        admitted,
+        "",
+        domain,
+        asks,
+        admitted_flavors(view),
     )
 
 
@@ -200,6 +211,8 @@ def _explain(
             out.append(f"  in {line.domain}, as it asks ({line.asks})")
         if line.sizes:
             out.append(f"  admitted smaller: {line.sizes} pods (admitted/asked)")
+        if line.flavors:
+            out.append(f"  in {line.flavors}")
     else:
         where = f"position {line.position} in" if line.position is not None else "in"
         out.append(f"{key} is pending, {where} queue {line.queue}")

@@ -14,7 +14,7 @@ from prometheus_client import Counter, Gauge, Histogram
 from sluice.api.queue import Queue
 from sluice.observability import new_registry
 from sluice.queues.limits import over_capability
-from sluice.scheduler.model import CycleResult, Decision
+from sluice.scheduler.model import CycleResult, Decision, QueueResult
 
 REGISTRY = new_registry()
 
@@ -145,6 +145,27 @@ QUEUE_OVER_CAPABILITY = Gauge(
     ["queue", "resource"],
     registry=REGISTRY,
 )
+QUEUE_FLAVOR_ALLOCATED = Gauge(
+    "sluice_queue_flavor_allocated",
+    "Allocated per queue, flavor and resource (units of the resource): what the admitted"
+    " workloads of its subtree hold in the flavor.",
+    ["queue", "flavor", "resource"],
+    registry=REGISTRY,
+)
+QUEUE_FLAVOR_DESERVED = Gauge(
+    "sluice_queue_flavor_deserved",
+    "Deserved per queue, flavor and resource (units of the resource), for the flavors its own"
+    " entries name.",
+    ["queue", "flavor", "resource"],
+    registry=REGISTRY,
+)
+QUEUE_FLAVOR_REAL_CAPABILITY = Gauge(
+    "sluice_queue_flavor_real_capability",
+    "realCapability per queue, flavor and resource (units of the resource), for the flavors"
+    " its own entries name.",
+    ["queue", "flavor", "resource"],
+    registry=REGISTRY,
+)
 TOPOLOGY_FREE = Gauge(
     "sluice_topology_domain_free",
     "Free room per domain of each Topology's widest level and resource (units of the"
@@ -210,6 +231,7 @@ def cycle_series(result: CycleResult, queues: Iterable[Queue]) -> Series:
         if q.usage is not None:
             for resource, used in q.usage.resources.items():
                 series[QUEUE_USAGE, (name, resource)] = used
+        series.update(flavor_series(name, q))
     for where, free in result.domains_free.items():
         level, _, value = where.partition("=")
         for resource, amount in free.items():
@@ -222,6 +244,23 @@ def cycle_series(result: CycleResult, queues: Iterable[Queue]) -> Series:
         if shown is not None and capability:
             for r, (used, cap) in over_capability(shown.allocated.amounts, capability).items():
                 series[QUEUE_OVER_CAPABILITY, (spec.name, r)] = (used - cap) / 1000
+    return series
+
+
+def flavor_series(name: str, queue: QueueResult) -> Series:
+    """A queue's gauges per flavor: allocated in every flavor it holds in, deserved and
+    realCapability in those its own entries name."""
+    series: Series = {}
+    for figures in queue.flavors:
+        shown = [(QUEUE_FLAVOR_ALLOCATED, figures.allocated)]
+        if figures.named:
+            shown += [
+                (QUEUE_FLAVOR_DESERVED, figures.deserved),
+                (QUEUE_FLAVOR_REAL_CAPABILITY, figures.real_capability),
+            ]
+        for gauge, amounts in shown:
+            for resource, amount in amounts.items():
+                series[gauge, (name, figures.name, resource)] = amount / 1000
     return series
 
 

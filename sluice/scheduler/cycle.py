@@ -7,7 +7,7 @@ from datetime import datetime
 
 from sluice.api.constants import ROOT_QUEUE
 from sluice.api.queue import QueueUsage
-from sluice.api.resources import Resources
+from sluice.api.resources import EMPTY, Resources
 from sluice.api.views import JobPhase, WorkloadView
 from sluice.queues import limits
 from sluice.queues.lifecycle import derive_states
@@ -29,10 +29,10 @@ from sluice.scheduler.growth import (
     with_growth,
 )
 from sluice.scheduler.kept import Kept, SpecMemo
-from sluice.scheduler.model import CycleResult, PendingJob, QueueResult, Snapshot
+from sluice.scheduler.model import CycleResult, FlavorFigures, PendingJob, QueueResult, Snapshot
 from sluice.scheduler.order import leaf_order
 from sluice.scheduler.partial import admitted_smaller, restored
-from sluice.scheduler.records import JobInfo
+from sluice.scheduler.records import JobInfo, QueueInfo
 from sluice.scheduler.session import Session, job_order_key
 from sluice.scheduler.usage_note import UsageNotes
 
@@ -223,8 +223,35 @@ def _queue_results(session: Session, outcome: Outcome) -> dict[str, QueueResult]
             over_capability=over_capability(session, name),
             usage=_usage(session, name),
             usage_key=session.usage_key(name),
+            flavors=flavor_figures(info),
         )
     return out
+
+
+def flavor_figures(info: QueueInfo) -> tuple[FlavorFigures, ...]:
+    """The queue's figures per flavor: each flavor its own entries name, in its list's order,
+    then each other flavor its subtree holds in, by name."""
+    named = [f for f in info.flavor_list if f in info.flavor_real_capability]
+    named += sorted(set(info.flavor_real_capability) - set(named))
+    held = sorted(f for f, a in info.flavor_allocated.items() if f not in named and any(a.values()))
+    return tuple(
+        FlavorFigures(
+            name=f,
+            allocated=Resources(info.flavor_allocated.get(f, {})),
+            deserved=info.flavor_deserved.get(f, EMPTY),
+            real_capability=info.flavor_real_capability[f],
+            resources=tuple(sorted(_entry_names(info, f))),
+        )
+        for f in named
+    ) + tuple(
+        FlavorFigures(name=f, allocated=Resources(info.flavor_allocated[f]), named=False)
+        for f in held
+    )
+
+
+def _entry_names(info: QueueInfo, flavor: str) -> frozenset[str]:
+    entry = info.queue.spec.flavor(flavor)
+    return entry.names() if entry is not None else frozenset()
 
 
 def _usage(session: Session, name: str) -> QueueUsage | None:

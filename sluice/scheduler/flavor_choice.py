@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 
 from sluice.api.constraints import PodSpecView
 from sluice.api.flavor import FlavorView
+from sluice.api.flavor_assignment import flavors_text
 from sluice.api.quantity import format_quantity
 from sluice.api.queue import DEFAULT_FUNGIBILITY, FlavorFungibility
 from sluice.api.resources import EMPTY, describe_amount
@@ -55,10 +56,7 @@ class Chosen:
     @property
     def text(self) -> str:
         """Where it goes, for the admission reason: ``flavor h100``, or per pod set."""
-        names = {flavor for _, flavor in self.flavors}
-        if len(names) == 1:
-            return f"flavor {names.pop()}"
-        return "flavors " + ", ".join(f"{p}: {f}" for p, f in self.flavors)
+        return flavors_text(self.flavors)
 
     def job(self, job: JobInfo) -> JobInfo:
         """The job with its pods in their flavors, for placement to place (made only for a
@@ -226,6 +224,8 @@ def _levels(
         entry = info.queue.spec.flavor(flavor)
         if entry is None:
             continue
+        if breach is None and (held_back := _over_capability(session, queue, name, flavor, need)):
+            breach, over = held_back, True
         held = info.flavor_allocated.get(flavor, {})
         real = info.flavor_real_capability.get(flavor, EMPTY)
         deserved = info.flavor_deserved.get(flavor, EMPTY)
@@ -250,6 +250,30 @@ def _levels(
                 if label == "deserved":
                     breach += " (ElasticEnable is false)"
     return breach, over
+
+
+def _over_capability(
+    session: Session, queue: str, name: str, flavor: str, need: Mapping[str, int]
+) -> str | None:
+    """Why level ``name`` of the queue's chain admits nothing more asking ``need`` into
+    ``flavor``: it holds more than its capability there in a resource ``need`` asks
+    (``QueueInfo.flavor_over_capability``), as a queue over its own capability does
+    (``fit.over_capability_failure``); None when it does not."""
+    over = session.queues[name].flavor_over_capability.get(flavor)
+    hit = sorted(r for r, a in need.items() if a > 0 and r in over) if over else []
+    if not over or not hit:
+        return None
+    level = name if name == queue else f"{name} ({_relation(session, queue, name)})"
+    which = hit[0] if len(hit) == 1 else f"{', '.join(hit[:-1])} and {hit[-1]}"
+    them = "it" if len(hit) == 1 else "any of them"
+    figures = "; ".join(
+        f"{describe_amount(r, over[r][0])} > capability {format_quantity(over[r][1], r)}"
+        for r in hit
+    )
+    return (
+        f"queue {level} is over its capability in {which} in flavor {flavor}, and admits"
+        f" nothing more that asks for {them} there until it fits again: {figures}"
+    )
 
 
 def _relation(session: Session, queue: str, name: str) -> str:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from sluice.api.resources import EMPTY, Resources
 from sluice.api.views import WorkloadView
 from sluice.queues.flavors import flavor_list
+from sluice.queues.limits import over_capability
 from sluice.scheduler.flavor_fit import flavor_refusal
 from sluice.scheduler.flavor_quota import (
     FlavorAmounts,
@@ -42,8 +43,9 @@ def recorded(view: WorkloadView) -> tuple[tuple[str, str], ...]:
 
 
 def count_flavors(session: Session) -> None:
-    """Fill every queue's flavor list, allocated, realCapability and deserved per flavor,
-    and every admitted workload's ``flavors`` and ``held_in`` from its record."""
+    """Fill every queue's flavor list, allocated, over-capability, realCapability and
+    deserved per flavor, and every admitted workload's ``flavors`` and ``held_in`` from its
+    record."""
     tree, queues = session.tree, session.queues
     for name, info in queues.items():
         info.flavor_list = flavor_list(tree, name)
@@ -54,6 +56,11 @@ def count_flavors(session: Session) -> None:
                 job.held_in = counted(job.view.pod_sets, dict(job.flavors))
                 for name in session.chain(job.queue):
                     add_in(queues[name].flavor_allocated, job.held_in)
+    for info in queues.values():
+        for entry in info.queue.spec.flavors:
+            held = info.flavor_allocated.get(entry.name)
+            if held and (over := over_capability(held, entry.capability)):
+                info.flavor_over_capability[entry.name] = over
     totals = flavor_totals(session.snapshot.flavors, session.snapshot.nodes, _named(queues))
     real = flavor_capabilities(tree, totals)
     deserved = flavor_deserved(tree, session.config.deserved_plugin(), real, _requests(session))

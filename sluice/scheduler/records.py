@@ -94,6 +94,11 @@ class QueueInfo:
     """Its realCapability in each flavor its entries name (absent resource: 0)."""
     flavor_deserved: dict[str, Resources] = field(default_factory=dict)
     """Its deserved in each flavor its entries name."""
+    flavor_over_capability: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)
+    """Flavor -> resource -> (allocated, capability) where what its subtree holds in the
+    flavor exceeds its entry's capability there: nothing more that asks for one of these
+    resources is admitted below it into that flavor until it fits again
+    (``over_capability`` per flavor)."""
 
     def clear(self) -> None:
         """Back to how it is built (``Session._build_queues``): no jobs, nothing derived."""
@@ -107,6 +112,7 @@ class QueueInfo:
         self.grown = []
         self.flavor_list = ()
         self.flavor_allocated = {}
+        self.flavor_over_capability = {}
         self.flavor_real_capability = {}
         self.flavor_deserved = {}
 

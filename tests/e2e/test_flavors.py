@@ -6,17 +6,24 @@ carries; both follow the nodes as they are relabelled and cordoned. Jobs of a qu
 flavors are admitted into one: the operator writes the flavor's labels and tolerations into
 their templates with the record `sluice.dev/flavor-assignment`, kube-scheduler binds their
 pods to that flavor's nodes, a running Job keeps the flavor, and a Job suspended again gets
-its templates back as submitted.
+its templates back as submitted. A queue owed its part of a flavor reclaims there from a
+queue borrowing it, and leaves that queue's workloads in other flavors alone. A JobSet (the
+real JobSet controller) is given a flavor per pod set, and its child Jobs' pods run on each
+flavor's nodes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from sluice.api.workloads import BY_KIND
+
+from . import controllers
 from .components import Operator, sluice_system
 from .helpers import Kubectl, KubectlError, controlplane, unique_name, wait_for
 from .scenario import Scenario
@@ -24,14 +31,32 @@ from .scenario import Scenario
 PER_NODE = 4  # of the test's resource
 
 
+JOBSET = BY_KIND["JobSet"]
+
+
 @pytest.fixture(scope="module")
 def operator(
     control_plane: controlplane.Cluster, kubectl: Kubectl, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Operator]:
-    """sluice's operator and its webhooks (which keep an admitted Job's flavor)."""
+    """The JobSet controller with its release's CRD, then sluice's operator and its webhooks
+    (which keep an admitted workload's flavor) gating Jobs and JobSets."""
     workdir = tmp_path_factory.mktemp("flavors")
-    with sluice_system(control_plane, kubectl, workdir, "e2e-flavors") as op:
-        yield op
+    crds: list[str] = []
+    with contextlib.ExitStack() as stack:
+        # Last out: the CRDs, once nothing serves or watches them any more.
+        stack.callback(
+            lambda: crds and kubectl.run("delete", "--ignore-not-found", "--timeout=60s", *crds)
+        )
+        # The stand-ins of test_workload_kinds.py may still be going when it ran first.
+        crd = f"crd/{JOBSET.plural}.{JOBSET.group}"
+        kubectl.run("wait", "--for=delete", "--timeout=60s", crd, check=False)
+        running = stack.enter_context(
+            controllers.running(controllers.JOBSET, control_plane, kubectl, workdir)
+        )
+        crds.extend(running.crds)
+        yield stack.enter_context(
+            sluice_system(control_plane, kubectl, workdir, "e2e-flavors", workloads=[JOBSET])
+        )
 
 
 def create_flavor(kubectl: Kubectl, name: str, labels: dict[str, str]) -> None:
@@ -260,3 +285,119 @@ def test_an_admitted_jobs_flavor_is_kept_and_taken_off_once_it_is_suspended(
     assert restored["nodeSelector"] == own
     assert "tolerations" not in restored
     assert models.nodes_of("high", 2) == models.h100_nodes
+
+
+def created_job(s: Scenario, short: str, queue: str, pods: int, **template: Any) -> dict[str, Any]:
+    """A suspended Job of ``pods`` pods of PER_NODE each, as the API server stored it at
+    creation: before sluice writes anything into it."""
+    pod = controlplane.kwok.pod_template({s.resource: PER_NODE}, **template)
+    manifest = controlplane.kwok.job(
+        short, pod, namespace=s.namespace, queue=s.name(queue), pods=pods, suspend=True
+    )
+    return dict(json.loads(s.kubectl.create(manifest, "-o", "json")))
+
+
+def test_a_borrower_in_h100_is_reclaimed_for_a_queue_owed_h100_and_gets_its_template_back(
+    models: Models,
+) -> None:
+    s = models.s
+    both = [models.entry(models.h100, 8), models.entry(models.a100, 8)]
+    s.queue("borrower", flavors=both)
+    own = {"kubernetes.io/os": "linux"}  # the tenant's own selector and toleration, kept
+    tolerated = [{"key": "example.com/own", "operator": "Exists", "effect": "NoSchedule"}]
+    first = created_job(s, "b1", "borrower", 2, node_selector=own, tolerations=tolerated)
+    s.wait_admitted("b1")
+    assert models.nodes_of("b1", 2) == models.h100_nodes
+    # The borrower's next goes to a100 (h100 full); newer, it would be reclaim's first
+    # victim were victims not taken in the flavor reclaimed in only.
+    s.job("b2", "borrower", PER_NODE)
+    s.wait_admitted("b2")
+    assert models.nodes_of("b2", 1) < models.a100_nodes
+    # A queue given only h100 asks half of it: owed that half (proportion splits h100
+    # between the two), it takes it back from the borrower's h100 Job, and b2 stays.
+    s.queue("owed", flavors=[models.entry(models.h100, 8)])
+    s.job("mine", "owed", PER_NODE)
+    s.wait_admitted("mine", timeout=30)
+    s.wait_suspended("b1")
+    assert s.admitted("b2")
+    assert models.nodes_of("mine", 1) < models.h100_nodes
+    assert models.record("mine") == {
+        "main": {
+            "flavor": models.h100,
+            "nodeSelector": {models.model: "H100"},
+            "tolerations": [],
+        }
+    }
+    # The reclaimed Job's template comes back exactly as submitted, once its pods are gone.
+    s.wait_no_pods("b1")
+    wait_for(lambda: models.record("b1") is None, what="b1's record gone")
+    assert models.pod_spec("b1") == first["spec"]["template"]["spec"]
+
+
+def jobset_of(s: Scenario, name: str, queue: str, **replicas: int) -> dict[str, Any]:
+    """A JobSet of one replicated Job per keyword, each of that many one-pod Jobs asking
+    PER_NODE."""
+    pod = controlplane.kwok.pod_template({s.resource: PER_NODE})
+    job = {"spec": {"parallelism": 1, "completions": 1, "template": pod}}
+    return {
+        "apiVersion": JOBSET.api_version,
+        "kind": "JobSet",
+        "metadata": {
+            "name": name,
+            "namespace": s.namespace,
+            "labels": {"sluice.dev/queue-name": s.name(queue)},
+        },
+        "spec": {
+            "replicatedJobs": [
+                {"name": n, "replicas": count, "template": job} for n, count in replicas.items()
+            ]
+        },
+    }
+
+
+def test_a_jobset_is_admitted_into_flavors_and_its_child_jobs_pods_run_on_their_nodes(
+    models: Models,
+) -> None:
+    """A JobSet's pod sets are given a flavor each: the driver's fits h100, the workers' no
+    longer fit h100's capability beside it and go to a100; the JobSet controller makes child
+    Jobs from the templates sluice wrote, and kube-scheduler binds each pod on its flavor's
+    nodes."""
+    s, kubectl = models.s, models.kubectl
+    s.queue("team", flavors=[models.entry(models.h100, 8), models.entry(models.a100, 8)])
+    kubectl.create(jobset_of(s, "train", "team", driver=1, workers=2))
+
+    def jobset() -> dict[str, Any]:
+        return kubectl.get("jobset", "train", s.namespace)
+
+    wait_for(lambda: jobset()["spec"].get("suspend") is False, what="the JobSet admitted")
+    toleration = {**models.taint, "operator": "Equal"}
+    record = json.loads(jobset()["metadata"]["annotations"]["sluice.dev/flavor-assignment"])
+    assert record == {
+        "driver": {
+            "flavor": models.h100,
+            "nodeSelector": {models.model: "H100"},
+            "tolerations": [],
+        },
+        "workers": {
+            "flavor": models.a100,
+            "nodeSelector": {models.model: "A100"},
+            "tolerations": [toleration],
+        },
+    }
+
+    def running() -> list[dict[str, Any]] | None:
+        found = kubectl.json(
+            "get", "pods", "-n", s.namespace, "-l", "jobset.sigs.k8s.io/jobset-name=train"
+        )["items"]
+        ok = len(found) == 3 and all(
+            p["status"].get("phase") == "Running" and p["spec"].get("nodeName") for p in found
+        )
+        return list(found) if ok else None
+
+    pods = wait_for(running, timeout=60, what="the JobSet's three pods running")
+    nodes: dict[str, set[str]] = {}
+    for p in pods:
+        group = p["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"]
+        nodes.setdefault(group, set()).add(p["spec"]["nodeName"])
+    assert nodes["driver"] < models.h100_nodes
+    assert nodes["workers"] == models.a100_nodes

@@ -7,7 +7,10 @@ in it. For reclaim, a victim's queue and each of its ancestors below the common 
 the job's queue that name the flavor (one at least) must be above their deserved in it, in a
 resource the job asks there, or the victim best-effort there (it holds none of the resources
 the level's entry names), and the victim's going must keep each at or above its guarantee in
-it: the reclaim rules read over the flavor's own tree. Victims are taken in the order given until
+it: the reclaim rules read over the flavor's own tree. For preempt, a flavor its queue's quota
+classes *no* (at its capability, or above its deserved, there) is one to preempt in all the
+same when the job would fit were its queue's own lower-priority workloads gone: victims are
+those of them holding in it. Victims are taken in the order given until
 the job fits, its flavors chosen again on the room and quota they leave; when all of them
 together cannot make it fit, none is taken.
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 
 from sluice.scheduler.actions.reclaim_rules import Order
 from sluice.scheduler.fit import cluster_failure, place_where, queue_failure
@@ -32,7 +36,8 @@ Found = tuple[list[JobInfo], Chosen, Placed]
 
 Memo = dict[tuple[object, ...], int]
 """Jobs alike (queue, request, pod sets, topology) for which no victim was found, and the
-placement's version then: every admission and eviction changes it."""
+placement's version then: every admission and eviction changes it. Preempt's look at its
+own queue's workloads (``preempting``) is noted apart, with the job's priority."""
 
 
 def alike(job: JobInfo) -> tuple[object, ...]:
@@ -52,6 +57,28 @@ def reclaiming(session: Session, job: JobInfo, memo: Memo) -> Chosen | None:
         memo[alike(job)] = version
         return None
     return chosen
+
+
+def preempting(session: Session, job: JobInfo, victims: list[JobInfo], memo: Memo) -> Chosen | None:
+    """The job's flavors for preempt, ``victims`` being its queue's own lower-priority
+    workloads: those of ``reclaiming`` when it reclaims in some flavor; else, when the
+    victims' going would let it fit (its queue at its capability or above its deserved in a
+    flavor classes that flavor ``no``, though its own workloads hold the room), the flavors
+    chosen as if they were gone, victims taken in the first of them that some victim holds
+    in. None when neither, as ``memo`` then notes."""
+    chosen = reclaiming(session, job, memo)
+    version, own = session.placement.version, ("own", job.priority, *alike(job))
+    if chosen is not None or memo.get(own) == version:
+        return chosen
+    with without(session, victims) as freed:
+        alone = choose_flavors(session, job, freed, explain=False)
+    if not isinstance(alone, str) and alone.rank != RECLAIMS:
+        held = {flavor for victim in victims for flavor in victim.held_in}
+        flavor = next((f for _, f in alone.flavors if f in held), None)
+        if flavor is not None:
+            return replace(alone, rank=RECLAIMS, reclaims_in=flavor)
+    memo[own] = version
+    return None
 
 
 def nearest_first(

@@ -10,7 +10,7 @@ fifo queue preempts only for its first waiting job.
 from __future__ import annotations
 
 from sluice.scheduler.actions.admit import admissible_leaves
-from sluice.scheduler.actions.flavor_victims import Memo, reclaiming, take_in_flavor
+from sluice.scheduler.actions.flavor_victims import Memo, preempting, take_in_flavor
 from sluice.scheduler.actions.outcome import Outcome
 from sluice.scheduler.actions.reclaim_rules import victim_order
 from sluice.scheduler.actions.victims import (
@@ -110,11 +110,13 @@ def _preempt_in_flavor(
     memo: Memo,
 ) -> None:
     """Preempt for a job of a queue with flavors: victims holding in the flavor it reclaims
-    in only (flavor_victims.py), in victim order."""
-    chosen = reclaiming(session, job, memo)
+    in only, or in one where its own lower-priority workloads hold the room its queue's
+    quota there lacks (flavor_victims.preempting), in victim order."""
+    lower = [v for v in victims if v.priority < job.priority]
+    chosen = preempting(session, job, lower, memo)
     if chosen is None:
         return
-    found = take_in_flavor(session, job, chosen, victims, lambda v: v.priority < job.priority, memo)
+    found = take_in_flavor(session, job, chosen, lower, lambda v: True, memo)
     if found is None:
         return
     taken, given, (footprint, domain) = found

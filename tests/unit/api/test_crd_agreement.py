@@ -99,6 +99,7 @@ def test_printer_columns(version: dict[str, Any]) -> None:
         "NAMESPACES": ".spec.namespaceSelector",
         "OVER": ".status.overCapability",
         "USAGE": ".status.usage.dominant",
+        "FLAVORS": ".status.flavorSummary",
         "AGE": ".metadata.creationTimestamp",
     }
 
@@ -209,6 +210,9 @@ def test_every_resource_map_takes_quantities(schema: dict[str, Any]) -> None:
         ".spec.flavors[].guarantee.resource",
         ".status.allocated",
         ".status.deserved",
+        ".status.flavors[].allocated",
+        ".status.flavors[].deserved",
+        ".status.flavors[].realCapability",
     }
     for path, value in maps.items():
         assert value["x-kubernetes-int-or-string"] is True, path

@@ -7,6 +7,7 @@ import random
 from dataclasses import replace
 from typing import Any
 
+import pytest
 from builders import gang, node, queue, res, snapshot
 
 from sluice.api.constraints import PodSpecView
@@ -202,6 +203,81 @@ def test_preempt_in_a_flavor_takes_lower_priority_workloads_holding_in_it() -> N
         ("admit", "ns/high"),
     ]
     assert admitted(result) == {"ns/high": (("main", "h100"),)}
+
+
+def preempting(queues: list[Any], jobs: list[WorkloadView]) -> CycleResult:
+    config = {**CAPACITY, "actions": "enqueue, allocate, preempt"}
+    built = snapshot(queues, jobs, NODES, config=config, priority_classes={"hi": 100})
+    return run_cycle(replace(built, flavors=[H100, A100]))
+
+
+@pytest.mark.parametrize("quota", ["capability", "deserved"])
+def test_preempt_acts_in_a_flavor_where_the_queue_is_at_its_quota(quota: str) -> None:
+    # team-a is at its capability (or its deserved) in h100, so h100 is no flavor it could
+    # reclaim in; its own lower-priority workload there frees the room. team-c's in h100 and
+    # team-a's own, newer, in a100 are left alone.
+    mine = team("team-a", entry("h100", **{quota: {GPU: "8"}}), entry("a100"))
+    other = team("team-c", entry("h100"), entry("a100"), reclaimable=False)
+    low_h = holding(gpus("low-h", 1, 8, admitted=10), "h100")
+    low_a = holding(gpus("low-a", 1, 8, admitted=20), "a100")
+    theirs = holding(gpus("c", 1, 8, queue_name="team-c"), "h100")
+    high = gpus("high", 1, 8, priority_class="hi", selector={MODEL: "H100"})
+    result = preempting([mine, other], [low_h, low_a, theirs, high])
+    assert [(d.action, d.job) for d in result.decisions] == [
+        ("preempt", "ns/low-h"),
+        ("admit", "ns/high"),
+    ]
+    assert admitted(result) == {"ns/high": (("main", "h100"),)}
+    assert admit_reason(result, "ns/high") == (
+        "preempt: higher priority in queue team-a, in flavor h100"
+    )
+
+
+def test_preempt_in_a_flavor_never_takes_an_equal_priority_or_another_queues_workload() -> None:
+    # At its capability in h100 with only an equal-priority workload of its own there, and
+    # team-c's lower-priority one beside it: nothing is preempted, the job waits.
+    mine = team("team-a", entry("h100", capability={GPU: "8"}), entry("a100"))
+    other = team("team-c", entry("h100"), entry("a100"), reclaimable=False)
+    same = holding(gpus("same", 1, 8, priority_class="hi", admitted=10), "h100")
+    theirs = holding(gpus("c", 1, 8, queue_name="team-c"), "h100")
+    high = gpus("high", 1, 8, priority_class="hi", selector={MODEL: "H100"})
+    result = preempting([mine, other], [same, theirs, high])
+    assert [d for d in result.decisions if d.action != "admit"] == []
+    assert admitted(result) == {}
+    assert "capability 8 in flavor h100" in reason(result, "ns/high")
+
+
+# team-a holds 12 GPUs in h100, over its capability of 8 there (lowered since they were
+# admitted): nothing more that asks GPUs goes into h100 for it.
+OVER = [
+    holding(gpus("big", 1, 8, admitted=10), "h100"),
+    holding(gpus("small", 1, 4, admitted=20), "h100"),
+]
+
+
+def test_a_queue_over_its_capability_in_a_flavor_admits_nothing_more_asking_it_there() -> None:
+    capped = team("team-a", entry("h100", capability={GPU: "8"}))
+    cpu_only = gang("cpu", "team-a", 1, cpu=1)
+    result = cycle([capped], [*OVER, gpus("j", 1, 1), cpu_only])
+    assert reason(result, "ns/j") == (
+        "position 1 in team-a; no flavor fits: flavor h100: queue team-a is over its capability"
+        " in nvidia.com/gpu in flavor h100, and admits nothing more that asks for it there"
+        " until it fits again: nvidia.com/gpu 12 > capability 8"
+    )
+    # A job asking none of it is admitted there as ever; with a second flavor, the next.
+    assert admitted(result) == {"ns/cpu": (("main", "h100"),)}
+    both = team("team-a", entry("h100", capability={GPU: "8"}), entry("a100"))
+    assert admitted(cycle([both], [*OVER, gpus("j", 1, 1)])) == {"ns/j": (("main", "a100"),)}
+
+
+def test_a_queue_over_its_capability_in_a_flavor_preempts_nothing_there() -> None:
+    # Were its own lower-priority workloads gone, it would fit: held back all the same, as a
+    # queue over its own capability takes no victim.
+    capped = team("team-a", entry("h100", capability={GPU: "8"}), entry("a100"))
+    high = gpus("high", 1, 4, priority_class="hi", selector={MODEL: "H100"})
+    result = preempting([capped], [*OVER, high])
+    assert [d for d in result.decisions if d.action != "admit"] == []
+    assert "over its capability in nvidia.com/gpu in flavor h100" in reason(result, "ns/high")
 
 
 def test_a_pod_set_whose_selector_names_one_flavor_gets_it_or_waits() -> None:
