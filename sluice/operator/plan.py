@@ -58,6 +58,7 @@ from sluice.api.workloads.pods import PodMember, PodWorkload
 from sluice.api.workloads.size_patches import (
     size_growth_patch,
     size_release_patch,
+    size_shrink_patch,
     with_size_restore,
 )
 from sluice.scheduler.growth import grown_workload
@@ -199,6 +200,16 @@ def _growth(d: Decision, key: str, obj: Obj | None, decided: Basis | None) -> Wr
     return Write("admit", key, patch, decided, event)
 
 
+def _shrink(d: Decision, obj: Obj | None, decided: Basis | None) -> Write:
+    """A workload that gives pods above its minimum to a reclaim or preempt: its size fields
+    and its record lowered (api.workloads.size_patches), resting on the spec the cycle saw;
+    it stays admitted, and its controller deletes the pods beyond its new size."""
+    patch = size_shrink_patch(d.sizes, obj, adapter_of(obj)) if obj is not None else {}
+    title = "Reclaimed" if d.action == "reclaim" else "Preempted"
+    event = EventSpec(title, f"{d.reason}; its size lowered by sluice")
+    return Write(d.action, d.job, patch, decided, event)
+
+
 def _gate_release(key: str, gated: Sequence[PodView]) -> Write:
     """The gates of a workload's pods removed (its record admits them): each pod's gate,
     tested to be sluice's where the cycle saw it, so a pod changed since is left alone."""
@@ -333,6 +344,8 @@ def _decision(
             extra = size_release_patch(d.sizes, obj, adapter, extra)
         if extra:
             write = replace(write, patch=merged(write.patch, extra))
+    elif d.shrinks:
+        write = _shrink(d, workloads.get(d.job), decided_on.get(d.job))
     else:
         write = _eviction(d, now, decided_on.get(d.job), adapter_of(workloads.get(d.job)))
     created = seen.creation_timestamp if seen is not None else None

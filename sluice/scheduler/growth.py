@@ -218,3 +218,21 @@ def gates_to_release(view: WorkloadView, pods: Sequence[PodView]) -> list[PodVie
         oldest = sorted(gated[i], key=lambda p: (p.creation_timestamp, p.name))
         out += oldest[: max(0, room)]
     return out
+
+
+def pods_beyond(view: WorkloadView, pods: Sequence[PodView]) -> list[PodView]:
+    """Of ``pods``, those of the workload ``view`` that its controller deletes once its size
+    fields hold the sizes of its view (a size lowered by reclaim or preempt): per pod set,
+    its live pods beyond its size, the gated first, then the newest."""
+    sets = view.pod_sets
+    live: list[list[PodView]] = [[] for _ in sets]
+    for pod in pods:
+        if _pod_of(pod, view) and not pod.finished and not pod.terminating:
+            i = pod_set_of(sets, pod)
+            if i >= 0:
+                live[i].append(pod)
+    out: list[PodView] = []
+    for pod_set, own in zip(sets, live, strict=True):
+        own.sort(key=lambda p: (p.gated, p.creation_timestamp, p.name))  # kept first
+        out += own[pod_set.count :]
+    return out

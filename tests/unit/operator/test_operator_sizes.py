@@ -162,3 +162,41 @@ def test_the_gates_a_cycle_releases_are_removed_where_the_cycle_saw_them() -> No
         {"op": "test", "path": "/spec/schedulingGates/1/name", "value": "sluice.dev/admission"},
         {"op": "remove", "path": "/spec/schedulingGates/1"},
     ]
+
+
+def shrink(sizes: tuple[tuple[str, int, int], ...]) -> Decision:
+    return Decision(
+        "reclaim", "ns/train", "team", "reclaimed for ns/a1 of queue a above its minimum",
+        for_job="ns/a1", sizes=sizes,
+    )  # fmt: skip
+
+
+def test_a_shrink_lowers_the_size_and_the_record_and_the_job_keeps_running() -> None:
+    # Admitted whole at 8 (minimum 4): reclaim takes 2 of its pods above its minimum.
+    whole = '{"main":{"admitted":8,"asked":8,"fields":{}}}'
+    stored = as_stored(job(False, 8, **{RECORD: whole}))
+    (write,) = plan(cycle(shrink((("main", 8, 6),))), *stored, {"ns/train": (3, "team")},
+                    NOW, 0.0, {}).victims  # fmt: skip
+    assert (write.kind, write.workload, write.basis) == ("reclaim", "ns/train", (3, "team"))
+    assert write.patch["spec"] == {"parallelism": 6}  # no suspend: it runs on
+    assert json.loads(write.patch["metadata"]["annotations"][RECORD]) == {
+        "main": {"admitted": 6, "asked": 8, "fields": {"spec.parallelism": 8}}
+    }
+    assert set(write.patch["metadata"]["annotations"]) == {RECORD}
+    assert write.event is not None and write.event.reason == "Reclaimed"
+    assert "its size lowered by sluice" in write.event.message
+
+
+def test_a_shrink_keeps_what_the_first_admission_lowered() -> None:
+    # Admitted at 6 of 8, shrunk to 5: a requeue still puts back the 8 it asked.
+    stored = as_stored(job(False, 6, **{RECORD: LOWERED}))
+    (write,) = plan(cycle(shrink((("main", 8, 5),))), *stored, {}, NOW, 0.0, {}).victims
+    assert write.patch["spec"] == {"parallelism": 5}
+    assert json.loads(write.patch["metadata"]["annotations"][RECORD]) == {
+        "main": {"admitted": 5, "asked": 8, "fields": {"spec.parallelism": 8}}
+    }
+    # Suspended later, it waits for all 8 again.
+    waiting = PendingJob("ns/train", "team", 1, "x")
+    restored = job(True, 5, **{RECORD: write.patch["metadata"]["annotations"][RECORD]})
+    (reason,) = plan(cycle(pending=(waiting,)), *as_stored(restored), {}, NOW, 0.0, {}).reasons
+    assert reason.patch["spec"] == {"parallelism": 8}
