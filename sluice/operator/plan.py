@@ -32,7 +32,13 @@ from sluice.api.flavor import FlavorView
 from sluice.api.flavor_assignment import flavor_assignment_text
 from sluice.api.objects import Obj
 from sluice.api.topology import Assignment
-from sluice.api.views import PodView, WorkloadView
+from sluice.api.views import (
+    PodView,
+    WorkloadView,
+    growth_reason,
+    split_growth_reason,
+    split_pending_reason,
+)
 from sluice.api.workloads import Adapter, adapter_for
 from sluice.api.workloads.domain_patches import (
     admission_patch,
@@ -61,7 +67,7 @@ from sluice.api.workloads.size_patches import (
     size_shrink_patch,
     with_size_restore,
 )
-from sluice.scheduler.growth import grown_workload
+from sluice.scheduler.growth import grown_workload, growth_pods
 from sluice.scheduler.model import CycleResult, Decision, PendingJob
 from sluice.scheduler.readiness import backoff_reason
 
@@ -196,6 +202,8 @@ def _growth(d: Decision, key: str, obj: Obj | None, decided: Basis | None) -> Wr
     (api.workloads.size_patches), resting on the spec the cycle saw, as its size may have
     changed since."""
     patch = size_growth_patch(d.sizes, obj) if obj is not None else {}
+    if patch:  # its reason goes with it
+        patch = merged(patch, {"metadata": {"annotations": {PENDING_REASON_ANNOTATION: None}}})
     event = EventSpec("Admitted", f"growth admitted by queue {d.queue}: {d.reason}")
     return Write("admit", key, patch, decided, event)
 
@@ -249,6 +257,43 @@ def _reason(
     return Write("reason", pending.job, patch, None, event)
 
 
+def _growth_reason(
+    pending: PendingJob,
+    key: str,
+    job: WorkloadView | None,
+    clock: float,
+    written: Mapping[str, float],
+) -> Write | None:
+    """Why an admitted workload's growth waits (its growth entry ``pending``), written on
+    the workload ``key`` as its pending reason, told apart by how it starts
+    (``growth_reason``): paced and announced as a waiting job's (``_reason``)."""
+    if job is None or not job.phase.admitted:
+        return None
+    text = growth_reason(growth_pods(job), pending.reason)
+    if job.pending_reason == text:
+        return None
+    said = split_growth_reason(job.pending_reason)
+    same_cause = said is not None and split_pending_reason(said)[1] == pending.cause
+    if same_cause and _refreshed_lately(replace(pending, job=key), clock, written):
+        return None
+    patch = {"metadata": {"annotations": {PENDING_REASON_ANNOTATION: text}}}
+    event = None if same_cause else EventSpec("Pending", text, warning=True)
+    return Write("reason", key, patch, None, event)
+
+
+def _growth_reasons_gone(views: Mapping[str, WorkloadView], growing: set[str]) -> list[Write]:
+    """The growth reason dropped from each admitted workload whose growth no longer waits
+    (admitted, taken back, or its size lowered again)."""
+    return [
+        Write("reason", key, {"metadata": {"annotations": {PENDING_REASON_ANNOTATION: None}}})
+        for key, view in views.items()
+        if view.sized
+        and key not in growing
+        and view.phase.admitted
+        and split_growth_reason(view.pending_reason) is not None
+    ]
+
+
 def _refreshed_lately(pending: PendingJob, clock: float, written: Mapping[str, float]) -> bool:
     """Whether the job's reason was written less than POSITION_REFRESH seconds ago."""
     last = written.get(pending.job)
@@ -288,9 +333,14 @@ def plan(
         (admissions if d.action == "admit" else victims).append(write)
     reasons: list[Write | None] = []
     confined: list[str] = []  # waiting jobs whose latest view records an assignment or sizes
+    growing: set[str] = set()  # admitted workloads whose growth waits
     for p in result.pending:
         workload = pods.get(p.job)
-        if workload is None:
+        grows = grown_workload(p.job)
+        if grows is not None:
+            growing.add(grows)
+            reasons.append(_growth_reason(p, grows, views.get(grows), clock, positions_written))
+        elif workload is None:
             view = views.get(p.job)
             reasons.append(_reason(p, view, clock, positions_written))
             if view is not None and (view.assignment or view.flavors or view.sized):
@@ -299,6 +349,7 @@ def plan(
             reasons.append(_pod_reason(p, workload, clock, positions_written))
     admitted = {d.job for d in result.decisions if d.action == "admit"}
     reasons = _with_restores(confined, workloads, admitted, reasons)
+    reasons += _growth_reasons_gone(views, growing | {written_on(d) for d in result.decisions})
     admissions += [_gate_release(key, gated) for key, gated in result.releases]
     for key, workload in pods.items():
         if workload.view is None:
@@ -310,7 +361,7 @@ def plan(
         victims=tuple(victims),
         admissions=tuple(admissions),
         reasons=tuple(w for w in reasons if w is not None),
-        pending=frozenset(p.job for p in result.pending),
+        pending=frozenset(written_on(Decision("admit", p.job, p.queue)) for p in result.pending),
     )
 
 

@@ -236,3 +236,10 @@ def pods_beyond(view: WorkloadView, pods: Sequence[PodView]) -> list[PodView]:
         own.sort(key=lambda p: (p.gated, p.creation_timestamp, p.name))  # kept first
         out += own[pod_set.count :]
     return out
+
+
+def growth_pods(view: WorkloadView) -> int:
+    """How many pods an admitted workload asks beyond what its record admitted: its growth
+    entry's, counted from the workload as its object asks."""
+    admitted = {r.pod_set: r.admitted for r in view.sized}
+    return sum(max(0, s.count - admitted[s.name]) for s in view.pod_sets if s.name in admitted)

@@ -132,16 +132,43 @@ def test_an_admitted_growth_raises_the_record_of_its_workload() -> None:
     assert write.patch == {
         "metadata": {
             "annotations": {
-                RECORD: '{"main":{"admitted":10,"asked":10,"fields":{"spec.parallelism":8}}}'
+                RECORD: '{"main":{"admitted":10,"asked":10,"fields":{"spec.parallelism":8}}}',
+                "sluice.dev/pending-reason": None,  # its growth no longer waits
             }
         }
     }
 
 
-def test_a_waiting_growth_writes_no_reason_on_an_object_of_its_name() -> None:
+GROWTH_WAITS = "growth of 4 pods waiting: position 1 in team; queue team has no room"
+
+
+def test_a_waiting_growth_says_why_on_its_workload() -> None:
+    # Running at 6 of 8, raised to 10: its 4 pods beyond the record wait in its queue.
     waiting = PendingJob("ns/train (growth)", "team", 1, "queue team has no room")
     stored = as_stored(job(False, 10, **{RECORD: LOWERED}))
-    assert plan(cycle(pending=(waiting,)), *stored, {}, NOW, 0.0, {}).reasons == ()
+    result = plan(cycle(pending=(waiting,)), *stored, {}, NOW, 0.0, {})
+    (write,) = result.reasons
+    assert (write.kind, write.workload, write.basis) == ("reason", "ns/train", None)
+    assert write.patch == {"metadata": {"annotations": {"sluice.dev/pending-reason": GROWTH_WAITS}}}
+    assert write.event is not None and write.event.message == GROWTH_WAITS
+    assert result.pending is not None and "ns/train" in result.pending  # its pacing is kept
+    # Written once: the same reason again writes nothing, a new position alone is paced.
+    said = as_stored(job(False, 10, **{RECORD: LOWERED, "sluice.dev/pending-reason": GROWTH_WAITS}))
+    assert plan(cycle(pending=(waiting,)), *said, {}, NOW, 0.0, {}).reasons == ()
+    second = PendingJob("ns/train (growth)", "team", 2, "queue team has no room")
+    assert plan(cycle(pending=(second,)), *said, {}, NOW, 5.0, {"ns/train": 0.0}).reasons == ()
+    (moved,) = plan(cycle(pending=(second,)), *said, {}, NOW, 60.0, {"ns/train": 0.0}).reasons
+    assert moved.event is None  # the same cause: no new Event
+
+
+def test_a_growth_reason_goes_once_its_growth_no_longer_waits() -> None:
+    said = as_stored(job(False, 8, **{RECORD: LOWERED, "sluice.dev/pending-reason": GROWTH_WAITS}))
+    (write,) = plan(cycle(), *said, {}, NOW, 0.0, {}).reasons
+    assert (write.workload, write.event) == ("ns/train", None)
+    assert write.patch == {"metadata": {"annotations": {"sluice.dev/pending-reason": None}}}
+    # A plain pending reason of an admitted workload is not a growth's: left alone.
+    other = as_stored(job(False, 8, **{RECORD: LOWERED, "sluice.dev/pending-reason": "x"}))
+    assert plan(cycle(), *other, {}, NOW, 0.0, {}).reasons == ()
 
 
 def test_a_growth_rests_on_the_spec_of_the_workload_it_grows() -> None:
