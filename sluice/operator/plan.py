@@ -213,6 +213,8 @@ def _shrink(d: Decision, obj: Obj | None, decided: Basis | None) -> Write:
     and its record lowered (api.workloads.size_patches), resting on the spec the cycle saw;
     it stays admitted, and its controller deletes the pods beyond its new size."""
     patch = size_shrink_patch(d.sizes, obj, adapter_of(obj)) if obj is not None else {}
+    if patch:  # a growth of it waiting goes with the size its owner asked
+        patch = merged(patch, {"metadata": {"annotations": {PENDING_REASON_ANNOTATION: None}}})
     title = "Reclaimed" if d.action == "reclaim" else "Preempted"
     event = EventSpec(title, f"{d.reason}; its size lowered by sluice")
     return Write(d.action, d.job, patch, decided, event)
@@ -310,6 +312,7 @@ def plan(
     positions_written: Mapping[str, float],
     pod_workloads: Mapping[str, PodWorkload] | None = None,
     flavors: Mapping[str, FlavorView] | None = None,
+    explains: bool = True,
 ) -> Plan:
     """The writes of one cycle's result against the workloads as stored (``workloads``, by
     key: parsed only for the jobs decided on or to be given their templates back; ``views``,
@@ -318,6 +321,8 @@ def plan(
 
     ``decided_on`` maps each job to the generation and queue the cycle saw; ``clock`` and
     ``positions_written`` (job -> clock of its last reason write) pace position updates.
+    ``explains``: the result says who waits (the full pass): growth reasons of workloads whose
+    growth no longer waits are then dropped, which looks at every stored workload.
     """
     pods = pod_workloads or {}
     named = flavors or {}
@@ -349,7 +354,9 @@ def plan(
             reasons.append(_pod_reason(p, workload, clock, positions_written))
     admitted = {d.job for d in result.decisions if d.action == "admit"}
     reasons = _with_restores(confined, workloads, admitted, reasons)
-    reasons += _growth_reasons_gone(views, growing | {written_on(d) for d in result.decisions})
+    if explains:
+        done = growing | {written_on(d) for d in result.decisions}
+        reasons += _growth_reasons_gone(views, done)
     admissions += [_gate_release(key, gated) for key, gated in result.releases]
     for key, workload in pods.items():
         if workload.view is None:

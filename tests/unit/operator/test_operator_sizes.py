@@ -163,6 +163,7 @@ def test_a_waiting_growth_says_why_on_its_workload() -> None:
 
 def test_a_growth_reason_goes_once_its_growth_no_longer_waits() -> None:
     said = as_stored(job(False, 8, **{RECORD: LOWERED, "sluice.dev/pending-reason": GROWTH_WAITS}))
+    assert plan(cycle(), *said, {}, NOW, 0.0, {}, explains=False).reasons == ()  # decision pass
     (write,) = plan(cycle(), *said, {}, NOW, 0.0, {}).reasons
     assert (write.workload, write.event) == ("ns/train", None)
     assert write.patch == {"metadata": {"annotations": {"sluice.dev/pending-reason": None}}}
@@ -209,7 +210,8 @@ def test_a_shrink_lowers_the_size_and_the_record_and_the_job_keeps_running() -> 
     assert json.loads(write.patch["metadata"]["annotations"][RECORD]) == {
         "main": {"admitted": 6, "asked": 8, "fields": {"spec.parallelism": 8}}
     }
-    assert set(write.patch["metadata"]["annotations"]) == {RECORD}
+    assert write.patch["metadata"]["annotations"]["sluice.dev/pending-reason"] is None
+    assert set(write.patch["metadata"]["annotations"]) == {RECORD, "sluice.dev/pending-reason"}
     assert write.event is not None and write.event.reason == "Reclaimed"
     assert "its size lowered by sluice" in write.event.message
 
