@@ -23,13 +23,21 @@ from sluice.scheduler.placement import Footprint, add_room
 from sluice.scheduler.records import NOWHERE, JobInfo
 from sluice.scheduler.session import Session
 
+TAKEN_WHOLE = frozenset({"RayJob"})
+"""Kinds whose size sluice does not lower while they run: KubeRay, with autoscaling on,
+deletes on a lowered ``replicas`` only the pods its group's ``workersToDelete`` names, so
+the pods a part stands for could run on while counted as gone. A RayJob is taken whole."""
+
 
 def parts_of(session: Session, job: JobInfo) -> tuple[JobInfo, ...]:
     """The victims above the minimum of an admitted workload with a size record, newest
     first: per pod set of its record (the last pod set first), one per unit of its size above
-    its minimum, the highest first; () for any other workload. Worked out once a cycle."""
+    its minimum, the highest first; () for any other workload, and for a kind ``TAKEN_WHOLE``.
+    Worked out once a cycle."""
     if job.parts is None:
-        job.parts = _parts(session, job) if job.view.sized and job.admitted else ()
+        view = job.view
+        shrinks = view.sized and job.admitted and view.kind not in TAKEN_WHOLE
+        job.parts = _parts(session, job) if shrinks else ()
     return job.parts
 
 

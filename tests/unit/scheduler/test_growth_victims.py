@@ -74,6 +74,13 @@ def test_a_workload_at_its_minimum_is_taken_whole() -> None:
     assert decided(result)[0] == ("reclaim", "ns/small", ())
 
 
+def test_a_rayjob_is_taken_whole() -> None:
+    # KubeRay deletes on a lowered replicas only the workers it is told to: not shrunk.
+    ray = replace(resizable("ray", "b", 8, 4), kind="RayJob")
+    result = run_cycle(snapshot(two_queues(), [ray, job("a1", "a", cpu=2)], [node(cpu=8)]))
+    assert decided(result) == [("reclaim", "ns/ray", ()), ("admit", "ns/a1", ())]
+
+
 def test_a_growth_victim_is_ordered_as_its_workload_just_before_it() -> None:
     # b's resizable job was admitted before its plain job: the plain one, admitted last,
     # goes first; the resizable job's pods above its minimum before the job itself.
