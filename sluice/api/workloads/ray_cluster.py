@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from sluice.api.admitted_size import size_records_of
 from sluice.api.workloads.model import dig
 
 RAY_CLUSTER_KIND: Final = "RayCluster"
@@ -67,11 +68,13 @@ def cluster_sizes(obj: Mapping[str, Any]) -> ClusterSizes | None:
 
 
 def as_its_cluster_asks(job: Mapping[str, Any], sizes: ClusterSizes | None) -> Mapping[str, Any]:
-    """The RayJob with each worker group's ``replicas`` as its running cluster has them, the
-    RayJob's own minReplicas and maxReplicas still bounding them; the object itself when
-    nothing differs, when it is held (a held RayJob has no cluster and asks what its spec
-    says), or when ``sizes`` are not of the cluster its status names, under its name and
-    uid."""
+    """The RayJob with each worker group of its size record (sluice.dev/admitted-size)
+    at the ``replicas`` its running cluster has, the RayJob's own minReplicas and
+    maxReplicas still bounding them. A group without a record is read as the RayJob says:
+    it is held, and its gated pods released, at that size, so a size read from its cluster
+    would release pods no queue admitted. The object itself when nothing differs, when it
+    is held (a held RayJob has no cluster and asks what its spec says), or when ``sizes``
+    are not of the cluster its status names, under its name and uid."""
     if sizes is None or dig(job, ("spec", "suspend")) is True:
         return job
     meta = job.get("metadata") or {}
@@ -81,9 +84,10 @@ def as_its_cluster_asks(job: Mapping[str, Any], sizes: ClusterSizes | None) -> M
     if dig(job, ("status", "rayClusterName")) != sizes.cluster:
         return job
     groups = dig(job, ("spec", "rayClusterSpec", "workerGroupSpecs"))
-    if not isinstance(groups, list):
+    recorded = {r.pod_set for r in size_records_of(meta.get("annotations") or {})}
+    if not isinstance(groups, list) or not recorded:
         return job
-    running = dict(sizes.replicas)
+    running = {name: n for name, n in sizes.replicas if name in recorded}
     asked: list[Any] = []
     for i, group in enumerate(groups):
         if isinstance(group, Mapping):

@@ -41,6 +41,9 @@ def ray_job(version: str = "1") -> dict[str, Any]:
             "uid": "uid-train",
             "resourceVersion": version,
             "labels": {"sluice.dev/queue-name": "team"},
+            "annotations": {
+                "sluice.dev/admitted-size": '{"workers":{"admitted":2,"asked":2,"fields":{}}}'
+            },
         },
         "spec": {
             "suspend": False,

@@ -5,6 +5,7 @@ RayJob, and KubeRay never carries a RayJob's later changes into its cluster."""
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 from sluice.api.workloads import BY_KIND
@@ -25,7 +26,18 @@ def group(name: str, replicas: int, hosts: int = 1) -> dict[str, Any]:
     }
 
 
+RECORD = {
+    "sluice.dev/admitted-size": json.dumps(
+        {
+            "small": {"admitted": 2, "asked": 2, "fields": {}},
+            "wide": {"admitted": 2, "asked": 2, "fields": {}},
+        }
+    )
+}
+
+
 def ray_job(suspend: bool = False) -> dict[str, Any]:
+    """Admitted with its two worker groups recorded (they declare their minimums)."""
     return {
         "apiVersion": "ray.io/v1",
         "kind": "RayJob",
@@ -34,6 +46,7 @@ def ray_job(suspend: bool = False) -> dict[str, Any]:
             "namespace": "ns",
             "uid": "uid-train",
             "labels": {"sluice.dev/queue-name": "team"},
+            "annotations": dict(RECORD),
         },
         "spec": {
             "suspend": suspend,
@@ -133,3 +146,18 @@ def test_a_group_the_cluster_lacks_keeps_the_jobs_size() -> None:
     del cluster["spec"]["workerGroupSpecs"][1]
     asked = as_its_cluster_asks(copy.deepcopy(ray_job()), cluster_sizes(cluster))
     assert counts(asked) == {**counts(ray_job()), "small": 5}
+
+
+def test_only_a_group_its_record_holds_grows_on_its_cluster() -> None:
+    # Without a record the RayJob is held, and its gated pods released, at what its spec
+    # asks: a size read from its cluster would release workers no queue admitted.
+    job = ray_job()
+    job["metadata"]["annotations"]["sluice.dev/admitted-size"] = json.dumps(
+        {"wide": {"admitted": 2, "asked": 2, "fields": {}}}
+    )
+    assert counts(as_its_cluster_asks(job, cluster_sizes(ray_cluster(5, 3)))) == {
+        **counts(job),
+        "wide": 6,
+    }
+    del job["metadata"]["annotations"]["sluice.dev/admitted-size"]
+    assert as_its_cluster_asks(job, cluster_sizes(ray_cluster(5, 3))) is job
