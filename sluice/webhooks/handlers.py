@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sluice.api.constants import (
@@ -26,6 +26,7 @@ from sluice.api.pod_views import gated
 from sluice.api.queue import Queue
 from sluice.api.workloads import BY_KIND, Adapter, controlled_by
 from sluice.api.workloads.job import JOB
+from sluice.api.workloads.model import scaled
 from sluice.queues.admission import (
     ClusterFacts,
     check_queue_create,
@@ -298,7 +299,38 @@ async def validate_job(request: Request, ctx: Context) -> Answer:
 
 async def validate_workload(request: Request, ctx: Context) -> Answer:
     """The other kinds of workload sluice gates (docs/workloads.md), as a Job."""
+    if request.sub_resource == "scale":
+        return await _validate_scale(request, ctx)
     return await _validate(request, ctx, _adapter(request, ctx))
+
+
+async def _validate_scale(request: Request, ctx: Context) -> Answer:
+    """A write of a workload's /scale subresource (`kubectl scale`, an HPA): a Scale that
+    carries nothing but the count, judged as that count written on the workload, which is
+    read for it (docs/elastic.md, *Grown through the queue*)."""
+    group, plural = request.resource
+    adapter = next((a for a in BY_KIND.values() if (a.group, a.plural) == (group, plural)), None)
+    replicas = ((request.obj or {}).get("spec") or {}).get("replicas")
+    if (
+        adapter is None
+        or adapter.kind not in ctx.workloads
+        or not adapter.scale_replicas
+        or request.operation != "UPDATE"
+        or not isinstance(replicas, int)
+    ):
+        return _answer(request, ALLOW)
+    stored = await ctx.facts.stored_workload(adapter, request.namespace, request.name)
+    if stored is None:
+        return _answer(request, ALLOW)  # gone: the API server answers the write itself
+    written = replace(
+        request,
+        kind=adapter.kind,
+        group=adapter.group,
+        sub_resource="",
+        old=stored,
+        obj=scaled(stored, adapter.scale_replicas, replicas),
+    )
+    return await _validate(written, ctx, adapter)
 
 
 async def _validate(request: Request, ctx: Context, adapter: Adapter) -> Answer:

@@ -200,7 +200,7 @@ def test_each_kind_of_workload_turned_on_gets_its_rules_watch_and_rbac(helm: Pat
     assert validating["clientConfig"]["service"]["path"] == "/validate/workloads"
     assert [(r["apiGroups"], r["apiVersions"], r["resources"]) for r in validating["rules"]] == [
         (["jobset.x-k8s.io"], ["v1alpha2"], ["jobsets"]),
-        (["kubeflow.org"], ["v1"], ["pytorchjobs"]),
+        (["kubeflow.org"], ["v1"], ["pytorchjobs", "pytorchjobs/scale"]),
     ]
     mutating = hooks(docs, "MutatingWebhookConfiguration")["mutate-workloads.sluice.dev"]
     assert [r["operations"] for r in mutating["rules"]] == [["CREATE"], ["CREATE"]]
@@ -213,6 +213,7 @@ def test_each_kind_of_workload_turned_on_gets_its_rules_watch_and_rbac(helm: Pat
     role = named(docs, "ClusterRole", "sluice-webhooks")
     granted = {(r["apiGroups"][0], r["resources"][0]): r["verbs"] for r in role["rules"]}
     assert granted[("jobset.x-k8s.io", "jobsets")] == ["list"]
+    assert granted[("kubeflow.org", "pytorchjobs")] == ["list", "get"]  # for its /scale
     assert_references_resolve(docs)
 
 

@@ -274,3 +274,35 @@ def test_a_pytorch_jobs_workers_raised_wait_gated_then_run(
              timeout=60, what="growth admitted")  # fmt: skip
     wait_for(lambda: running(p := live(kubectl, namespace, workers)) and len(p) == 4,
              timeout=90, what="4 workers running")  # fmt: skip
+
+
+def test_a_pytorch_job_of_fixed_size_scaled_through_its_scale_subresource_is_refused(
+    kubectl: Kubectl, namespace: str, node: str
+) -> None:
+    """`kubectl scale`, and an HPA, write a PyTorchJob's Worker replicas through its /scale
+    subresource: without an elastic policy its pods are not gated, so the door refuses it
+    there as it refuses the same raise written on the PyTorchJob."""
+    team = queue(kubectl, "10")
+    name = unique_name("torch")
+    body = {
+        "apiVersion": PYTORCH_JOB.api_version,
+        "kind": "PyTorchJob",
+        "metadata": {"name": name, "namespace": namespace, "labels": {QUEUE_LABEL: team}},
+        "spec": {
+            "pytorchReplicaSpecs": {
+                "Master": {"replicas": 1, "template": pod("pytorch", "1", "OnFailure")},
+                "Worker": {"replicas": 2, "template": pod("pytorch", "1", "OnFailure")},
+            }
+        },
+    }
+    kubectl.create(body)
+    what = resource(PYTORCH_JOB)
+    workers = f"training.kubeflow.org/job-name={name},training.kubeflow.org/replica-type=worker"
+    wait_for(lambda: running(p := live(kubectl, namespace, workers)) and len(p) == 2,
+             timeout=90, what="its 2 workers running")  # fmt: skip
+    with pytest.raises(KubectlError) as refused:
+        kubectl.run("scale", what, name, "-n", namespace, "--replicas=4")
+    assert "job-grows-past-admission" in str(refused.value)
+    spec = kubectl.get(what, name, namespace)["spec"]["pytorchReplicaSpecs"]["Worker"]
+    assert spec["replicas"] == 2
+    assert len(live(kubectl, namespace, workers)) == 2
