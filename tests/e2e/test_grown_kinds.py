@@ -228,6 +228,25 @@ def test_a_ray_jobs_workers_raised_on_its_cluster_wait_gated_then_run_within_its
     assert counted(live(kubectl, namespace, workers), 6, 2)
     assert record(kubectl, what, name, namespace)["workers"]["admitted"] == 4
 
+    # Scaling down as the autoscaler does: replicas lowered with the pods to delete named in
+    # scaleStrategy.workersToDelete. With autoscaling on, KubeRay deletes those and no
+    # others, whatever replicas says.
+    kept = sorted(p["metadata"]["name"] for p in live(kubectl, namespace, workers) if not gated(p))
+    named = [p["metadata"]["name"] for p in live(kubectl, namespace, workers) if gated(p)]
+    patch = [
+        {"op": "replace", "path": "/spec/workerGroupSpecs/0/replicas", "value": 4},
+        {
+            "op": "add",
+            "path": "/spec/workerGroupSpecs/0/scaleStrategy",
+            "value": {"workersToDelete": named},
+        },
+    ]
+    kubectl.run("patch", "raycluster", cluster, "-n", namespace, "--type=json",
+                "-p", json.dumps(patch))  # fmt: skip
+    wait_for(lambda: len(live(kubectl, namespace, workers)) == 4, timeout=60,
+             what="the 2 workers named deleted")  # fmt: skip
+    assert sorted(p["metadata"]["name"] for p in live(kubectl, namespace, workers)) == kept
+
 
 # PyTorchJob ------------------------------------------------------------------------------
 
