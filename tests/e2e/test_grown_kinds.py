@@ -282,6 +282,14 @@ def test_a_pytorch_jobs_workers_raised_wait_gated_then_run(
              timeout=90, what="its 2 workers running")  # fmt: skip
     assert record(kubectl, what, name, namespace)["Worker"]["admitted"] == 2
 
+    # Its Worker template stays mutable: taking the label that gates its pods off it, with
+    # the growth it would let run ungated, is refused.
+    strip = {"metadata": {"labels": {"sluice.dev/resizable": None}}}
+    stripped = {"spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": 4, "template": strip}}}}
+    with pytest.raises(KubectlError) as refused:
+        kubectl.run("patch", what, name, "-n", namespace, "--type=merge",
+                    "-p", json.dumps(stripped))  # fmt: skip
+    assert "job-template-labels" in str(refused.value)
     patch = '{"spec":{"pytorchReplicaSpecs":{"Worker":{"replicas":4}}}}'
     kubectl.run("patch", what, name, "-n", namespace, "--type=merge", "-p", patch)
     wait_for(lambda: counted(live(kubectl, namespace, workers), 4, 2), timeout=60,
