@@ -179,6 +179,18 @@ def webhook_configurations(
                     subresources=more,
                 )
             )
+    if ("ray.io", "rayjobs") in workloads:
+        # The RayClusters of managed RayJobs (KubeRay copies the queue label onto them).
+        configs[1]["webhooks"].append(
+            hook(
+                "validate-rayclusters.sluice.dev",
+                "/validate/rayclusters",
+                "rayclusters",
+                "ray.io",
+                ["UPDATE"],
+                objectSelector={"matchExpressions": [{"key": queue_label, "operator": "Exists"}]},
+            )
+        )
     return configs
 
 

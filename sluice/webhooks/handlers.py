@@ -27,6 +27,8 @@ from sluice.api.queue import Queue
 from sluice.api.workloads import BY_KIND, Adapter, controlled_by
 from sluice.api.workloads.job import JOB
 from sluice.api.workloads.model import scaled
+from sluice.api.workloads.ray_cluster import RAY_CLUSTER_KIND
+from sluice.api.workloads.rayjob import RAY_JOB
 from sluice.queues.admission import (
     ClusterFacts,
     check_queue_create,
@@ -55,6 +57,7 @@ from sluice.queues.pods import (
     job_pod_settings,
     pod_settings,
 )
+from sluice.queues.ray_clusters import check_ray_cluster_update
 from sluice.queues.topology import asks_topology, check_topology, check_topology_request
 from sluice.queues.verdict import ALLOW, Verdict, deny
 from sluice.webhooks.cache import ClusterFactsSource, QueueCache
@@ -302,6 +305,24 @@ async def validate_workload(request: Request, ctx: Context) -> Answer:
     if request.sub_resource == "scale":
         return await _validate_scale(request, ctx)
     return await _validate(request, ctx, _adapter(request, ctx))
+
+
+async def validate_ray_cluster(request: Request, ctx: Context) -> Answer:
+    """A RayCluster that a managed RayJob runs changes only where Ray's autoscaler writes
+    (queues.ray_clusters); the webhook's selector sends only those carrying a queue label."""
+    _expect(request, RAY_CLUSTER_KIND)
+    if (
+        RAY_JOB.kind not in ctx.workloads
+        or request.operation != "UPDATE"
+        or request.sub_resource
+        or request.old is None
+        or request.obj is None
+    ):
+        return _answer(request, ALLOW)
+    verdict = check_ray_cluster_update(
+        request.old, request.obj, request.namespace, _writer(request, ctx)
+    )
+    return _answer(request, verdict)
 
 
 async def _validate_scale(request: Request, ctx: Context) -> Answer:

@@ -204,19 +204,23 @@ def test_a_ray_jobs_workers_raised_on_its_cluster_wait_gated_then_run_within_its
     wait_for(lambda: running(p := live(kubectl, namespace, workers)) and len(p) == 3,
              timeout=90, what="3 workers running")  # fmt: skip
 
-    # A tenant raises the cluster's bounds and replicas past the RayJob's maxReplicas (4):
-    # KubeRay makes the workers, gated; with room for all of them the queue admits the
-    # group up to 4 only, the RayJob's bound, and the others never run.
-    scale_cluster(kubectl, namespace, cluster, maxReplicas=6, replicas=6)
-    wait_for(lambda: counted(live(kubectl, namespace, workers), 6, 3), timeout=60,
-             what="3 more workers gated")  # fmt: skip
-    capability(kubectl, team, "10")
-    wait_for(lambda: record(kubectl, what, name, namespace)["workers"]["admitted"] == 4,
-             timeout=60, what="growth to the RayJob's maxReplicas admitted")  # fmt: skip
-    wait_for(lambda: counted(live(kubectl, namespace, workers), 6, 2), timeout=60,
-             what="one more worker released")  # fmt: skip
-    # Each gated worker is the operator's to release: the tenant may neither remove the
-    # gate nor take the pod out of its workload's gate by its label.
+    # The rest of the cluster is the RayJob's: a tenant may neither raise its bounds past
+    # the RayJob's (maxReplicas 4) nor take the label that gates its workers off a template.
+    for patch in (
+        [{"op": "replace", "path": f"/spec/workerGroupSpecs/0/{k}", "value": 6}
+         for k in ("maxReplicas", "replicas")],
+        [{"op": "remove", "path": "/spec/workerGroupSpecs/0/template/metadata/labels/"
+          "sluice.dev~1resizable"}],
+    ):  # fmt: skip
+        with pytest.raises(KubectlError) as refused:
+            kubectl.run("patch", "raycluster", cluster, "-n", namespace, "--type=json",
+                        "-p", json.dumps(patch))  # fmt: skip
+        assert "raycluster-spec" in str(refused.value)
+
+    # One more worker while the queue is full: gated, and the operator's alone to release.
+    scale_cluster(kubectl, namespace, cluster, replicas=4)
+    wait_for(lambda: counted(live(kubectl, namespace, workers), 4, 1), timeout=60,
+             what="a 4th worker gated")  # fmt: skip
     waiting = next(p for p in live(kubectl, namespace, workers) if gated(p))["metadata"]["name"]
     for patch, rule in (
         ('{"spec":{"schedulingGates":null}}', "pod-ungate"),
@@ -225,26 +229,25 @@ def test_a_ray_jobs_workers_raised_on_its_cluster_wait_gated_then_run_within_its
         with pytest.raises(KubectlError) as refused:
             kubectl.run("patch", "pod", waiting, "-n", namespace, "--type=merge", "-p", patch)
         assert rule in str(refused.value)
-    assert counted(live(kubectl, namespace, workers), 6, 2)
-    assert record(kubectl, what, name, namespace)["workers"]["admitted"] == 4
+    assert counted(live(kubectl, namespace, workers), 4, 1)
+    assert record(kubectl, what, name, namespace)["workers"]["admitted"] == 3
 
     # Scaling down as the autoscaler does: replicas lowered with the pods to delete named in
     # scaleStrategy.workersToDelete. With autoscaling on, KubeRay deletes those and no
     # others, whatever replicas says.
     kept = sorted(p["metadata"]["name"] for p in live(kubectl, namespace, workers) if not gated(p))
-    named = [p["metadata"]["name"] for p in live(kubectl, namespace, workers) if gated(p)]
     patch = [
-        {"op": "replace", "path": "/spec/workerGroupSpecs/0/replicas", "value": 4},
+        {"op": "replace", "path": "/spec/workerGroupSpecs/0/replicas", "value": 3},
         {
             "op": "add",
             "path": "/spec/workerGroupSpecs/0/scaleStrategy",
-            "value": {"workersToDelete": named},
+            "value": {"workersToDelete": [waiting]},
         },
     ]
     kubectl.run("patch", "raycluster", cluster, "-n", namespace, "--type=json",
                 "-p", json.dumps(patch))  # fmt: skip
-    wait_for(lambda: len(live(kubectl, namespace, workers)) == 4, timeout=60,
-             what="the 2 workers named deleted")  # fmt: skip
+    wait_for(lambda: len(live(kubectl, namespace, workers)) == 3, timeout=60,
+             what="the worker named deleted")  # fmt: skip
     assert sorted(p["metadata"]["name"] for p in live(kubectl, namespace, workers)) == kept
 
 
