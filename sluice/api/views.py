@@ -101,6 +101,10 @@ class PodSet:
     count_step: int = 1
     """The pods it grows and shrinks by: one unit of its kind's size (a Ray worker group's
     replica of numOfHosts pods)."""
+    min_declared: bool = False
+    """Whether its workload writes its minimum, even one equal to ``count``: its pods are
+    gated, and its admission records its size, which they are released up to and its
+    growth is counted from (docs/elastic.md)."""
     _hash: int = field(init=False, repr=False, compare=False, default=0)
 
     def __post_init__(self) -> None:
@@ -111,7 +115,7 @@ class PodSet:
         # A cycle looks alike jobs up by their pod sets thousands of times.
         fields = (self.name, self.count, self.pod, self.pod_count, self.priority_class_name)
         more = (self.never_preempts, self.topology, self.named_claims, self.devices_unknown)
-        sizes = (self.min_count, self.count_step)
+        sizes = (self.min_count, self.count_step, self.min_declared)
         object.__setattr__(self, "_hash", hash((*fields, *more, *sizes)))
 
     def __hash__(self) -> int:

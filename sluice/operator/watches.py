@@ -23,6 +23,8 @@ from kubernetes import client
 from sluice.api.constants import QUEUE_LABEL
 from sluice.api.workloads import Adapter
 from sluice.api.workloads.job import JOB
+from sluice.api.workloads.ray_cluster import RAY_CLUSTER_KIND
+from sluice.api.workloads.rayjob import RAY_JOB
 from sluice.dashboard.view import DashboardView
 from sluice.kube.watch import Lister, Watching, pages
 from sluice.operator.state import ClusterState, object_key
@@ -130,7 +132,8 @@ def listings(
     workloads: tuple[Adapter, ...],
     view: DashboardView | None = None,
 ) -> list[Listing]:
-    """What the resumed watches list and watch: each workload kind, then the pods."""
+    """What the resumed watches list and watch: each workload kind (and, with RayJobs, the
+    RayClusters they run), then the pods."""
     objects = client.CustomObjectsApi(api)
     workload = store_workload(state, view)
     kinds: list[Listing] = [
@@ -145,6 +148,13 @@ def listings(
         )
         for adapter in workloads
     ]
+    if any(adapter.kind == RAY_JOB.kind for adapter in workloads):
+        # Where Ray's autoscaler sizes a RayJob's worker groups; KubeRay copies the RayJob's
+        # labels onto the cluster it makes, so a managed RayJob's carries its queue label.
+        clusters = partial(objects.list_cluster_custom_object, RAY_JOB.group, "v1", "rayclusters")
+        kinds.append(
+            Listing(clusters, "ray.io/v1", RAY_CLUSTER_KIND, state.on_ray_cluster, QUEUE_LABEL)
+        )
     pods = Listing(client.CoreV1Api(api).list_pod_for_all_namespaces, "v1", "Pod", state.on_pod)
     return [*kinds, pods]
 

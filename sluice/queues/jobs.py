@@ -38,11 +38,11 @@ from sluice.api.workloads.model import at
 from sluice.queues.admission import closed_ancestor
 from sluice.queues.sizes import (
     check_min_size,
-    check_resizable_label,
     declares_a_minimum,
     declares_minimums,
     gated_templates,
 )
+from sluice.queues.template_labels import check_template_labels
 from sluice.queues.topology import REQUEST_ANNOTATIONS
 from sluice.queues.tree import children_of
 from sluice.queues.verdict import ALLOW, Verdict, deny
@@ -513,7 +513,7 @@ def check_job_update(
     verdict = check_min_size(old if old_queue else None, new, who, staying, adapter)
     if not verdict.allowed:
         return verdict
-    verdict = check_resizable_label(old, new, who, staying, adapter)
+    verdict = check_template_labels(old, new, who, staying, adapter)
     if not verdict.allowed:
         return verdict
     return check_growth(old, new, namespace, writer, adapter)

@@ -79,9 +79,11 @@ def admitted_smaller(view: WorkloadView, sizes: Sequence[tuple[str, int, int]]) 
 
 def whole_sizes(view: WorkloadView) -> tuple[tuple[str, int, int], ...]:
     """What the admission of a resizable workload at its whole size carries: per pod set
-    that may shrink, (its name, pods asked, pods admitted), equal. The record written from it
-    is what its growth is counted from (docs/elastic.md, *Grown through the queue*)."""
-    return tuple((s.name, s.count, s.count) for s in view.pod_sets if s.resizable)
+    that may shrink or declares its minimum (one equal to its size too), (its name, pods
+    asked, pods admitted), equal. The record written from it is what its gated pods are
+    released up to and its growth is counted from (docs/elastic.md, *Grown through the
+    queue*)."""
+    return tuple((s.name, s.count, s.count) for s in view.pod_sets if s.resizable or s.min_declared)
 
 
 def restored(view: WorkloadView) -> WorkloadView:

@@ -142,12 +142,11 @@ def test_the_label_stays_on_a_mutable_template_while_the_workload_is_admitted() 
     # label went would not be gated.
     admitted, taken_off = (elastic_pytorchjob(admitted=True, label=x) for x in (True, False))
     verdict = update(admitted, taken_off, PYTORCH_JOB)
-    assert not verdict.allowed and verdict.rule == "job-resizable-label"
+    assert not verdict.allowed and verdict.rule == "job-template-labels"
     assert verdict.message == (
-        "pytorchjob ns/elastic-resnet: the label sluice.dev/resizable of pod set Worker"
-        " (spec.pytorchReplicaSpecs.Worker.template.metadata.labels) cannot be removed while"
-        " the workload is admitted: its pods are gated by it until its queue admits them;"
-        " suspend it (spec.runPolicy.suspend: true) to change it"
+        "pytorchjob ns/elastic-resnet: the pod template of Worker keeps the label"
+        " sluice.dev/resizable=true while it runs: it holds its pods at the door; suspend it"
+        " (spec.runPolicy.suspend: true) to change it"
     )
     # Suspended in the same write, by the operator, or while it waits: its own to change.
     suspended = elastic_pytorchjob(admitted=False, label=False)
