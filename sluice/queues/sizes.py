@@ -94,4 +94,3 @@ def gated_templates(obj: Mapping[str, Any], adapter: Adapter) -> dict[str, bool]
 
 def _labelled(labels: Any) -> bool:
     return isinstance(labels, Mapping) and labels.get(RESIZABLE_LABEL) == "true"
-

@@ -19,8 +19,9 @@ RECORD = json.dumps({"Worker": {"admitted": 2, "asked": 2, "fields": {}}})
 
 
 def pytorch_job(elastic: bool = False, queue: str | None = "team-a") -> dict[str, Any]:
-    """Admitted (not suspended), a master and 2 workers; ``elastic``: with its minimum and
-    the record of its admission, its pods gated."""
+    """Admitted (not suspended), a master and 2 workers; ``elastic``: with its minimum, the
+    label the door put on its templates at creation and the record of its admission, its
+    pods gated."""
     spec: dict[str, Any] = {
         "runPolicy": {"suspend": False},
         "pytorchReplicaSpecs": {
@@ -33,6 +34,8 @@ def pytorch_job(elastic: bool = False, queue: str | None = "team-a") -> dict[str
         meta["labels"]["sluice.dev/queue-name"] = queue
     if elastic:
         spec["elasticPolicy"] = {"minReplicas": 1, "maxReplicas": 4}
+        for replica in spec["pytorchReplicaSpecs"].values():
+            replica["template"]["metadata"] = {"labels": {"sluice.dev/resizable": "true"}}
         meta["annotations"] = {"sluice.dev/admitted-size": RECORD}
     return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": meta, "spec": spec}
 
