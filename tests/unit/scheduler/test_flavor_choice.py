@@ -94,6 +94,14 @@ def test_the_next_flavor_is_taken_when_the_first_is_full() -> None:
     assert admitted(result) == {"ns/j": (("main", "a100"),)}
 
 
+def test_jobs_alike_are_each_given_a_flavor_on_the_room_the_ones_before_left() -> None:
+    # The choice for jobs alike is made once only while the room stays as it was.
+    jobs = [gpus(f"j{i}", 1, 8) for i in range(1, 5)]
+    result = cycle([team()], jobs)
+    h100, a100 = (("main", "h100"),), (("main", "a100"),)
+    assert admitted(result) == {"ns/j1": h100, "ns/j2": h100, "ns/j3": a100}
+
+
 def test_the_next_flavor_is_taken_when_the_first_is_at_its_capability() -> None:
     capped = team("team-a", entry("h100", capability={GPU: "4"}), entry("a100"))
     result = cycle([capped], [holding(gpus("held", 1, 2), "h100"), gpus("j", 1, 4)])
