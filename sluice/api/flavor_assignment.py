@@ -46,6 +46,14 @@ def flavors_text(chosen: Sequence[tuple[str, str]]) -> str:
     return "flavors " + ", ".join(f"{p}: {f}" for p, f in chosen)
 
 
+def flavors_listed(chosen: Sequence[tuple[str, str]], pod_sets: int) -> str:
+    """Where a workload's pod sets go, for a column: the flavor's name for a workload of one
+    pod set, else ``driver=h100,workers=a100`` in the workload's order; "" for none."""
+    if pod_sets == 1 and len(chosen) == 1:
+        return chosen[0][1]
+    return ",".join(f"{p}={f}" for p, f in chosen)
+
+
 def flavor_assignment_text(assignments: Sequence[FlavorAssignment]) -> str:
     """The annotation's value for these assignments."""
     body = {

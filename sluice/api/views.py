@@ -29,7 +29,12 @@ from sluice.api.constants import (
 )
 from sluice.api.constraints import PodSpecView, Taint, taints_of
 from sluice.api.errors import InvalidObject
-from sluice.api.flavor_assignment import FlavorAssignment, flavor_assignments_of, flavors_text
+from sluice.api.flavor_assignment import (
+    FlavorAssignment,
+    flavor_assignments_of,
+    flavors_listed,
+    flavors_text,
+)
 from sluice.api.memo import Memo
 from sluice.api.quantity import QuantityError
 from sluice.api.resources import EMPTY, Resources
@@ -358,6 +363,9 @@ class PublishedJob:
     for several (``Worker 6/8, group 3/4``); "" while whole or waiting."""
     flavors: str = ""
     """The flavors it was admitted into (``flavor h100``), from its record; "" for none."""
+    flavor_column: str = ""
+    """The same for `job list`'s FLAVOR column: ``h100`` for a workload of one pod set,
+    else ``driver=h100,workers=a100``; "" for none."""
 
     @property
     def key(self) -> str:
@@ -394,6 +402,7 @@ def published_job(
         asks=topology_asks(view),
         sizes=sizes_text(view) if view.phase.admitted else "",
         flavors=admitted_flavors(view),
+        flavor_column=flavor_column(view),
     )
 
 
@@ -412,6 +421,14 @@ def admitted_flavors(view: WorkloadView) -> str:
     if not view.phase.admitted:
         return ""
     return flavors_text([(a.pod_set, a.flavor) for a in view.flavors])
+
+
+def flavor_column(view: WorkloadView) -> str:
+    """Each pod set's flavor while admitted, from its record, for a column (``h100``, or
+    ``driver=h100,workers=a100``); "" while it waits or records none."""
+    if not view.phase.admitted:
+        return ""
+    return flavors_listed([(a.pod_set, a.flavor) for a in view.flavors], len(view.pod_sets))
 
 
 def topology_asks(view: WorkloadView) -> str:
