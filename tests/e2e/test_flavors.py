@@ -216,7 +216,6 @@ def test_jobs_land_on_their_flavor_and_the_next_on_the_second_when_the_first_is_
         "main": {
             "flavor": models.h100,
             "nodeSelector": {models.model: "H100"},
-            "tolerations": [],
         }
     }
     assert models.nodes_of("first", 2) == models.h100_nodes
@@ -326,7 +325,6 @@ def test_a_borrower_in_h100_is_reclaimed_for_a_queue_owed_h100_and_gets_its_temp
         "main": {
             "flavor": models.h100,
             "nodeSelector": {models.model: "H100"},
-            "tolerations": [],
         }
     }
     # The reclaimed Job's template comes back exactly as submitted, once its pods are gone.
@@ -377,7 +375,6 @@ def test_a_jobset_is_admitted_into_flavors_and_its_child_jobs_pods_run_on_their_
         "driver": {
             "flavor": models.h100,
             "nodeSelector": {models.model: "H100"},
-            "tolerations": [],
         },
         "workers": {
             "flavor": models.a100,
