@@ -321,6 +321,23 @@ def test_two_pod_sets_in_two_flavors() -> None:
     )
 
 
+def test_a_job_needing_victims_in_two_flavors_takes_none_and_waits() -> None:
+    # Its launcher is owed h100, its worker a100, and team-b borrows in both: victims are
+    # taken in one flavor only (docs/scheduler.md, *Victims in one flavor only*), and those
+    # in h100 alone leave the worker short in a100, so none is taken.
+    lender, *held = LENDER
+    in_a100 = holding(gpus("b3", 1, 8, queue_name="team-b", admitted=100), "a100")
+    job = two_sets("j", pod("H100", nvidia_com_gpu=8), pod("A100", nvidia_com_gpu=8), 1)
+    result = cycle([team("team-a", *OWED), lender], [*held, in_a100, job], **CAPACITY)
+    assert [d.action for d in result.decisions] == []
+    # With a100 free, the same job takes its victim in h100 and is admitted.
+    result = cycle([team("team-a", *OWED), lender], [*held, job], **CAPACITY)
+    assert [(d.action, d.job) for d in result.decisions] == [
+        ("reclaim", "ns/b2"),
+        ("admit", "ns/j"),
+    ]
+
+
 def test_pod_sets_that_fit_alone_but_not_together_wait() -> None:
     # Each set alone fits the two H100 nodes; together they do not.
     job = two_sets("j", pod("H100", nvidia_com_gpu=8), pod("H100", nvidia_com_gpu=8), 2)
