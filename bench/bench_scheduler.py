@@ -183,20 +183,41 @@ def measure_read(size: Size, repeat: int, devices: bool) -> dict[str, Any]:
 
 def _devices(size: Size, repeat: int) -> None:
     """The base size's cycle with the GPUs through DRA beside the extended-resource floor."""
-    _progress(f"{size.pending + size.admitted:,} jobs, {size.nodes:,} nodes: {repeat} cycles each")
-    run = {mode: _run_child(size, repeat, mode=mode) for mode in ("extended", "devices")}
-    ext, dev = run["extended"], run["devices"]
-    assert ext is not None and dev is not None
-    t_ext, t_dev = statistics.median(ext["times"]), statistics.median(dev["times"])
-    ratio = t_dev / t_ext
-    print(
+    _versus(
+        size,
+        repeat,
+        ("extended", "devices"),
         f"cycle (build_snapshot of the reads + run_cycle) of {size.pending + size.admitted:,}"
-        f" jobs on {size.nodes:,} nodes, GPUs through DRA: median {t_dev:.3f}s (build"
-        f" {statistics.median(dev['builds']):.3f}s, first cycle {dev['times'][0]:.3f}s,"
-        f" {dev['decisions']:,} decisions); floor the same cluster with nvidia.com/gpu as an"
-        f" extended resource: {t_ext:.3f}s (build {statistics.median(ext['builds']):.3f}s,"
-        f" first cycle {ext['times'][0]:.3f}s, {ext['decisions']:,} decisions); x{ratio:.2f}"
-        f" (target <= x{TARGET_DEVICES:.1f}: {'met' if ratio <= TARGET_DEVICES else 'NOT met'})"
+        f" jobs on {size.nodes:,} nodes, GPUs through DRA",
+        "the same cluster with nvidia.com/gpu as an extended resource",
+        TARGET_DEVICES,
+    )
+
+
+def _versus(
+    size: Size, repeat: int, modes: tuple[str, str], what: str, floor: str, target: float
+) -> None:
+    """Runs the floor's child and the measured one (``modes``, in that order) and prints the
+    measured median beside the floor's, their ratio and whether it meets ``target``."""
+    _progress(f"{size.pending + size.admitted:,} jobs, {size.nodes:,} nodes: {repeat} cycles each")
+    run = {mode: _run_child(size, repeat, mode=mode) for mode in modes}
+    low, high = run[modes[0]], run[modes[1]]
+    assert low is not None and high is not None
+    ratio = statistics.median(high["times"]) / statistics.median(low["times"])
+    print(
+        f"{what}: {_side(high)}; floor {floor}: {_side(low)}; x{ratio:.2f}"
+        f" (target <= x{target:.1f}: {'met' if ratio <= target else 'NOT met'})"
+    )
+
+
+def _side(run: dict[str, Any]) -> str:
+    """One side of a comparison: its median cycle, the build's when it has one, its first
+    cycle and its decisions."""
+    times = run["times"]
+    build = f"build {statistics.median(run['builds']):.3f}s, " if "builds" in run else ""
+    return (
+        f"median {statistics.median(times):.3f}s ({build}first cycle {times[0]:.3f}s,"
+        f" {run['decisions']:,} decisions)"
     )
 
 
@@ -223,17 +244,13 @@ def measure_flavors(size: Size, repeat: int, flavored: bool) -> dict[str, Any]:
 
 def _flavors(size: Size, repeat: int) -> None:
     """The base size's cycle with three flavors beside the same cluster without them."""
-    _progress(f"{size.pending + size.admitted:,} jobs, {size.nodes:,} nodes: {repeat} cycles each")
-    run = {mode: _run_child(size, repeat, mode=mode) for mode in ("plain", "flavors")}
-    plain, flavored = run["plain"], run["flavors"]
-    assert plain is not None and flavored is not None
-    t_plain, t_flavors = statistics.median(plain["times"]), statistics.median(flavored["times"])
-    ratio = t_flavors / t_plain
-    print(
-        f"cycle of {size.pending + size.admitted:,} jobs on {size.nodes:,} nodes, three"
-        f" flavors: median {t_flavors:.3f}s ({flavored['decisions']:,} decisions); without"
-        f" flavors: {t_plain:.3f}s ({plain['decisions']:,} decisions); x{ratio:.2f}"
-        f" (target <= x{TARGET_FLAVORS:.1f}: {'met' if ratio <= TARGET_FLAVORS else 'NOT met'})"
+    _versus(
+        size,
+        repeat,
+        ("plain", "flavors"),
+        f"cycle of {size.pending + size.admitted:,} jobs on {size.nodes:,} nodes, three flavors",
+        "the same nodes without flavors",
+        TARGET_FLAVORS,
     )
 
 

@@ -46,17 +46,29 @@ def flavors_text(chosen: Sequence[tuple[str, str]]) -> str:
     return "flavors " + ", ".join(f"{p}: {f}" for p, f in chosen)
 
 
+def flavors_listed(chosen: Sequence[tuple[str, str]], pod_sets: int) -> str:
+    """Where a workload's pod sets go, for a column: the flavor's name for a workload of one
+    pod set, else ``driver=h100,workers=a100`` in the workload's order; "" for none."""
+    if pod_sets == 1 and len(chosen) == 1:
+        return chosen[0][1]
+    return ",".join(f"{p}={f}" for p, f in chosen)
+
+
 def flavor_assignment_text(assignments: Sequence[FlavorAssignment]) -> str:
     """The annotation's value for these assignments."""
-    body = {
-        a.pod_set: {
-            "flavor": a.flavor,
-            "nodeSelector": dict(a.node_selector),
-            "tolerations": [toleration_for(t) for t in a.tolerations],
-        }
-        for a in assignments
-    }
+    body = {a.pod_set: _entry_text(a) for a in assignments}
     return json.dumps(body, sort_keys=True, separators=(",", ":"))
+
+
+def _entry_text(assignment: FlavorAssignment) -> dict[str, Any]:
+    """One pod set's record: its flavor, and the labels and tolerations added where any were
+    (an absent field reads as nothing added)."""
+    entry: dict[str, Any] = {"flavor": assignment.flavor}
+    if assignment.node_selector:
+        entry["nodeSelector"] = dict(assignment.node_selector)
+    if assignment.tolerations:
+        entry["tolerations"] = [toleration_for(t) for t in assignment.tolerations]
+    return entry
 
 
 def flavor_assignments_of(annotations: Mapping[str, Any]) -> tuple[FlavorAssignment, ...]:

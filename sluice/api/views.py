@@ -29,7 +29,12 @@ from sluice.api.constants import (
 )
 from sluice.api.constraints import PodSpecView, Taint, taints_of
 from sluice.api.errors import InvalidObject
-from sluice.api.flavor_assignment import FlavorAssignment, flavor_assignments_of, flavors_text
+from sluice.api.flavor_assignment import (
+    FlavorAssignment,
+    flavor_assignments_of,
+    flavors_listed,
+    flavors_text,
+)
 from sluice.api.memo import Memo
 from sluice.api.quantity import QuantityError
 from sluice.api.resources import EMPTY, Resources
@@ -394,6 +399,9 @@ class PublishedJob:
     growth: str = ""
     """While admitted, why its growth waits (``growth of 2 pods waiting: position 1 in
     team; ...``); "" when none waits."""
+    flavor_column: str = ""
+    """The same for `job list`'s FLAVOR column: ``h100`` for a workload of one pod set,
+    else ``driver=h100,workers=a100``; "" for none."""
 
     @property
     def key(self) -> str:
@@ -434,6 +442,7 @@ def published_job(
         sizes=sizes_text(view) if view.phase.admitted else "",
         flavors=admitted_flavors(view),
         growth=growth,
+        flavor_column=flavor_column(view),
     )
 
 
@@ -452,6 +461,14 @@ def admitted_flavors(view: WorkloadView) -> str:
     if not view.phase.admitted:
         return ""
     return flavors_text([(a.pod_set, a.flavor) for a in view.flavors])
+
+
+def flavor_column(view: WorkloadView) -> str:
+    """Each pod set's flavor while admitted, from its record, for a column (``h100``, or
+    ``driver=h100,workers=a100``); "" while it waits or records none."""
+    if not view.phase.admitted:
+        return ""
+    return flavors_listed([(a.pod_set, a.flavor) for a in view.flavors], len(view.pod_sets))
 
 
 def topology_asks(view: WorkloadView) -> str:

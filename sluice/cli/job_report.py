@@ -23,6 +23,7 @@ from sluice.api.views import (
     JobPhase,
     PublishedJob,
     admitted_flavors,
+    flavor_column,
     published_job,
     split_pending_reason,
     topology_asks,
@@ -83,6 +84,7 @@ def pod_workload_line(workload: PodWorkload) -> PublishedJob:
         domain,
         asks,
         admitted_flavors(view),
+        flavor_column(view),
     )
 
 
@@ -101,7 +103,7 @@ def pod_workload_name(given: str, namespace: str) -> tuple[str, str] | None:
 def job_table(lines: Sequence[PublishedJob], all_namespaces: bool) -> Table:
     """By queue; in each, admitted jobs first, then the line in order, then finished ones."""
     table = Table(box=None, pad_edge=False, header_style="bold")
-    columns = ["NAME", "QUEUE", "STATE", "POSITION", "REASON", "ADMITTED-AT", "ADMITTED"]
+    columns = ["NAME", "QUEUE", "STATE", "POSITION", "REASON", "ADMITTED-AT", "ADMITTED", "FLAVOR"]
     for column in ["NAMESPACE", *columns] if all_namespaces else columns:
         table.add_column(column, overflow="fold")
     ordered = sorted(
@@ -117,6 +119,7 @@ def job_table(lines: Sequence[PublishedJob], all_namespaces: bool) -> Table:
             line.reason or "-",
             line.admitted_at or "-",
             line.sizes or "-",
+            line.flavor_column,
         ]
         table.add_row(*([line.namespace, *row] if all_namespaces else row))
     return table

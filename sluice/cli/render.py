@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from sluice.api.constants import ROOT_QUEUE
+from sluice.api.queue import Queue
 from sluice.api.resources import Resources
 from sluice.api.workloads.pods import PodWorkload
 from sluice.queues.lifecycle import QueueAction
@@ -30,7 +31,8 @@ class Simulation:
     notes: Sequence[str] = field(default_factory=tuple)
     initial: CycleResult | None = None
     """The dump as it was, before any decision (for --html's before and after)."""
-    capabilities: Mapping[str, Resources] = field(default_factory=dict)
+    queues: Mapping[str, Queue] = field(default_factory=dict)
+    """The queues simulated, by name: --html reads their capability and flavor entries."""
     config_warnings: Sequence[str] = ()
     """What the configuration names that sluice accepts and ignores; simulate prints them on
     stderr, so the output itself stays the same."""

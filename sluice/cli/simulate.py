@@ -94,7 +94,7 @@ def _simulate(dump: Dump, when: datetime, cycles: int, report: bool) -> Simulati
         config_source=dump.config_source,
         cycles=cycles,
         initial=run_cycle(untouched) if report else None,
-        capabilities={q.name: q.spec.capability for q in state.queues if q.spec.capability},
+        queues={q.name: q for q in state.queues},
         config_warnings=dump.snapshot.config.warnings,
         forming=dump.forming,
     )
@@ -262,7 +262,7 @@ def write_report(sim: Simulation, path: Path, title: str) -> None:
     from sluice.dashboard.report import render_html, report_data
 
     assert sim.initial is not None
-    data = report_data(sim.initial, sim.final, sim.decisions, dict(sim.capabilities), title)
+    data = report_data(sim.initial, sim.final, sim.decisions, sim.queues, title)
     try:
         path.write_text(render_html(data))
     except OSError as err:

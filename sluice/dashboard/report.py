@@ -5,18 +5,25 @@ fetched), with each queue's deserved and allocated before and after the simulate
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sluice.api.queue import FlavorStatus, Queue
 from sluice.api.resources import Resources
 from sluice.dashboard.domains import amounts_json
 from sluice.dashboard.server import static_text
+from sluice.dashboard.view import flavor_json
 from sluice.scheduler.model import CycleResult, Decision, QueueResult
 
 ACTIONS = {"admit": "Admitted", "reclaim": "Reclaimed", "preempt": "Preempted"}
 
 
-def _queue(name: str, result: QueueResult, capability: Resources | None) -> dict[str, Any]:
+def _queue(name: str, result: QueueResult, queue: Queue | None) -> dict[str, Any]:
+    """A queue's line of the page, as the dashboard draws one from its status: the flavors'
+    figures go through the status's own reading (``FlavorFigures.to_kube``), so each flavor
+    gets the bars the dashboard gives it (``flavor_json``)."""
+    capability = queue.spec.capability if queue is not None and queue.spec.capability else None
+    flavors = [FlavorStatus.model_validate(f.to_kube()) for f in result.flavors]
     return {
         "name": name,
         "parent": result.parent,
@@ -34,6 +41,7 @@ def _queue(name: str, result: QueueResult, capability: Resources | None) -> dict
         "capability": amounts_json(capability),
         "overCapability": result.over_capability,
         "usage": result.usage.dominant if result.usage is not None else "",
+        "flavors": [flavor_json(queue, f) for f in flavors] if queue is not None else [],
     }
 
 
@@ -41,12 +49,13 @@ def report_data(
     before: CycleResult,
     after: CycleResult,
     decisions: Sequence[tuple[int, Decision]],
-    capabilities: dict[str, Resources],
+    specs: Mapping[str, Queue],
     title: str,
 ) -> dict[str, Any]:
-    """The page's data: the tree after the cycles, each queue's waiting jobs in order, the
+    """The page's data: the tree after the cycles (``specs``: the queues simulated, by name,
+    for their capability and flavor entries), each queue's waiting jobs in order, the
     decisions as the timeline (cycle by cycle), and deserved/allocated before and after."""
-    queues = [_queue(name, q, capabilities.get(name)) for name, q in sorted(after.queues.items())]
+    queues = [_queue(name, q, specs.get(name)) for name, q in sorted(after.queues.items())]
     queues.append({**_queue("root", _root(after), None), "parent": None})
     jobs: dict[str, list[dict[str, Any]]] = {}
     for pending in after.pending:

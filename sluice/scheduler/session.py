@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from operator import is_
+from typing import TYPE_CHECKING
 
 from sluice.api.config import SchedulerConfig, UsageSettings
 from sluice.api.constants import ROOT_QUEUE
@@ -34,6 +35,9 @@ from sluice.scheduler.plugins import deserved as deserved_plugins
 from sluice.scheduler.readiness import backing_off
 from sluice.scheduler.records import NOWHERE, JobInfo, Priorities, QueueInfo, Usage
 from sluice.scheduler.topology import Domains
+
+if TYPE_CHECKING:
+    from sluice.scheduler.flavor_choice import Chosen
 
 
 def queue_tree(
@@ -101,6 +105,12 @@ class Session:
         placement's version then (every admission holds room and every eviction gives it
         back, so it changes with all a job's fit depends on besides the job), and its reason
         (None: its pods could not be placed)."""
+        self.flavor_views = {f.name: f for f in snapshot.flavors}
+        """The Flavors by name (a cluster has a handful)."""
+        self.chosen: dict[tuple[object, ...], tuple[int, Chosen | str]] = {}
+        """The flavors last chosen for jobs alike (queue, request, pod sets, topology) on the
+        room and quota the session has, and the placement's version then: what they depend
+        on changes only as room is held or given back (``flavor_choice.choose_flavors``)."""
         self._build_queues()
         self.admitted_at_start: list[JobInfo] = []
         workloads, self.grows = split_all(snapshot.workloads, snapshot.pods, snapshot.now)

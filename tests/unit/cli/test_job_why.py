@@ -170,7 +170,7 @@ def test_a_job_admitted_smaller_shows_its_sizes_in_the_list_and_in_why() -> None
     with console.capture() as captured:
         console.print(job_table([line], all_namespaces=False))
     header, row = captured.get().splitlines()
-    assert (header.split()[-1], row.split()[-1]) == ("ADMITTED", "6/8")
+    assert (header.split()[-2], row.split()[-1]) == ("ADMITTED", "6/8")
     assert "  admitted smaller: 6/8 pods (admitted/asked)" in explain(obj, QUEUE, [])
     waiting = job_line(job(admitted_size=record))
     assert waiting is not None and waiting.sizes == ""
@@ -221,3 +221,50 @@ def test_why_says_why_a_running_jobs_growth_waits() -> None:
     pending = job(pending_reason=waits)
     found = job_line(pending)
     assert found is not None and found.growth == ""
+
+
+def listed(*lines: Any) -> list[list[str]]:
+    """The table `job list` prints, split into words per row (an empty cell shows none)."""
+    console = table_console()
+    with console.capture() as captured:
+        console.print(job_table([x for x in lines if x], all_namespaces=False))
+    return [row.split() for row in captured.get().splitlines()]
+
+
+def test_the_list_shows_the_flavor_an_admitted_job_runs_in() -> None:
+    running = job_line(
+        job("a", suspend=False, admitted_at="2026-11-23T08:00:00Z", flavor_assignment=H100_RECORD)
+    )
+    waiting = job_line(job("b", pending_reason="position 1 in team-a; cluster full"))
+    assert running is not None and running.flavor_column == "h100"
+    assert waiting is not None and waiting.flavor_column == ""
+    header, first, second = listed(running, waiting)
+    assert header[-1] == "FLAVOR"
+    assert (first[0], first[-1]) == ("a", "h100")
+    assert second[0] == "b" and "h100" not in second
+
+
+def test_the_list_shows_each_pod_sets_flavor_of_a_jobset() -> None:
+    def replicated(name: str) -> dict[str, Any]:
+        spec = {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}
+        return {"name": name, "replicas": 1, "template": {"spec": {"template": {"spec": spec}}}}
+
+    record = (
+        '{"driver":{"flavor":"h100","nodeSelector":{},"tolerations":[]},'
+        '"workers":{"flavor":"a100","nodeSelector":{},"tolerations":[]}}'
+    )
+    jobset = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {
+            "name": "s",
+            "namespace": "ml",
+            "uid": "uid-s",
+            "labels": {"sluice.dev/queue-name": "team-a"},
+            "annotations": {"sluice.dev/flavor-assignment": record},
+        },
+        "spec": {"suspend": False, "replicatedJobs": [replicated("driver"), replicated("workers")]},
+    }
+    line = job_line(jobset)
+    assert line is not None and line.flavor_column == "driver=h100,workers=a100"
+    assert listed(line)[1][-1] == "driver=h100,workers=a100"
