@@ -163,6 +163,7 @@ def test_a_workload_of_another_kind_is_read_through_its_adapter() -> None:
 def test_a_job_admitted_smaller_shows_its_sizes_in_the_list_and_in_why() -> None:
     record = '{"main":{"admitted":6,"asked":8,"fields":{"spec.parallelism":8}}}'
     obj = job(suspend=False, admitted_at="2026-11-23T08:00:00Z", admitted_size=record)
+    obj["metadata"]["annotations"]["sluice.dev/min-parallelism"] = "4"
     obj["spec"]["parallelism"] = 6
     line = job_line(obj)
     assert line is not None and line.sizes == "6/8"
@@ -171,9 +172,59 @@ def test_a_job_admitted_smaller_shows_its_sizes_in_the_list_and_in_why() -> None
         console.print(job_table([line], all_namespaces=False))
     header, row = captured.get().splitlines()
     assert (header.split()[-1], row.split()[-1]) == ("ADMITTED", "6/8")
-    assert "  admitted smaller: 6/8 pods (admitted/asked)" in explain(obj, QUEUE, [])
+    assert "  admitted 6 of 8 pods (min 4)" in explain(obj, QUEUE, [])
     waiting = job_line(job(admitted_size=record))
     assert waiting is not None and waiting.sizes == ""
+
+
+def sized_job(
+    parallelism: int, record: str = "", *, suspend: bool = False, **more: str
+) -> dict[str, Any]:
+    """A Job of minimum 4 asking ``parallelism`` pods, admitted with ``record`` (or waiting)."""
+    annotations = {"min_parallelism": "4", **more}
+    if record:
+        annotations |= {"admitted_size": record, "admitted_at": "2026-11-23T08:00:00Z"}
+    obj = job(suspend=suspend, **annotations)
+    obj["spec"]["parallelism"] = parallelism
+    return obj
+
+
+def test_a_resizable_job_admitted_whole_shows_its_size_and_no_growth() -> None:
+    obj = sized_job(6, '{"main":{"admitted":6,"asked":6,"fields":{}}}')
+    line = job_line(obj)
+    assert line is not None and line.sizes == "6/6"
+    lines = explain(obj, QUEUE, [])
+    assert "  admitted 6 of 6 pods (min 4)" in lines
+    assert not any("growth" in text for text in lines)
+
+
+def test_a_grown_job_shows_its_growth_waiting_in_the_list_and_in_why() -> None:
+    obj = sized_job(8, '{"main":{"admitted":6,"asked":6,"fields":{}}}')
+    line = job_line(obj)
+    assert line is not None and line.sizes == "6/8"
+    assert "  admitted 6 of 8 pods (min 4), growth of 2 pods waiting in its queue" in explain(
+        obj, QUEUE, []
+    )
+
+
+def test_a_waiting_resizable_job_shows_what_it_asks_and_its_minimum() -> None:
+    obj = sized_job(8, suspend=True, pending_reason="position 1 in team-a; team-a would use cpu 16")
+    line = job_line(obj)
+    assert line is not None and line.sizes == "0/8"
+    lines = explain(obj, QUEUE, [])
+    assert "  it asks 8 pods (min 4): admitted smaller when that is all that fits" in lines
+
+
+def test_a_job_without_a_minimum_or_a_record_has_no_size() -> None:
+    obj = job(suspend=False, admitted_at="2026-11-23T08:00:00Z")
+    obj["spec"]["parallelism"] = 8
+    line = job_line(obj)
+    assert line is not None and line.sizes == ""
+    console = table_console()
+    with console.capture() as captured:
+        console.print(job_table([line], all_namespaces=False))
+    assert captured.get().splitlines()[1].split()[-1] == "-"
+    assert not any("pods" in text for text in explain(obj, QUEUE, []))
 
 
 H100_RECORD = (
