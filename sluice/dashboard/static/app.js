@@ -152,7 +152,7 @@ function render() {
   const items = tree.timeline.map((t) =>
     el("li", { "data-action": t.action },
       el("span", { class: `act ${t.action}` }, t.action), " ",
-      t.job, " in ", t.queue, t.for ? ` for ${t.for}` : "",
+      t.job, " in ", t.queue, t.for ? ` for ${t.for}` : "", t.size ? ` at ${t.size}` : "",
       el("time", {}, t.time)));
   document.getElementById("timeline").replaceChildren(...items);
 }
