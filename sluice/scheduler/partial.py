@@ -51,10 +51,16 @@ def view_at(view: WorkloadView, sizes: Sizes) -> WorkloadView:
         s if s.count == n else replace(s, count=n, pod_count=min(n, s.pod_count))
         for s, n in zip(view.pod_sets, sizes, strict=True)
     )
+    return replace(view, pod_sets=pod_sets, request=request_at(view, sizes))
+
+
+def request_at(view: WorkloadView, sizes: Sizes) -> Resources:
+    """What the workload asks at ``sizes``: its pod sets' requests at those sizes plus the
+    claims its pods name directly, which count once whatever the size (``view_at``'s)."""
     request = view.claimed
-    for pod_set in pod_sets:
-        request = request + pod_set.request
-    return replace(view, pod_sets=pod_sets, request=request)
+    for pod_set, n in zip(view.pod_sets, sizes, strict=True):
+        request = request + pod_set.pod.request.scale(n)
+    return request
 
 
 def smallest_request(request: Resources, pod_sets: Sequence[PodSet]) -> Resources:
