@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sluice.api.views import PublishedJob
 from sluice.cli.common import table_console
 from sluice.cli.job_report import explain, job_line, job_table
 
@@ -167,14 +168,20 @@ def test_a_job_admitted_smaller_shows_its_sizes_in_the_list_and_in_why() -> None
     obj["spec"]["parallelism"] = 6
     line = job_line(obj)
     assert line is not None and line.sizes == "6/8"
+    assert admitted_column(line) == "6/8"
+    assert "  admitted 6 of 8 pods (min 4)" in explain(obj, QUEUE, [])
+    waiting = job_line(job(admitted_size=record))
+    assert waiting is not None and waiting.sizes == ""
+
+
+def admitted_column(line: PublishedJob) -> str:
+    """The ADMITTED cell of ``line``'s row in `sluice job list` (every cell of the row is
+    one word here)."""
     console = table_console()
     with console.capture() as captured:
         console.print(job_table([line], all_namespaces=False))
     header, row = captured.get().splitlines()
-    assert (header.split()[-1], row.split()[-1]) == ("ADMITTED", "6/8")
-    assert "  admitted 6 of 8 pods (min 4)" in explain(obj, QUEUE, [])
-    waiting = job_line(job(admitted_size=record))
-    assert waiting is not None and waiting.sizes == ""
+    return row.split()[header.split().index("ADMITTED")]
 
 
 def sized_job(
@@ -220,10 +227,7 @@ def test_a_job_without_a_minimum_or_a_record_has_no_size() -> None:
     obj["spec"]["parallelism"] = 8
     line = job_line(obj)
     assert line is not None and line.sizes == ""
-    console = table_console()
-    with console.capture() as captured:
-        console.print(job_table([line], all_namespaces=False))
-    assert captured.get().splitlines()[1].split()[-1] == "-"
+    assert admitted_column(line) == "-"
     assert not any("pods" in text for text in explain(obj, QUEUE, []))
 
 
