@@ -330,6 +330,26 @@ def pending_reason(position: int, queue: str, cause: str) -> str:
     return f"position {position} in {queue}; {cause}"
 
 
+GROWTH_REASON_PREFIX = "growth of "
+"""How the pending reason of an admitted workload's growth starts (``growth_reason``)."""
+
+
+def growth_reason(pods: int, reason: str) -> str:
+    """The text of sluice.dev/pending-reason on an admitted workload whose growth waits in its
+    queue (docs/elastic.md, *Grown through the queue*): how many pods wait, then the reason
+    of its growth entry, position first."""
+    return f"{GROWTH_REASON_PREFIX}{pods} pods waiting: {reason}"
+
+
+def split_growth_reason(reason: str | None) -> str | None:
+    """The growth entry's reason (position first) in a growth's pending reason; None for any
+    other text."""
+    if not reason or not reason.startswith(GROWTH_REASON_PREFIX):
+        return None
+    _, sep, rest = reason.partition(" waiting: ")
+    return rest if sep else None
+
+
 def split_pending_reason(reason: str | None) -> tuple[int | None, str | None]:
     """A sluice.dev/pending-reason as (position, cause); position None when it has none
     (a victim's "reclaimed for ns/x", say)."""
@@ -368,9 +388,13 @@ class PublishedJob:
     while it waits), per pod set by name for several (``Worker 6/8, group 3/4``); "" for
     any other (``workload_sizes.sizes_text``)."""
     size_words: str = ""
-    """The same in words, with its minimum and its growth waiting (``sizes_words``)."""
+    """The same in words, with its minimum and its growth waiting (``sizes_words``); the
+    growth left to ``growth`` when the operator wrote why it waits."""
     flavors: str = ""
     """The flavors it was admitted into (``flavor h100``), from its record; "" for none."""
+    growth: str = ""
+    """While admitted, why its growth waits (``growth of 2 pods waiting: position 1 in
+    team; ...``); "" when none waits."""
 
     @property
     def key(self) -> str:
@@ -390,10 +414,13 @@ def published_job(
     if view is None:
         return None
     annotations = (obj.get("metadata") or {}).get("annotations") or {}
-    position, cause = (None, "")
+    position, cause, growth = (None, "", "")
+    said_now = annotations.get(PENDING_REASON_ANNOTATION)
     if view.phase is JobPhase.PENDING:
-        position, said = split_pending_reason(annotations.get(PENDING_REASON_ANNOTATION))
+        position, said = split_pending_reason(said_now)
         cause = said or ""
+    elif view.phase.admitted and split_growth_reason(said_now) is not None:
+        growth = str(said_now)
     return PublishedJob(
         namespace=view.namespace,
         name=view.name,
@@ -406,8 +433,9 @@ def published_job(
         domain=assignment_text(view.assignment) if view.phase.admitted else "",
         asks=topology_asks(view),
         sizes=sizes_text(view),
-        size_words=sizes_words(view),
+        size_words=sizes_words(view, growth=not growth),
         flavors=admitted_flavors(view),
+        growth=growth,
     )
 
 

@@ -77,9 +77,10 @@ def sizes_text(view: WorkloadView) -> str:
     return ", ".join(f"{s.pod_set} {s.admitted}/{s.asked}" for s in shown)
 
 
-def sizes_words(view: WorkloadView) -> str:
+def sizes_words(view: WorkloadView, growth: bool = True) -> str:
     """The line of `sluice job why`: ``admitted 6 of 8 pods (min 4), growth of 2 pods
-    waiting in its queue`` while admitted, ``asks 8 pods (min 4): admitted smaller when that
+    waiting in its queue`` while admitted (without its growth when ``growth`` is false: the
+    operator's reason for it says more), ``asks 8 pods (min 4): admitted smaller when that
     is all that fits`` while waiting; by pod set for several; "" without sizes."""
     shown = [s for s in pod_set_sizes(view) if s.shown]
     if not shown:
@@ -95,8 +96,8 @@ def sizes_words(view: WorkloadView) -> str:
         for s in shown
     )
     waiting = sum(s.waiting for s in shown)
-    growth = f", growth of {waiting} pods waiting in its queue" if waiting else ""
-    return f"admitted {parts}{growth}"
+    grows = f", growth of {waiting} pods waiting in its queue" if waiting and growth else ""
+    return f"admitted {parts}{grows}"
 
 
 def pods_admitted_and_waiting(view: WorkloadView) -> tuple[int, int] | None:

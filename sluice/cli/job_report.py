@@ -213,6 +213,8 @@ def _explain(
             out.append(f"  {line.size_words}")
         if line.flavors:
             out.append(f"  in {line.flavors}")
+        if line.growth:
+            out.append(f"  {line.growth}")
     else:
         where = f"position {line.position} in" if line.position is not None else "in"
         out.append(f"{key} is pending, {where} queue {line.queue}")

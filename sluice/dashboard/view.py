@@ -60,9 +60,10 @@ def job_json(job: PublishedJob) -> dict[str, Any]:
         "domain": job.domain,
         "asks": job.asks,
         # A resizable workload's pods admitted of those asked (6/8, 0/8 while it waits) and
-        # the same in words, with its minimum and its growth waiting; "" for any other.
+        # the same in words, with its minimum and its growth waiting (the operator's reason
+        # for it when written); "" for any other.
         "size": job.sizes,
-        "sizeWords": job.size_words,
+        "sizeWords": "; ".join(w for w in (job.size_words, job.growth) if w),
     }
 
 

@@ -327,10 +327,12 @@ def publish(
 def decision_written(decision: Decision, created: datetime | None) -> None:
     """One decision has landed on its workload, whichever pass made it: counted by action; an
     admission's wait since the workload was created observed, and counted by its queue when
-    it is admitted smaller; an eviction counted by its queue and why."""
+    it is admitted smaller; an eviction counted by its queue and why (a workload that only
+    gives pods above its minimum, ``Decision.shrinks``, is not suspended: no eviction)."""
     DECISIONS.labels(decision.action).inc()
     if decision.action != "admit":
-        EVICTIONS.labels(decision.queue, decision.action).inc()
+        if not decision.shrinks:
+            EVICTIONS.labels(decision.queue, decision.action).inc()
         return
     if decision.smaller and grown_workload(decision.job) is None:
         # A growth's record may still say less than was first asked: it is no partial admission.

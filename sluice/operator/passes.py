@@ -161,7 +161,7 @@ class Passes:
         False when it does not."""
         if result.decisions and not self.elector.confirm():
             return False
-        writes = self._plan(result, taken, snapshot, self.decision_pass.views)
+        writes = self._plan(result, taken, snapshot, self.decision_pass.views, explains=False)
         self.executor.run(replace(writes, reasons=(), pending=None), self.elector.holds)
         return True
 
@@ -171,8 +171,10 @@ class Passes:
         taken: ClusterSnapshot,
         snapshot: Snapshot,
         seen: Mapping[str, WorkloadView] | None = None,
+        explains: bool = True,
     ) -> Plan:
-        """``seen``: the snapshot's jobs by key, when the pass has them so (the decision pass)."""
+        """``seen``: the snapshot's jobs by key, when the pass has them so (the decision pass);
+        ``explains``: the result says who waits (the full pass's)."""
         # Each decision rests on the spec generation and queue the pass saw.
         jobs = {written_on(d) for d in result.decisions}
         if seen is None:
@@ -191,6 +193,7 @@ class Passes:
             dict(executor.positions_written),
             taken.pod_workloads,
             {flavor.name: flavor for flavor in snapshot.flavors},
+            explains,
         )
 
     def _count_writes(self) -> None:

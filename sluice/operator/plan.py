@@ -32,7 +32,13 @@ from sluice.api.flavor import FlavorView
 from sluice.api.flavor_assignment import flavor_assignment_text
 from sluice.api.objects import Obj
 from sluice.api.topology import Assignment
-from sluice.api.views import PodView, WorkloadView
+from sluice.api.views import (
+    PodView,
+    WorkloadView,
+    growth_reason,
+    split_growth_reason,
+    split_pending_reason,
+)
 from sluice.api.workloads import Adapter, adapter_for
 from sluice.api.workloads.domain_patches import (
     admission_patch,
@@ -58,9 +64,10 @@ from sluice.api.workloads.pods import PodMember, PodWorkload
 from sluice.api.workloads.size_patches import (
     size_growth_patch,
     size_release_patch,
+    size_shrink_patch,
     with_size_restore,
 )
-from sluice.scheduler.growth import grown_workload
+from sluice.scheduler.growth import grown_workload, growth_pods
 from sluice.scheduler.model import CycleResult, Decision, PendingJob
 from sluice.scheduler.readiness import backoff_reason
 
@@ -195,8 +202,22 @@ def _growth(d: Decision, key: str, obj: Obj | None, decided: Basis | None) -> Wr
     (api.workloads.size_patches), resting on the spec the cycle saw, as its size may have
     changed since."""
     patch = size_growth_patch(d.sizes, obj) if obj is not None else {}
+    if patch:  # its reason goes with it
+        patch = merged(patch, {"metadata": {"annotations": {PENDING_REASON_ANNOTATION: None}}})
     event = EventSpec("Admitted", f"growth admitted by queue {d.queue}: {d.reason}")
     return Write("admit", key, patch, decided, event)
+
+
+def _shrink(d: Decision, obj: Obj | None, decided: Basis | None) -> Write:
+    """A workload that gives pods above its minimum to a reclaim or preempt: its size fields
+    and its record lowered (api.workloads.size_patches), resting on the spec the cycle saw;
+    it stays admitted, and its controller deletes the pods beyond its new size."""
+    patch = size_shrink_patch(d.sizes, obj, adapter_of(obj)) if obj is not None else {}
+    if patch:  # a growth of it waiting goes with the size its owner asked
+        patch = merged(patch, {"metadata": {"annotations": {PENDING_REASON_ANNOTATION: None}}})
+    title = "Reclaimed" if d.action == "reclaim" else "Preempted"
+    event = EventSpec(title, f"{d.reason}; its size lowered by sluice")
+    return Write(d.action, d.job, patch, decided, event)
 
 
 def _gate_release(key: str, gated: Sequence[PodView]) -> Write:
@@ -238,6 +259,43 @@ def _reason(
     return Write("reason", pending.job, patch, None, event)
 
 
+def _growth_reason(
+    pending: PendingJob,
+    key: str,
+    job: WorkloadView | None,
+    clock: float,
+    written: Mapping[str, float],
+) -> Write | None:
+    """Why an admitted workload's growth waits (its growth entry ``pending``), written on
+    the workload ``key`` as its pending reason, told apart by how it starts
+    (``growth_reason``): paced and announced as a waiting job's (``_reason``)."""
+    if job is None or not job.phase.admitted:
+        return None
+    text = growth_reason(growth_pods(job), pending.reason)
+    if job.pending_reason == text:
+        return None
+    said = split_growth_reason(job.pending_reason)
+    same_cause = said is not None and split_pending_reason(said)[1] == pending.cause
+    if same_cause and _refreshed_lately(replace(pending, job=key), clock, written):
+        return None
+    patch = {"metadata": {"annotations": {PENDING_REASON_ANNOTATION: text}}}
+    event = None if same_cause else EventSpec("Pending", text, warning=True)
+    return Write("reason", key, patch, None, event)
+
+
+def _growth_reasons_gone(views: Mapping[str, WorkloadView], growing: set[str]) -> list[Write]:
+    """The growth reason dropped from each admitted workload whose growth no longer waits
+    (admitted, taken back, or its size lowered again)."""
+    return [
+        Write("reason", key, {"metadata": {"annotations": {PENDING_REASON_ANNOTATION: None}}})
+        for key, view in views.items()
+        if view.sized
+        and key not in growing
+        and view.phase.admitted
+        and split_growth_reason(view.pending_reason) is not None
+    ]
+
+
 def _refreshed_lately(pending: PendingJob, clock: float, written: Mapping[str, float]) -> bool:
     """Whether the job's reason was written less than POSITION_REFRESH seconds ago."""
     last = written.get(pending.job)
@@ -254,6 +312,7 @@ def plan(
     positions_written: Mapping[str, float],
     pod_workloads: Mapping[str, PodWorkload] | None = None,
     flavors: Mapping[str, FlavorView] | None = None,
+    explains: bool = True,
 ) -> Plan:
     """The writes of one cycle's result against the workloads as stored (``workloads``, by
     key: parsed only for the jobs decided on or to be given their templates back; ``views``,
@@ -262,6 +321,8 @@ def plan(
 
     ``decided_on`` maps each job to the generation and queue the cycle saw; ``clock`` and
     ``positions_written`` (job -> clock of its last reason write) pace position updates.
+    ``explains``: the result says who waits (the full pass): growth reasons of workloads whose
+    growth no longer waits are then dropped, which looks at every stored workload.
     """
     pods = pod_workloads or {}
     named = flavors or {}
@@ -277,9 +338,14 @@ def plan(
         (admissions if d.action == "admit" else victims).append(write)
     reasons: list[Write | None] = []
     confined: list[str] = []  # waiting jobs whose latest view records an assignment or sizes
+    growing: set[str] = set()  # admitted workloads whose growth waits
     for p in result.pending:
         workload = pods.get(p.job)
-        if workload is None:
+        grows = grown_workload(p.job)
+        if grows is not None:
+            growing.add(grows)
+            reasons.append(_growth_reason(p, grows, views.get(grows), clock, positions_written))
+        elif workload is None:
             view = views.get(p.job)
             reasons.append(_reason(p, view, clock, positions_written))
             if view is not None and (view.assignment or view.flavors or view.sized):
@@ -288,6 +354,9 @@ def plan(
             reasons.append(_pod_reason(p, workload, clock, positions_written))
     admitted = {d.job for d in result.decisions if d.action == "admit"}
     reasons = _with_restores(confined, workloads, admitted, reasons)
+    if explains:
+        done = growing | {written_on(d) for d in result.decisions}
+        reasons += _growth_reasons_gone(views, done)
     admissions += [_gate_release(key, gated) for key, gated in result.releases]
     for key, workload in pods.items():
         if workload.view is None:
@@ -299,7 +368,7 @@ def plan(
         victims=tuple(victims),
         admissions=tuple(admissions),
         reasons=tuple(w for w in reasons if w is not None),
-        pending=frozenset(p.job for p in result.pending),
+        pending=frozenset(written_on(Decision("admit", p.job, p.queue)) for p in result.pending),
     )
 
 
@@ -333,6 +402,8 @@ def _decision(
             extra = size_release_patch(d.sizes, obj, adapter, extra)
         if extra:
             write = replace(write, patch=merged(write.patch, extra))
+    elif d.shrinks:
+        write = _shrink(d, workloads.get(d.job), decided_on.get(d.job))
     else:
         write = _eviction(d, now, decided_on.get(d.job), adapter_of(workloads.get(d.job)))
     created = seen.creation_timestamp if seen is not None else None

@@ -36,7 +36,13 @@ from sluice.api.workloads import POD_LABELS, Adapter
 from sluice.api.workloads.job import JOB
 from sluice.api.workloads.model import at
 from sluice.queues.admission import closed_ancestor
-from sluice.queues.sizes import check_min_size, declares_a_minimum, declares_minimums
+from sluice.queues.sizes import (
+    check_min_size,
+    check_resizable_label,
+    declares_a_minimum,
+    declares_minimums,
+    gated_templates,
+)
 from sluice.queues.topology import REQUEST_ANNOTATIONS
 from sluice.queues.tree import children_of
 from sluice.queues.verdict import ALLOW, Verdict, deny
@@ -272,8 +278,10 @@ def grows_through_the_queue(
     old: Mapping[str, Any], new: Mapping[str, Any], adapter: Adapter
 ) -> bool:
     """Whether a write grows an admitted workload only in pods the queue admits as growth:
-    it declares a minimum (so its pods are gated), carries sluice's size record, and only
-    the pod sets of its record ask more pods, each pod asking no more than before. A pod set
+    it declares a minimum, carries sluice's size record, and only the pod sets of its record
+    ask more pods, each pod asking no more than before and its template carrying
+    sluice.dev/resizable (so its new pods are gated: a minimum written while it waited, after
+    its creation, left its templates without it). A pod set
     its owner lowered below its recorded size grows only once suspended: what the cycle
     holds for it is the lower of the two, so a raise back would take the quota it freed
     without the queue."""
@@ -284,11 +292,14 @@ def grows_through_the_queue(
     before = {p.name: p for p in adapter.pod_sets(old)}
     if any(name in recorded and p.count < recorded[name] for name, p in before.items()):
         return False
+    gated = gated_templates(new, adapter)
     for pod_set in adapter.pod_sets(new):
         was = before.get(pod_set.name)
         if was is None or pod_set.pod.request.exceeding(was.pod.request, absent_is_unlimited=False):
             return False
-        if pod_set.count > was.count and pod_set.name not in recorded:
+        if pod_set.count > was.count and (
+            pod_set.name not in recorded or not gated.get(pod_set.name)
+        ):
             return False
     return True
 
@@ -500,6 +511,9 @@ def check_job_update(
         return verdict
     staying = _stays_admitted(old, new, writer, adapter)
     verdict = check_min_size(old if old_queue else None, new, who, staying, adapter)
+    if not verdict.allowed:
+        return verdict
+    verdict = check_resizable_label(old, new, who, staying, adapter)
     if not verdict.allowed:
         return verdict
     return check_growth(old, new, namespace, writer, adapter)

@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sluice.api.constants import MIN_PARALLELISM_ANNOTATION
+from sluice.api.constants import MIN_PARALLELISM_ANNOTATION, RESIZABLE_LABEL
 from sluice.api.errors import InvalidObject
 from sluice.api.workloads import Adapter
+from sluice.api.workloads.model import at
 from sluice.api.workloads.sizes import MinSource, with_minimums
 from sluice.queues.verdict import ALLOW, Verdict, deny
 
@@ -80,3 +81,38 @@ def _kept(before: dict[str, Any], after: dict[str, Any], who: str, adapter: Adap
 
 def _said(value: Any) -> str:
     return "nothing" if value is None else str(value)
+
+
+def gated_templates(obj: Mapping[str, Any], adapter: Adapter) -> dict[str, bool]:
+    """Each pod set of the workload, by name: whether its pod template carries
+    sluice.dev/resizable, so that the pod webhook gates its pods."""
+    return {
+        name: _labelled(at(obj, (*path, "metadata", "labels")))
+        for name, path in adapter.pod_set_templates(obj)
+    }
+
+
+def _labelled(labels: Any) -> bool:
+    return isinstance(labels, Mapping) and labels.get(RESIZABLE_LABEL) == "true"
+
+
+def check_resizable_label(
+    old: Mapping[str, Any], new: Mapping[str, Any], who: str, admitted: bool, adapter: Adapter
+) -> Verdict:
+    """While a workload that declares a minimum stays admitted, its owner does not take
+    sluice.dev/resizable off a pod template that carries it (a kind whose templates may change
+    while it runs): its next pods would not be gated, and would run past what its queue
+    admitted. ``admitted``: a write by its owner that leaves it admitted."""
+    if not admitted or not declares_a_minimum(new, adapter):
+        return ALLOW
+    before, after = gated_templates(old, adapter), gated_templates(new, adapter)
+    for name, path in adapter.pod_set_templates(new):
+        if before.get(name) and not after.get(name):
+            where = ".".join(str(k) for k in (*path, "metadata", "labels"))
+            return deny(
+                "job-resizable-label",
+                f"{who}: the label {RESIZABLE_LABEL} of pod set {name} ({where}) cannot be"
+                " removed while the workload is admitted: its pods are gated by it until its"
+                f" queue admits them; suspend it ({adapter.hold.name}: true) to change it",
+            )
+    return ALLOW

@@ -174,11 +174,21 @@ def split_all(
     return out, grows
 
 
+def _pod_of(pod: PodView, view: WorkloadView) -> bool:
+    """Whether ``pod`` is of the workload ``view``: controlled by it, or named by its label."""
+    if pod.namespace != view.namespace:
+        return False
+    if pod.job_uid and pod.job_uid == view.uid:
+        return True
+    return any(named in view.pods_by for named in pod.named_by)
+
+
 class GatedPods:
-    """The pods carrying sluice's gate, indexed by what makes a pod a workload's: its
-    controller's uid, and each label naming it, so that every growing workload finds its own
-    in one look instead of going over every gated pod (a cycle of thousands of growing
-    workloads would otherwise cost their number times the gated pods)."""
+    """The pods carrying sluice's gate, indexed by what makes a pod a workload's
+    (``_pod_of``): its controller's uid, and each label naming it, so that every growing
+    workload finds its own in one look instead of going over every gated pod (a cycle of
+    thousands of growing workloads would otherwise cost their number times the gated
+    pods)."""
 
     def __init__(self, pods: Iterable[PodView]) -> None:
         self._by_uid: dict[str, list[PodView]] = {}
@@ -237,3 +247,28 @@ def gates_to_release(view: WorkloadView, pods: Sequence[PodView]) -> list[PodVie
         oldest = sorted(gated[i], key=lambda p: (p.creation_timestamp, p.name))
         out += oldest[: max(0, room)]
     return out
+
+
+def pods_beyond(view: WorkloadView, pods: Sequence[PodView]) -> list[PodView]:
+    """Of ``pods``, those of the workload ``view`` that its controller deletes once its size
+    fields hold the sizes of its view (a size lowered by reclaim or preempt): per pod set,
+    its live pods beyond its size, the gated first, then the newest."""
+    sets = view.pod_sets
+    live: list[list[PodView]] = [[] for _ in sets]
+    for pod in pods:
+        if _pod_of(pod, view) and not pod.finished and not pod.terminating:
+            i = pod_set_of(sets, pod)
+            if i >= 0:
+                live[i].append(pod)
+    out: list[PodView] = []
+    for pod_set, own in zip(sets, live, strict=True):
+        own.sort(key=lambda p: (p.gated, p.creation_timestamp, p.name))  # kept first
+        out += own[pod_set.count :]
+    return out
+
+
+def growth_pods(view: WorkloadView) -> int:
+    """How many pods an admitted workload asks beyond what its record admitted: its growth
+    entry's, counted from the workload as its object asks."""
+    admitted = {r.pod_set: r.admitted for r in view.sized}
+    return sum(max(0, s.count - admitted[s.name]) for s in view.pod_sets if s.name in admitted)

@@ -102,8 +102,15 @@ class Decision:
     sizes: tuple[tuple[str, int, int], ...] = ()
     """The admission of a resizable workload: per pod set that may shrink, (its name, pods
     asked, pods admitted) (docs/elastic.md, *Admitted smaller*), equal where admitted whole;
-    of a growth entry, per pod set of its workload's record, the record raised by it; empty
-    for any other workload."""
+    of a growth entry, per pod set of its workload's record, the record raised by it; of a
+    reclaim or preempt that shrinks a workload (``shrinks``), its record lowered; empty for
+    any other workload."""
+
+    @property
+    def shrinks(self) -> bool:
+        """Whether a reclaim or preempt takes pods above the workload's minimum only: it
+        stays admitted at ``sizes`` (docs/scheduler.md, *Victims above a minimum*)."""
+        return self.action in ("reclaim", "preempt") and bool(self.sizes)
 
     @property
     def smaller(self) -> bool:

@@ -47,6 +47,17 @@ class JobInfo:
     """(pod set, flavor) for each pod set, while admitted into flavors; () when it is not."""
     held_in: Mapping[str, Mapping[str, int]] = field(default_factory=_nowhere)
     """Flavor -> resource -> what it holds there while admitted (``flavor_quota.counted``)."""
+    parts: tuple[JobInfo, ...] | None = None
+    """Its victims above its minimum, newest first (actions/growth_victims.py), once asked;
+    None until then."""
+    part_of: JobInfo | None = None
+    """For such a victim: the workload whose pods it stands for; None for a workload."""
+    part: tuple[str, int, int] = ("", 0, 0)
+    """For such a victim: its pod set, its pods and its rank (the newest highest); for a
+    remainder (``rest_of``) or a workload, rank 0: taken after its parts."""
+    rest_of: JobInfo | None = None
+    """A workload less its parts already chosen as victims, standing for it in a choice of
+    victims (``growth_victims.remainder``); None otherwise."""
 
 
 @dataclass(slots=True, eq=False)

@@ -669,6 +669,36 @@ class Session:
                 add_in(self.queues[name].flavor_allocated, job.held_in, -1)
             job.flavors, job.held_in = (), NOWHERE
         self.queues[job.queue].admitted_jobs.remove(job)
+        for part in job.parts or ():  # its victims above its minimum go with it
+            part.admitted = False
+        self._drop_growth(job)
+
+    def shrink(self, part: JobInfo) -> None:
+        """A workload gives back the pods of one of its parts above its minimum
+        (actions/growth_victims.py) and stays admitted: what the part holds leaves the
+        workload, its queues, its flavor and the nodes at once. Its growth waiting, if any,
+        goes back with it: the write lowers the size its owner asks."""
+        job = part.part_of
+        assert job is not None
+        part.admitted = False
+        part.evicted = True
+        held = dict(job.held)
+        add_room(held, part.held, -1)
+        job.held = held
+        add_room(self.used, part.held, -1)
+        self.placement.release(part.footprint)
+        for i, room in part.footprint.items():
+            left = job.footprint.get(i)
+            if left is not None:
+                add_room(left, room, -1)
+        for name in self.chain(job.queue):
+            add_room(self.queues[name].allocated, part.held, -1)
+        if part.held_in:
+            held_in = {f: dict(amounts) for f, amounts in job.held_in.items()}
+            add_in(held_in, part.held_in, -1)
+            job.held_in = held_in
+            for name in self.chain(job.queue):
+                add_in(self.queues[name].flavor_allocated, part.held_in, -1)
         self._drop_growth(job)
 
     def _drop_growth(self, job: JobInfo) -> None:

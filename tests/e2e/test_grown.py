@@ -80,7 +80,12 @@ def test_a_job_grown_from_6_to_8_waits_gated_until_its_queue_has_room_then_runs_
     wait_for(two_gated, timeout=30, what="2 new pods of train gated")
     assert record(s)["main"]["admitted"] == 6  # its growth waits for its queue
     assert s.admitted("train")
+    said = wait_for(
+        lambda: s.annotation("train", "pending-reason"), timeout=30, what="growth's reason"
+    )
+    assert said.startswith(f"growth of 2 pods waiting: position 1 in {s.name('team')}; ")
     capability(s, "team", 8)
     wait_for(lambda: record(s)["main"]["admitted"] == 8, timeout=30, what="growth admitted")
+    assert s.annotation("train", "pending-reason") is None  # gone with its admission
     pods = s.wait_pods_running("train", 8, timeout=60)
     assert not any(gated(p) for p in pods)

@@ -85,6 +85,33 @@ def size_growth_patch(sizes: Sizes, obj: Obj) -> dict[str, Any]:
     return {"metadata": {"annotations": {ADMITTED_SIZE_ANNOTATION: size_record_text(records)}}}
 
 
+def size_shrink_patch(sizes: Sizes, obj: Obj, adapter: Adapter) -> dict[str, Any]:
+    """The write of a shrink (reclaim or preempt taking pods above a workload's minimum,
+    docs/scheduler.md, *Victims above a minimum*): the size fields of each pod set of
+    ``sizes`` lowered to its admitted size, and its record with them; each field keeps in
+    the record the value it had before sluice first lowered it, which a requeue puts back.
+    {} when the workload has no record any more (suspended since)."""
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    lowered_to = {name: (asked, admitted) for name, asked, admitted in sizes}
+    after = _copy(obj)
+    records: list[SizeRecord] = []
+    for r in size_records_of(annotations):
+        if r.pod_set not in lowered_to:
+            records.append(r)
+            continue
+        asked, admitted = lowered_to[r.pod_set]
+        was = dict(r.fields)
+        for path, value in adapter.size_fields(obj, r.pod_set, admitted):
+            now = at(obj, path)
+            if isinstance(now, int) and now != value and _set(after, path, value):
+                was.setdefault(path_text(path), now)
+        records.append(SizeRecord(r.pod_set, asked, admitted, tuple(sorted(was.items()))))
+    if not records:
+        return {}
+    record = {"metadata": {"annotations": {ADMITTED_SIZE_ANNOTATION: size_record_text(records)}}}
+    return merged(merge_diff(obj, after), record)
+
+
 def _copy(obj: Obj) -> dict[str, Any]:
     """A deep, plain copy of the object's spec (what the patches change)."""
     spec: dict[str, Any] = json.loads(json.dumps(obj.get("spec") or {}))

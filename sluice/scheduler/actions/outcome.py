@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from sluice.scheduler.actions.growth_victims import shrunk_sizes
 from sluice.scheduler.fit import cluster_failure, unplaced
 from sluice.scheduler.flavor_choice import Chosen, flavor_reason
 from sluice.scheduler.growth import growth_sizes
@@ -35,6 +36,9 @@ class Outcome:
     """Jobs whose preemptionPolicy is Never that reclaim or preempt passed over."""
     flavor_reasons: dict[tuple[object, ...], str] = field(default_factory=dict)
     """Why jobs alike of a queue with flavors wait, as worked out once the cycle is over."""
+    shrunk: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Workload -> pod set -> the pods taken from it above its minimum this cycle: it stays
+    admitted, smaller."""
 
     def waits_for_room(self, job: JobInfo) -> None:
         """A job whose preemptionPolicy is Never was passed over by reclaim or preempt: its
@@ -106,6 +110,16 @@ class Outcome:
         victim: JobInfo,
         for_job: JobInfo,
     ) -> None:
+        """The victim suspended; a victim above a minimum (actions/growth_victims.py) taken
+        from its workload, which stays admitted at a lower size. A workload suspended after
+        some of its parts were taken this cycle is suspended whole: its lowered size is not
+        written (the suspension gives back the size it asks)."""
+        if victim.part_of is not None:
+            self._shrink(session, kind, victim, for_job)
+            return
+        victim = victim.rest_of or victim
+        if self.shrunk.pop(victim.key, None) is not None:
+            self.decisions = [d for d in self.decisions if d.job != victim.key]
         session.evict(victim)
         self.evicted.append(victim)
         self.reasons[victim.key] = f"{kind}ed for {for_job.key}; waits for quota again"
@@ -119,6 +133,41 @@ class Outcome:
                 for_job=for_job.key,
             )
         )
+
+    def _shrink(
+        self,
+        session: Session,
+        kind: Literal["reclaim", "preempt"],
+        part: JobInfo,
+        for_job: JobInfo,
+    ) -> None:
+        """One decision per workload shrunk in the cycle, its sizes lowered by every part
+        taken: the write lowers its size field and its record (docs/scheduler.md, *Victims
+        above a minimum*)."""
+        job = part.part_of
+        assert job is not None
+        session.shrink(part)
+        self.changed = True
+        taken = self.shrunk.setdefault(job.key, {})
+        pod_set, pods, _ = part.part
+        taken[pod_set] = taken.get(pod_set, 0) + pods
+        sizes = shrunk_sizes(job, taken)
+        said = ", ".join(f"{name} {admitted} of {asked}" for name, asked, admitted in sizes)
+        decision = Decision(
+            kind,
+            job.key,
+            job.queue,
+            f"{kind}ed for {for_job.key} of queue {for_job.queue} above its minimum: "
+            f"runs at {said}",
+            for_job=for_job.key,
+            sizes=sizes,
+        )
+        # In the place of its first shrink, before every admission it made room for.
+        at = next((i for i, d in enumerate(self.decisions) if d.job == job.key), None)
+        if at is None:
+            self.decisions.append(decision)
+        else:
+            self.decisions[at] = decision
 
     def requeue(self, session: Session, job: JobInfo, why: str) -> None:
         """The job gives its quota back and waits out its back-off (readiness.py)."""

@@ -12,14 +12,16 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from sluice.api.views import EPOCH, WorkloadView
+from sluice.scheduler.actions.growth_victims import with_parts
 from sluice.scheduler.actions.victims import PerQueue
 from sluice.scheduler.domain_room import Domain
 from sluice.scheduler.placement import Footprint
 from sluice.scheduler.records import JobInfo
 from sluice.scheduler.session import Session
 
-Order = tuple[int, float, float, float, str]
-"""Job priority, -its namespace's usage in its queue, -admitted, -created, name."""
+Order = tuple[int, float, float, float, str, int]
+"""Job priority, -its namespace's usage in its queue, -admitted, -created, name, -the rank of
+a victim above a minimum (0 for a workload: its parts come first, the newest first)."""
 Listed = tuple[tuple[tuple[int, int, float], Order], JobInfo, tuple[str, ...]]
 """A victim of a domain: its place in the candidates' order (the level of the common
 ancestor with the job, its queue's priority, minus that queue's usage per weight, its victim
@@ -42,10 +44,11 @@ room is as it was (a victim goes only by giving room back there)."""
 def victim_order(job: JobInfo, used: float = 0.0) -> Order:
     """Lower job priority first, then the job of the namespace that used more in its queue
     (``used``: its dominant usage, the usage plugin), then the most recently admitted, then
-    the most recently created, then by name."""
+    the most recently created, then by name; a workload's victims above its minimum
+    (growth_victims.py) in its place, just before it, the newest first."""
     admitted = (job.admitted_at or EPOCH).timestamp()
     created = job.view.creation_timestamp.timestamp()
-    return (job.priority, -used, -admitted, -created, job.key)
+    return (job.priority, -used, -admitted, -created, job.view.key, -job.part[2])
 
 
 @dataclass(slots=True)
@@ -200,7 +203,8 @@ class ReclaimRules:
         that are not eligible now never need to be looked at again."""
         if name not in self.victims:
             eligible = [j for j in self.session.queues[name].admitted_jobs if self.eligible(j)]
-            self.victims[name] = sorted(eligible, key=self.order)
+            # A workload's pods above its minimum are victims of their own, just before it.
+            self.victims[name] = sorted(with_parts(self.session, eligible), key=self.order)
         return self.victims[name]
 
     def victims_for(self, name: str, short: frozenset[str]) -> list[JobInfo]:
@@ -237,8 +241,7 @@ class ReclaimRules:
             found = kept.jobs_on[level] = {
                 job.key: tuple(sorted({of_node[i] for i in job.footprint if i in of_node}))
                 for name in self.excess
-                for job in self.session.queues[name].admitted_jobs
-                if self.eligible(job)
+                for job in self.sorted_victims(name)
             }
             held: dict[str, Footprint] = {}
             for name in self.excess:

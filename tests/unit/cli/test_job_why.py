@@ -253,3 +253,29 @@ def test_why_names_the_flavors_a_pending_job_tried() -> None:
     lines = explain(job(pending_reason=tried), None, [], "forbidden")
     assert lines[1].startswith("  reason: no flavor fits: flavor h100: ")
     assert "flavor a100: flavor a100 does not exist" in lines[1]
+
+
+def test_why_says_why_a_running_jobs_growth_waits() -> None:
+    # Admitted at 6, raised to 8 by its owner: the operator wrote why its growth waits.
+    record = '{"main":{"admitted":6,"asked":6,"fields":{}}}'
+    waits = "growth of 2 pods waiting: position 1 in team-a; team-a would use cpu 8 > capability 6"
+    obj = job(
+        suspend=False,
+        admitted_at="2026-11-23T08:00:00Z",
+        admitted_size=record,
+        pending_reason=waits,
+    )
+    obj["spec"]["parallelism"] = 8
+    line = job_line(obj)
+    assert line is not None and line.growth == waits
+    assert line.position is None and line.reason == ""  # it runs: not in the line itself
+    lines = explain(obj, QUEUE, [])
+    assert lines[0].endswith("; running")
+    assert f"  {waits}" in lines
+    # Its sizes say the rest, once: the operator's words say why its growth waits.
+    assert "  admitted 6 of 8 pods (min 8)" in lines
+    assert sum("growth" in text for text in lines) == 1
+    # A pending job's reason is its own, never read as a growth's.
+    pending = job(pending_reason=waits)
+    found = job_line(pending)
+    assert found is not None and found.growth == ""

@@ -193,3 +193,8 @@ def test_a_resizable_jobs_row_shows_its_pods_admitted_of_those_asked() -> None:
         "admitted 6 of 8 pods (min 4), growth of 2 pods waiting in its queue"
     )
     assert (rows["plain"]["size"], rows["plain"]["sizeWords"]) == ("", "")
+    waits = "growth of 2 pods waiting: position 1 in team; team would use cpu 8 > capability 6"
+    grown["metadata"]["annotations"]["sluice.dev/pending-reason"] = waits
+    view.on_job("MODIFIED", grown)
+    row = next(j for j in view.jobs_page("team")["jobs"] if j["name"] == "grown")
+    assert row["sizeWords"] == f"admitted 6 of 8 pods (min 4); {waits}"

@@ -96,6 +96,16 @@ def test_a_decision_written_is_counted_once_by_what_it_did() -> None:
     assert sample("sluice_admission_wait_seconds_count", queue="mq-w") == waits + 1
 
 
+def test_a_shrink_is_a_decision_but_no_eviction() -> None:
+    # Reclaim took pods above the workload's minimum: it runs on, at 6 of 8.
+    evictions = sample("sluice_evictions_total", queue="mq-s", reason="reclaim") or 0
+    decided = sample("sluice_decisions_total", action="reclaim") or 0
+    shrink = Decision("reclaim", "ns/big", "mq-s", for_job="ns/x", sizes=(("main", 8, 6),))
+    metrics.decision_written(shrink, None)
+    assert (sample("sluice_evictions_total", queue="mq-s", reason="reclaim") or 0) == evictions
+    assert sample("sluice_decisions_total", action="reclaim") == decided + 1
+
+
 def test_an_admission_at_a_smaller_size_is_counted_by_its_queue() -> None:
     before = sample("sluice_partial_admissions_total", queue="mq-p") or 0
     metrics.decision_written(Decision("admit", "ns/whole", "mq-p"), None)

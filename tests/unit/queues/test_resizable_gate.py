@@ -82,10 +82,16 @@ def test_a_pod_cannot_be_relabelled_out_of_its_gate() -> None:
 RECORDED = '{"main":{"admitted":6,"asked":8,"fields":{"spec.parallelism":8}}}'
 
 
-def running(parallelism: int, *, record: bool = True, minimum: str | None = "4") -> Any:
+def running(
+    parallelism: int, *, record: bool = True, minimum: str | None = "4", label: bool = True
+) -> Any:
+    """An admitted Job, its template labelled resizable as the door labels it at creation
+    when it declares a minimum (``label``)."""
     obj = job(held=False, meta=minimum)
     obj["spec"]["parallelism"] = parallelism
     obj["spec"]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
+    if label and minimum is not None:
+        obj["spec"]["template"]["metadata"]["labels"] = {RESIZABLE: "true"}
     if record:
         obj["metadata"]["annotations"]["sluice.dev/admitted-size"] = RECORDED
     return obj
@@ -112,3 +118,51 @@ def test_a_size_lowered_below_its_record_is_not_raised_back_without_the_queue() 
     # Recorded at 6, lowered to 5 (its quota freed at once), raised to 8: refused.
     verdict = update(running(5), running(8))
     assert not verdict.allowed and verdict.rule == "job-grows-past-admission"
+
+
+def test_growth_is_refused_when_its_new_pods_would_not_be_gated() -> None:
+    # A minimum written while the Job waited, after its creation: its template never got the
+    # label, so its pods are not gated, and it may not grow while it runs.
+    verdict = update(running(6, label=False), running(8, label=False))
+    assert not verdict.allowed and verdict.rule == "job-grows-past-admission"
+
+
+def elastic_pytorchjob(*, admitted: bool, label: bool) -> Any:
+    obj = fixture("pytorchjobs.yaml", "elastic-resnet")
+    obj["spec"]["runPolicy"] = {"suspend": not admitted}
+    worker = obj["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]
+    labels = worker.setdefault("metadata", {}).setdefault("labels", {})
+    if label:
+        labels[RESIZABLE] = "true"
+    return obj
+
+
+def test_the_label_stays_on_a_mutable_template_while_the_workload_is_admitted() -> None:
+    # A PyTorchJob's templates may change while it runs: its Worker pods made after the
+    # label went would not be gated.
+    admitted, taken_off = (elastic_pytorchjob(admitted=True, label=x) for x in (True, False))
+    verdict = update(admitted, taken_off, PYTORCH_JOB)
+    assert not verdict.allowed and verdict.rule == "job-resizable-label"
+    assert verdict.message == (
+        "pytorchjob ns/elastic-resnet: the label sluice.dev/resizable of pod set Worker"
+        " (spec.pytorchReplicaSpecs.Worker.template.metadata.labels) cannot be removed while"
+        " the workload is admitted: its pods are gated by it until its queue admits them;"
+        " suspend it (spec.runPolicy.suspend: true) to change it"
+    )
+    # Suspended in the same write, by the operator, or while it waits: its own to change.
+    suspended = elastic_pytorchjob(admitted=False, label=False)
+    assert update(admitted, suspended, PYTORCH_JOB).allowed
+    assert update(admitted, taken_off, PYTORCH_JOB, OPERATOR).allowed
+    waiting = elastic_pytorchjob(admitted=False, label=True)
+    assert update(waiting, suspended, PYTORCH_JOB).allowed
+
+
+def test_a_resizable_workloads_pod_is_not_resized_up_gated_or_released() -> None:
+    # Growth goes through the pod set's size, never through a pod's request.
+    for gates in ([GATE], []):
+        small, big = job_pod(gates=gates), job_pod(gates=gates)
+        small["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
+        big["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "2"}}
+        verdict = check_pod_update(small, big, "ns", ALICE)
+        assert not verdict.allowed and verdict.rule == "pod-grows-past-admission"
+        assert check_pod_update(big, small, "ns", ALICE).allowed  # shrinking frees quota

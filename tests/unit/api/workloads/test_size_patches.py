@@ -20,6 +20,7 @@ from sluice.api.workloads.size_patches import (
     size_admission_patch,
     size_growth_patch,
     size_restore_patch,
+    size_shrink_patch,
 )
 
 RECORD_8 = SizeRecord("main", 8, 8)
@@ -112,6 +113,26 @@ def test_an_admitted_growth_raises_the_record_and_keeps_what_was_lowered() -> No
         "main": {"admitted": 10, "asked": 10, "fields": {"spec.parallelism": 8}}
     }
     assert size_growth_patch((("main", 10, 10),), job()) == {}  # no record: suspended since
+
+
+def test_a_shrink_lowers_a_running_gang_and_a_requeue_gives_its_size_back() -> None:
+    # An Indexed gang admitted whole at 8, shrunk to 6 by reclaim while it runs.
+    running = admitted(job(completions=8, completionMode="Indexed"), JOB, (("main", 8, 8),))
+    shrunk = merge_patch(running, size_shrink_patch((("main", 8, 6),), running, JOB))
+    assert (shrunk["spec"]["parallelism"], shrunk["spec"]["completions"]) == (6, 6)
+    assert shrunk["spec"]["suspend"] is False
+    assert record(shrunk) == {
+        "main": {
+            "admitted": 6,
+            "asked": 8,
+            "fields": {"spec.completions": 8, "spec.parallelism": 8},
+        }
+    }
+    again = merge_patch(shrunk, size_shrink_patch((("main", 8, 5),), shrunk, JOB))
+    assert record(again)["main"]["fields"] == {"spec.completions": 8, "spec.parallelism": 8}
+    back = restored(again, JOB)
+    assert (back["spec"]["parallelism"], back["spec"]["completions"]) == (8, 8)
+    assert size_shrink_patch((("main", 8, 6),), job(), JOB) == {}  # no record: suspended since
 
 
 def test_a_pytorchjob_runs_fewer_workers() -> None:
