@@ -61,11 +61,12 @@ def trial(session: Session, job: JobInfo, sizes: Sizes | None = None) -> Trial:
     asks, so they run on the request at ``sizes`` before the workload at that size is made:
     most sizes tried in a full cluster stop there, and making it costs more than they do."""
     if sizes is not None:
-        asked = replace(job, request=request_at(job.view, sizes).amounts)
+        request = request_at(job.view, sizes)
+        asked = replace(job, request=request.amounts)
         stopped = quota_stop(session, asked)
         if stopped:
             return Trial(asked, None, stopped)
-        job = at_size(job, view_at(job.view, sizes))
+        job = at_size(job, view_at(job.view, sizes, request))
     elif stopped := quota_stop(session, job):
         return Trial(job, None, stopped)
     chosen = None
