@@ -23,11 +23,11 @@ without flavors, in the same run. Target: within 1.5 times the run without them.
 With ``--resizable``, the base size only, a quarter of its jobs declaring a minimum of half
 their pods and the admitted ones recorded (``gen_cluster.with_resizable``), against the same
 cluster without a minimum, in the same run. Target: within 1.3 times the run without them.
-Each runs twice, in the order without, with, with, without, so that a load that changes over
-the run weighs on both alike; the CPU time of the cycles is printed beside their wall time,
-as it moves less with the load of a shared machine. Then the same with one in four of the
-admitted ones grown beyond its record (its growth waiting in its queue: more to decide,
-shown beside it without a target).
+The three clusters (without, resizable, and with one in four of the admitted ones grown
+beyond its record, its growth waiting in its queue: more to decide, shown beside it without
+a target) run in one process, one cycle of each in turn, so that the load of a shared
+machine, which moves from one minute to the next, weighs on all alike; the CPU time of the
+cycles is printed beside their wall time.
 
 Run: ``.venv/bin/python -m bench.bench_scheduler`` (``--quick`` for sizes 20 times smaller).
 """
@@ -248,24 +248,43 @@ def measure_variant(size: Size, repeat: int, mode: str) -> dict[str, Any]:
     return {"times": times, "cpu": cpu, "decisions": decisions, "smaller": smaller}
 
 
-def _compare(
-    size: Size, repeat: int, without: str, with_: str, rounds: int = 1
-) -> tuple[Any, Any, float]:
-    """The two variants' cycles, each in its own process, and the ratio of their medians.
-    With ``rounds`` 2, each runs twice, in the order without, with, with, without, their
-    cycles pooled, so that a load that rises or falls over the run weighs on both alike."""
+RESIZABLE_MODES = ("whole", "resizable", "grown")
+"""The clusters of ``--resizable``, measured in one process, their cycles interleaved."""
+
+
+def measure_interleaved(size: Size, repeat: int) -> dict[str, Any]:
+    """The cycles of the ``RESIZABLE_MODES`` clusters, in one process, one cycle of each in
+    turn, the order rotated every round: a load that changes while they run weighs on all
+    alike, as it would not on children run one after the other."""
+    from sluice.operator.memory import paused
+    from sluice.scheduler.cycle import run_cycle
+
+    base = generate(size)
+    snapshots = {mode: VARIANTS[mode](base) for mode in RESIZABLE_MODES}
+    out: dict[str, dict[str, Any]] = {
+        mode: {"times": [], "cpu": [], "decisions": 0, "smaller": 0} for mode in RESIZABLE_MODES
+    }
+    for i in range(repeat):
+        turn = RESIZABLE_MODES[i % 3 :] + RESIZABLE_MODES[: i % 3]
+        for mode in turn:
+            gc.collect()
+            started, used = time.perf_counter(), time.process_time()
+            result = paused(run_cycle, snapshots[mode])
+            out[mode]["times"].append(time.perf_counter() - started)
+            out[mode]["cpu"].append(time.process_time() - used)
+            out[mode]["decisions"] = len(result.decisions)
+            out[mode]["smaller"] = sum(1 for d in result.decisions if d.smaller)
+            _progress(f"  {mode}: cycle {i + 1}/{repeat} {out[mode]['times'][-1]:.3f}s")
+            del result
+    return out
+
+
+def _compare(size: Size, repeat: int, without: str, with_: str) -> tuple[Any, Any, float]:
+    """The medians of the two variants' cycles, each in its own process, and their ratio."""
     _progress(f"{size.pending + size.admitted:,} jobs, {size.nodes:,} nodes: {repeat} cycles each")
-    order = [without, with_, with_, without][: 2 * rounds] if rounds > 1 else [without, with_]
-    pooled: dict[str, dict[str, Any]] = {}
-    for mode in order:
-        run = _run_child(size, repeat, mode=mode)
-        assert run is not None
-        if mode not in pooled:
-            pooled[mode] = run
-        else:
-            for key in ("times", "cpu"):
-                pooled[mode][key] = pooled[mode].get(key, []) + run.get(key, [])
-    plain, other = pooled[without], pooled[with_]
+    run = {mode: _run_child(size, repeat, mode=mode) for mode in (without, with_)}
+    plain, other = run[without], run[with_]
+    assert plain is not None and other is not None
     return plain, other, statistics.median(other["times"]) / statistics.median(plain["times"])
 
 
@@ -283,11 +302,15 @@ def _flavors(size: Size, repeat: int) -> None:
 
 def _resizable(size: Size, repeat: int) -> None:
     """The base size's cycle with a quarter of its jobs resizable beside the same cluster
-    without a minimum; then with some of them grown, which adds growth waiting in the queues
-    (more to decide, so no target)."""
-    whole, sized, ratio = _compare(size, repeat, "whole", "resizable", rounds=2)
+    without a minimum, their cycles interleaved in one process; then with some of them grown,
+    which adds growth waiting in the queues (more to decide, so no target)."""
+    _progress(f"{size.pending + size.admitted:,} jobs, {size.nodes:,} nodes: {repeat} cycles each")
+    run = _run_child(size, repeat, mode="interleaved")
+    assert run is not None
+    whole, sized, grown = (run[mode] for mode in RESIZABLE_MODES)
     t_whole, t_sized = statistics.median(whole["times"]), statistics.median(sized["times"])
     c_whole, c_sized = statistics.median(whole["cpu"]), statistics.median(sized["cpu"])
+    ratio = t_sized / t_whole
     met = "met" if ratio <= TARGET_RESIZABLE else "NOT met"
     print(
         f"cycle of {size.pending + size.admitted:,} jobs on {size.nodes:,} nodes, a quarter"
@@ -296,8 +319,6 @@ def _resizable(size: Size, repeat: int) -> None:
         f" CPU {c_whole:.3f}s ({whole['decisions']:,} decisions); x{ratio:.2f}, CPU"
         f" x{c_sized / c_whole:.2f} (target <= x{TARGET_RESIZABLE:.1f}: {met})"
     )
-    grown = _run_child(size, repeat, mode="grown")
-    assert grown is not None
     t_grown, c_grown = statistics.median(grown["times"]), statistics.median(grown["cpu"])
     print(
         f"  and one in four of the admitted ones grown: median {t_grown:.3f}s, CPU"
@@ -365,6 +386,8 @@ def _child(size: Size, mode: str | None, repeat: int) -> dict[str, Any]:
     """What one child process measures: ``mode`` picks the comparison it is a side of."""
     if mode in VARIANTS:
         return measure_variant(size, repeat, mode)
+    if mode == "interleaved":
+        return measure_interleaved(size, repeat)
     if mode:
         return measure_read(size, repeat, mode == "devices")
     return measure(size, repeat)
@@ -389,7 +412,7 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
         help="a quarter of the jobs resizable against none, on the same cluster",
     )
     parser.add_argument("--child", help=argparse.SUPPRESS)
-    modes = ("devices", "extended", *VARIANTS)
+    modes = ("devices", "extended", "interleaved", *VARIANTS)
     parser.add_argument("--mode", choices=modes, help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
