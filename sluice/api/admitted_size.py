@@ -29,6 +29,13 @@ class SizeRecord:
     """Each field lowered (as messages name it), with the value it had."""
 
 
+def asked_size(count: int, record: SizeRecord) -> int:
+    """The pods a pod set asks, its spec saying ``count`` and its record ``record``: what
+    it asked before sluice lowered it, while it still holds the size sluice wrote; else
+    ``count``, since a size its owner changed since is its own."""
+    return record.asked if count == record.admitted else count
+
+
 def size_record_text(records: Sequence[SizeRecord]) -> str:
     """The annotation's value for these pod sets."""
     body = {

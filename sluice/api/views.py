@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from sluice.api.admitted_size import SizeRecord, size_records_of
+from sluice.api.admitted_size import SizeRecord, asked_size, size_records_of
 from sluice.api.constants import (
     ADMITTED_AT_ANNOTATION,
     DEFAULT_QUEUE_LABEL,
@@ -39,6 +39,7 @@ from sluice.api.memo import Memo
 from sluice.api.quantity import QuantityError
 from sluice.api.resources import EMPTY, Resources
 from sluice.api.topology import Assignment, TopologyRequest, assignment_text, assignments_of
+from sluice.api.workload_sizes import sizes_text, sizes_words
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 NEVER = "Never"
@@ -392,8 +393,12 @@ class PublishedJob:
     asks: str = ""
     """What it asks of a Topology (``required example.com/rack``); "" for nothing."""
     sizes: str = ""
-    """While admitted smaller, its pods admitted of those asked: ``6/8``, per pod set by name
-    for several (``Worker 6/8, group 3/4``); "" while whole or waiting."""
+    """A resizable or recorded workload's pods admitted of those asked: ``6/8`` (``0/8``
+    while it waits), per pod set by name for several (``Worker 6/8, group 3/4``); "" for
+    any other (``workload_sizes.sizes_text``)."""
+    size_words: str = ""
+    """The same in words, with its minimum and its growth waiting (``sizes_words``); the
+    growth left to ``growth`` when the operator wrote why it waits."""
     flavors: str = ""
     """The flavors it was admitted into (``flavor h100``), from its record; "" for none."""
     growth: str = ""
@@ -439,20 +444,12 @@ def published_job(
         reclaimed_by=str(annotations.get(RECLAIMED_BY_ANNOTATION) or ""),
         domain=assignment_text(view.assignment) if view.phase.admitted else "",
         asks=topology_asks(view),
-        sizes=sizes_text(view) if view.phase.admitted else "",
+        sizes=sizes_text(view),
+        size_words=sizes_words(view, growth=not growth),
         flavors=admitted_flavors(view),
         growth=growth,
         flavor_column=flavor_column(view),
     )
-
-
-def sizes_text(view: WorkloadView) -> str:
-    """Its pod sets admitted smaller, by its record: ``6/8`` for a workload of one pod set,
-    by name for several; "" for none."""
-    shown = [r for r in view.sized if r.admitted < r.asked]
-    if len(view.pod_sets) == 1 and len(shown) == 1:
-        return f"{shown[0].admitted}/{shown[0].asked}"
-    return ", ".join(f"{r.pod_set} {r.admitted}/{r.asked}" for r in shown)
 
 
 def admitted_flavors(view: WorkloadView) -> str:
@@ -639,11 +636,11 @@ def as_asked(pod_sets: tuple[PodSet, ...], sized: tuple[SizeRecord, ...]) -> tup
     out: list[PodSet] = []
     for s in pod_sets:
         record = asked.get(s.name)
-        if record is None or s.count != record.admitted or record.asked <= s.count:
+        count = s.count if record is None else asked_size(s.count, record)
+        if count <= s.count:
             out.append(s)
             continue
-        more = record.asked - s.count
-        out.append(replace(s, count=record.asked, pod_count=s.pod_count + more))
+        out.append(replace(s, count=count, pod_count=s.pod_count + count - s.count))
     return tuple(out)
 
 

@@ -212,8 +212,8 @@ def _explain(
         out.append(f"{key} is admitted in queue {line.queue} ({admitted}); {line.state}")
         if line.domain:
             out.append(f"  in {line.domain}, as it asks ({line.asks})")
-        if line.sizes:
-            out.append(f"  admitted smaller: {line.sizes} pods (admitted/asked)")
+        if line.size_words:
+            out.append(f"  {line.size_words}")
         if line.flavors:
             out.append(f"  in {line.flavors}")
         if line.growth:
@@ -226,6 +226,8 @@ def _explain(
             out.append(f"  usage: {usage}")
         if line.asks:
             out.append(f"  it asks {line.asks}")
+        if line.size_words:
+            out.append(f"  it {line.size_words}")
         if line.reclaimed_by:
             out.append(f"  it was suspended to make room for {line.reclaimed_by}")
     out.extend(f"  {text}" for text in _queue_lines(line.queue, queue, queue_error))

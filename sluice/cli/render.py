@@ -14,6 +14,7 @@ from sluice.api.constants import ROOT_QUEUE
 from sluice.api.queue import Queue
 from sluice.api.resources import Resources
 from sluice.api.workloads.pods import PodWorkload
+from sluice.cli.sized import SizedWorkload
 from sluice.queues.lifecycle import QueueAction
 from sluice.scheduler.model import CycleResult, Decision, QueueResult
 
@@ -39,6 +40,9 @@ class Simulation:
     forming: Sequence[PodWorkload] = ()
     """Groups of plain pods that are not a workload yet: listed among the pending, with what
     they wait for, as the operator writes it on their pods."""
+    sized: Sequence[SizedWorkload] = ()
+    """The resizable workloads once the last cycle's decisions are applied, with their sizes
+    (docs/elastic.md): admitted smaller, grown, their growth waiting."""
 
 
 def _pending(sim: Simulation) -> list[tuple[str, str, str]]:
@@ -59,6 +63,7 @@ def to_json(sim: Simulation) -> dict[str, Any]:
         "queueActions": [
             {"action": a.action, "queue": a.queue, "reason": a.reason} for a in sim.queue_actions
         ],
+        **({"resizable": [w.to_json() for w in sim.sized]} if sim.sized else {}),
     }
 
 
@@ -95,6 +100,8 @@ def _decision_json(cycle: int, d: Decision) -> dict[str, Any]:
         out["domain"] = d.domain
     if d.reason:
         out["reason"] = d.reason
+    if d.sizes:  # per pod set recorded: pods asked and admitted (docs/elastic.md)
+        out["sizes"] = [{"podSet": n, "asked": a, "admitted": m} for n, a, m in d.sizes]
     return out
 
 
@@ -110,6 +117,8 @@ def render_table(sim: Simulation, console: Console) -> None:
     console.print(_queue_table(sim.final))
     console.print(_decision_table(sim.decisions))
     console.print(_pending_table(_pending(sim)))
+    if sim.sized:
+        console.print(_sized_table(sim.sized))
     if sim.queue_actions:
         console.print(_queue_action_table(sim.queue_actions))
 
@@ -194,6 +203,15 @@ def _pending_table(pending: Sequence[tuple[str, str, str]]) -> Table:
         table.add_row(*row)
     if not pending:
         table.caption = "no job is waiting"
+    return table
+
+
+def _sized_table(sized: Sequence[SizedWorkload]) -> Table:
+    table = Table(title="Resizable workloads", title_justify="left")
+    for column in ("JOB", "QUEUE", "STATE", "ADMITTED", "SIZES"):
+        table.add_column(column, overflow="fold")
+    for w in sized:
+        table.add_row(w.job, w.queue, w.state, w.size or "-", w.words or "-")
     return table
 
 

@@ -300,7 +300,7 @@ class Passes:
         )
         metrics.APPLY_SECONDS.observe(time.perf_counter() - written)
         self._count_writes()
-        await self._in("full", metrics.publish, full, snapshot.queues)
+        await self._in("full", metrics.publish, full, snapshot.queues, snapshot.workloads)
         log.info(
             "event=explained pending=%d seconds=%.3f",
             len(result.pending),

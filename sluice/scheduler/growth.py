@@ -150,7 +150,7 @@ def split_all(
     out: list[WorkloadView] = []
     grows: dict[str, WorkloadView] = {}
     given: list[WorkloadView] = []  # entries already split
-    gated: list[PodView] | None = None
+    gated: GatedPods | None = None
     for view in workloads:
         if not view.sized:  # most workloads: nothing to split (an entry has no record)
             out.append(view)
@@ -161,8 +161,8 @@ def split_all(
         out.append(held)
         if entry is not None:
             if gated is None:
-                gated = [p for p in pods or () if p.gated]
-            seen_at = growth_seen_at([p for p in gated if _pod_of(p, view)], now)
+                gated = GatedPods(pods or ())
+            seen_at = growth_seen_at(gated.of(view), now)
             out.append(replace(entry, creation_timestamp=seen_at))
             grows[entry.key] = held
     if given:
@@ -181,6 +181,35 @@ def _pod_of(pod: PodView, view: WorkloadView) -> bool:
     if pod.job_uid and pod.job_uid == view.uid:
         return True
     return any(named in view.pods_by for named in pod.named_by)
+
+
+class GatedPods:
+    """The pods carrying sluice's gate, indexed by what makes a pod a workload's
+    (``_pod_of``): its controller's uid, and each label naming it, so that every growing
+    workload finds its own in one look instead of going over every gated pod (a cycle of
+    thousands of growing workloads would otherwise cost their number times the gated
+    pods)."""
+
+    def __init__(self, pods: Iterable[PodView]) -> None:
+        self._by_uid: dict[str, list[PodView]] = {}
+        self._by_label: dict[tuple[str, str, str], list[PodView]] = {}
+        for pod in pods:
+            if not pod.gated:
+                continue
+            if pod.job_uid:
+                self._by_uid.setdefault(pod.job_uid, []).append(pod)
+            for label, value in pod.named_by:
+                self._by_label.setdefault((pod.namespace, label, value), []).append(pod)
+
+    def of(self, view: WorkloadView) -> list[PodView]:
+        """The gated pods of the workload ``view``: of its namespace, controlled by it (its
+        uid) or named by one of its labels (``pods_by``)."""
+        mine = self._by_uid.get(view.uid, [])  # no pod is indexed under an empty uid
+        found = {id(p): p for p in mine if p.namespace == view.namespace}
+        for label, value in view.pods_by:
+            named = self._by_label.get((view.namespace, label, value), [])
+            found.update((id(p), p) for p in named)
+        return list(found.values())
 
 
 def growth_sizes(held: WorkloadView, entry: WorkloadView) -> tuple[tuple[str, int, int], ...]:

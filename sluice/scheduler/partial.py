@@ -41,7 +41,7 @@ def ranges_of(pod_sets: Sequence[PodSet]) -> tuple[SizeRange, ...]:
     return tuple(SizeRange(s.count, s.min_count, s.count_step) for s in pod_sets)
 
 
-def view_at(view: WorkloadView, sizes: Sizes) -> WorkloadView:
+def view_at(view: WorkloadView, sizes: Sizes, request: Resources | None = None) -> WorkloadView:
     """The workload as admitted at ``sizes``, for ``fits`` to test as it tests a whole one:
     each pod set at its size (starting no more pods than before), the request theirs plus
     the claims its pods name directly, which count once whatever the size."""
@@ -51,10 +51,19 @@ def view_at(view: WorkloadView, sizes: Sizes) -> WorkloadView:
         s if s.count == n else replace(s, count=n, pod_count=min(n, s.pod_count))
         for s, n in zip(view.pod_sets, sizes, strict=True)
     )
-    request = view.claimed
-    for pod_set in pod_sets:
-        request = request + pod_set.request
-    return replace(view, pod_sets=pod_sets, request=request)
+    asked = request if request is not None else request_at(view, sizes)
+    return replace(view, pod_sets=pod_sets, request=asked)
+
+
+def request_at(view: WorkloadView, sizes: Sizes) -> Resources:
+    """What the workload asks at ``sizes``: its pod sets' requests at those sizes plus the
+    claims its pods name directly, which count once whatever the size (``view_at``'s,
+    which may be given it when it is known already)."""
+    out = dict(view.claimed.amounts)
+    for pod_set, n in zip(view.pod_sets, sizes, strict=True):
+        for r, a in pod_set.pod.request.amounts.items():
+            out[r] = out.get(r, 0) + a * n
+    return Resources(out)
 
 
 def smallest_request(request: Resources, pod_sets: Sequence[PodSet]) -> Resources:

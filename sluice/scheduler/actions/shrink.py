@@ -25,7 +25,14 @@ from sluice.scheduler.fit import (
     place_where,
 )
 from sluice.scheduler.flavor_choice import Chosen, choose_flavors
-from sluice.scheduler.partial import Sizes, ranges_of, shrink_to_fit, sizes_at, view_at
+from sluice.scheduler.partial import (
+    Sizes,
+    ranges_of,
+    request_at,
+    shrink_to_fit,
+    sizes_at,
+    view_at,
+)
 from sluice.scheduler.records import JobInfo
 from sluice.scheduler.session import Session
 from sluice.scheduler.set_domains import Placed
@@ -48,15 +55,20 @@ def at_size(job: JobInfo, view: WorkloadView) -> JobInfo:
     return replace(job, view=view, request=view.request.amounts)
 
 
-def trial(session: Session, job: JobInfo) -> Trial:
-    """Whether the job fits as admission tests it, and if not, what stops it."""
-    if over_capability_failure(session, job) is not None:
-        return Trial(job, None, f"queue {job.queue} is over its capability")
-    breach = next(limits(session, job), None)
-    if breach is not None:
-        return Trial(job, None, f"no room for more in queue {breach.queue}'s {breach.label}")
-    if cluster_failure(session, job) is not None:
-        return Trial(job, None, "no room for more in the cluster")
+def trial(session: Session, job: JobInfo, sizes: Sizes | None = None) -> Trial:
+    """Whether the job fits as admission tests it, at ``sizes`` when given (else as it is),
+    and if not, what stops it. The tests of its queues and of the cluster read only what it
+    asks, so they run on the request at ``sizes`` before the workload at that size is made:
+    most sizes tried in a full cluster stop there, and making it costs more than they do."""
+    if sizes is not None:
+        request = request_at(job.view, sizes)
+        asked = replace(job, request=request.amounts)
+        stopped = quota_stop(session, asked)
+        if stopped:
+            return Trial(asked, None, stopped)
+        job = at_size(job, view_at(job.view, sizes, request))
+    elif stopped := quota_stop(session, job):
+        return Trial(job, None, stopped)
     chosen = None
     if session.queues[job.queue].flavor_list:
         picked = choose_flavors(session, job, explain=False)
@@ -66,6 +78,18 @@ def trial(session: Session, job: JobInfo) -> Trial:
     placed = place_where(session, job if chosen is None else chosen.job(job))
     stopped = "" if placed is not None else "no room for more on the nodes"
     return Trial(job, placed, stopped, chosen)
+
+
+def quota_stop(session: Session, job: JobInfo) -> str:
+    """What stops the job in its queues or the cluster, as a trial says it; "" for nothing."""
+    if over_capability_failure(session, job) is not None:
+        return f"queue {job.queue} is over its capability"
+    breach = next(limits(session, job), None)
+    if breach is not None:
+        return f"no room for more in queue {breach.queue}'s {breach.label}"
+    if cluster_failure(session, job) is not None:
+        return "no room for more in the cluster"
+    return ""
 
 
 def search(session: Session, job: JobInfo) -> tuple[Sizes, Trial, Trial] | None:
@@ -81,7 +105,7 @@ def search(session: Session, job: JobInfo) -> tuple[Sizes, Trial, Trial] | None:
 
     def fits(sizes: Sizes) -> bool:
         if sizes not in tried:
-            tried[sizes] = trial(session, at_size(job, view_at(view, sizes)))
+            tried[sizes] = trial(session, job, sizes)
         return tried[sizes].placed is not None
 
     found = shrink_to_fit(ranges, fits)

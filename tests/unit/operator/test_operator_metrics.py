@@ -6,11 +6,13 @@ from __future__ import annotations
 import asyncio
 import time
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from prometheus_client import generate_latest
 
 from sluice.api.queue import Queue
 from sluice.api.resources import Resources
+from sluice.api.workloads import workload_from_object
 from sluice.operator import metrics
 from sluice.scheduler.model import CycleResult, Decision, PendingJob, QueueResult
 
@@ -113,6 +115,76 @@ def test_an_admission_at_a_smaller_size_is_counted_by_its_queue() -> None:
     smaller = Decision("admit", "ns/small", "mq-p", sizes=(("main", 8, 6),))
     metrics.decision_written(smaller, None)
     assert sample("sluice_partial_admissions_total", queue="mq-p") == before + 1
+
+
+def test_a_growth_admitted_is_no_partial_admission() -> None:
+    # Admitted at 6 of 8, raised by its owner to 7: its growth's record says 7 of 8.
+    before = sample("sluice_partial_admissions_total", queue="mq-g") or 0
+    growth = Decision("admit", "ns/small (growth)", "mq-g", sizes=(("main", 8, 7),))
+    metrics.decision_written(growth, None)
+    assert (sample("sluice_partial_admissions_total", queue="mq-g") or 0) == before
+
+
+def resizable(
+    name: str, parallelism: int, record: str | None, *, done: bool = False, minimum: str = "4"
+) -> Any:
+    """A Job of ``minimum`` in queue mq-w (none for ""): admitted with ``record``, else
+    waiting."""
+    annotations = {"sluice.dev/min-parallelism": minimum} if minimum else {}
+    if record is not None:
+        annotations["sluice.dev/admitted-size"] = record
+    status: dict[str, Any] = {"active": parallelism} if record is not None else {}
+    if done:
+        status = {"conditions": [{"type": "Complete", "status": "True"}]}
+    view = workload_from_object(
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {
+                "name": name,
+                "namespace": "ns",
+                "uid": name,
+                "labels": {"sluice.dev/queue-name": "mq-w"},
+                "annotations": annotations,
+            },
+            "spec": {
+                "suspend": record is None and not done,
+                "parallelism": parallelism,
+                "template": {"spec": {"containers": [{"name": "c"}]}},
+            },
+            "status": status,
+        }
+    )
+    assert view is not None
+    return view
+
+
+def workload_pods(gauge: str, name: str) -> float | None:
+    labels = {"namespace": "ns", "name": name, "queue": "mq-w"}
+    return metrics.REGISTRY.get_sample_value(f"sluice_workload_{gauge}_pods", labels)
+
+
+def test_a_resizable_workload_has_its_pods_admitted_and_waiting_until_it_goes() -> None:
+    grown = resizable("grown", 8, '{"main":{"admitted":6,"asked":6,"fields":{}}}')
+    waiting = resizable("waiting", 8, None)
+    plain = resizable("plain", 8, None, minimum="")
+    metrics.publish(result("mq-w"), [], [grown, waiting, plain])
+    pods = {
+        (name, gauge): workload_pods(gauge, name)
+        for name in ("grown", "waiting", "plain")
+        for gauge in ("admitted", "waiting")
+    }
+    assert pods == {
+        ("grown", "admitted"): 6,
+        ("grown", "waiting"): 2,
+        ("waiting", "admitted"): 0,
+        ("waiting", "waiting"): 8,
+        ("plain", "admitted"): None,
+        ("plain", "waiting"): None,
+    }
+    done = resizable("grown", 8, '{"main":{"admitted":6,"asked":6,"fields":{}}}', done=True)
+    metrics.publish(result("mq-w"), [], [done])
+    assert all(workload_pods(gauge, name) is None for name, gauge in pods)
 
 
 def test_a_queue_over_its_capability_shows_by_how_much() -> None:

@@ -14,6 +14,7 @@ from sluice.api.views import JobPhase, PodView, WorkloadView
 from sluice.scheduler.cycle import apply_decisions, run_cycle
 from sluice.scheduler.decision_pass import DecisionPass
 from sluice.scheduler.growth import (
+    GatedPods,
     gates_to_release,
     grown_records,
     grown_workload,
@@ -192,6 +193,24 @@ def test_the_growth_is_seen_at_the_creation_of_the_oldest_pod_still_gated() -> N
     ]
     assert growth_seen_at(pods, NOW) == T0 + timedelta(seconds=30)
     assert growth_seen_at(pods[:1], NOW) == NOW
+
+
+def test_a_workloads_gated_pods_are_found_by_its_uid_or_its_labels_in_its_namespace() -> None:
+    train = admitted("train", 10)
+    ray = replace(admitted("ray", 10), uid="", pods_by=(("ray.io/cluster", "ray-c"),))
+    pods = [
+        replace(pod("train-6", None, owner=train, created=30), gated=True),
+        replace(pod("train-0", "n1", owner=train, created=5), gated=False),
+        replace(pod("elsewhere", None, owner=train), namespace="other", gated=True),
+        replace(pod("ray-w1", None, created=20), named_by=(("ray.io/cluster", "ray-c"),)),
+        replace(pod("ray-w2", None, created=25), named_by=(("ray.io/cluster", "ray-c"),)),
+        replace(pod("other-ray", None), named_by=(("ray.io/cluster", "other"),)),
+    ]
+    pods[3:] = [replace(p, gated=True) for p in pods[3:]]
+    gated = GatedPods(pods)
+    assert [p.name for p in gated.of(train)] == ["train-6"]
+    assert sorted(p.name for p in gated.of(ray)) == ["ray-w1", "ray-w2"]
+    assert gated.of(admitted("none", 10)) == []
 
 
 def test_the_gated_pods_of_its_growth_hold_nothing_for_the_workload() -> None:
