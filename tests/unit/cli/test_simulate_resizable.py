@@ -83,7 +83,7 @@ def test_the_html_page_shows_sizes_in_the_queues_and_the_timeline() -> None:
     sim = simulate_file(DUMP, None, 1, NOW, report=True)
     assert sim.initial is not None
     rows = [w.to_json() for w in sim.sized]
-    data = report_data(sim.initial, sim.final, sim.decisions, dict(sim.capabilities), "t", rows)
+    data = report_data(sim.initial, sim.final, sim.decisions, sim.queues, "t", rows)
     team = {j["name"]: (j["state"], j["size"]) for j in data["jobs"]["team"]}
     assert team == {"wide": ("inqueue", "6/8")}
     tight = {j["name"]: (j["state"], j["size"], j["sizeWords"]) for j in data["jobs"]["tight"]}
