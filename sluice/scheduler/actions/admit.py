@@ -75,7 +75,7 @@ def try_admit(session: Session, outcome: Outcome, job: JobInfo, action: str) -> 
             admitted, failure = _place(session, outcome, job, action)
             if admitted:
                 return True
-        if admit_smaller(session, outcome, job, action):
+        if admit_smaller(session, outcome, job, action, quota_passed=failure is None):
             return True
         session.failed[alike] = (session.placement.version, failure)
     if failure is None:

@@ -55,19 +55,23 @@ def at_size(job: JobInfo, view: WorkloadView) -> JobInfo:
     return replace(job, view=view, request=view.request.amounts)
 
 
-def trial(session: Session, job: JobInfo, sizes: Sizes | None = None) -> Trial:
+def trial(
+    session: Session, job: JobInfo, sizes: Sizes | None = None, quota_passed: bool = False
+) -> Trial:
     """Whether the job fits as admission tests it, at ``sizes`` when given (else as it is),
     and if not, what stops it. The tests of its queues and of the cluster read only what it
     asks, so they run on the request at ``sizes`` before the workload at that size is made:
-    most sizes tried in a full cluster stop there, and making it costs more than they do."""
+    most sizes tried in a full cluster stop there, and making it costs more than they do.
+    ``quota_passed``: its whole size passed them, so every smaller size does (they only
+    add up what it asks) and they are not run again."""
     if sizes is not None:
         request = request_at(job.view, sizes)
-        asked = replace(job, request=request.amounts)
-        stopped = quota_stop(session, asked)
-        if stopped:
-            return Trial(asked, None, stopped)
+        if not quota_passed:
+            asked = replace(job, request=request.amounts)
+            if stopped := quota_stop(session, asked):
+                return Trial(asked, None, stopped)
         job = at_size(job, view_at(job.view, sizes, request))
-    elif stopped := quota_stop(session, job):
+    elif not quota_passed and (stopped := quota_stop(session, job)):
         return Trial(job, None, stopped)
     chosen = None
     if session.queues[job.queue].flavor_list:
@@ -92,10 +96,13 @@ def quota_stop(session: Session, job: JobInfo) -> str:
     return ""
 
 
-def search(session: Session, job: JobInfo) -> tuple[Sizes, Trial, Trial] | None:
+def search(
+    session: Session, job: JobInfo, quota_passed: bool = False
+) -> tuple[Sizes, Trial, Trial] | None:
     """The largest sizes the job fits at below its whole size, the trial that fits there,
     and the trial of the next larger size on the search's path (what stops more); None when
-    it cannot shrink or even its minimums do not fit. The whole size is known not to fit."""
+    it cannot shrink or even its minimums do not fit. The whole size is known not to fit;
+    ``quota_passed``: it passed the tests of its queues and the cluster (``trial``)."""
     view = job.view
     if not any(s.resizable for s in view.pod_sets):
         return None
@@ -105,7 +112,7 @@ def search(session: Session, job: JobInfo) -> tuple[Sizes, Trial, Trial] | None:
 
     def fits(sizes: Sizes) -> bool:
         if sizes not in tried:
-            tried[sizes] = trial(session, job, sizes)
+            tried[sizes] = trial(session, job, sizes, quota_passed)
         return tried[sizes].placed is not None
 
     found = shrink_to_fit(ranges, fits)
@@ -114,7 +121,7 @@ def search(session: Session, job: JobInfo) -> tuple[Sizes, Trial, Trial] | None:
     # The search ends between a size that fits and the next larger one on its path, which
     # it tried: of the sizes that did not fit, the one of fewest pods.
     larger = min((s for s, t in tried.items() if t.placed is None), key=sum)
-    stop = tried[larger] if larger != whole else trial(session, job)
+    stop = tried[larger] if larger != whole else trial(session, job, quota_passed=quota_passed)
     return found, tried[found], stop
 
 
@@ -132,10 +139,13 @@ def sizes_text(job: JobInfo, sizes: Sizes) -> str:
     )
 
 
-def admit_smaller(session: Session, outcome: Outcome, job: JobInfo, action: str) -> bool:
+def admit_smaller(
+    session: Session, outcome: Outcome, job: JobInfo, action: str, quota_passed: bool = False
+) -> bool:
     """Admits the job at the largest sizes that fit when it is resizable and some size at or
-    above its minimums fits; whether it did. Called only once its whole size did not fit."""
-    found = search(session, job)
+    above its minimums fits; whether it did. Called only once its whole size did not fit;
+    ``quota_passed``: its whole size passed its queues and the cluster (``trial``)."""
+    found = search(session, job, quota_passed)
     if found is None:
         return False
     sizes, fitting, stop = found
