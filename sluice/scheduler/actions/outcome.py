@@ -39,6 +39,13 @@ class Outcome:
     shrunk: dict[str, dict[str, int]] = field(default_factory=dict)
     """Workload -> pod set -> the pods taken from it above its minimum this cycle: it stays
     admitted, smaller."""
+    first: dict[str, int] = field(default_factory=dict)
+    """Job -> the place of its first decision in ``decisions``, where a workload's shrink
+    goes (``_shrink``) without a walk through every decision of the cycle."""
+
+    def _decide(self, decision: Decision) -> None:
+        self.first.setdefault(decision.job, len(self.decisions))
+        self.decisions.append(decision)
 
     def waits_for_room(self, job: JobInfo) -> None:
         """A job whose preemptionPolicy is Never was passed over by reclaim or preempt: its
@@ -101,7 +108,7 @@ class Outcome:
         decision = Decision(
             "admit", job.key, job.queue, reason, domain=where, flavors=flavors, sizes=sizes
         )
-        self.decisions.append(decision)
+        self._decide(decision)
 
     def evict(
         self,
@@ -120,11 +127,14 @@ class Outcome:
         victim = victim.rest_of or victim
         if self.shrunk.pop(victim.key, None) is not None:
             self.decisions = [d for d in self.decisions if d.job != victim.key]
+            self.first = {}
+            for i, d in enumerate(self.decisions):
+                self.first.setdefault(d.job, i)
         session.evict(victim)
         self.evicted.append(victim)
         self.reasons[victim.key] = f"{kind}ed for {for_job.key}; waits for quota again"
         self.changed = True
-        self.decisions.append(
+        self._decide(
             Decision(
                 kind,
                 victim.key,
@@ -163,9 +173,9 @@ class Outcome:
             sizes=sizes,
         )
         # In the place of its first shrink, before every admission it made room for.
-        at = next((i for i, d in enumerate(self.decisions) if d.job == job.key), None)
+        at = self.first.get(job.key)
         if at is None:
-            self.decisions.append(decision)
+            self._decide(decision)
         else:
             self.decisions[at] = decision
 
@@ -176,4 +186,4 @@ class Outcome:
         requeues = job.view.requeues + 1
         self.reasons[job.key] = backoff_reason(requeues, session.now, why)
         self.changed = True
-        self.decisions.append(Decision("requeue", job.key, job.queue, why, requeues=requeues))
+        self._decide(Decision("requeue", job.key, job.queue, why, requeues=requeues))
