@@ -44,6 +44,8 @@ class Trial:
     fit), or what stopped it, in the words of an admission reason."""
 
     job: JobInfo
+    """The workload at that size; as far as it was made when the size does not fit (what
+    stopped it is all that is read of it then)."""
     placed: Placed | None
     stopped: str = ""
     chosen: Chosen | None = None
@@ -70,6 +72,8 @@ def trial(
             asked = replace(job, request=request.amounts)
             if stopped := quota_stop(session, asked):
                 return Trial(asked, None, stopped)
+        if not _may_place(session, job, sizes):
+            return Trial(job, None, NO_ROOM)
         job = at_size(job, view_at(job.view, sizes, request))
     elif not quota_passed and (stopped := quota_stop(session, job)):
         return Trial(job, None, stopped)
@@ -80,8 +84,27 @@ def trial(
             return Trial(job, None, "no flavor has room for more")
         chosen = picked
     placed = place_where(session, job if chosen is None else chosen.job(job))
-    stopped = "" if placed is not None else "no room for more on the nodes"
+    stopped = "" if placed is not None else NO_ROOM
     return Trial(job, placed, stopped, chosen)
+
+
+NO_ROOM = "no room for more on the nodes"
+
+
+def _may_place(session: Session, job: JobInfo, sizes: Sizes) -> bool:
+    """False when the pods of a workload of one pod set, asking no Topology, in a queue
+    without flavors, do not fit on the nodes at ``sizes``: the very question ``place_where``
+    asks of it at that size, asked before the workload at that size is made (most sizes
+    tried in a full cluster stop there, and making it costs more than asking). True for any
+    other workload: its trial places it whole."""
+    view, pod_set = job.view, job.view.pod_sets[0]
+    if len(view.pod_sets) != 1 or view.topology is not None or pod_set.topology is not None:
+        return True
+    if session.queues[job.queue].flavor_list:
+        return True
+    n = sizes[0]
+    pods = pod_set.pod_count if n == pod_set.count else min(n, pod_set.pod_count)
+    return session.placement.place(pod_set.pod, pods) is not None
 
 
 def quota_stop(session: Session, job: JobInfo) -> str:
