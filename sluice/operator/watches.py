@@ -26,6 +26,7 @@ from sluice.api.workloads.job import JOB
 from sluice.api.workloads.ray_cluster import RAY_CLUSTER_KIND
 from sluice.api.workloads.rayjob import RAY_JOB
 from sluice.dashboard.view import DashboardView
+from sluice.kube.errors import API_ERRORS
 from sluice.kube.watch import Lister, Watching, pages
 from sluice.operator.state import ClusterState, object_key
 from sluice.operator.stored import as_version
@@ -54,14 +55,26 @@ def list_into(
     listing is never held at once): the keys listed, and the version to watch from."""
     listed: set[str] = set()
     version: str | None = None
-    for items, at in pages(call, label_selector=selector):
-        version = at
-        for item in items:
-            item.setdefault("apiVersion", api_version)
-            item.setdefault("kind", kind)
-            store("ADDED", item)
-            listed.add(object_key(item))
+    try:
+        for items, at in pages(call, label_selector=selector):
+            version = at
+            for item in items:
+                item.setdefault("apiVersion", api_version)
+                item.setdefault("kind", kind)
+                store("ADDED", item)
+                listed.add(object_key(item))
+    except API_ERRORS as err:
+        # Whoever logs the failure can say which listing it was (``listing_of``).
+        err.add_note(f"{kind} {api_version}")
+        raise
     return listed, version
+
+
+def listing_of(err: BaseException) -> str:
+    """The kind and apiVersion whose listing raised ``err`` (``list_into``), or "" when it was
+    raised elsewhere."""
+    notes = getattr(err, "__notes__", None)
+    return notes[-1] if notes else ""
 
 
 def list_if_served(listing: Listing) -> None:
