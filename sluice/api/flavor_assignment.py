@@ -17,6 +17,7 @@ from typing import Any
 
 from sluice.api.constants import FLAVOR_ASSIGNMENT_ANNOTATION
 from sluice.api.flavor import Taint
+from sluice.api.pod_set_records import pod_set_records
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,22 +75,7 @@ def _entry_text(assignment: FlavorAssignment) -> dict[str, Any]:
 def flavor_assignments_of(annotations: Mapping[str, Any]) -> tuple[FlavorAssignment, ...]:
     """The assignments recorded in a workload's annotations, by pod set name; () when none is
     recorded or the record is not one sluice writes (nothing is then taken off)."""
-    raw = annotations.get(FLAVOR_ASSIGNMENT_ANNOTATION)
-    if not isinstance(raw, str):
-        return ()
-    try:
-        body = json.loads(raw)
-    except ValueError:
-        return ()
-    if not isinstance(body, dict):
-        return ()
-    out: list[FlavorAssignment] = []
-    for pod_set, entry in sorted(body.items()):
-        read = _entry(str(pod_set), entry)
-        if read is None:
-            return ()
-        out.append(read)
-    return tuple(out)
+    return pod_set_records(annotations, FLAVOR_ASSIGNMENT_ANNOTATION, _entry)
 
 
 def _entry(pod_set: str, entry: Any) -> FlavorAssignment | None:
