@@ -14,8 +14,9 @@ from sluice.api.flavor import FlavorView, Taint
 from sluice.api.views import WorkloadView
 from sluice.api.workloads.flavor_patches import applied
 from sluice.api.workloads.pods import PodWorkload, pod_member, pod_workloads
-from sluice.operator.plan import Plan, basis, plan
+from sluice.operator.plan import Plan, plan
 from sluice.operator.state import ClusterState
+from sluice.operator.writes import basis
 from sluice.scheduler.model import CycleResult, Decision, PendingJob
 
 NOW = datetime(2026, 11, 28, tzinfo=UTC)
