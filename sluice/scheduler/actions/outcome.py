@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from sluice.scheduler.actions.growth_victims import shrunk_sizes
-from sluice.scheduler.fit import cluster_failure, unplaced
+from sluice.scheduler.fit import cluster_failure, placeable, unplaced
 from sluice.scheduler.flavor_choice import Chosen, flavor_reason
 from sluice.scheduler.growth import growth_sizes
 from sluice.scheduler.model import Decision
@@ -18,6 +18,13 @@ from sluice.scheduler.session import Session
 from sluice.scheduler.set_domains import Where
 
 WAITS_FOR_ROOM = "its preemptionPolicy is Never: it waits for room and takes none back"
+FREED_AFTER_ITS_TURN = (
+    "its pods did not fit on the nodes at its turn; room taken back later this cycle holds"
+    " them: it is tried again next cycle"
+)
+"""Why a job whose pods fit on the room the cycle leaves waits all the same: the room came
+from victims taken after its turn (nothing but victims adds room during a cycle), and no
+admission follows them in the same cycle."""
 
 
 @dataclass(slots=True)
@@ -36,6 +43,8 @@ class Outcome:
     """Jobs whose preemptionPolicy is Never that reclaim or preempt passed over."""
     flavor_reasons: dict[tuple[object, ...], str] = field(default_factory=dict)
     """Why jobs alike of a queue with flavors wait, as worked out once the cycle is over."""
+    unplaced_reasons: dict[tuple[object, ...], str] = field(default_factory=dict)
+    """Why jobs alike whose pods did not fit wait, as worked out once the cycle is over."""
     shrunk: dict[str, dict[str, int]] = field(default_factory=dict)
     """Workload -> pod set -> the pods taken from it above its minimum this cycle: it stays
     admitted, smaller."""
@@ -65,10 +74,22 @@ class Outcome:
             said = cluster_failure(session, job) or (
                 self._flavor_reason(session, job)
                 if session.queues[job.queue].flavor_list
-                else unplaced(session, job)
+                else self._unplaced(session, job)
             )
         if said and job.key in self.passive and WAITS_FOR_ROOM not in said:
             said = f"{said}; {WAITS_FOR_ROOM}"
+        return said
+
+    def _unplaced(self, session: Session, job: JobInfo) -> str:
+        """``unplaced`` on the room the cycle leaves, once for jobs alike, unless their pods
+        fit there: then the room came after their turn (``FREED_AFTER_ITS_TURN``)."""
+        view = job.view
+        alike = (view.request, view.pod_sets, view.topology)
+        said = self.unplaced_reasons.get(alike)
+        if said is None:
+            fits = placeable(session, job)
+            said = FREED_AFTER_ITS_TURN if fits else unplaced(session, job)
+            self.unplaced_reasons[alike] = said
         return said
 
     def _flavor_reason(self, session: Session, job: JobInfo) -> str:

@@ -10,7 +10,7 @@ from builders import job, node, queue, running, snapshot
 from sluice.api.views import PriorityClassView, priority_class_from_object
 from sluice.api.workloads.job import JOB
 from sluice.operator.state import ClusterState
-from sluice.scheduler.actions.outcome import WAITS_FOR_ROOM
+from sluice.scheduler.actions.outcome import FREED_AFTER_ITS_TURN, WAITS_FOR_ROOM
 from sluice.scheduler.cycle import run_cycle
 from sluice.scheduler.model import CycleResult, Snapshot
 
@@ -47,6 +47,27 @@ def test_a_never_job_does_not_reclaim_and_the_next_job_that_may_does() -> None:
     assert decisions(result) == [("reclaim", "ns/b2"), ("admit", "ns/eager")]
     assert reasons(result)["ns/polite"] == (
         f"position 1 in a; cluster has cpu 0 free, job requests cpu 2; {WAITS_FOR_ROOM}"
+    )
+
+
+def test_a_job_passed_over_whose_pods_fit_in_the_room_taken_back_later_is_told_so() -> None:
+    """The cluster has cpu 2 free, 1 on each of two nodes: no node holds the polite job's pod
+    at its turn. The eager job reclaims b3 (3) on n3 and takes 2 of it, so the room the cycle
+    leaves holds the polite job's pod; its reason says why it waits all the same, not that
+    "only 1 of its 1 pods" fit."""
+    queues = [queue("a"), queue("b")]
+    victims = [running(f"b{i}", "b", cpu=c, admitted=10 + i) for i, c in ((1, 4), (2, 3), (3, 3))]
+    jobs = [
+        job("polite", "a", cpu=2, created=1, priority_class="polite"),
+        job("eager", "a", cpu=2, created=2),
+        *victims,
+    ]
+    nodes = [node(name, cpu=4) for name in ("n1", "n2", "n3")]
+    snap = snapshot(queues, jobs, nodes, config={"podsReadyTimeout": "0"})
+    result = run_cycle(with_classes(snap, POLITE))
+    assert decisions(result) == [("reclaim", "ns/b3"), ("admit", "ns/eager")]
+    assert reasons(result)["ns/polite"] == (
+        f"position 1 in a; {FREED_AFTER_ITS_TURN}; {WAITS_FOR_ROOM}"
     )
 
 
