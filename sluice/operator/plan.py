@@ -46,7 +46,7 @@ from sluice.operator.reason_writes import (
 )
 from sluice.operator.size_writes import growth, shrink
 from sluice.operator.template_writes import release_patch, with_restores
-from sluice.operator.writes import Basis, EventSpec, Write, adapter_of, rfc3339
+from sluice.operator.writes import Basis, Write, adapter_of, decision_event, rfc3339
 from sluice.scheduler.growth import grown_workload
 from sluice.scheduler.model import CycleResult, Decision
 from sluice.scheduler.readiness import backoff_reason
@@ -83,14 +83,13 @@ def _eviction(decision: Decision, now: datetime, decided: Basis | None, adapter:
             REQUEUE_REASON_ANNOTATION: decision.reason,
             PENDING_REASON_ANNOTATION: reason,
         }
-        event = EventSpec("Requeued", f"suspended by sluice, {reason}", warning=True)
     else:
         annotations |= {
             RECLAIMED_BY_ANNOTATION: decision.for_job or "",
             PENDING_REASON_ANNOTATION: f"{decision.action}ed for {decision.for_job}",
         }
-        title = "Reclaimed" if decision.action == "reclaim" else "Preempted"
-        event = EventSpec(title, f"{decision.reason}; suspended by sluice")
+        reason = ""
+    event = decision_event(decision, "suspended by sluice", reason)
     patch = {"metadata": {"annotations": annotations}, **adapter.suspend_patch(True)}
     return Write(decision.action, decision.job, patch, decided, event)
 
@@ -106,8 +105,7 @@ def _admission(decision: Decision, now: datetime, decided: Basis | None, adapter
         },
         **adapter.suspend_patch(False),
     }
-    event = EventSpec("Admitted", f"admitted by queue {decision.queue}: {decision.reason}")
-    return Write("admit", decision.job, patch, decided, event)
+    return Write("admit", decision.job, patch, decided, decision_event(decision, "admitted"))
 
 
 def plan(

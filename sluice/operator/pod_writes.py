@@ -31,7 +31,7 @@ from sluice.api.workloads.pod_flavors import (
     straggler_flavors,
 )
 from sluice.api.workloads.pods import PodMember, PodWorkload
-from sluice.operator.writes import EventSpec, PodChange, Write, rfc3339
+from sluice.operator.writes import EventSpec, PodChange, Write, decision_event, rfc3339
 from sluice.scheduler.model import Decision
 
 log = logging.getLogger("sluice.operator.plan")  # one logger for all of the plan's warnings
@@ -66,17 +66,13 @@ def pod_decision(
     Raises NotEnforceable when its flavors cannot be written."""
     if decision.action == "admit":
         gated = [m for m in workload.members if m.gated]
-        event = EventSpec("Admitted", f"admitted by queue {decision.queue}: {decision.reason}")
+        event = decision_event(decision, "admitted")
         on = pod_flavors(decision.flavors, workload, gated, flavors)
         return _release(workload.key, gated, now, event, decision.domain, on)
     doomed = tuple(
         PodChange(m.key, m.uid) for m in workload.members if not m.gated and not m.finished
     )
-    if decision.action == "requeue":
-        event = EventSpec("Requeued", f"pods deleted by sluice: {decision.reason}", warning=True)
-    else:
-        title = "Reclaimed" if decision.action == "reclaim" else "Preempted"
-        event = EventSpec(title, f"{decision.reason}; pods deleted by sluice")
+    event = decision_event(decision, "pods deleted by sluice")
     return Write(decision.action, workload.key, {}, None, event, doomed)
 
 

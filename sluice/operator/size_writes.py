@@ -13,7 +13,7 @@ from sluice.api.constants import PENDING_REASON_ANNOTATION
 from sluice.api.objects import Obj
 from sluice.api.workloads.domain_patches import merged
 from sluice.api.workloads.size_patches import size_growth_patch, size_shrink_patch
-from sluice.operator.writes import Basis, EventSpec, Write, adapter_of
+from sluice.operator.writes import Basis, Write, adapter_of, decision_event
 from sluice.scheduler.model import Decision
 
 
@@ -21,7 +21,7 @@ def growth(d: Decision, key: str, obj: Obj | None, decided: Basis | None) -> Wri
     """An admitted growth entry, written on its workload ``key``: its record raised
     (api.workloads.size_patches)."""
     patch = size_growth_patch(d.sizes, obj) if obj is not None else {}
-    event = EventSpec("Admitted", f"growth admitted by queue {d.queue}: {d.reason}")
+    event = decision_event(d, "growth admitted")
     return Write("admit", key, _reason_dropped(patch), decided, event)
 
 
@@ -31,8 +31,7 @@ def shrink(d: Decision, obj: Obj | None, decided: Basis | None) -> Write:
     controller deletes the pods beyond its new size. A growth of it waiting goes with the
     size its owner asked."""
     patch = size_shrink_patch(d.sizes, obj, adapter_of(obj)) if obj is not None else {}
-    title = "Reclaimed" if d.action == "reclaim" else "Preempted"
-    event = EventSpec(title, f"{d.reason}; its size lowered by sluice")
+    event = decision_event(d, "its size lowered by sluice")
     return Write(d.action, d.job, _reason_dropped(patch), decided, event)
 
 

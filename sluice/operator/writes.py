@@ -48,6 +48,21 @@ class EventSpec:
     warning: bool = False
 
 
+TAKEN_BACK = {"reclaim": "Reclaimed", "preempt": "Preempted"}
+
+
+def decision_event(decision: Decision, done: str, reason: str = "") -> EventSpec:
+    """The Event a decision's write posts on its workload. An admission names its queue
+    (``done``: what was admitted, "admitted" or "growth admitted"); a requeue says what sluice
+    did and why (``reason``, else the decision's), as a warning; a victim says why, then what
+    sluice did to it."""
+    if decision.action == "admit":
+        return EventSpec("Admitted", f"{done} by queue {decision.queue}: {decision.reason}")
+    if decision.action == "requeue":
+        return EventSpec("Requeued", f"{done}: {reason or decision.reason}", warning=True)
+    return EventSpec(TAKEN_BACK[decision.action], f"{decision.reason}; {done}")
+
+
 @dataclass(frozen=True, slots=True)
 class PodChange:
     """One write of one pod of a plain-pod workload: a JSON patch (a list of operations), a

@@ -84,7 +84,7 @@ def test_a_requeue_records_how_often_when_and_why_and_its_event_says_the_same() 
     assert notes["sluice.dev/requeue-reason"] == "pod r-0 unschedulable"
     assert notes["sluice.dev/admitted-at"] is None
     assert write.event is not None and write.event.warning
-    assert write.event.message == f"suspended by sluice, {notes['sluice.dev/pending-reason']}"
+    assert write.event.message == f"suspended by sluice: {notes['sluice.dev/pending-reason']}"
     assert "requeued once" in write.event.message
 
 

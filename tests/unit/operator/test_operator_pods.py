@@ -86,4 +86,4 @@ async def test_a_requeue_suspends_the_job_and_says_how_often_when_and_why() -> N
     assert annotations["sluice.dev/pending-reason"] == waits
     [event] = cluster.events
     assert event["type"] == "Warning" and event["reason"] == "Requeued"
-    assert event["message"] == f"suspended by sluice, {waits}"
+    assert event["message"] == f"suspended by sluice: {waits}"
