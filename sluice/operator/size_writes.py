@@ -12,8 +12,9 @@ from typing import Any
 from sluice.api.constants import PENDING_REASON_ANNOTATION
 from sluice.api.objects import Obj
 from sluice.api.workloads.domain_patches import merged
+from sluice.api.workloads.ray_cluster import ClusterSizes, workers_taken_patch
 from sluice.api.workloads.size_patches import size_growth_patch, size_shrink_patch
-from sluice.operator.writes import Basis, EventSpec, Write, adapter_of
+from sluice.operator.writes import Basis, Beside, EventSpec, Write, adapter_of
 from sluice.scheduler.model import Decision
 
 
@@ -25,15 +26,26 @@ def growth(d: Decision, key: str, obj: Obj | None, decided: Basis | None) -> Wri
     return Write("admit", key, _reason_dropped(patch), decided, event)
 
 
-def shrink(d: Decision, obj: Obj | None, decided: Basis | None) -> Write:
+def shrink(
+    d: Decision, obj: Obj | None, decided: Basis | None, cluster: ClusterSizes | None = None
+) -> Write:
     """A workload that gives pods above its minimum to a reclaim or preempt: its size fields
     and its record lowered (api.workloads.size_patches); it stays admitted, and its
     controller deletes the pods beyond its new size. A growth of it waiting goes with the
-    size its owner asked."""
+    size its owner asked. A RayJob's workers (``Decision.deletes``) are named to KubeRay on
+    ``cluster``, the RayCluster it runs, first (api.workloads.ray_cluster); nothing more
+    there when the cluster has no more replicas than admitted; with no cluster known, the
+    write lands nowhere (``Beside.key`` empty) and the next cycle decides again."""
     patch = size_shrink_patch(d.sizes, obj, adapter_of(obj)) if obj is not None else {}
     title = "Reclaimed" if d.action == "reclaim" else "Preempted"
     event = EventSpec(title, f"{d.reason}; its size lowered by sluice")
-    return Write(d.action, d.job, _reason_dropped(patch), decided, event)
+    beside = None
+    if d.deletes and obj is not None:
+        ops = workers_taken_patch(obj, cluster, d.sizes, d.deletes) if cluster else []
+        where = f"{d.job.partition('/')[0]}/{cluster.cluster}" if cluster else ""
+        if ops or not where:
+            beside = Beside("ray.io", "v1", "rayclusters", where, tuple(ops))
+    return Write(d.action, d.job, _reason_dropped(patch), decided, event, beside=beside)
 
 
 def _reason_dropped(patch: Mapping[str, Any]) -> Mapping[str, Any]:
