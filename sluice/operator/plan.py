@@ -45,7 +45,7 @@ from sluice.operator.reason_writes import (
     job_reason,
     pod_reason,
 )
-from sluice.operator.size_writes import growth, shrink
+from sluice.operator.size_writes import growth, records_lowered, shrink
 from sluice.operator.template_writes import release_patch, with_restores
 from sluice.operator.writes import Basis, EventSpec, Write, adapter_of, rfc3339
 from sluice.scheduler.growth import grown_workload
@@ -132,7 +132,8 @@ def plan(
     ``decided_on`` maps each job to the generation and queue the cycle saw; ``clock`` and
     ``positions_written`` (job -> clock of its last reason write) pace position updates.
     ``explains``: the result says who waits (the full pass): growth reasons of workloads whose
-    growth no longer waits are then dropped, which looks at every stored workload.
+    growth no longer waits are then dropped, and the records of workloads whose owner lowered
+    their size lowered with it, which looks at every stored workload.
     ``clusters``: the RayCluster each RayJob runs, by the RayJob's key, as stored (a shrink
     names its workers there).
     """
@@ -170,8 +171,9 @@ def plan(
     admitted = {d.job for d in result.decisions if d.action == "admit"}
     reasons = with_restores(confined, workloads, admitted, reasons)
     if explains:
-        done = growing | {written_on(d) for d in result.decisions}
-        reasons += growth_reasons_gone(views, done)
+        decided = {written_on(d) for d in result.decisions}
+        reasons += growth_reasons_gone(views, growing | decided)
+        reasons += records_lowered(views, decided)
     admissions += [gate_release(key, gated) for key, gated in result.releases]
     for key, workload in pods.items():
         if workload.view is None:

@@ -19,7 +19,7 @@ from sluice.scheduler.model import Decision
 Basis = tuple[int, str]
 """What a decision about a workload rests on: its spec's generation and its queue."""
 
-WriteKind = Literal["admit", "reclaim", "preempt", "requeue", "reason", "restore"]
+WriteKind = Literal["admit", "reclaim", "preempt", "requeue", "reason", "restore", "record"]
 
 
 def basis(obj: Obj) -> Basis:

@@ -234,3 +234,18 @@ def test_the_cluster_is_written_first_and_the_ray_job_only_once_it_landed() -> N
     )
     assert executor.write(nowhere) is None
     assert len(cluster.calls) == 3
+
+
+def test_a_group_its_autoscaler_lowered_on_the_cluster_lowers_the_record() -> None:
+    # Grown to 3, then lowered to 1 by Ray's autoscaler: the record follows, so a raise
+    # back is growth through the queue again.
+    state = ClusterState(readers=readers(workload_kinds=("Job", "RayJob")))
+    state.on_workload("ADDED", autoscaled(1, 3))
+    state.on_ray_cluster("ADDED", ray_cluster(1, "10"))
+    (write,) = plan(
+        CycleResult(queue_order=(), queues={}, decisions=(), pending=()),
+        state.workloads, state.workload_views, {}, NOW, 0.0, {},
+    ).reasons  # fmt: skip
+    assert write.kind == "record"
+    record = write.patch["metadata"]["annotations"]["sluice.dev/admitted-size"]
+    assert json.loads(record) == {"workers": {"admitted": 1, "asked": 1, "fields": {}}}
