@@ -35,15 +35,16 @@ def shrink(
     """A workload that gives pods above its minimum to a reclaim or preempt: its size fields
     and its record lowered (api.workloads.size_patches); it stays admitted, and its
     controller deletes the pods beyond its new size. A growth of it waiting goes with the
-    size its owner asked. A RayJob's workers (``Decision.deletes``) are named to KubeRay on
-    ``cluster``, the RayCluster it runs, first (api.workloads.ray_cluster); nothing more
+    size its owner asked. A RayJob with Ray's autoscaler (``WorkloadView.sheds`` ``named``)
+    has its workers (``Decision.deletes``) named to KubeRay on ``cluster``, the RayCluster
+    it runs, first (api.workloads.ray_cluster); nothing more
     there when the cluster has no more replicas than admitted; with no cluster known, the
     write lands nowhere (``Beside.key`` empty) and the next cycle decides again."""
     patch = size_shrink_patch(d.sizes, obj, adapter_of(obj)) if obj is not None else {}
     title = "Reclaimed" if d.action == "reclaim" else "Preempted"
     event = EventSpec(title, f"{d.reason}; its size lowered by sluice")
     beside = None
-    if d.deletes and obj is not None:
+    if obj is not None and adapter_of(obj).read_sheds(obj) == "named":
         ops = workers_taken_patch(obj, cluster, d.sizes, d.deletes) if cluster else []
         where = f"{d.job.partition('/')[0]}/{cluster.cluster}" if cluster else ""
         if ops or not where:

@@ -158,6 +158,22 @@ def ray_job(kubectl: Kubectl, namespace: str, queue_name: str) -> str:
     return name
 
 
+def admitted_cluster(kubectl: Kubectl, name: str, namespace: str) -> str:
+    """The RayCluster of the RayJob once admitted. KubeRay names one in the RayJob's status
+    even while it is held (on its way from Initializing to Suspended), so the hold and the
+    deployment's state are read with it."""
+
+    def cluster() -> str | None:
+        job = kubectl.get(resource(RAY_JOB), name, namespace)
+        status = job.get("status") or {}
+        going = status.get("jobDeploymentStatus") in ("Initializing", "Running")
+        named = status.get("rayClusterName")
+        return named if job["spec"].get("suspend") is False and going else None
+
+    found: str = wait_for(cluster, timeout=60, what="the RayJob admitted and its RayCluster made")
+    return found
+
+
 def scale_cluster(kubectl: Kubectl, namespace: str, cluster: str, **fields: int) -> None:
     """The worker group's fields on the RayCluster, as Ray's autoscaler writes replicas."""
     patch = [
@@ -174,12 +190,7 @@ def test_a_ray_jobs_workers_raised_on_its_cluster_wait_gated_then_run_within_its
     team = queue(kubectl, "3")
     name = ray_job(kubectl, namespace, team)
     what = resource(RAY_JOB)
-    wait_for(
-        lambda: kubectl.get(what, name, namespace).get("status", {}).get("rayClusterName"),
-        timeout=60,
-        what="the RayJob admitted and its RayCluster made",
-    )
-    cluster = kubectl.get(what, name, namespace)["status"]["rayClusterName"]
+    cluster = admitted_cluster(kubectl, name, namespace)
     workers = f"ray.io/cluster={cluster},ray.io/group=workers"
     wait_for(
         lambda: running(p := live(kubectl, namespace, workers)) and len(p) == 1,
@@ -360,12 +371,7 @@ def test_a_ray_jobs_workers_above_its_minimum_are_reclaimed_the_newest_named_to_
         )
     name = ray_job(kubectl, namespace, team)
     what = resource(RAY_JOB)
-    wait_for(
-        lambda: kubectl.get(what, name, namespace).get("status", {}).get("rayClusterName"),
-        timeout=60,
-        what="the RayJob admitted and its RayCluster made",
-    )
-    cluster = kubectl.get(what, name, namespace)["status"]["rayClusterName"]
+    cluster = admitted_cluster(kubectl, name, namespace)
     workers = f"ray.io/cluster={cluster},ray.io/group=workers"
     wait_for(lambda: running(p := live(kubectl, namespace, workers)) and len(p) == 1,
              timeout=90, what="its one worker running")  # fmt: skip

@@ -249,3 +249,23 @@ def test_a_group_its_autoscaler_lowered_on_the_cluster_lowers_the_record() -> No
     assert write.kind == "record"
     record = write.patch["metadata"]["annotations"]["sluice.dev/admitted-size"]
     assert json.loads(record) == {"workers": {"admitted": 1, "asked": 1, "fields": {}}}
+
+
+def test_a_shrink_that_names_no_worker_still_lowers_the_clusters_replicas_first() -> None:
+    # Its pods not known to the cycle: the replicas still go down on the cluster before the
+    # record, so the record never says less than the cluster runs.
+    state = ClusterState(readers=readers(workload_kinds=("Job", "RayJob")))
+    state.on_workload("ADDED", autoscaled(1, 3))
+    state.on_ray_cluster("ADDED", ray_cluster(3, "10"))
+    writes = plan(shrunk(), state.workloads, state.workload_views,
+                  {}, NOW, 0.0, {}, clusters=state.ray_clusters_of(["ns/train"]))  # fmt: skip
+    (write,) = writes.victims
+    assert write.beside is not None
+    assert write.beside.patch[-2:] == (
+        {"op": "replace", "path": "/spec/workerGroupSpecs/0/replicas", "value": 1},
+        {
+            "op": "add",
+            "path": "/spec/workerGroupSpecs/0/scaleStrategy",
+            "value": {"workersToDelete": []},
+        },
+    )
