@@ -37,6 +37,30 @@ def asked_size(count: int, record: SizeRecord) -> int:
     return record.asked if count == record.admitted else count
 
 
+def lowered_to(
+    records: Sequence[SizeRecord], sizes: Mapping[str, int]
+) -> tuple[SizeRecord, ...] | None:
+    """The record once an admitted workload asks fewer pods than it admitted in a pod set
+    (``sizes``: pod set -> pods it asks now; lowered by its owner, or by Ray's autoscaler on
+    its RayCluster): each such pod set recorded at the size it asks, asked and admitted, with
+    no field to put back (the size is its owner's since); the others as they were. None when
+    no pod set asks less than admitted. The queue holds it at the lower size at once
+    (``split_growth``), so once this is written a raise is growth through the queue again,
+    never a silent return to the size admitted before (docs/elastic.md, *Grown through the
+    queue*)."""
+    below = {
+        r.pod_set: sizes[r.pod_set]
+        for r in records
+        if r.pod_set in sizes and sizes[r.pod_set] < r.admitted
+    }
+    if not below:
+        return None
+    return tuple(
+        SizeRecord(r.pod_set, below[r.pod_set], below[r.pod_set]) if r.pod_set in below else r
+        for r in records
+    )
+
+
 def size_record_text(records: Sequence[SizeRecord]) -> str:
     """The annotation's value for these pod sets."""
     body = {

@@ -13,7 +13,7 @@ import enum
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from sluice.api.admitted_size import SizeRecord, asked_size, size_records_of
 from sluice.api.constants import (
@@ -48,6 +48,16 @@ JOB_KIND = "Job"
 """The kind of a batch/v1 Job: the workload kind a WorkloadView is unless it says otherwise."""
 MAIN_POD_SET = "main"
 """The name of a Job's one pod set (docs/workloads.md)."""
+
+
+Shedding = Literal["size", "named", "whole"]
+"""How a running workload's pods above its minimum leave once sluice lowers its size
+(docs/scheduler.md, *Victims above a minimum*): ``size``, its controller deletes the pods
+beyond a lowered size field (a Job, a PyTorchJob); ``named``, its controller deletes only
+the pods named beside the lowered size (a RayJob with Ray's autoscaler on: KubeRay's
+``scaleStrategy.workersToDelete``); ``whole``, its size is never lowered while it runs, as
+its controller would delete pods other than those counted as gone (a RayJob without the
+autoscaler): it is taken whole."""
 
 
 class JobPhase(enum.Enum):
@@ -238,6 +248,8 @@ class WorkloadView:
     flavors: tuple[FlavorAssignment, ...] = ()
     """The flavors its pod sets were admitted into and what that added to their templates
     (sluice.dev/flavor-assignment), while admitted."""
+    sheds: Shedding = "size"
+    """How its pods above its minimum leave while it runs (``Shedding``)."""
     sized: tuple[SizeRecord, ...] = ()
     """Its pod sets admitted smaller (sluice.dev/admitted-size; docs/elastic.md, *Admitted
     smaller*): what the operator puts back once it waits again."""
@@ -581,6 +593,7 @@ def workload_view(
     phase: JobPhase,
     pods_by: tuple[tuple[str, str], ...] = (),
     topology: TopologyRequest | None = None,
+    sheds: Shedding = "size",
 ) -> WorkloadView:
     """The view of a managed workload of any kind, given what its kind's reading found (its
     pod sets, what it asks of a Topology for all of them): its metadata and what sluice wrote
@@ -622,6 +635,7 @@ def workload_view(
         assignment=assignments_of(annotations),
         flavors=flavor_assignments_of(annotations),
         sized=sized,
+        sheds=sheds,
         claimed=claimed,
         devices_unknown=devices_unknown,
     )

@@ -43,7 +43,7 @@ from sluice.operator import metrics
 from sluice.operator.events import EventSink, named, post_event
 from sluice.operator.plan import Plan
 from sluice.operator.state import ClusterState
-from sluice.operator.writes import EventSpec, PodChange, Write, adapter_of, basis
+from sluice.operator.writes import Beside, EventSpec, PodChange, Write, adapter_of, basis
 
 log = logging.getLogger("sluice.operator.executor")
 
@@ -118,6 +118,8 @@ class Executor:
                 body["metadata"]["uid"] = meta["uid"]
         else:
             body["metadata"]["resourceVersion"] = meta.get("resourceVersion")
+        if write.beside is not None and not self._write_beside(write, write.beside):
+            return None
         namespace, name = write.workload.split("/", 1)
         try:
             obj = self._patch(adapter_of(current), namespace, name, body)
@@ -174,6 +176,32 @@ class Executor:
             with self.stats.lock:
                 self.positions_written[write.workload] = self.clock()
         return first or {}
+
+    def _write_beside(self, write: Write, beside: Beside) -> bool:
+        """The JSON patch of the object beside the workload (``writes.Beside``); whether it
+        landed. One that lands nowhere (its object not known) counts as a stale write."""
+        if not beside.key:
+            self.stats.conflict()
+            log.info("event=stale-decision job=%s kind=%s", write.workload, write.kind)
+            return False
+        namespace, name = beside.key.split("/", 1)
+        try:
+            drain(
+                self.custom.patch_namespaced_custom_object(
+                    beside.group,
+                    beside.version,
+                    namespace,
+                    beside.plural,
+                    name,
+                    [dict(op) for op in beside.patch],
+                    _content_type=JSON_PATCH,
+                    _preload_content=False,
+                )
+            )
+        except API_ERRORS as err:
+            self._failed(write, err)
+            return False
+        return True
 
     def _patch(self, adapter: Adapter, namespace: str, name: str, body: dict[str, Any]) -> Obj:
         """A merge patch of one workload at its kind's API path (the custom objects API

@@ -194,6 +194,7 @@ class Passes:
             taken.pod_workloads,
             {flavor.name: flavor for flavor in snapshot.flavors},
             explains,
+            self.state.ray_clusters_of(d.job for d in result.decisions if d.shrinks),
         )
 
     def _count_writes(self) -> None:

@@ -36,6 +36,7 @@ from sluice.api.workloads import Adapter
 from sluice.api.workloads.domain_patches import merged
 from sluice.api.workloads.flavor_patches import NotEnforceable
 from sluice.api.workloads.pods import PodWorkload
+from sluice.api.workloads.ray_cluster import ClusterSizes
 from sluice.operator.pod_writes import gate_release, pod_decision, stragglers
 from sluice.operator.reason_writes import (
     group_waiting,
@@ -44,7 +45,7 @@ from sluice.operator.reason_writes import (
     job_reason,
     pod_reason,
 )
-from sluice.operator.size_writes import growth, shrink
+from sluice.operator.size_writes import growth, records_lowered, shrink
 from sluice.operator.template_writes import release_patch, with_restores
 from sluice.operator.writes import Basis, Write, adapter_of, decision_event, rfc3339
 from sluice.scheduler.growth import grown_workload
@@ -119,6 +120,7 @@ def plan(
     pod_workloads: Mapping[str, PodWorkload] | None = None,
     flavors: Mapping[str, FlavorView] | None = None,
     explains: bool = True,
+    clusters: Mapping[str, ClusterSizes] | None = None,
 ) -> Plan:
     """The writes of one cycle's result against the workloads as stored (``workloads``, by
     key: parsed only for the jobs decided on or to be given their templates back; ``views``,
@@ -128,15 +130,19 @@ def plan(
     ``decided_on`` maps each job to the generation and queue the cycle saw; ``clock`` and
     ``positions_written`` (job -> clock of its last reason write) pace position updates.
     ``explains``: the result says who waits (the full pass): growth reasons of workloads whose
-    growth no longer waits are then dropped, which looks at every stored workload.
+    growth no longer waits are then dropped, and the records of workloads whose owner lowered
+    their size lowered with it, which looks at every stored workload.
+    ``clusters``: the RayCluster each RayJob runs, by the RayJob's key, as stored (a shrink
+    names its workers there).
     """
     pods = pod_workloads or {}
+    ray_clusters = clusters or {}
     named = flavors or {}
     victims: list[Write] = []
     admissions: list[Write] = []
     for d in result.decisions:
         try:
-            write = _decision(d, workloads, views, decided_on, now, pods, named)
+            write = _decision(d, workloads, views, decided_on, now, pods, named, ray_clusters)
         except NotEnforceable as err:
             # Released without its flavor, its pods would go anywhere while counted in it.
             log.warning("event=admission-not-written job=%s reason=%s", d.job, err.reason)
@@ -163,8 +169,9 @@ def plan(
     admitted = {d.job for d in result.decisions if d.action == "admit"}
     reasons = with_restores(confined, workloads, admitted, reasons)
     if explains:
-        done = growing | {written_on(d) for d in result.decisions}
-        reasons += growth_reasons_gone(views, done)
+        decided = {written_on(d) for d in result.decisions}
+        reasons += growth_reasons_gone(views, growing | decided)
+        reasons += records_lowered(views, decided)
     admissions += [gate_release(key, gated) for key, gated in result.releases]
     for key, workload in pods.items():
         if workload.view is None:
@@ -188,6 +195,7 @@ def _decision(
     now: datetime,
     pods: Mapping[str, PodWorkload],
     flavors: Mapping[str, FlavorView],
+    clusters: Mapping[str, ClusterSizes],
 ) -> Write:
     """The write that carries out one decision, with the decision and when its workload was
     created (``plan``'s arguments); its domain and flavors go in the patch that releases
@@ -208,7 +216,7 @@ def _decision(
         if extra:
             write = replace(write, patch=merged(write.patch, extra))
     elif d.shrinks:
-        write = shrink(d, workloads.get(d.job), decided_on.get(d.job))
+        write = shrink(d, workloads.get(d.job), decided_on.get(d.job), clusters.get(d.job))
     else:
         write = _eviction(d, now, decided_on.get(d.job), adapter_of(workloads.get(d.job)))
     created = seen.creation_timestamp if seen is not None else None

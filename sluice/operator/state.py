@@ -19,7 +19,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
@@ -234,6 +234,18 @@ class ClusterState:
         }
         if jobs:
             self._read_workloads_again(None, jobs)
+
+    def ray_clusters_of(self, jobs: Iterable[str]) -> dict[str, ClusterSizes]:
+        """The sizes of the RayCluster each of these RayJobs runs, as stored, by the
+        RayJob's key; a RayJob whose cluster is not stored is left out."""
+        out: dict[str, ClusterSizes] = {}
+        with self.lock:
+            for key in jobs:
+                obj = self.stores.workloads.objects.get(key)
+                one = self._cluster_of(RAY_JOB_KIND, obj) if obj is not None else None
+                if one is not None and isinstance(one.view, ClusterSizes):
+                    out[key] = one.view
+        return out
 
     def _cluster_of(self, kind: str, obj: Obj) -> Read | None:
         """The stored read of the RayCluster a RayJob's status names (None: none, or not a

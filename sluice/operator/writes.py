@@ -19,7 +19,7 @@ from sluice.scheduler.model import Decision
 Basis = tuple[int, str]
 """What a decision about a workload rests on: its spec's generation and its queue."""
 
-WriteKind = Literal["admit", "reclaim", "preempt", "requeue", "reason", "restore"]
+WriteKind = Literal["admit", "reclaim", "preempt", "requeue", "reason", "restore", "record"]
 
 
 def basis(obj: Obj) -> Basis:
@@ -77,6 +77,22 @@ class PodChange:
 
 
 @dataclass(frozen=True, slots=True)
+class Beside:
+    """A JSON patch of an object that is not the workload but carries out its decision (the
+    RayCluster a RayJob runs, whose workers a shrink names to KubeRay): written before the
+    workload's own patch, which waits on it landing, so the workload's record never says
+    less than what runs."""
+
+    group: str
+    version: str
+    plural: str
+    key: str
+    """namespace/name; "" when the object is not known: the write lands nowhere, and the
+    workload's patch is not written either."""
+    patch: tuple[Mapping[str, Any], ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Write:
     """One merge patch of one workload, and the Event that announces it once it landed; or,
     for a workload of plain pods, the writes to its pods (``pods``), the Event going on the
@@ -94,3 +110,5 @@ class Write:
     the metrics count it once it has landed."""
     created: datetime | None = None
     """When the workload decided on was created: an admission's wait is measured from it."""
+    beside: Beside | None = None
+    """Written first, the workload's patch only once it landed (``Beside``)."""

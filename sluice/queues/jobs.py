@@ -282,9 +282,10 @@ def grows_through_the_queue(
     ask more pods, each pod asking no more than before and its template carrying
     sluice.dev/resizable (so its new pods are gated: a minimum written while it waited, after
     its creation, left its templates without it). A pod set
-    its owner lowered below its recorded size grows only once suspended: what the cycle
-    holds for it is the lower of the two, so a raise back would take the quota it freed
-    without the queue."""
+    its owner lowered below its recorded size grows only once the operator has lowered the
+    record with it (``admitted_size.lowered_to``): what the cycle holds for it is the lower
+    of the two from the moment it fell, so a raise back before would take the quota it
+    freed without the queue."""
     records = size_records_of(metadata_map(old, "annotations"))
     recorded = {r.pod_set: r.admitted for r in records}
     if not recorded or not declares_a_minimum(new, adapter):

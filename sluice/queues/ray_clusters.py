@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from sluice.api.admitted_size import size_records_of
 from sluice.api.constants import QUEUE_LABEL
 from sluice.api.workloads.ray_cluster import cluster_sizes
 from sluice.queues.jobs import Writer, metadata_map
@@ -44,6 +45,63 @@ def check_ray_cluster_update(
         " rest is the RayJob's, admitted by its queue: suspend the RayJob (spec.suspend: true)"
         " and change its spec.rayClusterSpec instead",
     )
+
+
+def raised_groups(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[str, ...]:
+    """The worker groups (by groupName, else index) whose replicas a write raises."""
+    before = {name: (n, hosts) for name, n, hosts in _groups(old)}
+    return tuple(name for name, n, _ in _groups(new) if name in before and n > before[name][0])
+
+
+def check_ray_cluster_raise(
+    old: Mapping[str, Any],
+    new: Mapping[str, Any],
+    job: Mapping[str, Any] | None,
+    namespace: str,
+    writer: Writer,
+) -> Verdict:
+    """A worker group's replicas raised while they are below what the RayJob's record
+    (``job``, read as the API server holds it now) admits is refused until the operator
+    lowers the record with them (docs/elastic.md, *Grown through the queue*): its queue
+    holds the group at the lower size from the moment it fell, and may have given the rest
+    to others, so a raise back before the record follows would run its new workers, released
+    up to the record, past what the queue admits. Once the record is lowered a raise is
+    growth, gated until the queue admits it. Ray's autoscaler tries again on its next
+    round."""
+    queue = metadata_map(old, "labels").get(QUEUE_LABEL)
+    sizes = cluster_sizes(old)
+    if writer.operator or not queue or sizes is None or job is None:
+        return ALLOW
+    recorded = {r.pod_set: r.admitted for r in size_records_of(metadata_map(job, "annotations"))}
+    before = {name: (n, hosts) for name, n, hosts in _groups(old)}
+    for name in raised_groups(old, new):
+        replicas, hosts = before[name]
+        if name in recorded and replicas * hosts < recorded[name]:
+            cluster = (old.get("metadata") or {}).get("name", "")
+            return deny(
+                "raycluster-below-record",
+                f"raycluster {namespace}/{cluster} of RayJob {sizes.job.partition('/')[2]}"
+                f" (queue {queue}): worker group {name} runs {replicas} replicas, fewer than"
+                f" the {recorded[name] // hosts} its queue admitted, which sluice has not"
+                " yet recorded lower; its queue may have given that room to others already:"
+                " raise it again once sluice.dev/admitted-size on the RayJob says the lower"
+                " size, and the raise waits in the queue as growth",
+            )
+    return ALLOW
+
+
+def _groups(obj: Mapping[str, Any]) -> list[tuple[str, int, int]]:
+    """Each worker group's name, replicas and numOfHosts."""
+    groups = (obj.get("spec") or {}).get("workerGroupSpecs")
+    out: list[tuple[str, int, int]] = []
+    for i, group in enumerate(groups if isinstance(groups, list) else ()):
+        if not isinstance(group, Mapping):
+            continue
+        replicas, hosts = group.get("replicas"), group.get("numOfHosts")
+        if isinstance(replicas, int) and not isinstance(replicas, bool):
+            size = hosts if isinstance(hosts, int) and hosts > 0 else 1
+            out.append((str(group.get("groupName") or i), replicas, size))
+    return out
 
 
 def _bare(spec: Any) -> Any:

@@ -280,7 +280,8 @@ def apply_decisions(snapshot: Snapshot, result: CycleResult, now: datetime) -> S
     once admitted, raising its record, and goes back into it when the workload is suspended,
     which then asks its whole size; one left waiting stays in the snapshot beside its held
     workload. A workload shrunk by reclaim or preempt stays admitted at its lower sizes, its
-    growth gone and its pods beyond them deleted."""
+    growth gone and its pods beyond them deleted (those its decision names, for a kind whose
+    controller deletes only those)."""
     admitted = {d.job: d for d in result.decisions if d.action == "admit"}
     shrunk = {d.job: d for d in result.decisions if d.shrinks}
     suspended = {d.job: d for d in result.decisions if d.action != "admit" and not d.shrinks}
@@ -329,7 +330,10 @@ def apply_decisions(snapshot: Snapshot, result: CycleResult, now: datetime) -> S
             jobs.append(job)
     pods = snapshot.pods
     if pods is not None and (gone or named or lowered):
-        beyond = {id(p) for view in lowered for p in pods_beyond(view, pods)}
+        # A workload whose controller deletes only the pods named to it loses those.
+        doomed = {(d.job.partition("/")[0], pod) for d in shrunk.values() for _, pod in d.deletes}
+        by_name = [v for v in lowered if v.sheds != "named"]
+        beyond = {id(p) for view in by_name for p in pods_beyond(view, pods)}
         pods = [
             p
             for p in pods
@@ -338,6 +342,7 @@ def apply_decisions(snapshot: Snapshot, result: CycleResult, now: datetime) -> S
                 (not p.job_uid or p.job_uid not in gone)
                 and not any((p.namespace, k, v) in named for k, v in p.named_by)
                 and id(p) not in beyond
+                and (p.namespace, p.name) not in doomed
             )
         ]
     return replace(snapshot, workloads=tuple(jobs), now=now, pods=pods)

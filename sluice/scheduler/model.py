@@ -105,6 +105,10 @@ class Decision:
     of a growth entry, per pod set of its workload's record, the record raised by it; of a
     reclaim or preempt that shrinks a workload (``shrinks``), its record lowered; empty for
     any other workload."""
+    deletes: tuple[tuple[str, str], ...] = ()
+    """Of a shrink of a workload whose controller deletes only the pods named to it
+    (``WorkloadView.sheds``): (pod set, pod name) of each pod to delete, the pods taken the
+    newest first, then its gated pods of those pod sets (its growth, which goes with it)."""
 
     @property
     def shrinks(self) -> bool:

@@ -58,6 +58,10 @@ class JobInfo:
     part: tuple[str, int, int] = ("", 0, 0)
     """For such a victim: its pod set, its pods and its rank (the newest highest); for a
     remainder (``rest_of``) or a workload, rank 0: taken after its parts."""
+    named: tuple[str, ...] = ()
+    """For such a victim of a workload whose controller deletes only the pods named to it
+    (``WorkloadView.sheds``): the names of the pods it stands for, the newest first; none
+    for a unit whose pods are not made yet."""
     rest_of: JobInfo | None = None
     """A workload less its parts already chosen as victims, standing for it in a choice of
     victims (``growth_victims.remainder``); None otherwise."""

@@ -27,7 +27,7 @@ from sluice.api.queue import Queue
 from sluice.api.workloads import BY_KIND, Adapter, controlled_by
 from sluice.api.workloads.job import JOB
 from sluice.api.workloads.model import scaled
-from sluice.api.workloads.ray_cluster import RAY_CLUSTER_KIND
+from sluice.api.workloads.ray_cluster import RAY_CLUSTER_KIND, cluster_sizes
 from sluice.api.workloads.rayjob import RAY_JOB
 from sluice.queues.admission import (
     ClusterFacts,
@@ -57,7 +57,11 @@ from sluice.queues.pods import (
     job_pod_settings,
     pod_settings,
 )
-from sluice.queues.ray_clusters import check_ray_cluster_update
+from sluice.queues.ray_clusters import (
+    check_ray_cluster_raise,
+    check_ray_cluster_update,
+    raised_groups,
+)
 from sluice.queues.topology import asks_topology, check_topology, check_topology_request
 from sluice.queues.verdict import ALLOW, Verdict, deny
 from sluice.webhooks.cache import ClusterFactsSource, QueueCache
@@ -319,9 +323,15 @@ async def validate_ray_cluster(request: Request, ctx: Context) -> Answer:
         or request.obj is None
     ):
         return _answer(request, ALLOW)
-    verdict = check_ray_cluster_update(
-        request.old, request.obj, request.namespace, _writer(request, ctx)
-    )
+    writer = _writer(request, ctx)
+    verdict = check_ray_cluster_update(request.old, request.obj, request.namespace, writer)
+    sizes = cluster_sizes(request.old)
+    if verdict.allowed and sizes is not None and raised_groups(request.old, request.obj):
+        # Rare (a scale-up): the RayJob's record as the API server holds it now.
+        job = await ctx.facts.stored_workload(
+            RAY_JOB, request.namespace, sizes.job.partition("/")[2]
+        )
+        verdict = check_ray_cluster_raise(request.old, request.obj, job, request.namespace, writer)
     return _answer(request, verdict)
 
 

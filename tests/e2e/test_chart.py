@@ -220,7 +220,10 @@ def test_each_kind_of_workload_turned_on_gets_its_rules_watch_and_rbac(helm: Pat
     ray = render(helm, "workloads.rayjob.enabled=true")
     role = named(ray, "ClusterRole", "sluice-operator")
     granted = {(r["apiGroups"][0], r["resources"][0]): r["verbs"] for r in role["rules"]}
-    assert granted[("ray.io", "rayclusters")] == ["get", "list", "watch"]
+    assert granted[("ray.io", "rayclusters")] == ["get", "list", "watch", "patch"]
+    role = named(ray, "ClusterRole", "sluice-webhooks")
+    granted = {(r["apiGroups"][0], r["resources"][0]): r["verbs"] for r in role["rules"]}
+    assert granted[("ray.io", "rayjobs")] == ["list", "get"]  # a group raised: its record
     clusters = hooks(ray, "ValidatingWebhookConfiguration")["validate-rayclusters.sluice.dev"]
     assert clusters["clientConfig"]["service"]["path"] == "/validate/rayclusters"
     assert [(r["resources"], r["operations"]) for r in clusters["rules"]] == [

@@ -89,3 +89,46 @@ def test_a_job_grown_from_6_to_8_waits_gated_until_its_queue_has_room_then_runs_
     assert s.annotation("train", "pending-reason") is None  # gone with its admission
     pods = s.wait_pods_running("train", 8, timeout=60)
     assert not any(gated(p) for p in pods)
+
+
+def test_a_job_lowered_then_raised_again_grows_through_its_queue(s: Scenario) -> None:
+    # Admitted whole at 8 (minimum 4) in a queue of 8; its owner lowers it to 6, which frees
+    # 2 at once for another job of the queue, and its record follows. Raised back to 8, its
+    # 2 new pods wait gated until the queue has room again: never the old record's 8.
+    s.node(16)
+    s.queue("team", capability={s.resource: "8"})
+    work_queue_job(s, 8, 4)
+    s.wait_admitted("train")
+    s.wait_pods_running("train", 8)
+    assert record(s) == {"main": {"admitted": 8, "asked": 8, "fields": {}}}
+    s.kubectl.run(
+        "patch", "job", "train", "-n", s.namespace, "--type=merge",
+        "-p", '{"spec":{"parallelism":6}}',
+    )  # fmt: skip
+    wait_for(lambda: record(s)["main"]["admitted"] == 6, timeout=30, what="the record lowered")
+    assert record(s) == {"main": {"admitted": 6, "asked": 6, "fields": {}}}
+    s.wait_pods_running("train", 6, timeout=60)
+    s.job("other", "team", 1, pods=2)
+    s.wait_admitted("other", timeout=30)
+    s.kubectl.run(
+        "patch", "job", "train", "-n", s.namespace, "--type=merge",
+        "-p", '{"spec":{"parallelism":8}}',
+    )  # fmt: skip
+
+    def two_gated() -> list[dict[str, Any]] | None:
+        pods = [p for p in s.pods("train") if not p["metadata"].get("deletionTimestamp")]
+        waiting = [p for p in pods if gated(p)]
+        return pods if len(pods) == 8 and len(waiting) == 2 else None
+
+    wait_for(two_gated, timeout=30, what="2 new pods of train gated")
+    said = wait_for(
+        lambda: s.annotation("train", "pending-reason"), timeout=30, what="growth's reason"
+    )
+    assert said.startswith(f"growth of 2 pods waiting: position 1 in {s.name('team')}; ")
+    assert record(s)["main"]["admitted"] == 6
+    live = [p for p in s.pods("train") if not p["metadata"].get("deletionTimestamp")]
+    assert len([p for p in live if not gated(p)]) == 6
+    s.kubectl.run("delete", "job", "other", "-n", s.namespace, "--wait=false")
+    wait_for(lambda: record(s)["main"]["admitted"] == 8, timeout=30, what="growth admitted")
+    pods = s.wait_pods_running("train", 8, timeout=60)
+    assert not any(gated(p) for p in pods)

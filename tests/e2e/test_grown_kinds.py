@@ -158,6 +158,22 @@ def ray_job(kubectl: Kubectl, namespace: str, queue_name: str) -> str:
     return name
 
 
+def admitted_cluster(kubectl: Kubectl, name: str, namespace: str) -> str:
+    """The RayCluster of the RayJob once admitted. KubeRay names one in the RayJob's status
+    even while it is held (on its way from Initializing to Suspended), so the hold and the
+    deployment's state are read with it."""
+
+    def cluster() -> str | None:
+        job = kubectl.get(resource(RAY_JOB), name, namespace)
+        status = job.get("status") or {}
+        going = status.get("jobDeploymentStatus") in ("Initializing", "Running")
+        named = status.get("rayClusterName")
+        return named if job["spec"].get("suspend") is False and going else None
+
+    found: str = wait_for(cluster, timeout=60, what="the RayJob admitted and its RayCluster made")
+    return found
+
+
 def scale_cluster(kubectl: Kubectl, namespace: str, cluster: str, **fields: int) -> None:
     """The worker group's fields on the RayCluster, as Ray's autoscaler writes replicas."""
     patch = [
@@ -174,12 +190,7 @@ def test_a_ray_jobs_workers_raised_on_its_cluster_wait_gated_then_run_within_its
     team = queue(kubectl, "3")
     name = ray_job(kubectl, namespace, team)
     what = resource(RAY_JOB)
-    wait_for(
-        lambda: kubectl.get(what, name, namespace).get("status", {}).get("rayClusterName"),
-        timeout=60,
-        what="the RayJob admitted and its RayCluster made",
-    )
-    cluster = kubectl.get(what, name, namespace)["status"]["rayClusterName"]
+    cluster = admitted_cluster(kubectl, name, namespace)
     workers = f"ray.io/cluster={cluster},ray.io/group=workers"
     wait_for(
         lambda: running(p := live(kubectl, namespace, workers)) and len(p) == 1,
@@ -336,3 +347,71 @@ def test_a_pytorch_job_of_fixed_size_scaled_through_its_scale_subresource_is_ref
     spec = kubectl.get(what, name, namespace)["spec"]["pytorchReplicaSpecs"]["Worker"]
     assert spec["replicas"] == 2
     assert len(live(kubectl, namespace, workers)) == 2
+
+
+def test_a_ray_jobs_workers_above_its_minimum_are_reclaimed_the_newest_named_to_kuberay(
+    kubectl: Kubectl, namespace: str, node: str
+) -> None:
+    """Reclaim takes a RayJob's workers above its minimum while it runs (docs/scheduler.md,
+    *Victims above a minimum*): the operator lowers the group's replicas on its RayCluster
+    and names the newest workers in scaleStrategy.workersToDelete, which KubeRay (autoscaling
+    on) deletes, and no others."""
+    # Under a parent of cpu 5, team (the RayJob, grown to 5) and owed split 5: owed's
+    # deserved is the 2 it asks, team's the 3 left, so owed takes 2 workers back.
+    parent = queue(kubectl, "5")
+    team, owed = (unique_name("grown") for _ in range(2))
+    for name_, cpu in ((team, "3"), (owed, "5")):
+        kubectl.create(
+            {
+                "apiVersion": "scheduling.sluice.dev/v1beta1",
+                "kind": "Queue",
+                "metadata": {"name": name_},
+                "spec": {"parent": parent, "capability": {"cpu": cpu}},
+            }
+        )
+    name = ray_job(kubectl, namespace, team)
+    what = resource(RAY_JOB)
+    cluster = admitted_cluster(kubectl, name, namespace)
+    workers = f"ray.io/cluster={cluster},ray.io/group=workers"
+    wait_for(lambda: running(p := live(kubectl, namespace, workers)) and len(p) == 1,
+             timeout=90, what="its one worker running")  # fmt: skip
+    oldest = live(kubectl, namespace, workers)[0]["metadata"]["name"]
+    scale_cluster(kubectl, namespace, cluster, replicas=3)
+    capability(kubectl, team, "5")
+    wait_for(lambda: record(kubectl, what, name, namespace)["workers"]["admitted"] == 3,
+             timeout=60, what="growth admitted")  # fmt: skip
+    wait_for(lambda: running(p := live(kubectl, namespace, workers)) and len(p) == 3,
+             timeout=90, what="3 workers running")  # fmt: skip
+    newest = sorted(p["metadata"]["name"] for p in live(kubectl, namespace, workers))
+    newest.remove(oldest)
+
+    urgent = unique_name("urgent")
+    kubectl.create(
+        kwok.job(urgent, kwok.pod_template({"cpu": "1"}), namespace=namespace, queue=owed,
+                 pods=2, suspend=True)
+    )  # fmt: skip
+    wait_for(lambda: kubectl.get("job", urgent, namespace)["spec"].get("suspend") is False,
+             timeout=60, what="owed's job admitted")  # fmt: skip
+    wait_for(lambda: record(kubectl, what, name, namespace)["workers"]["admitted"] == 1,
+             timeout=60, what="the RayJob's record lowered")  # fmt: skip
+    job = kubectl.get(what, name, namespace)
+    # Never suspended: it runs on, in the cluster it had (a RayJob suspended and admitted
+    # again runs in a new one).
+    assert job["spec"].get("suspend") is not True
+    assert job["status"]["rayClusterName"] == cluster
+    group = kubectl.get("raycluster", cluster, namespace)["spec"]["workerGroupSpecs"][0]
+    assert group["replicas"] == 1
+    assert sorted(group["scaleStrategy"]["workersToDelete"]) == newest
+    wait_for(lambda: [p["metadata"]["name"] for p in live(kubectl, namespace, workers)]
+             == [oldest], timeout=60, what="the 2 newest workers deleted")  # fmt: skip
+    assert running(live(kubectl, namespace, workers))
+    urgent_pods = f"batch.kubernetes.io/job-name={urgent}"
+    wait_for(lambda: running(p := live(kubectl, namespace, urgent_pods)) and len(p) == 2,
+             timeout=60, what="owed's 2 pods running")  # fmt: skip
+    assert kubectl.get(what, name, namespace)["spec"].get("suspend") is not True
+    reclaimed = [
+        e for e in kubectl.json("get", "events", "-n", namespace,
+                                "--field-selector", f"involvedObject.name={name}")["items"]
+        if e["reason"] == "Reclaimed"
+    ]  # fmt: skip
+    assert reclaimed and "above its minimum" in reclaimed[-1]["message"]

@@ -48,3 +48,20 @@ async def test_a_managed_ray_jobs_cluster_changes_only_where_the_autoscaler_writ
     response = await answer(webhook, "/validate/rayclusters", review(stripped))
     assert response["allowed"] is False
     assert response["status"]["reason"] == "raycluster-spec"
+
+
+async def test_a_group_raised_back_before_its_record_follows_is_refused_on_the_stored_ray_job(
+    webhook: Webhook,
+) -> None:
+    # Recorded at 3 workers, the cluster at 1: a raise to 3 waits for the record to follow.
+    record = '{"workers":{"admitted":3,"asked":3,"fields":{}}}'
+    job = {"metadata": {"name": "train", "annotations": {"sluice.dev/admitted-size": record}}}
+    webhook.facts.workloads["RayJob/team/train"] = job
+    scaled = cluster()
+    scaled["spec"]["workerGroupSpecs"][0]["replicas"] = 3
+    response = await answer(webhook, "/validate/rayclusters", review(scaled))
+    assert response["allowed"] is False
+    assert response["status"]["reason"] == "raycluster-below-record"
+    # Recorded at 1 since: the raise is growth, gated until its queue admits it.
+    job["metadata"]["annotations"]["sluice.dev/admitted-size"] = record.replace("3", "1")
+    assert (await answer(webhook, "/validate/rayclusters", review(scaled)))["allowed"] is True

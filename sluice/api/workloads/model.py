@@ -22,6 +22,7 @@ from sluice.api.topology import TopologyRequest, request_of, whole_request
 from sluice.api.views import (
     NEVER,
     PodSet,
+    Shedding,
     WorkloadView,
     job_phase,
     job_queue_name,
@@ -133,6 +134,9 @@ class Adapter:
     """(object, pod set, pods) -> the fields that make that pod set run that many pods, each
     with the value it then has (a Job's parallelism): what admission at a smaller size
     lowers (docs/elastic.md, *Admitted smaller*)."""
+    read_sheds: Callable[[Mapping[str, Any]], Shedding] = lambda obj: "size"
+    """How its pods above its minimum leave once sluice lowers its size while it runs
+    (``Shedding``): by its size field, unless the kind says otherwise."""
     scale_replicas: tuple[str, ...] = ()
     """The field its /scale subresource writes (its CRD's specReplicasPath: `kubectl scale`,
     an HPA); () when it has none. The webhook judges a write there as that field written on
@@ -206,7 +210,15 @@ class Adapter:
         pod_sets = with_minimums(pod_sets, self.min_sources(obj), self.kind, full)
         together, pod_sets = _asks(obj, pod_sets, self.kind, full)
         return workload_view(
-            obj, self.kind, queue, from_namespace, pod_sets, phase, self.pods_by(obj), together
+            obj,
+            self.kind,
+            queue,
+            from_namespace,
+            pod_sets,
+            phase,
+            self.pods_by(obj),
+            together,
+            self.read_sheds(obj),
         )
 
     def min_sources(self, obj: Mapping[str, Any]) -> tuple[MinSource, ...]:

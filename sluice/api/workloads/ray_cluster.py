@@ -10,7 +10,7 @@ queue label, the hold and sluice's record. The RayCluster is no workload of its 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -100,6 +100,48 @@ def as_its_cluster_asks(job: Mapping[str, Any], sizes: ClusterSizes | None) -> M
     spec = job["spec"]
     cluster = {**spec["rayClusterSpec"], "workerGroupSpecs": asked}
     return {**job, "spec": {**spec, "rayClusterSpec": cluster}}
+
+
+def workers_taken_patch(
+    job: Mapping[str, Any],
+    cluster: ClusterSizes,
+    sizes: Sequence[tuple[str, int, int]],
+    deletes: Sequence[tuple[str, str]],
+) -> list[dict[str, Any]]:
+    """The JSON patch of the RayCluster a RayJob runs once reclaim or preempt took workers
+    above its minimum (docs/scheduler.md, *Victims above a minimum*): each worker group of
+    ``sizes`` (pod set, pods asked, pods admitted) that has more replicas on the cluster than
+    it is admitted lowered to them, with the pods of ``deletes`` (pod set, pod) of that group
+    named in its ``scaleStrategy.workersToDelete``, which KubeRay deletes, and no others,
+    with Ray's autoscaler on. Each group's place is tested to hold that group at the replicas
+    the cluster was read at, so a change since leaves the cluster alone. [] when no group has
+    more replicas than admitted.
+
+    The groups are found in the RayJob's spec: KubeRay makes the cluster's from it, in its
+    order, and the door keeps them (``sluice.queues.ray_clusters``)."""
+    on_cluster = dict(cluster.replicas)
+    admitted = {name: pods for name, _, pods in sizes}
+    groups = dig(job, ("spec", "rayClusterSpec", "workerGroupSpecs"))
+    ops: list[dict[str, Any]] = []
+    for i, group in enumerate(groups if isinstance(groups, list) else ()):
+        if not isinstance(group, Mapping):
+            continue
+        name = _group_name(group, i)
+        hosts = group.get("numOfHosts")
+        hosts = hosts if isinstance(hosts, int) and hosts > 0 else 1
+        now = on_cluster.get(name)
+        if name not in admitted or now is None or now * hosts <= admitted[name]:
+            continue
+        at = f"/spec/workerGroupSpecs/{i}"
+        if group.get("groupName"):
+            ops.append({"op": "test", "path": f"{at}/groupName", "value": name})
+        named = [pod for pod_set, pod in deletes if pod_set == name]
+        ops += [
+            {"op": "test", "path": f"{at}/replicas", "value": now},
+            {"op": "replace", "path": f"{at}/replicas", "value": admitted[name] // hosts},
+            {"op": "add", "path": f"{at}/scaleStrategy", "value": {"workersToDelete": named}},
+        ]
+    return ops
 
 
 def _group_name(group: Mapping[str, Any], i: int) -> str:

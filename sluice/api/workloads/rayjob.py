@@ -8,7 +8,7 @@ from typing import Any, Final
 
 from sluice.api.errors import InvalidObject
 from sluice.api.pod_defaults import PodDefaults
-from sluice.api.views import PodSet
+from sluice.api.views import PodSet, Shedding
 from sluice.api.workloads.model import (
     SPEC_SUSPEND,
     Adapter,
@@ -196,6 +196,17 @@ def _size_fields(
     return ()
 
 
+def _sheds(obj: Mapping[str, Any]) -> Shedding:
+    """With Ray's autoscaler on, KubeRay (v1.5) deletes on a lowered ``replicas`` only the
+    workers its group's ``scaleStrategy.workersToDelete`` names, so sluice names the ones it
+    takes. Without it KubeRay also deletes, wherever its count of a group's pods exceeds
+    ``replicas``, the first pods it lists, whichever they are: the workers counted as
+    staying could go, so such a RayJob is taken whole (docs/scheduler.md, *Victims above a
+    minimum*)."""
+    autoscaled = dig(obj, ("spec", "rayClusterSpec", "enableInTreeAutoscaling")) is True
+    return "named" if autoscaled else "whole"
+
+
 def _refusal(obj: Mapping[str, Any]) -> tuple[str, str] | None:
     spec = obj.get("spec")
     if isinstance(spec, Mapping) and spec.get("shutdownAfterJobFinishes") is True:
@@ -228,4 +239,5 @@ RAY_JOB = Adapter(
     read_refusal=_refusal,
     min_fields=_worker_minimums,
     size_fields=_size_fields,
+    read_sheds=_sheds,
 )

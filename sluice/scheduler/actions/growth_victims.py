@@ -3,7 +3,9 @@ preempt take an admitted resizable workload's pods above its minimum as victims 
 own, one unit of its kind's size at a time (a Job's pod, a Ray group's replica), the newest
 first, before the workload itself. Taking one lowers the workload's size (the operator
 writes its size field and its record lower, and its controller deletes the pods beyond
-it); below its minimum only the whole workload goes, suspended as any victim is.
+it, or, for a kind whose controller deletes only the pods named to it, those the parts
+name: ``JobInfo.named``); below its minimum only the whole workload goes, suspended as any
+victim is.
 
 Pure. A part is a ``JobInfo`` of its own (``JobInfo.part_of``): what its pods hold of the
 queues (``held``), of the nodes (``footprint``: where the workload's newest pods of its pod
@@ -23,20 +25,16 @@ from sluice.scheduler.placement import Footprint, add_room
 from sluice.scheduler.records import NOWHERE, JobInfo
 from sluice.scheduler.session import Session
 
-TAKEN_WHOLE = frozenset({"RayJob"})
-"""Kinds whose size sluice does not lower while they run: KubeRay, with autoscaling on,
-deletes on a lowered ``replicas`` only the pods its group's ``workersToDelete`` names, so
-the pods a part stands for could run on while counted as gone. A RayJob is taken whole."""
-
 
 def parts_of(session: Session, job: JobInfo) -> tuple[JobInfo, ...]:
     """The victims above the minimum of an admitted workload with a size record, newest
     first: per pod set of its record (the last pod set first), one per unit of its size above
-    its minimum, the highest first; () for any other workload, and for a kind ``TAKEN_WHOLE``.
-    Worked out once a cycle."""
+    its minimum, the highest first; () for any other workload, and for one whose controller
+    would delete pods other than those counted as gone (``WorkloadView.sheds`` ``whole``: a
+    RayJob without Ray's autoscaler). Worked out once a cycle."""
     if job.parts is None:
         view = job.view
-        shrinks = view.sized and job.admitted and view.kind not in TAKEN_WHOLE
+        shrinks = view.sized and job.admitted and view.sheds != "whole"
         job.parts = _parts(session, job) if shrinks else ()
     return job.parts
 
@@ -102,20 +100,62 @@ def shrunk_sizes(job: JobInfo, taken: Mapping[str, int]) -> tuple[tuple[str, int
     )
 
 
+def named_deletes(job: JobInfo) -> tuple[tuple[str, str], ...]:
+    """What a shrink of a workload whose controller deletes only the pods named to it
+    (``WorkloadView.sheds`` ``named``) names, as (pod set, pod): the pods of its parts taken
+    this cycle, the newest first, then its gated pods of those pod sets, the newest first
+    (its growth goes with the shrink, and its size is lowered under them); () for any other
+    workload."""
+    if job.view.sheds != "named":
+        return ()
+    taken = [p for p in job.parts or () if p.evicted]
+    out = [(p.part[0], name) for p in taken for name in p.named]
+    names = {p.part[0] for p in taken}
+    sets = job.view.pod_sets
+    gated = [
+        p
+        for p in job.pods
+        if p.gated and not p.finished and not p.terminating
+        if (i := pod_set_of(sets, p)) >= 0 and sets[i].name in names
+    ]
+    gated.sort(key=lambda p: (p.creation_timestamp, p.name), reverse=True)
+    return (*out, *((sets[pod_set_of(sets, p)].name, p.name) for p in gated))
+
+
 def _parts(session: Session, job: JobInfo) -> tuple[JobInfo, ...]:
     recorded = {r.pod_set for r in job.view.sized}
     sets = job.view.pod_sets
     flavors = dict(job.flavors)
     left = {i: dict(room) for i, room in job.footprint.items()}
+    named = job.view.sheds == "named"
+    usable = session.placement.usable
     out: list[JobInfo] = []
     for index in reversed(range(len(sets))):
         pod_set = sets[index]
-        units = (pod_set.count - pod_set.min_count) // max(pod_set.count_step, 1)
+        step = max(pod_set.count_step, 1)
+        units = (pod_set.count - pod_set.min_count) // step
         if pod_set.name not in recorded or units <= 0:
             continue
-        newest = _newest_pods(session, job, sets, index)
+        pods = _newest_pods(job, sets, index, bound=not named)
+        if not named:
+            pods = [p for p in pods if p.node and usable.get(p.node, -1) >= 0]
+        # Named: the pods not made yet are the first to go (lowering the size is enough for
+        # them), then the newest that run, each by name.
+        unborn = max(pod_set.count - len(pods), 0) if named else 0
         for _ in range(units):
-            out.append(_part(job, pod_set, _footprint(pod_set, newest, left), flavors))
+            mine: list[PodView] = []
+            for _ in range(step):
+                if unborn:
+                    unborn -= 1
+                elif pods:
+                    mine.append(pods.pop())
+            nodes = [usable.get(p.node, -1) if p.node else -1 for p in reversed(mine)]
+            if not named:
+                nodes = [i for i in nodes if i >= 0]
+            part = _part(job, pod_set, _footprint(pod_set, nodes, left), flavors)
+            if named:
+                part.named = tuple(p.name for p in mine)
+            out.append(part)
     for rank, part in zip(range(len(out), 0, -1), out, strict=True):
         part.part = (part.part[0], part.part[1], rank)
         part.key = f"{job.key} ({part.part[0]} above its minimum, {rank})"
@@ -147,29 +187,28 @@ def _part(
     )
 
 
-def _newest_pods(session: Session, job: JobInfo, sets: tuple[PodSet, ...], index: int) -> list[int]:
-    """The nodes of the workload's running pods of one pod set, the newest pod's last (the
-    list is taken from its end)."""
-    usable = session.placement.usable
+def _newest_pods(job: JobInfo, sets: tuple[PodSet, ...], index: int, bound: bool) -> list[PodView]:
+    """The workload's live pods of one pod set released from their gate (``bound``: only
+    those bound to a node), the newest last (the list is taken from its end)."""
     pods: list[PodView] = [
         p
         for p in job.pods
-        if p.node and not p.gated and not p.finished and not p.terminating
+        if (p.node or not bound) and not p.gated and not p.finished and not p.terminating
         if pod_set_of(sets, p) == index
     ]
     pods.sort(key=lambda p: (p.creation_timestamp, p.name))
-    return [i for p in pods if p.node and (i := usable.get(p.node, -1)) >= 0]
+    return pods
 
 
-def _footprint(pod_set: PodSet, newest: list[int], left: dict[int, dict[str, int]]) -> Footprint:
+def _footprint(pod_set: PodSet, nodes: list[int], left: dict[int, dict[str, int]]) -> Footprint:
     """The room one unit's pods hold, taken from what the workload holds on the nodes
-    (``left``): on the nodes of its newest pods first, else where room is kept for its pods
-    not bound yet."""
+    (``left``): on ``nodes`` (where its pods run, the last taken first; -1, a pod not bound)
+    first, else where room is kept for its pods not bound yet."""
     pod = pod_set.pod.request.amounts
     out: Footprint = {}
     for _ in range(max(pod_set.count_step, 1)):
-        node = newest.pop() if newest else None
-        if node is None or not _holds(left.get(node, {}), pod):
+        node = nodes.pop() if nodes else None
+        if node is None or node < 0 or not _holds(left.get(node, {}), pod):
             node = next((i for i in sorted(left, reverse=True) if _holds(left[i], pod)), None)
         if node is None:
             continue

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from sluice.scheduler.actions.growth_victims import shrunk_sizes
+from sluice.scheduler.actions.growth_victims import named_deletes, shrunk_sizes
 from sluice.scheduler.fit import cluster_failure, placeable, unplaced
 from sluice.scheduler.flavor_choice import Chosen, flavor_reason
 from sluice.scheduler.growth import growth_sizes
@@ -192,6 +192,7 @@ class Outcome:
             f"runs at {said}",
             for_job=for_job.key,
             sizes=sizes,
+            deletes=named_deletes(job),
         )
         # In the place of its first shrink, before every admission it made room for.
         at = self.first.get(job.key)

@@ -48,6 +48,7 @@ class FakeCluster:
         # A validating webhook on creates: the message it refuses a body with, or None.
         self.webhook: Callable[[dict[str, Any]], str | None] = lambda body: None
         self.version = 100
+        self.json_patches: list[tuple[str, list[dict[str, Any]]]] = []  # (key, operations)
 
     def add(self, key: str, obj: dict[str, Any]) -> dict[str, Any]:
         self.version += 1
@@ -149,7 +150,14 @@ class FakeObjects:
         body: dict[str, Any],
         **_: Any,
     ) -> RawResponse:
-        return self.cluster.answer(_key(plural, namespace, name), body)
+        key = _key(plural, namespace, name)
+        if isinstance(body, list):  # a JSON patch: kept as it was sent
+            self.cluster.calls.append(("json-patch", key))
+            if key in self.cluster.refuse:
+                raise ApiException(status=422, reason="Invalid")
+            self.cluster.json_patches.append((key, body))
+            return RawResponse({})
+        return self.cluster.answer(key, body)
 
     def get_namespaced_custom_object(
         self, group: str, version: str, namespace: str, plural: str, name: str, **_: Any

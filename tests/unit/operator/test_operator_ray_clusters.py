@@ -6,14 +6,19 @@ to the RayJob is still worked out on the RayJob as stored."""
 from __future__ import annotations
 
 import copy
+import json
 from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes import client
+from operator_fakes import fake_executor
 
 from sluice.api.workloads import BY_KIND
+from sluice.operator.plan import plan
 from sluice.operator.state import ClusterState
 from sluice.operator.watches import listings
+from sluice.operator.writes import Beside, Write
+from sluice.scheduler.model import CycleResult, Decision
 from sluice.scheduler.snapshot import readers
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -135,3 +140,132 @@ def test_the_clusters_of_managed_ray_jobs_are_listed_only_when_ray_jobs_are_gate
     cluster.store("ADDED", copy.deepcopy(ray_cluster(6, "10")))
     assert workers(state) == 6
     assert state.unlisted("RayCluster", set(), 10) == ["ns/train-abc"]
+
+
+def autoscaled(replicas: int, admitted: int) -> dict[str, Any]:
+    """A running RayJob with Ray's autoscaler on, its workers recorded at ``admitted``."""
+    obj = ray_job()
+    obj["spec"]["rayClusterSpec"]["enableInTreeAutoscaling"] = True
+    obj["spec"]["rayClusterSpec"]["workerGroupSpecs"] = [group(replicas)]
+    record = f'{{"workers":{{"admitted":{admitted},"asked":{admitted},"fields":{{}}}}}}'
+    obj["metadata"]["annotations"]["sluice.dev/admitted-size"] = record
+    return obj
+
+
+def shrunk(*names: str) -> CycleResult:
+    decision = Decision(
+        "reclaim", "ns/train", "team", "reclaimed for ns/a1 above its minimum",
+        for_job="ns/a1", sizes=(("workers", 3, 1),),
+        deletes=tuple(("workers", name) for name in names),
+    )  # fmt: skip
+    return CycleResult(queue_order=(), queues={}, decisions=(decision,), pending=())
+
+
+def test_a_shrink_names_the_workers_taken_on_its_cluster_and_lowers_the_record() -> None:
+    # Grown to 3 on its cluster: reclaim takes its 2 newest workers above its minimum of 1.
+    state = ClusterState(readers=readers(workload_kinds=("Job", "RayJob")))
+    state.on_workload("ADDED", autoscaled(1, 3))
+    state.on_ray_cluster("ADDED", ray_cluster(3, "10"))
+    clusters = state.ray_clusters_of(["ns/train", "ns/other"])
+    assert list(clusters) == ["ns/train"]
+    writes = plan(shrunk("w-3", "w-2"), state.workloads, state.workload_views,
+                  {}, NOW, 0.0, {}, clusters=clusters)  # fmt: skip
+    (write,) = writes.victims
+    assert write.beside is not None
+    assert (write.beside.plural, write.beside.key) == ("rayclusters", "ns/train-abc")
+    assert list(write.beside.patch) == [
+        {"op": "test", "path": "/spec/workerGroupSpecs/0/groupName", "value": "workers"},
+        {"op": "test", "path": "/spec/workerGroupSpecs/0/replicas", "value": 3},
+        {"op": "replace", "path": "/spec/workerGroupSpecs/0/replicas", "value": 1},
+        {
+            "op": "add",
+            "path": "/spec/workerGroupSpecs/0/scaleStrategy",
+            "value": {"workersToDelete": ["w-3", "w-2"]},
+        },
+    ]
+    # The RayJob itself: its record lowered, its own replicas (1) already there, not held.
+    assert "suspend" not in write.patch.get("spec", {})
+    record = write.patch["metadata"]["annotations"]["sluice.dev/admitted-size"]
+    assert json.loads(record) == {"workers": {"admitted": 1, "asked": 3, "fields": {}}}
+
+
+def test_a_shrink_of_a_ray_job_whose_cluster_is_not_known_lands_nowhere() -> None:
+    state = ClusterState(readers=readers(workload_kinds=("Job", "RayJob")))
+    state.on_workload("ADDED", autoscaled(1, 3))
+    writes = plan(shrunk("w-3", "w-2"), state.workloads, state.workload_views,
+                  {}, NOW, 0.0, {}, clusters=state.ray_clusters_of(["ns/train"]))  # fmt: skip
+    (write,) = writes.victims
+    assert write.beside is not None and write.beside.key == ""
+
+
+def test_a_shrink_leaves_a_cluster_already_at_the_size_admitted_alone() -> None:
+    # The autoscaler lowered it meanwhile: only the record is written.
+    state = ClusterState(readers=readers(workload_kinds=("Job", "RayJob")))
+    state.on_workload("ADDED", autoscaled(1, 3))
+    state.on_ray_cluster("ADDED", ray_cluster(1, "10"))
+    writes = plan(shrunk("w-3", "w-2"), state.workloads, state.workload_views,
+                  {}, NOW, 0.0, {}, clusters=state.ray_clusters_of(["ns/train"]))  # fmt: skip
+    (write,) = writes.victims
+    assert write.beside is None
+    assert "sluice.dev/admitted-size" in write.patch["metadata"]["annotations"]
+
+
+def test_the_cluster_is_written_first_and_the_ray_job_only_once_it_landed() -> None:
+    executor, cluster, state = fake_executor()
+    obj = autoscaled(1, 3)
+    cluster.add("rayjobs/ns/train", obj)
+    state.on_workload("ADDED", copy.deepcopy(obj))
+    ops = ({"op": "replace", "path": "/spec/workerGroupSpecs/0/replicas", "value": 1},)
+    beside = Beside("ray.io", "v1", "rayclusters", "ns/train-abc", ops)
+    lowered = {"metadata": {"annotations": {"sluice.dev/admitted-size": "x"}}}
+    write = Write("reclaim", "ns/train", lowered, None, beside=beside)
+    cluster.refuse.add("rayclusters/ns/train-abc")
+    assert executor.write(write) is None
+    assert cluster.calls == [("json-patch", "rayclusters/ns/train-abc")]
+    cluster.refuse.clear()
+    assert executor.write(write) is not None
+    assert cluster.calls[1:] == [
+        ("json-patch", "rayclusters/ns/train-abc"),
+        ("patch", "rayjobs/ns/train"),
+    ]
+    assert cluster.json_patches == [("rayclusters/ns/train-abc", list(ops))]
+    nowhere = Write(
+        "reclaim", "ns/train", lowered, None, beside=Beside("ray.io", "v1", "rayclusters", "", ())
+    )
+    assert executor.write(nowhere) is None
+    assert len(cluster.calls) == 3
+
+
+def test_a_group_its_autoscaler_lowered_on_the_cluster_lowers_the_record() -> None:
+    # Grown to 3, then lowered to 1 by Ray's autoscaler: the record follows, so a raise
+    # back is growth through the queue again.
+    state = ClusterState(readers=readers(workload_kinds=("Job", "RayJob")))
+    state.on_workload("ADDED", autoscaled(1, 3))
+    state.on_ray_cluster("ADDED", ray_cluster(1, "10"))
+    (write,) = plan(
+        CycleResult(queue_order=(), queues={}, decisions=(), pending=()),
+        state.workloads, state.workload_views, {}, NOW, 0.0, {},
+    ).reasons  # fmt: skip
+    assert write.kind == "record"
+    record = write.patch["metadata"]["annotations"]["sluice.dev/admitted-size"]
+    assert json.loads(record) == {"workers": {"admitted": 1, "asked": 1, "fields": {}}}
+
+
+def test_a_shrink_that_names_no_worker_still_lowers_the_clusters_replicas_first() -> None:
+    # Its pods not known to the cycle: the replicas still go down on the cluster before the
+    # record, so the record never says less than the cluster runs.
+    state = ClusterState(readers=readers(workload_kinds=("Job", "RayJob")))
+    state.on_workload("ADDED", autoscaled(1, 3))
+    state.on_ray_cluster("ADDED", ray_cluster(3, "10"))
+    writes = plan(shrunk(), state.workloads, state.workload_views,
+                  {}, NOW, 0.0, {}, clusters=state.ray_clusters_of(["ns/train"]))  # fmt: skip
+    (write,) = writes.victims
+    assert write.beside is not None
+    assert write.beside.patch[-2:] == (
+        {"op": "replace", "path": "/spec/workerGroupSpecs/0/replicas", "value": 1},
+        {
+            "op": "add",
+            "path": "/spec/workerGroupSpecs/0/scaleStrategy",
+            "value": {"workersToDelete": []},
+        },
+    )

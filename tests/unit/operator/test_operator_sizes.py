@@ -229,3 +229,43 @@ def test_a_shrink_keeps_what_the_first_admission_lowered() -> None:
     restored = job(True, 5, **{RECORD: write.patch["metadata"]["annotations"][RECORD]})
     (reason,) = plan(cycle(pending=(waiting,)), *as_stored(restored), {}, NOW, 0.0, {}).reasons
     assert reason.patch["spec"] == {"parallelism": 8}
+
+
+def records(write: Any) -> Any:
+    return json.loads(write.patch["metadata"]["annotations"][RECORD])
+
+
+def test_a_size_its_owner_lowered_lowers_the_record_with_it() -> None:
+    # Admitted whole at 8, lowered to 6 by its owner: recorded at 6, so raising it again is
+    # growth through the queue, not a return to the 8 it was admitted with.
+    whole = '{"main":{"admitted":8,"asked":8,"fields":{}}}'
+    stored = as_stored(job(False, 6, **{RECORD: whole}))
+    (write,) = plan(cycle(), *stored, {}, NOW, 0.0, {}).reasons
+    assert (write.kind, write.workload, write.basis) == ("record", "ns/train", (3, "team"))
+    assert set(write.patch) == {"metadata"}
+    assert set(write.patch["metadata"]["annotations"]) == {RECORD}
+    assert records(write) == {"main": {"admitted": 6, "asked": 6, "fields": {}}}
+
+
+def test_a_size_lowered_below_a_smaller_admission_is_the_owners_on_requeue() -> None:
+    # Admitted at 6 of 8 (parallelism lowered by sluice), lowered to 5 by its owner: the 8
+    # is not put back once it is suspended, as 5 is what its owner asks now.
+    stored = as_stored(job(False, 5, **{RECORD: LOWERED}))
+    (write,) = plan(cycle(), *stored, {}, NOW, 0.0, {}).reasons
+    assert records(write) == {"main": {"admitted": 5, "asked": 5, "fields": {}}}
+    suspended = job(True, 5, **{RECORD: write.patch["metadata"]["annotations"][RECORD]})
+    waiting = PendingJob("ns/train", "team", 1, "x")
+    (reason,) = plan(cycle(pending=(waiting,)), *as_stored(suspended), {}, NOW, 0.0, {}).reasons
+    assert "spec" not in reason.patch
+
+
+def test_the_record_is_left_alone_at_its_size_above_it_or_when_decided_on() -> None:
+    whole = '{"main":{"admitted":8,"asked":8,"fields":{}}}'
+    for parallelism in (8, 10):
+        stored = as_stored(job(False, parallelism, **{RECORD: whole}))
+        assert plan(cycle(), *stored, {}, NOW, 0.0, {}).reasons == ()
+    stored = as_stored(job(False, 6, **{RECORD: whole}))
+    writes = plan(cycle(shrink((("main", 8, 5),))), *stored, {}, NOW, 0.0, {})
+    assert writes.reasons == () and len(writes.victims) == 1
+    # The decision pass says nothing of who waits, and writes no record either.
+    assert plan(cycle(), *stored, {}, NOW, 0.0, {}, explains=False).reasons == ()

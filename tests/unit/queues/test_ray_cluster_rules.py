@@ -10,7 +10,11 @@ import copy
 from typing import Any
 
 from sluice.queues.jobs import Writer
-from sluice.queues.ray_clusters import check_ray_cluster_update
+from sluice.queues.ray_clusters import (
+    check_ray_cluster_raise,
+    check_ray_cluster_update,
+    raised_groups,
+)
 
 OPERATOR = Writer("system:serviceaccount:sluice-system:sluice-operator", operator=True)
 ALICE = Writer("alice", ("system:authenticated",))
@@ -94,3 +98,33 @@ def test_a_cluster_of_its_own_or_of_no_queue_and_the_operator_pass() -> None:
     for old in (cluster(owner=None), cluster(owner="RayService"), cluster(queue=False)):
         assert check_ray_cluster_update(old, changed(old, strip), "ns", ALICE).allowed
     assert check_ray_cluster_update(cluster(), changed(cluster(), strip), "ns", OPERATOR).allowed
+
+
+def ray_job(admitted: int) -> dict[str, Any]:
+    record = f'{{"workers":{{"admitted":{admitted},"asked":{admitted},"fields":{{}}}}}}'
+    return {"metadata": {"name": "train", "annotations": {"sluice.dev/admitted-size": record}}}
+
+
+def replicas(n: int) -> dict[str, Any]:
+    return changed(cluster(), lambda spec: spec["workerGroupSpecs"][0].update(replicas=n))
+
+
+def test_a_group_raised_back_before_its_record_follows_it_down_is_refused() -> None:
+    # Recorded at 3, lowered to 1 (its queue holds 1 since), raised to 3 again before the
+    # operator recorded 1: its new workers would be released up to 3 past the queue.
+    verdict = check_ray_cluster_raise(replicas(1), replicas(3), ray_job(3), "ns", ALICE)
+    assert not verdict.allowed and verdict.rule == "raycluster-below-record"
+    assert "worker group workers runs 1 replicas, fewer than the 3" in verdict.message
+    assert raised_groups(replicas(1), replicas(3)) == ("workers",)
+
+
+def test_a_group_raised_from_its_record_or_lowered_is_growth_or_free() -> None:
+    for old, new, job in (
+        (replicas(1), replicas(3), ray_job(1)),  # the record followed it down: growth
+        (replicas(3), replicas(4), ray_job(3)),
+        (replicas(3), replicas(1), ray_job(3)),  # lowered: frees quota
+        (replicas(1), replicas(3), None),  # no RayJob any more
+    ):
+        assert check_ray_cluster_raise(old, new, job, "ns", ALICE).allowed
+    assert check_ray_cluster_raise(replicas(1), replicas(3), ray_job(3), "ns", OPERATOR).allowed
+    assert raised_groups(replicas(3), replicas(1)) == ()

@@ -4,6 +4,8 @@ and the label kept until sluice releases them."""
 
 from __future__ import annotations
 
+import copy
+from datetime import UTC, datetime
 from typing import Any
 
 from test_min_size_rules import ALICE, OPERATOR, fixture, job, update
@@ -11,9 +13,11 @@ from test_min_size_rules import ALICE, OPERATOR, fixture, job, update
 from sluice.api.workloads.kubeflow import PYTORCH_JOB
 from sluice.queues.jobs import JOB_POD_LABELS, check_pod_update, job_settings
 from sluice.queues.pods import job_pod_settings, pod_settings
+from sluice.scheduler.growth import split_growth
 
 RESIZABLE = "sluice.dev/resizable"
 GATE = "sluice.dev/admission"
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def labels_set(settings: list[Any]) -> dict[tuple[Any, ...], Any]:
@@ -165,3 +169,23 @@ def test_a_resizable_workloads_pod_is_not_resized_up_gated_or_released() -> None
         verdict = check_pod_update(small, big, "ns", ALICE)
         assert not verdict.allowed and verdict.rule == "pod-grows-past-admission"
         assert check_pod_update(big, small, "ns", ALICE).allowed  # shrinking frees quota
+
+
+def test_an_elastic_pytorchjob_raised_past_its_max_replicas_grows_through_the_queue() -> None:
+    # The training-operator (v1.9.3) makes a pod for every Worker replica whatever
+    # elasticPolicy.maxReplicas (3) says: all 4 beyond the 2 recorded are gated at creation,
+    # counted as its growth, and released only once its queue admits them.
+    record = '{"Worker":{"admitted":2,"asked":2,"fields":{}}}'
+    old = elastic_pytorchjob(admitted=True, label=True)
+    old["metadata"].setdefault("annotations", {})["sluice.dev/admitted-size"] = record
+    new = copy.deepcopy(old)
+    new["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = 6
+    assert update(old, new, PYTORCH_JOB).allowed
+    view = PYTORCH_JOB.view(new)
+    assert view is not None
+    held, growth = split_growth(view, T0)
+    assert [(s.name, s.count) for s in held.pod_sets] == [("Worker", 2)]
+    assert growth is not None and [(s.name, s.count) for s in growth.pod_sets] == [("Worker", 4)]
+    # Its pods carry the label that gates them at creation.
+    template = new["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]
+    assert template["metadata"]["labels"][RESIZABLE] == "true"

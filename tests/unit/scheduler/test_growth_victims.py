@@ -74,11 +74,47 @@ def test_a_workload_at_its_minimum_is_taken_whole() -> None:
     assert decided(result)[0] == ("reclaim", "ns/small", ())
 
 
-def test_a_rayjob_is_taken_whole() -> None:
-    # KubeRay deletes on a lowered replicas only the workers it is told to: not shrunk.
-    ray = replace(resizable("ray", "b", 8, 4), kind="RayJob")
+def test_a_workload_whose_controller_deletes_pods_it_is_not_told_of_is_taken_whole() -> None:
+    # A RayJob without Ray's autoscaler: KubeRay deletes the first workers it lists on a
+    # lowered replicas, whichever they are: not shrunk.
+    ray = replace(resizable("ray", "b", 8, 4), kind="RayJob", sheds="whole")
     result = run_cycle(snapshot(two_queues(), [ray, job("a1", "a", cpu=2)], [node(cpu=8)]))
     assert decided(result) == [("reclaim", "ns/ray", ()), ("admit", "ns/a1", ())]
+    assert result.decisions[0].deletes == ()
+
+
+def test_a_workload_whose_controller_deletes_named_pods_is_told_the_newest() -> None:
+    # A RayJob with Ray's autoscaler: its 2 newest running workers named, then its gated
+    # growth worker, which goes with its lowered size; the cycle after deletes those alone.
+    ray = replace(resizable("ray", "b", 8, 4), kind="RayJob", sheds="named")
+    pods = [pod(f"w-{i}", "n1", owner=ray, created=10 + i) for i in range(8)]
+    pods.append(replace(pod("w-8", None, owner=ray, created=30), gated=True, resizable=True))
+    snap = snapshot(two_queues(), [ray, job("a1", "a", cpu=2)], [node("n1", cpu=8)], pods=pods)
+    result = run_cycle(snap)
+    assert decided(result) == [("reclaim", "ns/ray", (("main", 8, 6),)), ("admit", "ns/a1", ())]
+    assert result.decisions[0].deletes == (("main", "w-7"), ("main", "w-6"), ("main", "w-8"))
+    after = apply_decisions(snap, result, snap.now)
+    assert after.pods is not None
+    assert sorted(p.name for p in after.pods) == [f"w-{i}" for i in range(6)]
+    assert run_cycle(after).decisions == ()
+
+
+def test_named_pods_not_made_yet_go_first_by_the_lowered_size_alone() -> None:
+    # 8 admitted, 7 made: the one not made and the newest made go.
+    ray = replace(resizable("ray", "b", 8, 4), kind="RayJob", sheds="named")
+    pods = [pod(f"w-{i}", "n1", owner=ray, created=10 + i) for i in range(7)]
+    snap = snapshot(two_queues(), [ray, job("a1", "a", cpu=2)], [node("n1", cpu=8)], pods=pods)
+    result = run_cycle(snap)
+    assert decided(result)[0] == ("reclaim", "ns/ray", (("main", 8, 6),))
+    assert result.decisions[0].deletes == (("main", "w-6"),)
+
+
+def test_a_workload_whose_controller_deletes_by_size_names_no_pod() -> None:
+    big = resizable("big", "b", 8, 4)
+    pods = [pod(f"big-{i}", "n1", owner=big, created=10 + i) for i in range(8)]
+    snap = snapshot(two_queues(), [big, job("a1", "a", cpu=2)], [node("n1", cpu=8)], pods=pods)
+    result = run_cycle(snap)
+    assert result.decisions[0].shrinks and result.decisions[0].deletes == ()
 
 
 def test_a_growth_victim_is_ordered_as_its_workload_just_before_it() -> None:

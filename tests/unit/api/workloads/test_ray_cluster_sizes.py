@@ -9,7 +9,12 @@ import json
 from typing import Any
 
 from sluice.api.workloads import BY_KIND
-from sluice.api.workloads.ray_cluster import ClusterSizes, as_its_cluster_asks, cluster_sizes
+from sluice.api.workloads.ray_cluster import (
+    ClusterSizes,
+    as_its_cluster_asks,
+    cluster_sizes,
+    workers_taken_patch,
+)
 
 RAY_JOB = BY_KIND["RayJob"]
 POD = {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}
@@ -161,3 +166,48 @@ def test_only_a_group_its_record_holds_grows_on_its_cluster() -> None:
     }
     del job["metadata"]["annotations"]["sluice.dev/admitted-size"]
     assert as_its_cluster_asks(job, cluster_sizes(ray_cluster(5, 3))) is job
+
+
+def test_a_ray_job_sheds_named_workers_with_its_autoscaler_else_is_taken_whole() -> None:
+    # KubeRay deletes only the workers named in workersToDelete with the autoscaler on;
+    # without it, the first it lists wherever replicas fall below its pods.
+    held = ray_job()
+    assert RAY_JOB.view(held).sheds == "whole"
+    held["spec"]["rayClusterSpec"]["enableInTreeAutoscaling"] = True
+    assert RAY_JOB.view(held).sheds == "named"
+    assert (
+        BY_KIND["Job"]
+        .view(
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "metadata": {
+                    "name": "j",
+                    "namespace": "ns",
+                    "labels": {"sluice.dev/queue-name": "q"},
+                },
+                "spec": {"parallelism": 2, "template": {"spec": POD}},
+            }
+        )
+        .sheds
+        == "size"
+    )
+
+
+def test_workers_taken_lower_only_the_groups_above_what_is_admitted_in_replicas() -> None:
+    # Group wide runs 3 replicas of 2 hosts on the cluster, admitted 2 pods: one replica;
+    # small is at its admitted 2 already and is left alone.
+    sizes = ClusterSizes("ns/train", "uid-train", "train-abc", (("small", 2), ("wide", 3)))
+    deletes = (("wide", "w-5"), ("wide", "w-4"), ("wide", "w-3"), ("wide", "w-2"))
+    ops = workers_taken_patch(ray_job(), sizes, (("small", 2, 2), ("wide", 6, 2)), deletes)
+    assert ops == [
+        {"op": "test", "path": "/spec/workerGroupSpecs/1/groupName", "value": "wide"},
+        {"op": "test", "path": "/spec/workerGroupSpecs/1/replicas", "value": 3},
+        {"op": "replace", "path": "/spec/workerGroupSpecs/1/replicas", "value": 1},
+        {
+            "op": "add",
+            "path": "/spec/workerGroupSpecs/1/scaleStrategy",
+            "value": {"workersToDelete": ["w-5", "w-4", "w-3", "w-2"]},
+        },
+    ]
+    assert workers_taken_patch(ray_job(), sizes, (("small", 2, 2), ("wide", 6, 6)), ()) == []
