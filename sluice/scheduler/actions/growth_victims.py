@@ -73,21 +73,40 @@ def remainder(victim: JobInfo, chosen: Iterable[JobInfo]) -> JobInfo:
             _take(footprint.setdefault(i, {}), room)
         for flavor, amounts in part.held_in.items():
             _take(held_in.setdefault(flavor, {}), amounts)
+    left = {i: room for i, room in footprint.items() if any(room.values())}
+    return _standing_for(victim, held, left, held_in if victim.held_in else NOWHERE, rest_of=victim)
+
+
+def _standing_for(
+    job: JobInfo,
+    held: Mapping[str, int],
+    footprint: Footprint,
+    held_in: Mapping[str, Mapping[str, int]],
+    part_of: JobInfo | None = None,
+    part: tuple[str, int, int] = ("", 0, 0),
+    rest_of: JobInfo | None = None,
+) -> JobInfo:
+    """A victim standing for some of an admitted workload's pods, a part of it
+    (``part_of``) or what its parts chosen leave of it (``rest_of``): the workload's own
+    record (its view, priority, queue, admission, flavors), holding ``held`` of its queues,
+    ``footprint`` of the nodes and ``held_in`` of its flavors."""
     return JobInfo(
-        view=victim.view,
-        priority=victim.priority,
+        view=job.view,
+        priority=job.priority,
         request=held,
         admitted=True,
-        admitted_at=victim.admitted_at,
+        admitted_at=job.admitted_at,
         finished=False,
-        key=victim.key,
-        queue=victim.queue,
+        key=job.key,
+        queue=job.queue,
         held=held,
-        footprint={i: room for i, room in footprint.items() if any(room.values())},
-        flavors=victim.flavors,
-        held_in=held_in if victim.held_in else NOWHERE,
+        footprint=footprint,
+        flavors=job.flavors,
+        held_in=held_in,
         parts=(),
-        rest_of=victim,
+        part_of=part_of,
+        part=part,
+        rest_of=rest_of,
     )
 
 
@@ -106,56 +125,40 @@ def _parts(session: Session, job: JobInfo) -> tuple[JobInfo, ...]:
     recorded = {r.pod_set for r in job.view.sized}
     sets = job.view.pod_sets
     flavors = dict(job.flavors)
-    left = {i: dict(room) for i, room in job.footprint.items()}
+    left: dict[int, dict[str, int]] | None = None
     out: list[JobInfo] = []
     for index in reversed(range(len(sets))):
         pod_set = sets[index]
-        units = (pod_set.count - pod_set.min_count) // max(pod_set.count_step, 1)
+        step = max(pod_set.count_step, 1)
+        units = (pod_set.count - pod_set.min_count) // step
         if pod_set.name not in recorded or units <= 0:
             continue
+        if left is None:
+            left = {i: dict(room) for i, room in job.footprint.items()}
         newest = _newest_pods(session, job, sets, index)
+        # Every part of a pod set holds the same: one mapping, never written, serves them all.
+        held = pod_set.pod.request.scale(step).amounts
+        flavor = flavors.get(pod_set.name)
+        held_in = {flavor: held} if flavor is not None else NOWHERE
         for _ in range(units):
-            out.append(_part(job, pod_set, _footprint(pod_set, newest, left), flavors))
+            footprint = _footprint(pod_set, newest, left)
+            out.append(_standing_for(job, held, footprint, held_in, job, (pod_set.name, step, 0)))
     for rank, part in zip(range(len(out), 0, -1), out, strict=True):
         part.part = (part.part[0], part.part[1], rank)
         part.key = f"{job.key} ({part.part[0]} above its minimum, {rank})"
     return tuple(out)
 
 
-def _part(
-    job: JobInfo, pod_set: PodSet, footprint: Footprint, flavors: Mapping[str, str]
-) -> JobInfo:
-    step = max(pod_set.count_step, 1)
-    held = dict(pod_set.pod.request.scale(step).amounts)
-    flavor = flavors.get(pod_set.name)
-    return JobInfo(
-        view=job.view,
-        priority=job.priority,
-        request=held,
-        admitted=True,
-        admitted_at=job.admitted_at,
-        finished=False,
-        key=job.key,
-        queue=job.queue,
-        held=held,
-        footprint=footprint,
-        flavors=job.flavors,
-        held_in={flavor: held} if flavor is not None else NOWHERE,
-        parts=(),
-        part_of=job,
-        part=(pod_set.name, step, 0),
-    )
-
-
 def _newest_pods(session: Session, job: JobInfo, sets: tuple[PodSet, ...], index: int) -> list[int]:
     """The nodes of the workload's running pods of one pod set, the newest pod's last (the
     list is taken from its end)."""
     usable = session.placement.usable
+    one = len(sets) == 1 and sets[0].pods_by is None  # every pod is of its only set
     pods: list[PodView] = [
         p
         for p in job.pods
         if p.node and not p.gated and not p.finished and not p.terminating
-        if pod_set_of(sets, p) == index
+        if one or pod_set_of(sets, p) == index
     ]
     pods.sort(key=lambda p: (p.creation_timestamp, p.name))
     return [i for p in pods if p.node and (i := usable.get(p.node, -1)) >= 0]
