@@ -59,7 +59,7 @@ def preempt(session: Session, outcome: Outcome) -> None:
 def _preempt_in(session: Session, outcome: Outcome, leaf: str, victims: list[JobInfo]) -> None:
     memo: Memo = {}  # jobs alike that reclaim in no flavor (flavor_victims.reclaiming)
     failed: list[JobInfo] = []  # jobs that found no room (fit.as_hard: so do harder ones)
-    supply = _supply(victims)
+    supply: dict[int, dict[str, int]] | None = None  # _supply, once a job gets to a search
     fifo = session.queues[leaf].queue.spec.dequeue_strategy == "fifo"
     first: JobInfo | None = None
     for job in session.queues[leaf].pending_jobs:
@@ -87,6 +87,8 @@ def _preempt_in(session: Session, outcome: Outcome, leaf: str, victims: list[Job
         if fits(session, job) and placeable(session, job):
             continue
         over = queue_overage(session, job)
+        if supply is None:
+            supply = _supply(victims)
         if _short_of(session, job, over, supply):
             failed.append(job)
             continue
@@ -143,7 +145,9 @@ def _supply(victims: list[JobInfo]) -> dict[int, dict[str, int]]:
     counted once (its parts above its minimum are some of what it holds)."""
     out: dict[int, dict[str, int]] = {}
     for v in victims:
-        add_room(out.setdefault(v.priority, {}), v.held if v.part_of is None else {})
+        held = out.setdefault(v.priority, {})
+        if v.part_of is None:
+            add_room(held, v.held)
     return out
 
 
