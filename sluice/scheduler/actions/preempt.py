@@ -31,7 +31,6 @@ from sluice.scheduler.fit import (
     queue_overage,
 )
 from sluice.scheduler.order import leaf_order
-from sluice.scheduler.placement import add_room
 from sluice.scheduler.records import JobInfo
 from sluice.scheduler.session import Session
 from sluice.scheduler.set_domains import Placed, Search, Where, victim_search
@@ -59,7 +58,6 @@ def preempt(session: Session, outcome: Outcome) -> None:
 def _preempt_in(session: Session, outcome: Outcome, leaf: str, victims: list[JobInfo]) -> None:
     memo: Memo = {}  # jobs alike that reclaim in no flavor (flavor_victims.reclaiming)
     failed: list[JobInfo] = []  # jobs that found no room (fit.as_hard: so do harder ones)
-    supply: dict[int, dict[str, int]] | None = None  # _supply, once a job gets to a search
     fifo = session.queues[leaf].queue.spec.dequeue_strategy == "fifo"
     first: JobInfo | None = None
     for job in session.queues[leaf].pending_jobs:
@@ -87,9 +85,7 @@ def _preempt_in(session: Session, outcome: Outcome, leaf: str, victims: list[Job
         if fits(session, job) and placeable(session, job):
             continue
         over = queue_overage(session, job)
-        if supply is None:
-            supply = _supply(victims)
-        if _short_of(session, job, over, supply):
+        if _short_of(session, job, over):
             failed.append(job)
             continue
         search = victim_search(session.domains, job.view)
@@ -100,7 +96,6 @@ def _preempt_in(session: Session, outcome: Outcome, leaf: str, victims: list[Job
         if found is not None:
             chosen, (footprint, domain) = found
             for v in chosen.chosen:
-                add_room(supply[v.priority], v.held, -1)
                 outcome.evict(session, "preempt", v, job)
             forget(victims, chosen.chosen)
             reason = f"preempt: higher priority in queue {leaf}"
@@ -140,36 +135,16 @@ def _preempt_in_flavor(
     outcome.admit(session, job, reason, footprint, domain, given)
 
 
-def _supply(victims: list[JobInfo]) -> dict[int, dict[str, int]]:
-    """Job priority -> what the victims of that priority hold together, each workload
-    counted once (its parts above its minimum are some of what it holds)."""
-    out: dict[int, dict[str, int]] = {}
-    for v in victims:
-        held = out.setdefault(v.priority, {})
-        if v.part_of is None:
-            add_room(held, v.held)
-    return out
-
-
-def _short_of(
-    session: Session, job: JobInfo, over: PerQueue, supply: dict[int, dict[str, int]]
-) -> bool:
-    """Whether every victim of lower priority than the job, all taken, would still free less
-    than the cluster lacks for it or than a limit of its queues is over by (``over``): then
-    no choice of them makes it fit (``Victims.counted`` is never true), and the search is
-    not made. All the victims are of its own queue, so each frees room below every queue
-    of ``over``."""
-    wanted = cluster_need(session, job)
-    for limits in over.values():
-        for r, a in limits.items():
-            wanted[r] = max(wanted.get(r, 0), a)
-    if not wanted:
-        return False
-    held: dict[str, int] = {}
-    for priority, amounts in supply.items():
-        if priority < job.priority:
-            add_room(held, amounts)
-    return any(held.get(r, 0) < a for r, a in wanted.items())
+def _short_of(session: Session, job: JobInfo, over: PerQueue) -> bool:
+    """Whether all that the job's queue holds, every admitted job of it taken, would still
+    free less than the cluster lacks for it or than a limit of its queues is over by
+    (``over``): its victims hold some of that, so no choice of them makes it fit
+    (``Victims.counted`` is never true), and the search is not made. All the victims are of
+    its own queue, so each frees room below every queue of ``over``."""
+    held = session.queues[job.queue].allocated
+    if any(held.get(r, 0) < a for r, a in cluster_need(session, job).items()):
+        return True
+    return any(held.get(r, 0) < a for limits in over.values() for r, a in limits.items())
 
 
 def _choose(
