@@ -49,6 +49,8 @@ def split_growth(view: WorkloadView, seen_at: datetime) -> tuple[WorkloadView, W
     if not view.phase.admitted or not view.sized:
         return view, None
     admitted = {r.pod_set: r.admitted for r in view.sized}
+    if all(s.count <= admitted.get(s.name, s.count) for s in view.pod_sets):
+        return view, None  # most workloads with a record: asking no more than it admitted
     held = tuple(min(s.count, admitted.get(s.name, s.count)) for s in view.pod_sets)
     more = [_beyond(s, n) for s, n in zip(view.pod_sets, held, strict=True) if s.count > n]
     if not more:

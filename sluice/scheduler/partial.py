@@ -104,12 +104,14 @@ def restored(view: WorkloadView) -> WorkloadView:
     return replace(whole, pod_sets=pod_sets, sized=())
 
 
-def sizes_at(ranges: Sequence[SizeRange], cut: int) -> Sizes:
+def sizes_at(ranges: Sequence[SizeRange], cut: int, total: int | None = None) -> Sizes:
     """The sizes after giving up ``cut`` of the workload's steps (0: whole; the sum of the
-    spans: every pod set at its minimum). Each pod set keeps its share of what is left, in
-    proportion to its span, rounded down: pod sets shrink together, none to its minimum
-    while another is untouched, and a larger ``cut`` never makes any pod set larger."""
-    total = sum(r.span for r in ranges)
+    spans, ``total``, worked out when not given: every pod set at its minimum). Each pod set
+    keeps its share of what is left, in proportion to its span, rounded down: pod sets
+    shrink together, none to its minimum while another is untouched, and a larger ``cut``
+    never makes any pod set larger."""
+    if total is None:
+        total = sum(r.span for r in ranges)
     if total == 0:
         return tuple(r.count for r in ranges)
     left = total - cut
@@ -132,10 +134,11 @@ def shrink_to_fit(ranges: Sequence[SizeRange], fits: Callable[[Sizes], bool]) ->
     """The largest sizes at or above the minimums that ``fits`` takes, along the path on
     which pod sets shrink together (``sizes_at``); the whole sizes when they fit, and only
     then anything smaller; None when even the minimums do not fit."""
-    if fits(sizes_at(ranges, 0)):
-        return sizes_at(ranges, 0)
     total = sum(r.span for r in ranges)
-    if total == 0 or not fits(sizes_at(ranges, total)):
+    whole = sizes_at(ranges, 0, total)
+    if fits(whole):
+        return whole
+    if total == 0 or not fits(sizes_at(ranges, total, total)):
         return None
-    cut = smallest_passing(0, total, lambda c: fits(sizes_at(ranges, c)))
-    return sizes_at(ranges, cut)
+    cut = smallest_passing(0, total, lambda c: fits(sizes_at(ranges, c, total)))
+    return sizes_at(ranges, cut, total)

@@ -71,21 +71,40 @@ def remainder(victim: JobInfo, chosen: Iterable[JobInfo]) -> JobInfo:
             _take(footprint.setdefault(i, {}), room)
         for flavor, amounts in part.held_in.items():
             _take(held_in.setdefault(flavor, {}), amounts)
+    left = {i: room for i, room in footprint.items() if any(room.values())}
+    return _standing_for(victim, held, left, held_in if victim.held_in else NOWHERE, rest_of=victim)
+
+
+def _standing_for(
+    job: JobInfo,
+    held: Mapping[str, int],
+    footprint: Footprint,
+    held_in: Mapping[str, Mapping[str, int]],
+    part_of: JobInfo | None = None,
+    part: tuple[str, int, int] = ("", 0, 0),
+    rest_of: JobInfo | None = None,
+) -> JobInfo:
+    """A victim standing for some of an admitted workload's pods, a part of it
+    (``part_of``) or what its parts chosen leave of it (``rest_of``): the workload's own
+    record (its view, priority, queue, admission, flavors), holding ``held`` of its queues,
+    ``footprint`` of the nodes and ``held_in`` of its flavors."""
     return JobInfo(
-        view=victim.view,
-        priority=victim.priority,
+        view=job.view,
+        priority=job.priority,
         request=held,
         admitted=True,
-        admitted_at=victim.admitted_at,
+        admitted_at=job.admitted_at,
         finished=False,
-        key=victim.key,
-        queue=victim.queue,
+        key=job.key,
+        queue=job.queue,
         held=held,
-        footprint={i: room for i, room in footprint.items() if any(room.values())},
-        flavors=victim.flavors,
-        held_in=held_in if victim.held_in else NOWHERE,
+        footprint=footprint,
+        flavors=job.flavors,
+        held_in=held_in,
         parts=(),
-        rest_of=victim,
+        part_of=part_of,
+        part=part,
+        rest_of=rest_of,
     )
 
 
@@ -126,7 +145,7 @@ def _parts(session: Session, job: JobInfo) -> tuple[JobInfo, ...]:
     recorded = {r.pod_set for r in job.view.sized}
     sets = job.view.pod_sets
     flavors = dict(job.flavors)
-    left = {i: dict(room) for i, room in job.footprint.items()}
+    left: dict[int, dict[str, int]] | None = None
     named = job.view.sheds == "named"
     usable = session.placement.usable
     out: list[JobInfo] = []
@@ -136,12 +155,18 @@ def _parts(session: Session, job: JobInfo) -> tuple[JobInfo, ...]:
         units = (pod_set.count - pod_set.min_count) // step
         if pod_set.name not in recorded or units <= 0:
             continue
+        if left is None:
+            left = {i: dict(room) for i, room in job.footprint.items()}
         pods = _newest_pods(job, sets, index, bound=not named)
         if not named:
             pods = [p for p in pods if p.node and usable.get(p.node, -1) >= 0]
         # Named: the pods not made yet are the first to go (lowering the size is enough for
         # them), then the newest that run, each by name.
         unborn = max(pod_set.count - len(pods), 0) if named else 0
+        # Every part of a pod set holds the same: one mapping, never written, serves them all.
+        held = pod_set.pod.request.scale(step).amounts
+        flavor = flavors.get(pod_set.name)
+        held_in = {flavor: held} if flavor is not None else NOWHERE
         for _ in range(units):
             mine: list[PodView] = []
             for _ in range(step):
@@ -152,7 +177,8 @@ def _parts(session: Session, job: JobInfo) -> tuple[JobInfo, ...]:
             nodes = [usable.get(p.node, -1) if p.node else -1 for p in reversed(mine)]
             if not named:
                 nodes = [i for i in nodes if i >= 0]
-            part = _part(job, pod_set, _footprint(pod_set, nodes, left), flavors)
+            footprint = _footprint(pod_set, nodes, left)
+            part = _standing_for(job, held, footprint, held_in, job, (pod_set.name, step, 0))
             if named:
                 part.named = tuple(p.name for p in mine)
             out.append(part)
@@ -162,39 +188,15 @@ def _parts(session: Session, job: JobInfo) -> tuple[JobInfo, ...]:
     return tuple(out)
 
 
-def _part(
-    job: JobInfo, pod_set: PodSet, footprint: Footprint, flavors: Mapping[str, str]
-) -> JobInfo:
-    step = max(pod_set.count_step, 1)
-    held = dict(pod_set.pod.request.scale(step).amounts)
-    flavor = flavors.get(pod_set.name)
-    return JobInfo(
-        view=job.view,
-        priority=job.priority,
-        request=held,
-        admitted=True,
-        admitted_at=job.admitted_at,
-        finished=False,
-        key=job.key,
-        queue=job.queue,
-        held=held,
-        footprint=footprint,
-        flavors=job.flavors,
-        held_in={flavor: held} if flavor is not None else NOWHERE,
-        parts=(),
-        part_of=job,
-        part=(pod_set.name, step, 0),
-    )
-
-
 def _newest_pods(job: JobInfo, sets: tuple[PodSet, ...], index: int, bound: bool) -> list[PodView]:
     """The workload's live pods of one pod set released from their gate (``bound``: only
     those bound to a node), the newest last (the list is taken from its end)."""
+    one = len(sets) == 1 and sets[0].pods_by is None  # every pod is of its only set
     pods: list[PodView] = [
         p
         for p in job.pods
         if (p.node or not bound) and not p.gated and not p.finished and not p.terminating
-        if pod_set_of(sets, p) == index
+        if one or pod_set_of(sets, p) == index
     ]
     pods.sort(key=lambda p: (p.creation_timestamp, p.name))
     return pods

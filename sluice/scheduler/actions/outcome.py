@@ -29,7 +29,9 @@ admission follows them in the same cycle."""
 
 @dataclass(slots=True)
 class Outcome:
-    decisions: list[Decision] = field(default_factory=list)
+    made: dict[int, Decision] = field(default_factory=dict)
+    """The decisions by the order they were made in (``decisions``): a workload suspended
+    after its parts were taken drops its one decision without a walk through the others."""
     reasons: dict[str, str] = field(default_factory=dict)
     """Pending job -> why it waits (without its position, added at the end)."""
     unplaced: dict[str, JobInfo] = field(default_factory=dict)
@@ -45,16 +47,24 @@ class Outcome:
     """Why jobs alike of a queue with flavors wait, as worked out once the cycle is over."""
     unplaced_reasons: dict[tuple[object, ...], str] = field(default_factory=dict)
     """Why jobs alike whose pods did not fit wait, as worked out once the cycle is over."""
+    dropped: int = 0
+    """How many decisions were dropped from ``made``: its keys count them too."""
     shrunk: dict[str, dict[str, int]] = field(default_factory=dict)
     """Workload -> pod set -> the pods taken from it above its minimum this cycle: it stays
     admitted, smaller."""
     first: dict[str, int] = field(default_factory=dict)
-    """Job -> the place of its first decision in ``decisions``, where a workload's shrink
-    goes (``_shrink``) without a walk through every decision of the cycle."""
+    """Job -> the key of its first decision in ``made``, where a workload's shrink goes
+    (``_shrink``) without a walk through every decision of the cycle."""
+
+    @property
+    def decisions(self) -> list[Decision]:
+        """The decisions, in the order they were made."""
+        return list(self.made.values())
 
     def _decide(self, decision: Decision) -> None:
-        self.first.setdefault(decision.job, len(self.decisions))
-        self.decisions.append(decision)
+        at = len(self.made) + self.dropped
+        self.first.setdefault(decision.job, at)
+        self.made[at] = decision
 
     def waits_for_room(self, job: JobInfo) -> None:
         """A job whose preemptionPolicy is Never was passed over by reclaim or preempt: its
@@ -147,10 +157,10 @@ class Outcome:
             return
         victim = victim.rest_of or victim
         if self.shrunk.pop(victim.key, None) is not None:
-            self.decisions = [d for d in self.decisions if d.job != victim.key]
-            self.first = {}
-            for i, d in enumerate(self.decisions):
-                self.first.setdefault(d.job, i)
+            # Its one decision of the cycle is its shrink: admitted in the cycle, it would be
+            # fresh, never a victim; suspended, it would have no parts left to give.
+            del self.made[self.first.pop(victim.key)]
+            self.dropped += 1
         session.evict(victim)
         self.evicted.append(victim)
         self.reasons[victim.key] = f"{kind}ed for {for_job.key}; waits for quota again"
@@ -199,7 +209,7 @@ class Outcome:
         if at is None:
             self._decide(decision)
         else:
-            self.decisions[at] = decision
+            self.made[at] = decision
 
     def requeue(self, session: Session, job: JobInfo, why: str) -> None:
         """The job gives its quota back and waits out its back-off (readiness.py)."""

@@ -15,6 +15,7 @@ from sluice.scheduler.actions.growth_victims import forget, with_parts
 from sluice.scheduler.actions.outcome import Outcome
 from sluice.scheduler.actions.reclaim_rules import victim_order
 from sluice.scheduler.actions.victims import (
+    PerQueue,
     Victims,
     cluster_need,
     domain_rank,
@@ -83,11 +84,15 @@ def _preempt_in(session: Session, outcome: Outcome, leaf: str, victims: list[Job
             continue
         if fits(session, job) and placeable(session, job):
             continue
+        over = queue_overage(session, job)
+        if _short_of(session, job, over):
+            failed.append(job)
+            continue
         search = victim_search(session.domains, job.view)
         if search is None or search.request is None:
-            found = _choose(session, job, victims, search.anywhere if search else None)
+            found = _choose(session, job, victims, over, search.anywhere if search else None)
         else:
-            found = _in_one_domain(session, job, victims, search)
+            found = _in_one_domain(session, job, victims, over, search)
         if found is not None:
             chosen, (footprint, domain) = found
             for v in chosen.chosen:
@@ -130,17 +135,31 @@ def _preempt_in_flavor(
     outcome.admit(session, job, reason, footprint, domain, given)
 
 
+def _short_of(session: Session, job: JobInfo, over: PerQueue) -> bool:
+    """Whether all that the job's queue holds, every admitted job of it taken, would still
+    free less than the cluster lacks for it or than a limit of its queues is over by
+    (``over``): its victims hold some of that, so no choice of them makes it fit
+    (``Victims.counted`` is never true), and the search is not made. All the victims are of
+    its own queue, so each frees room below every queue of ``over``."""
+    held = session.queues[job.queue].allocated
+    if any(held.get(r, 0) < a for r, a in cluster_need(session, job).items()):
+        return True
+    return any(held.get(r, 0) < a for limits in over.values() for r, a in limits.items())
+
+
 def _choose(
     session: Session,
     job: JobInfo,
     victims: list[JobInfo],
+    over: PerQueue,
     where: Where | None,
     domain: Domain | None = None,
 ) -> tuple[Victims, Placed] | None:
     """The victims, in victim order, that make the job fit at ``where`` (inside ``domain``
     when given, none outside it), and where it then goes; None when they cannot. Nothing is
-    taken yet."""
-    chosen = Victims(session, job, queue_overage(session, job), where)
+    taken yet. ``over``: how far admitting it takes its queues past their limits
+    (fit.queue_overage)."""
+    chosen = Victims(session, job, over, where)
     inside = frozenset(domain.nodes) if domain is not None else None
     for victim in victims:
         if victim.priority >= job.priority:
@@ -156,7 +175,7 @@ def _choose(
 
 
 def _in_one_domain(
-    session: Session, job: JobInfo, victims: list[JobInfo], search: Search
+    session: Session, job: JobInfo, victims: list[JobInfo], over: PerQueue, search: Search
 ) -> tuple[Victims, Placed] | None:
     """For a job that asks a Topology: the domain of the level searched (set_domains.Search)
     whose victims make it fit with the fewest of them, then the lowest priorities in total,
@@ -172,7 +191,7 @@ def _in_one_domain(
     assert request is not None
     domains = session.domains
     usable = [v for v in victims if v.priority < job.priority]  # _choose stops at the rest
-    need, over = cluster_need(session, job), queue_overage(session, job)
+    need = cluster_need(session, job)
     for level in domains.levels(request):
         by_value = {d.value: d for d in domains.domains(level)}
         of_node = {i: d.value for d in by_value.values() for i in d.nodes}
@@ -197,7 +216,7 @@ def _in_one_domain(
         for bound, domain in bounds:
             if best is not None and best[0] < bound:
                 break
-            found = _choose(session, job, on[domain.value], search.where(domain), domain)
+            found = _choose(session, job, on[domain.value], over, search.where(domain), domain)
             if found is None:
                 continue
             chosen = found[0].chosen
@@ -206,4 +225,4 @@ def _in_one_domain(
                 best = (key, found)
         if best is not None:
             return best[1]
-    return None if request.required else _choose(session, job, victims, search.anywhere)
+    return None if request.required else _choose(session, job, victims, over, search.anywhere)

@@ -129,6 +129,10 @@ def search(
     view = job.view
     if not any(s.resizable for s in view.pod_sets):
         return None
+    if quota_passed and not _may_place(session, job, tuple(s.min_count for s in view.pod_sets)):
+        # Its minimums, the first size the search tries below the whole one, do not fit on
+        # the nodes, so no size does: the search's answer, before its sizes are worked out.
+        return None
     ranges = ranges_of(view.pod_sets)
     whole = sizes_at(ranges, 0)
     tried: dict[Sizes, Trial] = {whole: Trial(job, None)}

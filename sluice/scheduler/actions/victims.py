@@ -49,6 +49,7 @@ class Victims:
         self.gain = 0
         self.fits_on: dict[int, int] = {}
         self.for_pods: set[str] = set()  # chosen once the total was enough: for the nodes
+        self.where: Placed | None = None  # where ``let_go`` found the job goes, all kept
 
     def counted(self) -> bool:
         """Whether they free what the cluster lacks and each limit is over by, in total."""
@@ -138,9 +139,9 @@ class Victims:
         two kinds may go: one chosen for the nodes alone (the total was enough already),
         and one whose room the pods do not use; the others free what the cluster or a limit
         lacks, and go in the order they were chosen."""
-        assignment = place(self.session, self.job, self.room, self.domain)
-        assert assignment is not None  # placeable() said so
-        used = set(assignment)
+        where = place_where(self.session, self.job, self.room, self.domain)
+        assert where is not None  # placeable() said so
+        used = set(where[0])
         # The last chosen stays when there are others: without it, the job did not fit (the
         # search asked after each one it chose).
         kept = self.chosen[:-1] if len(self.chosen) > 1 else list(self.chosen)
@@ -150,11 +151,16 @@ class Victims:
             self._count(victim, -1)
             if self.placeable():
                 self.chosen.remove(victim)
+                where = None
             else:
                 self._count(victim, 1)
+        self.where = where
 
     def placed(self) -> Placed:
-        """Where the job's pods go once the chosen victims are gone (they fit: ``placeable``)."""
+        """Where the job's pods go once the chosen victims are gone (they fit: ``placeable``):
+        where ``let_go`` placed them when it let none go, as the room is the same."""
+        if self.where is not None:
+            return self.where
         placed = place_where(self.session, self.job, self.room, self.domain)
         assert placed is not None  # pruning keeps it placeable
         return placed

@@ -25,7 +25,7 @@ from sluice.scheduler.actions import preempt as preempt_action
 from sluice.scheduler.actions import reclaim as reclaim_action
 from sluice.scheduler.actions.outcome import Outcome
 from sluice.scheduler.actions.reclaim_domain import InLevel
-from sluice.scheduler.actions.victims import Victims, domain_rank
+from sluice.scheduler.actions.victims import PerQueue, Victims, domain_rank
 from sluice.scheduler.cycle import run_cycle
 from sluice.scheduler.model import Snapshot
 from sluice.scheduler.placement import Footprint, Placement
@@ -94,7 +94,7 @@ def reclaim_everywhere(
 
 
 def preempt_everywhere(
-    session: Session, job: JobInfo, victims: list[JobInfo], search: Search
+    session: Session, job: JobInfo, victims: list[JobInfo], over: PerQueue, search: Search
 ) -> tuple[Victims, Placed] | None:
     """Every domain searched over every victim, in name order."""
     request = search.request
@@ -102,7 +102,9 @@ def preempt_everywhere(
     for level in session.domains.levels(request):
         best: tuple[tuple[int, int, str], tuple[Victims, Placed]] | None = None
         for domain in session.domains.domains(level):
-            found = preempt_action._choose(session, job, victims, search.where(domain), domain)
+            found = preempt_action._choose(
+                session, job, victims, over, search.where(domain), domain
+            )
             if found is None:
                 continue
             chosen = found[0].chosen
@@ -112,7 +114,9 @@ def preempt_everywhere(
         if best is not None:
             return best[1]
     return (
-        None if request.required else preempt_action._choose(session, job, victims, search.anywhere)
+        None
+        if request.required
+        else preempt_action._choose(session, job, victims, over, search.anywhere)
     )
 
 
