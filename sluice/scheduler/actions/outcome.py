@@ -16,6 +16,13 @@ from sluice.scheduler.set_domains import Where
 WAITS_FOR_ROOM = "its preemptionPolicy is Never: it waits for room and takes none back"
 
 
+def unfreeable(level: str) -> str:
+    """What the reason of a job no domain could be freed for adds."""
+    return (
+        f"taking room back would not help: no {level} holds it even with every job it may take gone"
+    )
+
+
 @dataclass(slots=True)
 class Outcome:
     decisions: list[Decision] = field(default_factory=list)
@@ -30,11 +37,19 @@ class Outcome:
     """Something was evicted since the last admission pass, so another pass may admit more."""
     passive: set[str] = field(default_factory=set)
     """Jobs whose preemptionPolicy is Never that reclaim or preempt passed over."""
+    hopeless: dict[str, str] = field(default_factory=dict)
+    """Job -> the Topology level no domain of which could hold it even with every job it
+    may take back gone: reclaim or preempt searched no victim for it."""
 
     def waits_for_room(self, job: JobInfo) -> None:
         """A job whose preemptionPolicy is Never was passed over by reclaim or preempt: its
         reason says so, once."""
         self.passive.add(job.key)
+
+    def unfreeable(self, job: JobInfo, level: str) -> None:
+        """No domain of the level could hold the job even with every victim it may take
+        gone: its reason says so, once."""
+        self.hopeless[job.key] = level
 
     def unplaceable(self, job: JobInfo) -> None:
         self.reasons[job.key] = ""
@@ -48,6 +63,9 @@ class Outcome:
             said = cluster_failure(session, job) or unplaced(session, job)
         if said and job.key in self.passive and WAITS_FOR_ROOM not in said:
             said = f"{said}; {WAITS_FOR_ROOM}"
+        level = self.hopeless.get(job.key)
+        if said and level is not None:
+            said = f"{said}; {unfreeable(level)}"
         return said
 
     def admit(

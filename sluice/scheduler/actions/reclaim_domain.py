@@ -9,38 +9,35 @@ the walk yields (``InLevel._gather``: the leaves the walk opens; in a domain's s
 the walk's order: nearest relatives, then queue priority, then victim order), without
 walking the others'.
 
-Domains are searched from the one whose result could come first. A search keeps at least
-one victim, and the last it takes always stays (without it, the search had not been done): a
-domain freed by one victim is freed by one that alone frees it, so none comes before (1, the
-lowest priority of such a victim on it, its name), nor, when it has none, before (2, twice
-the lowest priority of a victim on it, its name): two victims at least, none of them lower.
-Those victims are looked for a priority at a time, lowest first, only while the domain could
-still come first (a domain already known to be freed by one victim is searched without
-asking whether all of them together would: they would); the searches stop as soon as the
-best found comes before every bound left.
+First, whether freeing could help at all: a domain is looked at only when what goes in it
+could fit there were every job that may be a victim on it gone (reclaim_rules' ``may_free``,
+whoever asks, kept across jobs), then were this job's own victims on it gone
+(victims.frees_together). A job for which no domain passes both takes nothing, and its
+reason says so (``InLevel.hopeless``).
 
-A domain that would not hold what goes in it even were every job that may be a victim on it
-gone, whoever asks, is not looked at (reclaim_rules' ``may_free``, kept across jobs). What does
-not change from one job to the next is kept: for each queue the walk enters, the victims of
-its subtree spread over the domains with each domain's lowest priority, until a victim below
-it is taken or an admission puts a queue below it over its share (``Subtrees``): a job then
-puts together only the subtrees of its common ancestors' children, and a domain's victims
-only when the domain is looked at (``InLevel._on``); whether a victim alone frees a domain for
-pods of one shape, while the domain's room is as it was (``Alone``). Before that is asked of
-each victim of a priority, it is asked of all of them together: when not even they could,
-none of them alone does.
+Then the bound: no result of a domain comes before one victim of the lowest priority on
+it; one that no victim alone frees (victims.frees_alone, kept across jobs while the
+domain's room is as it was: ``Alone``) before two of it. Domains are taken by bound
+(domain_search.best_domain), and at most ``maxDomains`` of them are searched exactly; the
+best found is taken once it comes before every bound left, or once ``maxDomains`` were
+searched, whichever is first. With ``maxDomains`` at least the number of domains this is
+the exact choice over every domain.
+
+What does not change from one job to the next is kept: for each queue the walk enters, the
+victims of its subtree spread over the domains with each domain's lowest priority, until a
+victim below it is taken or an admission puts a queue below it over its share
+(``Subtrees``): a job then puts together only the subtrees of its common ancestors'
+children, and a domain's victims only when the domain is looked at (``InLevel._on``).
 """
 
 from __future__ import annotations
 
-import heapq
-
+from sluice.scheduler.actions.domain_search import Bound, Searched, best_domain, floor, refined
 from sluice.scheduler.actions.reclaim_rules import Listed, Part, ReclaimRules, Shape
 from sluice.scheduler.actions.victims import (
     PerQueue,
     Victims,
     cluster_need,
-    domain_rank,
     frees_alone,
     frees_together,
     gives_too_little,
@@ -48,9 +45,8 @@ from sluice.scheduler.actions.victims import (
 from sluice.scheduler.domain_room import Domain
 from sluice.scheduler.records import JobInfo
 from sluice.scheduler.set_domains import Placed, Search
+from sluice.scheduler.topology import Missing
 
-Bound = tuple[int, int, str]
-SCAN, SEARCH = 0, 1  # what a domain on the heap stands for (``InLevel.best``)
 Found = tuple[Victims, Placed]
 
 
@@ -63,7 +59,6 @@ class InLevel:
     ) -> None:  # fmt: skip
         self.reclaim, self.job, self.short, self.over = reclaim, job, short, over
         self.search = search
-        self.domains = {d.value: d for d in reclaim.session.domains.domains(level)}
         self.need = cluster_need(reclaim.session, job)
         self.shape: Shape = (
             search.inside.pod_sets,
@@ -76,93 +71,54 @@ class InLevel:
         self.level, self.of_job = level, reclaim.on_domains(level)
         self.parts: list[Part] = []  # ``_gather``'s subtrees
         self.on: dict[str, list[Listed]] = {}  # domain value -> its victims (``_on``)
-        self._gather()
+        self.hopeless = False
+        """Set by ``best``: no domain could hold the job even with every victim it may take
+        on it gone, so no victim was searched for."""
 
     def best(self) -> Found | None:
-        """Domains are taken from a heap by bound: first (stage SCAN) the lowest priority
-        of a victim on it not yet looked at; when one of that priority alone frees it, the
-        domain is searched at that bound (stage SEARCH); once none is left, at (2, twice
-        its lowest priority): two victims or more, none of a lower one."""
-        heap = [((1, low, value), SCAN, value) for value, low in self.low.items()]
-        heapq.heapify(heap)
-        best: tuple[Bound, Victims] | None = None
-        may_free, freeable, inside = self.reclaim.may_free, self.freeable, self.search.inside
-        while heap:
-            bound, stage, value = heapq.heappop(heap)
-            if best is not None and best[0] < bound:
-                break
-            domain = self.domains[value]
-            if stage == SCAN:
-                low = self.low[value]
-                if bound[1] == low and not may_free(freeable, inside, domain):
-                    continue  # not even every victim on it gone makes room: none does
-                frees, after = self._scan(domain, bound[1])
-                if frees:
-                    heapq.heappush(heap, (bound, SEARCH, value))
-                elif after is not None:
-                    heapq.heappush(heap, ((1, after, value), SCAN, value))
-                else:
-                    heapq.heappush(heap, ((2, 2 * low, value), SEARCH, value))
-                continue
-            victims = sorted(self._on(value), key=lambda entry: entry[0])
-            # One of them alone frees it (bound (1, ...)): all of them together do.
-            session = self.reclaim.session
-            if bound[0] == 1 or frees_together(session, inside, domain, (v for _, v, _ in victims)):
-                found = self._search(domain, victims)
-                if found is not None:
-                    key = domain_rank(found.chosen, domain)
-                    if best is None or key < best[0]:
-                        best = (key, found)
-        return None if best is None else (best[1], best[1].placed())
+        """The best of at most ``maxDomains`` domains searched, in the order of their bound
+        (domain_search.best_domain), among those freeing could help; None when none is freed."""
+        reclaim, inside = self.reclaim, self.search.inside
+        session = reclaim.session
+        open_ = [
+            domain
+            for domain in session.domains.domains(self.level)
+            if reclaim.may_free(self.freeable, inside, domain)
+        ]
+        if open_:
+            self._gather()
+        low = self.low
+        ranked = [(floor(low[d.value], d), d) for d in open_ if d.value in low]
 
-    def _scan(self, domain: Domain, priority: int) -> tuple[bool, int | None]:
-        """Look at the victims on the domain of the priority given: whether one alone frees
-        the domain, and the next priority of a victim on it (None: none higher). Which of
-        them is asked first does not matter: each answer is kept, and any yes ends the look."""
-        value = domain.value
-        version = self.reclaim.session.domains.version(domain)
-        kept = self.alone.get(domain.text)
-        if kept is None or kept[0] != version:
-            kept = self.alone[domain.text] = (version, {})
-        known = kept[1]
-        unknown: list[JobInfo] = []
-        after: int | None = None
-        for part in self.parts:  # the victims on it (``_on``), without putting them together
-            got = part.get(value)
-            if got is None:
-                continue
-            for _, victim, _ in got[1]:
-                other = victim.priority
-                if other == priority:
-                    frees = known.get(victim.key)
-                    if frees:
-                        return True, None
-                    if frees is None:
-                        unknown.append(victim)
-                elif other > priority and (after is None or other < after):
-                    after = other
-        session, inside = self.reclaim.session, self.search.inside
-        if unknown:
-            missing, maybe = session.domains.missing(inside, domain), []
-            for victim in unknown:  # too little room on it for what the domain lacks: no
-                if gives_too_little(missing, victim.footprint):
-                    known[victim.key] = False
-                else:
-                    maybe.append(victim)
-            unknown = maybe
-        if len(unknown) > 2 and not frees_together(session, inside, domain, unknown):
-            for victim in unknown:  # not even all of them together could
-                known[victim.key] = False
-            return False, after
-        for victim in unknown:
-            frees = known[victim.key] = self._frees(victim, domain)
-            if frees:
-                return True, None
-        return False, after
+        def refine(bound: Bound, domain: Domain) -> Bound:
+            version = session.domains.version(domain)
+            kept = self.alone.get(domain.text)
+            if kept is None or kept[0] != version:
+                kept = self.alone[domain.text] = (version, {})
+            known = kept[1]
+            lacks: list[list[Missing]] = []  # what the domain lacks, once a victim is asked
 
-    def _frees(self, victim: JobInfo, domain: Domain) -> bool:
-        session = self.reclaim.session  # victims.frees_alone, for this job
-        return frees_alone(session, self.need, self.over, victim, self.search.inside, domain)
+            def frees(victim: JobInfo) -> bool:
+                found = known.get(victim.key)
+                if found is None:
+                    if not lacks:
+                        lacks.append(session.domains.missing(inside, domain))
+                    found = known[victim.key] = not gives_too_little(
+                        lacks[0], victim.footprint
+                    ) and frees_alone(session, self.need, self.over, victim, inside, domain)
+                return found
+
+            return refined(bound, [v for _, v, _ in self._on(domain.value)], frees)
+
+        def search(domain: Domain) -> Searched:
+            victims = self._on(domain.value)
+            if not frees_together(session, inside, domain, (v for _, v, _ in victims)):
+                return False, None  # not even every victim of this job on it gone makes room
+            return True, self._search(domain, sorted(victims, key=lambda entry: entry[0]))
+
+        found, could = best_domain(ranked, refine, search, reclaim.max_domains)
+        self.hopeless = not could
+        return None if found is None else (found, found.placed())
 
     def _search(self, domain: Domain, victims: list[Listed]) -> Victims | None:
         """The victims, in the candidates' order, that make the job fit in the domain (those

@@ -83,7 +83,9 @@ class ReclaimRules:
 
     def __init__(self, session: Session) -> None:
         self.session = session
-        self.min_runtime: timedelta = session.config.arguments("reclaim").min_runtime
+        arguments = session.config.arguments("reclaim")
+        self.min_runtime: timedelta = arguments.min_runtime
+        self.max_domains = arguments.max_domains  # searched per job and level (InLevel)
         self.now: datetime = session.now
         self.victims: dict[str, list[JobInfo]] = {}
         self.victims_using: dict[str, dict[frozenset[str], list[JobInfo]]] = {}

@@ -10,6 +10,7 @@ every domain), kept here as the reference.
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -27,7 +28,7 @@ from sluice.scheduler.actions.outcome import Outcome
 from sluice.scheduler.actions.reclaim_domain import InLevel
 from sluice.scheduler.actions.victims import Victims, domain_rank
 from sluice.scheduler.cycle import run_cycle
-from sluice.scheduler.model import Snapshot
+from sluice.scheduler.model import CycleResult, Snapshot
 from sluice.scheduler.placement import Footprint, Placement
 from sluice.scheduler.records import JobInfo
 from sluice.scheduler.session import Session
@@ -38,7 +39,11 @@ BLOCK, RACK = "example.com/block", "example.com/rack"
 GPU = "nvidia.com/gpu"
 TAINT = Taint(GPU, "present", "NoSchedule")
 TOLERATION = Toleration(GPU, "Exists", "", "NoSchedule")
-ACTIONS = {"actions": "enqueue, allocate, reclaim, preempt, backfill"}
+ALL = "enqueue, allocate, reclaim, preempt, backfill"
+UNBOUNDED = [{"name": a, "arguments": {"maxDomains": 100}} for a in ("reclaim", "preempt")]
+ACTIONS = {"actions": ALL, "configurations": UNBOUNDED}
+"""Every domain may be searched (the clusters below have at most 12 racks): the bounded
+search then decides what the exact one does."""
 CLASSES = {"high": 1000, "mid": 10, "low": -5, "lowest": -100}
 CAPACITY = {**ACTIONS, "tiers": [{"plugins": [{"name": "priority"}, {"name": "capacity"}]}]}
 
@@ -94,7 +99,7 @@ def reclaim_everywhere(
 
 
 def preempt_everywhere(
-    session: Session, job: JobInfo, victims: list[JobInfo], search: Search
+    session: Session, outcome: Outcome, job: JobInfo, victims: list[JobInfo], search: Search
 ) -> tuple[Victims, Placed] | None:
     """Every domain searched over every victim, in name order."""
     request = search.request
@@ -250,12 +255,24 @@ def per_pod_set(
     return tuple(out)
 
 
+HOPELESS = re.compile(
+    r"; taking room back would not help: no \S+ holds it even with every job it may take gone"
+)
+
+
+def told(result: CycleResult) -> CycleResult:
+    """The result without what the search adds to the reasons of jobs no domain could be
+    freed for (the reference searches them all the same, and says nothing)."""
+    pending = tuple(replace(p, cause=HOPELESS.sub("", p.cause)) for p in result.pending)
+    return replace(result, pending=pending)
+
+
 @pytest.mark.parametrize("seed", range(400))
 def test_the_domain_search_decides_what_trying_every_domain_decides(seed: int) -> None:
     snap = cluster(seed)
     with everywhere():
         expected = run_cycle(snap)
-    assert run_cycle(snap) == expected
+    assert told(run_cycle(snap)) == expected
 
 
 def test_the_random_clusters_reach_every_search() -> None:
@@ -353,6 +370,7 @@ def test_a_subtree_kept_from_one_job_to_the_next_follows_the_share_of_the_queues
         search = victim_search(session.domains, job.view)
         assert search is not None
         level = InLevel(reclaim, job, short, {}, search, RACK)
+        level._gather()  # what ``best`` gathers once freeing could help
         return [victim.key for _, victim, _ in level._on("r0")]
 
     session = Session(snap)
