@@ -125,7 +125,7 @@ def _in_one_domain(
     """For a job that asks a Topology: the rule of reclaim by domain (reclaim_domain.py). Of
     the domains of the level searched (set_domains.Search) where what goes in them
     (``search.inside``) would fit with every victim on them gone, at most ``maxDomains`` are
-    searched in the order of their bound (victims.best_domain), and the one whose victims
+    searched in the order of their bound (domain_search.best_domain), and the one whose victims
     make the job fit with the fewest of them, then the lowest priorities in total, then by
     name, is taken. A preferred level widens level by level, then to anywhere; a required
     job no domain could be freed for is told so."""
@@ -144,7 +144,7 @@ def _in_one_domain(
 def _in_level(
     session: Session, job: JobInfo, usable: list[JobInfo], search: Search, level: str
 ) -> tuple[Victims | None, bool]:
-    """victims.best_domain over the domains of one level, each with its victims, in order;
+    """domain_search.best_domain over the domains of one level, each with its victims, in order;
     and whether some domain's victims could make room at all."""
     domains = session.domains
     need, over = cluster_need(session, job), queue_overage(session, job)
