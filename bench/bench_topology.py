@@ -151,10 +151,10 @@ def against_exact(snapshot: Snapshot) -> Counter[str]:
     with the bounded choice."""
     counts: Counter[str] = Counter()
 
-    def both(ranked: Any, refine: Any, search: Any, limit: int) -> Any:
+    def both(ranked: Any, search: Any, limit: int) -> Any:
         ranked = list(ranked)
-        exact, _ = best_domain(ranked, refine, search, 1 << 30)
-        found, could = best_domain(ranked, refine, search, limit)
+        exact, _ = best_domain(ranked, search, 1 << 30)
+        found, could = best_domain(ranked, search, limit)
         if exact is None and found is None:
             return found, could
         counts["decided"] += 1

@@ -1,68 +1,141 @@
 """The bounded search of reclaim and preempt by domain (docs/scheduler.md, *Reclaim and
 preempt by domain*): which domains of a level are searched exactly for a job's victims, in
-which order, and which result is taken. The callers say how a domain's bound is made
-tighter and how a domain is searched; this module only orders and counts."""
+which order, and which result is taken.
+
+A domain is ranked by room arithmetic alone, before anything is placed (``room_rank``): its
+free room on the nodes the pods may go on plus what the job's victims there hold on those
+nodes, per resource, against what the pods that go in it ask; and what those victims hold
+in all against what the cluster lacks. A domain where even all of them together fall short
+is never searched. The others are searched in rank order, at most ``limit`` of them
+(``best_domain``); the callers say how a domain is searched.
+
+The arithmetic never counts less room than placement finds (it leaves out how pods split
+over nodes), so a domain it rules out has no choice of victims that frees it, and the
+victims it counts are never more than a search takes. It works on what the victims of a
+domain hold together and at most (``Held``), added up once per domain.
+"""
 
 from __future__ import annotations
 
-import heapq
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping
 
+from sluice.api.views import WorkloadView
 from sluice.scheduler.actions.victims import Victims, domain_rank
 from sluice.scheduler.domain_room import Domain
+from sluice.scheduler.placement import Footprint
 from sluice.scheduler.records import JobInfo
 
-Bound = tuple[int, int, str]
-"""What no choice of victims in a domain comes before, by victims.domain_rank: the fewest
-victims, the lowest priorities in total, the domain's name."""
+Rank = tuple[int, int, float, str]
+"""A domain's place in the search: the fewest victims room arithmetic says it needs, the
+lowest job priorities that many of its victims could have in total, the room it would have
+left (a share of what the pods ask, added up over the resources they ask), its name. The
+first two are bounds: no choice of victims there comes before them by victims.domain_rank."""
 Searched = tuple[bool, "Victims | None"]
 """A domain's search: whether the victims there could make room at all (else it does not
 count against ``maxDomains``), and the victims that do, or None."""
 
 
-def floor(low: int, domain: Domain) -> Bound:
-    """A domain's first bound, from the lowest priority of a victim on it: one victim at
-    least, of that priority at least."""
-    return (1, low, domain.value)
+class Held:
+    """What some victims on a domain hold: on its nodes and in all, per resource, added up
+    and the most one of them holds; and the lowest priority among them."""
+
+    __slots__ = ("low", "most", "most_on", "on", "total")
+
+    def __init__(self) -> None:
+        self.on: dict[str, int] = {}
+        self.most_on: dict[str, int] = {}
+        self.total: dict[str, int] = {}
+        self.most: dict[str, int] = {}
+        self.low: int | None = None
+
+    def add(self, victim: JobInfo, on: Footprint, allowed: Collection[int]) -> None:
+        """One victim, and the room it holds on the domain's nodes, of which those the pods
+        may go on (``allowed``) count."""
+        room: dict[str, int] = {}
+        for i, held in on.items():
+            if i in allowed:
+                for r, a in held.items():
+                    room[r] = room.get(r, 0) + a
+        _count(self.on, self.most_on, room)
+        _count(self.total, self.most, victim.held)
+        if self.low is None or victim.priority < self.low:
+            self.low = victim.priority
 
 
-def refined(bound: Bound, victims: Sequence[JobInfo], frees: Callable[[JobInfo], bool]) -> Bound:
-    """A bound of one victim (``floor``) made tighter from the job's own victims on the
-    domain: one victim of the lowest priority of one that alone frees it (``frees``:
-    victims.frees_alone), or, none does, two victims of their lowest priority at least."""
-    if bound[0] != 1:
-        return bound
-    for victim in sorted(victims, key=lambda v: v.priority):
-        if victim.priority >= bound[1] and frees(victim):
-            return (1, victim.priority, bound[2])
-    low = min(v.priority for v in victims)
-    return (2, 2 * low, bound[2])
+def _count(total: dict[str, int], most: dict[str, int], amounts: Mapping[str, int]) -> None:
+    for r, a in amounts.items():
+        total[r] = total.get(r, 0) + a
+        if a > most.get(r, 0):
+            most[r] = a
+
+
+def asked(view: WorkloadView) -> dict[str, int]:
+    """What the pods that go in a domain ask, in total, per resource."""
+    total: dict[str, int] = {}
+    for pod_set in view.pod_sets:
+        for r, a in pod_set.pod.request.items():
+            if a > 0 and pod_set.pod_count > 0:
+                total[r] = total.get(r, 0) + a * pod_set.pod_count
+    return total
+
+
+def held_on(footprint: Footprint, of_node: Mapping[int, str]) -> dict[str, Footprint]:
+    """A victim's room on the nodes of each domain it is on (``of_node``: node -> domain
+    value)."""
+    out: dict[str, Footprint] = {}
+    for i, room in footprint.items():
+        value = of_node.get(i)
+        if value is not None:
+            out.setdefault(value, {})[i] = room
+    return out
+
+
+def room_rank(
+    domain: Domain,
+    free: Mapping[str, int],
+    ask: Mapping[str, int],
+    need: Mapping[str, int],
+    held: Held,
+) -> Rank | None:
+    """The domain's rank (``Rank``), or None when its victims (``held``) could not free it
+    even all gone: in some resource, the free room (``free``: of the nodes the pods may go
+    on, each node's from zero) and what they hold on its nodes fall short of what the pods
+    ask, or what they hold in all falls short of what the cluster lacks (``need``). Victims
+    go whole and give back no more than they hold, so no fewer of them cover a shortfall
+    than it takes of the most one holds, and one covers them all only when the most one
+    holds covers each."""
+    if held.low is None:
+        return None
+    count = 1
+    for lacking, total, most in (
+        *((a - free.get(r, 0), held.on.get(r, 0), held.most_on.get(r, 0)) for r, a in ask.items()),
+        *((a, held.total.get(r, 0), held.most.get(r, 0)) for r, a in need.items()),
+    ):
+        if lacking <= 0:
+            continue
+        if total < lacking:
+            return None  # not even every victim there gives back enough
+        count = max(count, -(-lacking // most))
+    left = 0.0
+    for r, a in ask.items():
+        left += (free.get(r, 0) + min(held.on.get(r, 0), count * held.most_on.get(r, 0)) - a) / a
+    return (count, count * held.low, left, domain.value)
 
 
 def best_domain(
-    ranked: Iterable[tuple[Bound, Domain]],
-    refine: Callable[[Bound, Domain], Bound],
-    search: Callable[[Domain], Searched],
-    limit: int,
+    ranked: Iterable[tuple[Rank, Domain]], search: Callable[[Domain], Searched], limit: int
 ) -> tuple[Victims | None, bool]:
-    """The domains are taken by bound (``floor``), a bound of one victim made tighter
-    (``refine``) before the domain is searched; at most ``limit`` are searched, and of those
-    whose victims make the job fit, the first by domain_rank is the one. Once the best found
-    comes before the next bound, no domain left can do better: the search stops. A domain
-    whose victims could not make room even all gone (``search`` says so) is not counted.
-    Also returns whether some domain's victims could make room at all (when not, every
-    domain was looked at)."""
-    heap = [(bound, 0, domain.value, domain) for bound, domain in ranked]
-    heapq.heapify(heap)
+    """The domains are searched by rank (``room_rank``), at most ``limit`` of them; of those
+    whose victims make the job fit, the first by victims.domain_rank is the one. Once the
+    best found comes before the next rank's bounds, no domain left can do better: the
+    search stops. A domain whose victims could not make room even all gone (``search``
+    says so, asking no more than that) is not counted. Also returns whether some domain's
+    victims could make room at all (when not, every domain was looked at)."""
     best: tuple[tuple[int, int, str], Victims] | None = None
     searched, could = 0, False
-    while heap:
-        bound, stage, value, domain = heapq.heappop(heap)
-        if best is not None and best[0] < bound:
-            break  # they come by bound: no result of this domain, nor of one after it, is better
-        if stage == 0 and bound[0] == 1:
-            heapq.heappush(heap, (refine(bound, domain), 1, value, domain))
-            continue
+    for rank, domain in sorted(ranked, key=lambda entry: entry[0]):
+        if best is not None and best[0][:2] < rank[:2]:
+            break  # by rank: no result of this domain, nor of one after it, is better
         if searched == limit:
             could = True  # a domain was left unsearched: not known, taken as could
             break

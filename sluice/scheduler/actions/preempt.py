@@ -10,15 +10,18 @@ fifo queue preempts only for its first waiting job.
 from __future__ import annotations
 
 from sluice.scheduler.actions.admit import admissible_leaves
-from sluice.scheduler.actions.domain_search import Bound, Searched, best_domain, floor, refined
+from sluice.scheduler.actions.domain_search import (
+    Held,
+    Rank,
+    Searched,
+    asked,
+    best_domain,
+    held_on,
+    room_rank,
+)
 from sluice.scheduler.actions.outcome import Outcome
 from sluice.scheduler.actions.reclaim_rules import victim_order
-from sluice.scheduler.actions.victims import (
-    Victims,
-    cluster_need,
-    frees_alone,
-    frees_together,
-)
+from sluice.scheduler.actions.victims import Victims, cluster_need, frees_together
 from sluice.scheduler.domain_room import Domain
 from sluice.scheduler.fit import (
     as_hard,
@@ -123,12 +126,12 @@ def _in_one_domain(
     session: Session, outcome: Outcome, job: JobInfo, victims: list[JobInfo], search: Search
 ) -> tuple[Victims, Placed] | None:
     """For a job that asks a Topology: the rule of reclaim by domain (reclaim_domain.py). Of
-    the domains of the level searched (set_domains.Search) where what goes in them
-    (``search.inside``) would fit with every victim on them gone, at most ``maxDomains`` are
-    searched in the order of their bound (domain_search.best_domain), and the one whose victims
-    make the job fit with the fewest of them, then the lowest priorities in total, then by
-    name, is taken. A preferred level widens level by level, then to anywhere; a required
-    job no domain could be freed for is told so."""
+    the domains of the level searched (set_domains.Search) that room arithmetic says the
+    job's victims there could free (domain_search.room_rank), at most ``maxDomains`` are
+    searched in rank order (domain_search.best_domain), and the one whose victims make the
+    job fit with the fewest of them, then the lowest priorities in total, then by name, is
+    taken. A preferred level widens level by level, then to anywhere; a required job no
+    domain could be freed for is told so."""
     request = search.request
     assert request is not None
     usable = [v for v in victims if v.priority < job.priority]  # _choose stops at the rest
@@ -144,26 +147,26 @@ def _in_one_domain(
 def _in_level(
     session: Session, job: JobInfo, usable: list[JobInfo], search: Search, level: str
 ) -> tuple[Victims | None, bool]:
-    """domain_search.best_domain over the domains of one level, each with its victims, in order;
-    and whether some domain's victims could make room at all."""
-    domains = session.domains
-    need, over = cluster_need(session, job), queue_overage(session, job)
-    by_value = {d.value: d for d in domains.domains(level)}
+    """domain_search.best_domain over the domains of one level, each with its victims, in
+    rank order; and whether some domain's victims could make room at all."""
+    room = session.domains.room
+    by_value = {d.value: d for d in room.domains(level)}
     of_node = {i: d.value for d in by_value.values() for i in d.nodes}
     on: dict[str, list[JobInfo]] = {}
-    for victim in usable:
-        for value in sorted({of_node[i] for i in victim.footprint if i in of_node}):
+    held: dict[str, Held] = {}
+    pods = [p.pod for p in search.inside.pod_sets]
+    allowed = room.allowed(pods)
+    for victim in usable:  # in victim order: so is each domain's list
+        for value, footprint in sorted(held_on(victim.footprint, of_node).items()):
             on.setdefault(value, []).append(victim)
-    # Victims come lowest priority first: a domain's first is its lowest.
-    ranked = [
-        (floor(those[0].priority, by_value[value]), by_value[value]) for value, those in on.items()
-    ]
-
-    def refine(bound: Bound, domain: Domain) -> Bound:
-        def frees(victim: JobInfo) -> bool:
-            return frees_alone(session, need, over, victim, search.inside, domain)
-
-        return refined(bound, on[domain.value], frees)
+            held.setdefault(value, Held()).add(victim, footprint, allowed)
+    need, ask = cluster_need(session, job), asked(search.inside)
+    ranked: list[tuple[Rank, Domain]] = []
+    for value, got in held.items():
+        domain = by_value[value]
+        rank = room_rank(domain, room.free_for(domain, pods), ask, need, got)
+        if rank is not None:
+            ranked.append((rank, domain))
 
     def searched(domain: Domain) -> Searched:
         those = on[domain.value]
@@ -173,4 +176,4 @@ def _in_level(
         return True, None if found is None else found[0]
 
     limit = session.config.arguments("preempt").max_domains
-    return best_domain(ranked, refine, searched, limit)
+    return best_domain(ranked, searched, limit)

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from sluice.scheduler.actions.admit import admissible_leaves
 from sluice.scheduler.actions.outcome import Outcome
 from sluice.scheduler.actions.reclaim_domain import InLevel
-from sluice.scheduler.actions.reclaim_rules import Order, ReclaimRules, hold_on
+from sluice.scheduler.actions.reclaim_rules import Order, ReclaimRules
 from sluice.scheduler.actions.victims import PerQueue, Victims
 from sluice.scheduler.fit import (
     as_hard,
@@ -272,10 +272,6 @@ class _Reclaim(ReclaimRules):
         touched = {v.queue for v in chosen}
         for name in touched:
             self.count_excess(name, -1)
-        kept = self.by_domain
-        for level, held in kept.held_on.items():
-            for v in chosen:  # before they go: eviction forgets where they were
-                hold_on(held, kept.of_node[level], v.footprint, -1)
         for v in chosen:
             self.outcome.evict(self.session, "reclaim", v, job)
             self.victims[v.queue].remove(v)

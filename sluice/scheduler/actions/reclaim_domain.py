@@ -9,19 +9,20 @@ the walk yields (``InLevel._gather``: the leaves the walk opens; in a domain's s
 the walk's order: nearest relatives, then queue priority, then victim order), without
 walking the others'.
 
-First, whether freeing could help at all: a domain is looked at only when what goes in it
-could fit there were every job that may be a victim on it gone (reclaim_rules' ``may_free``,
-whoever asks, kept across jobs), then were this job's own victims on it gone
-(victims.frees_together). A job for which no domain passes both takes nothing, and its
-reason says so (``InLevel.hopeless``).
-
-Then the bound: no result of a domain comes before one victim of the lowest priority on
-it; one that no victim alone frees (victims.frees_alone, kept across jobs while the
-domain's room is as it was: ``Alone``) before two of it. Domains are taken by bound
-(domain_search.best_domain), and at most ``maxDomains`` of them are searched exactly; the
-best found is taken once it comes before every bound left, or once ``maxDomains`` were
-searched, whichever is first. With ``maxDomains`` at least the number of domains this is
-the exact choice over every domain.
+First, whether freeing could help at all, by room arithmetic alone (domain_search.room_rank):
+what the pods that go in a domain ask against the free room of the nodes there they may go
+on plus what this job's victims there hold on those nodes, and what the victims hold in all
+against what the cluster lacks. The domains are looked at from the one with the most free
+room in what the job asks (``DomainRoom.ranking``, kept in order as room changes), until
+``WINDOW`` times ``maxDomains`` of them pass; those are ranked by the fewest victims the
+arithmetic says they need, the lowest priorities that many could have, the least room left,
+then by name. At most ``maxDomains`` of them, in that order, are then searched exactly; a
+domain where this job's victims all gone would not make room (victims.frees_together, the
+one placement asked before a search) is not counted. The best found is taken: the fewest
+victims, then the lowest priorities, then by name; the searches stop early once it comes
+before the next domain's bounds. A job for which no domain passes takes nothing, and its
+reason says so (``InLevel.hopeless``). With ``maxDomains`` at least the number of domains
+this is the exact choice over every domain.
 
 What does not change from one job to the next is kept: for each queue the walk enters, the
 victims of its subtree spread over the domains with each domain's lowest priority, until a
@@ -32,22 +33,26 @@ children, and a domain's victims only when the domain is looked at (``InLevel._o
 
 from __future__ import annotations
 
-from sluice.scheduler.actions.domain_search import Bound, Searched, best_domain, floor, refined
-from sluice.scheduler.actions.reclaim_rules import Listed, Part, ReclaimRules, Shape
-from sluice.scheduler.actions.victims import (
-    PerQueue,
-    Victims,
-    cluster_need,
-    frees_alone,
-    frees_together,
-    gives_too_little,
+from sluice.scheduler.actions.domain_search import (
+    Held,
+    Rank,
+    Searched,
+    asked,
+    best_domain,
+    held_on,
+    room_rank,
 )
+from sluice.scheduler.actions.reclaim_rules import Listed, Part, ReclaimRules
+from sluice.scheduler.actions.victims import PerQueue, Victims, cluster_need, frees_together
 from sluice.scheduler.domain_room import Domain
+from sluice.scheduler.placement import Footprint
 from sluice.scheduler.records import JobInfo
 from sluice.scheduler.set_domains import Placed, Search
-from sluice.scheduler.topology import Missing
 
 Found = tuple[Victims, Placed]
+WINDOW = 2
+"""How many domains are ranked by room arithmetic for each one searched at most: those with
+the most free room in what the job asks, which need the fewest victims the soonest."""
 
 
 class InLevel:
@@ -60,13 +65,6 @@ class InLevel:
         self.reclaim, self.job, self.short, self.over = reclaim, job, short, over
         self.search = search
         self.need = cluster_need(reclaim.session, job)
-        self.shape: Shape = (
-            search.inside.pod_sets,
-            tuple(sorted(self.need.items())),
-            tuple((q, tuple(sorted(limits.items()))) for q, limits in sorted(over.items())),
-        )
-        self.alone = reclaim.by_domain.alone.setdefault(self.shape, {})  # this shape's, by domain
-        self.freeable = reclaim.by_domain.freeable.setdefault(search.inside.pod_sets, {})
         self.low: dict[str, int] = {}  # domain value -> the lowest priority of a victim on it
         self.level, self.of_job = level, reclaim.on_domains(level)
         self.parts: list[Part] = []  # ``_gather``'s subtrees
@@ -76,49 +74,56 @@ class InLevel:
         on it gone, so no victim was searched for."""
 
     def best(self) -> Found | None:
-        """The best of at most ``maxDomains`` domains searched, in the order of their bound
-        (domain_search.best_domain), among those freeing could help; None when none is freed."""
+        """The best of at most ``maxDomains`` domains searched in rank order
+        (domain_search.best_domain), among the first ``WINDOW`` times as many that room
+        arithmetic says the job's victims could free (domain_search.room_rank), taken from
+        the most free room down; None when none is freed."""
         reclaim, inside = self.reclaim, self.search.inside
-        session = reclaim.session
-        open_ = [
-            domain
-            for domain in session.domains.domains(self.level)
-            if reclaim.may_free(self.freeable, inside, domain)
-        ]
-        if open_:
-            self._gather()
-        low = self.low
-        ranked = [(floor(low[d.value], d), d) for d in open_ if d.value in low]
-
-        def refine(bound: Bound, domain: Domain) -> Bound:
-            version = session.domains.version(domain)
-            kept = self.alone.get(domain.text)
-            if kept is None or kept[0] != version:
-                kept = self.alone[domain.text] = (version, {})
-            known = kept[1]
-            lacks: list[list[Missing]] = []  # what the domain lacks, once a victim is asked
-
-            def frees(victim: JobInfo) -> bool:
-                found = known.get(victim.key)
-                if found is None:
-                    if not lacks:
-                        lacks.append(session.domains.missing(inside, domain))
-                    found = known[victim.key] = not gives_too_little(
-                        lacks[0], victim.footprint
-                    ) and frees_alone(session, self.need, self.over, victim, inside, domain)
-                return found
-
-            return refined(bound, [v for _, v, _ in self._on(domain.value)], frees)
+        room = reclaim.session.domains.room
+        self._gather()
+        by_value, ask = room.by_value(self.level), asked(inside)
+        pods = [p.pod for p in inside.pod_sets]
+        allowed = room.allowed(pods)
+        ranked: list[tuple[Rank, Domain]] = []
+        low, window = self.low, WINDOW * reclaim.max_domains
+        left_out = False
+        total = room.placement.total
+        asks = tuple(sorted(r for r in ask if total.get(r)))  # as admission ranks them
+        for _, value in reversed(room.ranking(self.level, asks)):
+            if value not in low:
+                continue
+            if len(ranked) == window:
+                left_out = True
+                break
+            held = Held()
+            for _, victim, _ in self._on(value):
+                held.add(victim, self._on_domain(victim, value), allowed)
+            domain = by_value[value]
+            rank = room_rank(domain, room.free_for(domain, pods), ask, self.need, held)
+            if rank is not None:
+                ranked.append((rank, domain))
 
         def search(domain: Domain) -> Searched:
             victims = self._on(domain.value)
+            session = reclaim.session
             if not frees_together(session, inside, domain, (v for _, v, _ in victims)):
                 return False, None  # not even every victim of this job on it gone makes room
             return True, self._search(domain, sorted(victims, key=lambda entry: entry[0]))
 
-        found, could = best_domain(ranked, refine, search, reclaim.max_domains)
-        self.hopeless = not could
-        return None if found is None else (found, found.placed())
+        found_, could = best_domain(ranked, search, reclaim.max_domains)
+        self.hopeless = not could and not left_out
+        return None if found_ is None else (found_, found_.placed())
+
+    def _on_domain(self, victim: JobInfo, value: str) -> Footprint:
+        """The room the victim holds on a domain of the level (its footprint does not change
+        while it is admitted: worked out once a cycle)."""
+        kept = self.reclaim.by_domain.held_on
+        key = (self.level, victim.key)
+        found = kept.get(key)
+        if found is None:
+            of_node = self.reclaim.by_domain.of_node[self.level]
+            found = kept[key] = held_on(victim.footprint, of_node)
+        return found.get(value, {})
 
     def _search(self, domain: Domain, victims: list[Listed]) -> Victims | None:
         """The victims, in the candidates' order, that make the job fit in the domain (those
