@@ -12,7 +12,8 @@ is never searched. The others are searched in rank order, at most ``limit`` of t
 The arithmetic never counts less room than placement finds (it leaves out how pods split
 over nodes), so a domain it rules out has no choice of victims that frees it, and the
 victims it counts are never more than a search takes. It works on what the victims of a
-domain hold together and at most (``Held``), added up once per domain.
+domain hold together and at most (``Held``), added up once per domain (reclaim keeps
+what each queue subtree's victims there hold from one job to the next, and merges them).
 """
 
 from __future__ import annotations
@@ -60,6 +61,21 @@ class Held:
         _count(self.total, self.most, victim.held)
         if self.low is None or victim.priority < self.low:
             self.low = victim.priority
+
+    def merge(self, other: Held) -> None:
+        """Another set of victims on the same domain, none of them among these: the same as
+        adding each of them."""
+        for total, most, amounts, their_most in (
+            (self.on, self.most_on, other.on, other.most_on),
+            (self.total, self.most, other.total, other.most),
+        ):
+            for r, a in amounts.items():
+                total[r] = total.get(r, 0) + a
+            for r, a in their_most.items():
+                if a > most.get(r, 0):
+                    most[r] = a
+        if other.low is not None and (self.low is None or other.low < self.low):
+            self.low = other.low
 
 
 def _count(total: dict[str, int], most: dict[str, int], amounts: Mapping[str, int]) -> None:

@@ -28,7 +28,9 @@ What does not change from one job to the next is kept: for each queue the walk e
 victims of its subtree spread over the domains with each domain's lowest priority, until a
 victim below it is taken or an admission puts a queue below it over its share
 (``Subtrees``): a job then puts together only the subtrees of its common ancestors'
-children, and a domain's victims only when the domain is looked at (``InLevel._on``).
+children, and a domain's victims only when the domain is looked at (``InLevel._on``); what
+a subtree's victims hold on a domain is added up once while the subtree is kept
+(``InLevel._held``).
 """
 
 from __future__ import annotations
@@ -84,6 +86,7 @@ class InLevel:
         by_value, ask = room.by_value(self.level), asked(inside)
         pods = [p.pod for p in inside.pod_sets]
         allowed = room.allowed(pods)
+        constraints = tuple(sorted({p.constraints for p in pods}, key=repr))
         ranked: list[tuple[Rank, Domain]] = []
         low, window = self.low, WINDOW * reclaim.max_domains
         left_out = False
@@ -95,9 +98,7 @@ class InLevel:
             if len(ranked) == window:
                 left_out = True
                 break
-            held = Held()
-            for _, victim, _ in self._on(value):
-                held.add(victim, self._on_domain(victim, value), allowed)
+            held = self._held(value, allowed, constraints)
             domain = by_value[value]
             rank = room_rank(domain, room.free_for(domain, pods), ask, self.need, held)
             if rank is not None:
@@ -113,6 +114,36 @@ class InLevel:
         found_, could = best_domain(ranked, search, reclaim.max_domains)
         self.hopeless = not could and not left_out
         return None if found_ is None else (found_, found_.placed())
+
+    def _held(self, value: str, allowed: set[int], constraints: object) -> Held:
+        """What this job's victims on a domain hold there (``Held``), on the nodes the pods
+        may go on (``allowed``, the nodes of these ``constraints``): each part's
+        (``_gather``) kept from one job to the next while the part is the one kept for its
+        subtree, merged, so that a job adds up only the victims of parts no job before it
+        asked about that domain."""
+        kept_helds = self.reclaim.by_domain.helds
+        out: Held | None = None
+        merged = False
+        for part in self.parts:
+            got = part.get(value)
+            if got is None:
+                continue
+            key = (id(part), constraints)
+            kept = kept_helds.get(key)
+            if kept is None or kept[0] is not part:
+                kept = kept_helds[key] = (part, {})
+            held = kept[1].get(value)
+            if held is None:
+                held = kept[1][value] = Held()
+                for _, victim, _ in got[1]:
+                    held.add(victim, self._on_domain(victim, value), allowed)
+            if out is None:
+                out = held  # kept: merged into a copy only
+            else:
+                if not merged:
+                    out, merged = _copy(out), True
+                out.merge(held)
+        return Held() if out is None else out
 
     def _on_domain(self, victim: JobInfo, value: str) -> Footprint:
         """The room the victim holds on a domain of the level (its footprint does not change
@@ -242,3 +273,9 @@ class InLevel:
                     got[1].append(entry)
                     if victim.priority < got[0]:
                         out[value] = (victim.priority, got[1])
+
+
+def _copy(held: Held) -> Held:
+    out = Held()
+    out.merge(held)
+    return out

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from sluice.api.views import EPOCH
+from sluice.scheduler.actions.domain_search import Held
 from sluice.scheduler.actions.victims import PerQueue
 from sluice.scheduler.placement import Footprint
 from sluice.scheduler.records import JobInfo
@@ -64,6 +65,10 @@ class ByDomain:
     """(Level, job) -> domain value -> the room the job holds on that domain's nodes."""
     of_node: dict[str, dict[int, str]] = field(default_factory=dict)
     """Level -> node -> its domain's value."""
+    helds: dict[tuple[int, object], tuple[Part, dict[str, Held]]] = field(default_factory=dict)
+    """(A ``Part``'s id, the constraints of the pods) -> that part and, per domain value
+    asked so far, what its victims there hold (``InLevel._held``): kept while the part is
+    the one ``subtrees`` keeps."""
 
 
 class ReclaimRules:

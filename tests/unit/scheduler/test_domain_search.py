@@ -66,6 +66,31 @@ def test_the_rank_counts_the_fewest_victims_and_their_lowest_priorities() -> Non
     assert room_rank(RACK, {"cpu": 2}, {"cpu": 8}, {}, two)[:2] == (2, 6)
 
 
+def test_merged_victims_hold_what_they_hold_added_one_by_one() -> None:
+    """Reclaim merges what each queue subtree's victims on a domain hold: the same totals,
+    most held by one and lowest priority as adding every victim to one ``Held``, the room on
+    a node the pods may not go on left out either way."""
+    a, b, c = victim("a", 5, {0: 2, 1: 6}), victim("b", 1, {1: 3}), victim("c", 3, {0: 7})
+    for allowed in (ALL_NODES, {0}):
+        merged = held(a, allowed=allowed)
+        merged.merge(held(b, c, allowed=allowed))
+        merged.merge(Held())
+        whole = held(a, b, c, allowed=allowed)
+        for got, want in (
+            (merged, whole),
+            (held(b, c, allowed=allowed), held(c, b, allowed=allowed)),
+        ):
+            assert (got.on, got.most_on, got.total, got.most, got.low) == (
+                want.on,
+                want.most_on,
+                want.total,
+                want.most,
+                want.low,
+            )
+    assert merged.on == {"cpu": 9} and merged.most_on == {"cpu": 7} and merged.low == 1
+    assert merged.total == {"cpu": 18} and merged.most == {"cpu": 8}
+
+
 def test_at_most_limit_domains_are_searched_and_a_domain_without_room_does_not_count() -> None:
     """Three racks ranked; the first has no room even with its victims gone (not counted),
     so with a limit of 1 the second is searched, and the third never is."""
