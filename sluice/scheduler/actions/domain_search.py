@@ -106,6 +106,15 @@ def held_on(footprint: Footprint, of_node: Mapping[int, str]) -> dict[str, Footp
     return out
 
 
+def falls_short(ask: Mapping[str, int], free: Mapping[str, int], held: Mapping[str, int]) -> bool:
+    """Whether, in some resource the pods ask (``ask``), the free room (``free``, as
+    ``room_rank`` takes it) and what some victims hold on the nodes the pods may go on
+    (``held``) fall short: ``room_rank``'s first test, asked of any victims. Asked of more
+    victims than a job may take (all a reclaim could take there), it rules a domain out for
+    every job of those pods at once, before that job's own victims are added up."""
+    return any(a - free.get(r, 0) > held.get(r, 0) for r, a in ask.items())
+
+
 def room_rank(
     domain: Domain,
     free: Mapping[str, int],

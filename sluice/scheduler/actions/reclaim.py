@@ -273,6 +273,7 @@ class _Reclaim(ReclaimRules):
         for name in touched:
             self.count_excess(name, -1)
         for v in chosen:
+            self.by_domain.taken(v)
             self.outcome.evict(self.session, "reclaim", v, job)
             self.victims[v.queue].remove(v)
             for listed in self.victims_using.get(v.queue, {}).values():

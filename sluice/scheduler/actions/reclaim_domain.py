@@ -10,19 +10,22 @@ the walk's order: nearest relatives, then queue priority, then victim order), wi
 walking the others'.
 
 First, whether freeing could help at all, by room arithmetic alone (domain_search.room_rank):
-what the pods that go in a domain ask against the free room of the nodes there they may go
-on plus what this job's victims there hold on those nodes, and what the victims hold in all
-against what the cluster lacks. The domains are looked at from the one with the most free
-room in what the job asks (``DomainRoom.ranking``, kept in order as room changes), until
+what the pods that go in a domain ask against the free room of the nodes there they may go on
+plus what this job's victims there hold on those nodes, and what the victims hold in all
+against what the cluster lacks. Reclaim asks the first test of what every victim it may take
+holds there before this job's own victims (``InLevel._anyone``, kept from one job to the next
+until a victim there is taken): a domain that falls short even so is ruled out for every job of
+those pods without adding its victims up. The domains are looked at from the one with the most
+free room in what the job asks (``DomainRoom.ranking``, kept in order as room changes), until
 ``WINDOW`` times ``maxDomains`` of them pass; those are ranked by the fewest victims the
 arithmetic says they need, the lowest priorities that many could have, the least room left,
 then by name. At most ``maxDomains`` of them, in that order, are then searched exactly; a
-domain where this job's victims all gone would not make room (victims.frees_together, the
-one placement asked before a search) is not counted. The best found is taken: the fewest
-victims, then the lowest priorities, then by name; the searches stop early once it comes
-before the next domain's bounds. A job for which no domain passes takes nothing, and its
-reason says so (``InLevel.hopeless``). With ``maxDomains`` at least the number of domains
-this is the exact choice over every domain.
+domain where this job's victims all gone would not make room (victims.frees_together, the one
+placement asked before a search) is not counted. The best found is taken: the fewest victims,
+then the lowest priorities, then by name; the searches stop early once it comes before the next
+domain's bounds. A job for which no domain passes takes nothing, and its reason says so
+(``InLevel.hopeless``). With ``maxDomains`` at least the number of domains this is the exact
+choice over every domain.
 
 What does not change from one job to the next is kept: for each queue the walk enters, the
 victims of its subtree spread over the domains with each domain's lowest priority, until a
@@ -41,6 +44,7 @@ from sluice.scheduler.actions.domain_search import (
     Searched,
     asked,
     best_domain,
+    falls_short,
     held_on,
     room_rank,
 )
@@ -98,9 +102,11 @@ class InLevel:
             if len(ranked) == window:
                 left_out = True
                 break
-            held = self._held(value, allowed, constraints)
             domain = by_value[value]
-            rank = room_rank(domain, room.free_for(domain, pods), ask, self.need, held)
+            free = room.free_for(domain, pods)
+            if falls_short(ask, free, self._anyone(domain, allowed, constraints)):
+                continue  # every victim reclaim may take there gone, still short
+            rank = room_rank(domain, free, ask, self.need, self._held(value, allowed, constraints))
             if rank is not None:
                 ranked.append((rank, domain))
 
@@ -144,6 +150,26 @@ class InLevel:
                     out, merged = _copy(out), True
                 out.merge(held)
         return Held() if out is None else out
+
+    def _anyone(self, domain: Domain, allowed: set[int], constraints: object) -> dict[str, int]:
+        """What every victim reclaim may take (``on_domains``, not taken since) holds on the
+        domain's nodes the pods may go on (``allowed``, the nodes of these
+        ``constraints``): no job's victims there hold more. Kept until one of them there is
+        taken (a job admitted since is no victim)."""
+        by_domain = self.reclaim.by_domain
+        taken = by_domain.taken_on.get((self.level, domain.value), 0)
+        key = (self.level, domain.value, constraints)
+        kept = by_domain.anyone.get(key)
+        if kept is None or kept[0] != taken:
+            total: dict[str, int] = {}
+            on_node = by_domain.on_node
+            for i in domain.nodes:
+                held = on_node.get(i)
+                if held is not None and i in allowed:
+                    for r, a in held.items():
+                        total[r] = total.get(r, 0) + a
+            kept = by_domain.anyone[key] = (taken, total)
+        return kept[1]
 
     def _on_domain(self, victim: JobInfo, value: str) -> Footprint:
         """The room the victim holds on a domain of the level (its footprint does not change

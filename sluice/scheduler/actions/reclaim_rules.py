@@ -65,10 +65,33 @@ class ByDomain:
     """(Level, job) -> domain value -> the room the job holds on that domain's nodes."""
     of_node: dict[str, dict[int, str]] = field(default_factory=dict)
     """Level -> node -> its domain's value."""
+    on_node: dict[int, dict[str, int]] = field(default_factory=dict)
+    """Node -> what the jobs of ``on_domains`` not taken since hold on it."""
+    taken_on: dict[tuple[str, str], int] = field(default_factory=dict)
+    """(Level, domain value) -> how many of those jobs that held room there were taken."""
+    anyone: dict[tuple[str, str, object], tuple[int, dict[str, int]]] = field(default_factory=dict)
+    """(Level, domain value, the constraints of the pods) -> its ``taken_on`` and what
+    ``on_node`` then holds on its nodes the pods may go on (``InLevel._anyone``)."""
     helds: dict[tuple[int, object], tuple[Part, dict[str, Held]]] = field(default_factory=dict)
     """(A ``Part``'s id, the constraints of the pods) -> that part and, per domain value
     asked so far, what its victims there hold (``InLevel._held``): kept while the part is
     the one ``subtrees`` keeps."""
+
+    def taken(self, victim: JobInfo) -> None:
+        """A victim is taken (asked before its room is given back): it holds nothing any
+        more, and what every victim holds on its domains is added up anew. Every victim is
+        one of ``on_domains`` (eligible, in a leaf reclaim takes from) once those are
+        listed."""
+        for i, held in victim.footprint.items():
+            room = self.on_node.get(i)
+            if room is not None:
+                for r, a in held.items():
+                    room[r] -= a
+            for level, of_node in self.of_node.items():
+                value = of_node.get(i)
+                if value is not None:
+                    key = (level, value)
+                    self.taken_on[key] = self.taken_on.get(key, 0) + 1
 
 
 class ReclaimRules:
@@ -235,5 +258,13 @@ class ReclaimRules:
                 for job in self.session.queues[name].admitted_jobs
                 if self.eligible(job)
             }
+            if not kept.of_node:  # the same jobs at every level: their room once
+                for name in self.excess:
+                    for job in self.session.queues[name].admitted_jobs:
+                        if job.key in found:
+                            for i, held in job.footprint.items():
+                                room = kept.on_node.setdefault(i, {})
+                                for r, a in held.items():
+                                    room[r] = room.get(r, 0) + a
             kept.of_node[level] = of_node
         return found

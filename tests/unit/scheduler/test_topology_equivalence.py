@@ -24,6 +24,7 @@ from sluice.api.topology import TopologyRequest, TopologyView
 from sluice.api.views import JobPhase, NodeView, PodSet, PodView, WorkloadView
 from sluice.scheduler.actions import preempt as preempt_action
 from sluice.scheduler.actions import reclaim as reclaim_action
+from sluice.scheduler.actions.domain_search import Held
 from sluice.scheduler.actions.outcome import Outcome
 from sluice.scheduler.actions.reclaim_domain import InLevel
 from sluice.scheduler.actions.victims import Victims, domain_rank
@@ -273,6 +274,29 @@ def test_the_domain_search_decides_what_trying_every_domain_decides(seed: int) -
     with everywhere():
         expected = run_cycle(snap)
     assert told(run_cycle(snap)) == expected
+
+
+def test_what_every_victim_holds_on_a_domain_bounds_what_a_jobs_victims_hold() -> None:
+    """A domain where the free room and what every victim reclaim may take there holds fall
+    short is ruled out for every job before its own victims are added up: sound only if no
+    job's victims ever hold more on the nodes its pods may go on, after victims are taken
+    and jobs admitted. Asked of every domain a job's victims are added up for."""
+    asked = 0
+    original = InLevel._held
+
+    def checked(self: InLevel, value: str, allowed: set[int], constraints: object) -> Held:
+        nonlocal asked
+        held = original(self, value, allowed, constraints)
+        domain = self.reclaim.session.domains.room.by_value(self.level)[value]
+        every = self._anyone(domain, allowed, constraints)
+        assert all(a <= every.get(r, 0) for r, a in held.on.items()), (value, held.on, every)
+        asked += 1
+        return held
+
+    with mock.patch.object(InLevel, "_held", checked):
+        for seed in range(400):
+            run_cycle(cluster(seed))
+    assert asked >= 200, asked
 
 
 def test_the_random_clusters_reach_every_search() -> None:
