@@ -9,8 +9,9 @@ preempt, and a digest of its decisions and pending jobs (a change that must deci
 differently keeps it).
 
 ``--against-exact`` also runs each domain search of one cycle of the rack-required cluster a
-second time with no bound on the domains searched (``maxDomains`` unlimited: the exact choice)
-on the same state, and counts how often the bounded choice differs and by how many victims.
+second time with no bound on the domains ranked and searched (``maxDomains`` unlimited: the
+exact choice over every domain) on the same state, and counts how often the bounded choice
+differs and by how many victims.
 
 Run: ``.venv/bin/python -m bench.bench_topology`` (``--quick`` for bench_scheduler's quick size).
 """
@@ -38,6 +39,7 @@ from sluice.api.topology import TopologyRequest, TopologyView
 from sluice.api.views import JobPhase, WorkloadView
 from sluice.operator.memory import paused
 from sluice.scheduler.actions.domain_search import best_domain
+from sluice.scheduler.actions.victims import Victims
 from sluice.scheduler.cycle import run_cycle
 from sluice.scheduler.model import Snapshot
 
@@ -147,20 +149,20 @@ class Run:
 
 def against_exact(snapshot: Snapshot) -> Counter[str]:
     """One cycle, each domain search made twice on the same state: unbounded (the exact
-    choice) and as configured; how often and by how much they differ. The cycle goes on
-    with the bounded choice."""
+    choice over every domain of the level: reclaim's window of domains ranked and the
+    domains searched both unlimited) and as configured; how often and by how much they
+    differ. The cycle goes on with the bounded choice."""
     counts: Counter[str] = Counter()
 
-    def both(ranked: Any, search: Any, limit: int) -> Any:
-        ranked = list(ranked)
-        exact, _ = best_domain(ranked, search, 1 << 30)
-        found, could = best_domain(ranked, search, limit)
+    def compare(exact: Victims | None, found: Victims | None) -> None:
         if exact is None and found is None:
-            return found, could
+            return
         counts["decided"] += 1
         if found is None or exact is None:
             counts["found none" if found is None else "exact found none"] += 1
-            return found, could
+            return
+        counts["victims"] += len(found.chosen)
+        counts["exact victims"] += len(exact.chosen)
         extra = len(found.chosen) - len(exact.chosen)
         cost = sum(v.priority for v in found.chosen) - sum(v.priority for v in exact.chosen)
         if extra or cost:
@@ -168,14 +170,38 @@ def against_exact(snapshot: Snapshot) -> Counter[str]:
             counts["more victims"] += extra > 0
             counts["extra victims"] += max(extra, 0)
             counts["same count, higher priorities"] += extra == 0 and cost > 0
+
+    def both(ranked: Any, search: Any, limit: int) -> Any:
+        ranked = list(ranked)
+        exact, _ = best_domain(ranked, search, 1 << 30)
+        found, could = best_domain(ranked, search, limit)
+        compare(exact, found)
         return found, could
 
-    saved = reclaim_module.best_domain, preempt_module.best_domain
-    reclaim_module.best_domain = preempt_module.best_domain = both
+    bounded = reclaim_module.InLevel.best
+
+    def best(self: reclaim_module.InLevel) -> Any:
+        reclaim, limit = self.reclaim, self.reclaim.max_domains
+        reclaim.max_domains = 1 << 30
+        try:
+            unbounded = reclaim_module.InLevel(
+                reclaim, self.job, self.short, self.over, self.search, self.level
+            )
+            exact = bounded(unbounded)
+        finally:
+            reclaim.max_domains = limit
+        found = bounded(self)
+        compare(None if exact is None else exact[0], None if found is None else found[0])
+        return found
+
+    saved = preempt_module.best_domain
+    preempt_module.best_domain = both
+    reclaim_module.InLevel.best = best  # type: ignore[method-assign]
     try:
         run_cycle(snapshot)
     finally:
-        reclaim_module.best_domain, preempt_module.best_domain = saved
+        preempt_module.best_domain = saved
+        reclaim_module.InLevel.best = bounded  # type: ignore[method-assign]
     return counts
 
 
@@ -228,7 +254,8 @@ def main(argv: list[str]) -> int:
             f" {counts['differ']} chose differently ({counts['more victims']} with more victims,"
             f" {counts['extra victims']} more in all; {counts['same count, higher priorities']}"
             f" with as many of higher priorities), {counts['found none']} found none where the"
-            " exact one found some"
+            f" exact one found some; {counts['victims']} victims in all where the exact"
+            f" searches take {counts['exact victims']}"
         )
     return 0
 
