@@ -2,17 +2,20 @@
 preempt by domain*): which domains of a level are searched exactly for a job's victims, in
 which order, and which result is taken.
 
-A domain is ranked by room arithmetic alone, before anything is placed (``room_rank``): its
-free room on the nodes the pods may go on plus what the job's victims there hold on those
-nodes, per resource, against what the pods that go in it ask; and what those victims hold
-in all against what the cluster lacks. A domain where even all of them together fall short
-is never searched. The others are searched in rank order, at most ``limit`` of them
+A domain is ranked by room arithmetic alone, before anything is placed (``room_rank``): per
+resource, what the pods that go in it ask beyond the free room of the nodes they may go on,
+against what the job's victims there hold on those nodes, and what the cluster lacks
+against what they hold in all. A domain where even all of them together fall short is never
+searched; for the others, the fewest victims whose holdings, the largest first, cover each
+shortfall is a lower bound on the victims a search takes there. The domains are searched by
+that bound, then the lowest priorities that many victims could have, then by name
+(``Rank``, the order of victims.domain_rank's keys), at most ``limit`` of them
 (``best_domain``); the callers say how a domain is searched.
 
 The arithmetic never counts less room than placement finds (it leaves out how pods split
 over nodes), so a domain it rules out has no choice of victims that frees it, and the
 victims it counts are never more than a search takes. It works on what the victims of a
-domain hold together and at most (``Held``), added up once per domain (reclaim keeps
+domain hold together, at most and each (``Held``), added up once per domain (reclaim keeps
 what each queue subtree's victims there hold from one job to the next, and merges them).
 """
 
@@ -26,27 +29,31 @@ from sluice.scheduler.domain_room import Domain
 from sluice.scheduler.placement import Footprint
 from sluice.scheduler.records import JobInfo
 
-Rank = tuple[int, int, float, str]
+Rank = tuple[int, int, str]
 """A domain's place in the search: the fewest victims room arithmetic says it needs, the
-lowest job priorities that many of its victims could have in total, the room it would have
-left (a share of what the pods ask, added up over the resources they ask), its name. The
-first two are bounds: no choice of victims there comes before them by victims.domain_rank."""
+lowest job priorities that many of its victims could have in total, its name. The first
+two are bounds, so no choice of victims there comes before its rank by victims.domain_rank,
+whose last key is the name too: once the best found comes before the next rank, no domain
+left can do better."""
 Searched = tuple[bool, "Victims | None"]
 """A domain's search: whether the victims there could make room at all (else it does not
 count against ``maxDomains``), and the victims that do, or None."""
 
 
 class Held:
-    """What some victims on a domain hold: on its nodes and in all, per resource, added up
-    and the most one of them holds; and the lowest priority among them."""
+    """What some victims on a domain hold: on its nodes and in all, per resource, added up,
+    the most one of them holds and what each of them holds; and the lowest priority among
+    them."""
 
-    __slots__ = ("low", "most", "most_on", "on", "total")
+    __slots__ = ("each", "each_on", "low", "most", "most_on", "on", "total")
 
     def __init__(self) -> None:
         self.on: dict[str, int] = {}
         self.most_on: dict[str, int] = {}
+        self.each_on: dict[str, list[int]] = {}
         self.total: dict[str, int] = {}
         self.most: dict[str, int] = {}
+        self.each: dict[str, list[int]] = {}
         self.low: int | None = None
 
     def add(self, victim: JobInfo, on: Footprint, allowed: Collection[int]) -> None:
@@ -57,32 +64,54 @@ class Held:
             if i in allowed:
                 for r, a in held.items():
                     room[r] = room.get(r, 0) + a
-        _count(self.on, self.most_on, room)
-        _count(self.total, self.most, victim.held)
+        _count(self.on, self.most_on, self.each_on, room)
+        _count(self.total, self.most, self.each, victim.held)
         if self.low is None or victim.priority < self.low:
             self.low = victim.priority
 
     def merge(self, other: Held) -> None:
         """Another set of victims on the same domain, none of them among these: the same as
         adding each of them."""
-        for total, most, amounts, their_most in (
-            (self.on, self.most_on, other.on, other.most_on),
-            (self.total, self.most, other.total, other.most),
+        for total, most, each, amounts, their_most, theirs in (
+            (self.on, self.most_on, self.each_on, other.on, other.most_on, other.each_on),
+            (self.total, self.most, self.each, other.total, other.most, other.each),
         ):
             for r, a in amounts.items():
                 total[r] = total.get(r, 0) + a
             for r, a in their_most.items():
                 if a > most.get(r, 0):
                     most[r] = a
+            for r, listed in theirs.items():
+                each.setdefault(r, []).extend(listed)
         if other.low is not None and (self.low is None or other.low < self.low):
             self.low = other.low
 
 
-def _count(total: dict[str, int], most: dict[str, int], amounts: Mapping[str, int]) -> None:
+def _count(
+    total: dict[str, int], most: dict[str, int], each: dict[str, list[int]],
+    amounts: Mapping[str, int],
+) -> None:  # fmt: skip
     for r, a in amounts.items():
-        total[r] = total.get(r, 0) + a
-        if a > most.get(r, 0):
-            most[r] = a
+        if a > 0:
+            total[r] = total.get(r, 0) + a
+            each.setdefault(r, []).append(a)
+            if a > most.get(r, 0):
+                most[r] = a
+
+
+def fewest(lacking: int, most: int, each: list[int]) -> int:
+    """The fewest of these victims (``each``: what each holds, ``most`` the largest) whose
+    holdings cover ``lacking``, more than 0 and no more than they hold in all: the largest
+    first."""
+    if most >= lacking:
+        return 1
+    count = 0
+    for a in sorted(each, reverse=True):
+        count += 1
+        lacking -= a
+        if lacking <= 0:
+            break
+    return count
 
 
 def asked(view: WorkloadView) -> dict[str, int]:
@@ -106,15 +135,6 @@ def held_on(footprint: Footprint, of_node: Mapping[int, str]) -> dict[str, Footp
     return out
 
 
-def falls_short(ask: Mapping[str, int], free: Mapping[str, int], held: Mapping[str, int]) -> bool:
-    """Whether, in some resource the pods ask (``ask``), the free room (``free``, as
-    ``room_rank`` takes it) and what some victims hold on the nodes the pods may go on
-    (``held``) fall short: ``room_rank``'s first test, asked of any victims. Asked of more
-    victims than a job may take (all a reclaim could take there), it rules a domain out for
-    every job of those pods at once, before that job's own victims are added up."""
-    return any(a - free.get(r, 0) > held.get(r, 0) for r, a in ask.items())
-
-
 def room_rank(
     domain: Domain,
     free: Mapping[str, int],
@@ -126,40 +146,41 @@ def room_rank(
     even all gone: in some resource, the free room (``free``: of the nodes the pods may go
     on, each node's from zero) and what they hold on its nodes fall short of what the pods
     ask, or what they hold in all falls short of what the cluster lacks (``need``). Victims
-    go whole and give back no more than they hold, so no fewer of them cover a shortfall
-    than it takes of the most one holds, and one covers them all only when the most one
-    holds covers each."""
+    go whole and give back no more than they hold, so no fewer of them cover a shortfall in
+    a resource than the fewest whose holdings there, the largest first, add up to it
+    (``fewest``); the bound is the most over the shortfalls, 1 when there is none."""
     if held.low is None:
         return None
     count = 1
-    for lacking, total, most in (
-        *((a - free.get(r, 0), held.on.get(r, 0), held.most_on.get(r, 0)) for r, a in ask.items()),
-        *((a, held.total.get(r, 0), held.most.get(r, 0)) for r, a in need.items()),
-    ):
-        if lacking <= 0:
-            continue
-        if total < lacking:
-            return None  # not even every victim there gives back enough
-        count = max(count, -(-lacking // most))
-    left = 0.0
     for r, a in ask.items():
-        left += (free.get(r, 0) + min(held.on.get(r, 0), count * held.most_on.get(r, 0)) - a) / a
-    return (count, count * held.low, left, domain.value)
+        lacking = a - free.get(r, 0)
+        if lacking > 0:
+            if held.on.get(r, 0) < lacking:
+                return None  # not even every victim there gives back enough
+            count = max(count, fewest(lacking, held.most_on[r], held.each_on[r]))
+    for r, lacking in need.items():
+        if lacking > 0:
+            if held.total.get(r, 0) < lacking:
+                return None
+            count = max(count, fewest(lacking, held.most[r], held.each[r]))
+    return (count, count * held.low, domain.value)
 
 
 def best_domain(
     ranked: Iterable[tuple[Rank, Domain]], search: Callable[[Domain], Searched], limit: int
 ) -> tuple[Victims | None, bool]:
-    """The domains are searched by rank (``room_rank``), at most ``limit`` of them; of those
-    whose victims make the job fit, the first by victims.domain_rank is the one. Once the
-    best found comes before the next rank's bounds, no domain left can do better: the
-    search stops. A domain whose victims could not make room even all gone (``search``
-    says so, asking no more than that) is not counted. Also returns whether some domain's
-    victims could make room at all (when not, every domain was looked at)."""
+    """The domains, given in rank order (``room_rank``), are searched in that order, at most
+    ``limit`` of them; of those whose victims make the job fit, the first by
+    victims.domain_rank is the one. Once the best found comes before the next rank, no
+    domain left can do better (``Rank``): the search stops, so a domain whose victims match
+    its bound ends it when the next ranks no lower. A domain whose victims could not make
+    room even all gone (``search`` says so, asking no more than that) is not counted. Also
+    returns whether some domain's victims could make room at all (when not, every domain
+    was looked at)."""
     best: tuple[tuple[int, int, str], Victims] | None = None
     searched, could = 0, False
-    for rank, domain in sorted(ranked, key=lambda entry: entry[0]):
-        if best is not None and best[0][:2] < rank[:2]:
+    for rank, domain in ranked:
+        if best is not None and best[0] < rank:
             break  # by rank: no result of this domain, nor of one after it, is better
         if searched == limit:
             could = True  # a domain was left unsearched: not known, taken as could

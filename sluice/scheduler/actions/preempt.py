@@ -176,4 +176,4 @@ def _in_level(
         return True, None if found is None else found[0]
 
     limit = session.config.arguments("preempt").max_domains
-    return best_domain(ranked, searched, limit)
+    return best_domain(sorted(ranked, key=lambda entry: entry[0]), searched, limit)

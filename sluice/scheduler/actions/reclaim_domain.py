@@ -38,13 +38,15 @@ a subtree's victims hold on a domain is added up once while the subtree is kept
 
 from __future__ import annotations
 
+import heapq
+from collections.abc import Iterator
+
 from sluice.scheduler.actions.domain_search import (
     Held,
     Rank,
     Searched,
     asked,
     best_domain,
-    falls_short,
     held_on,
     room_rank,
 )
@@ -56,9 +58,6 @@ from sluice.scheduler.records import JobInfo
 from sluice.scheduler.set_domains import Placed, Search
 
 Found = tuple[Victims, Placed]
-WINDOW = 2
-"""How many domains are ranked by room arithmetic for each one searched at most: those with
-the most free room in what the job asks, which need the fewest victims the soonest."""
 
 
 class InLevel:
@@ -81,34 +80,10 @@ class InLevel:
 
     def best(self) -> Found | None:
         """The best of at most ``maxDomains`` domains searched in rank order
-        (domain_search.best_domain), among the first ``WINDOW`` times as many that room
-        arithmetic says the job's victims could free (domain_search.room_rank), taken from
-        the most free room down; None when none is freed."""
+        (domain_search.best_domain, domain_search.room_rank) among those with victims of the
+        job; None when none is freed. The ranks are worked out lazily (``_ranked``)."""
         reclaim, inside = self.reclaim, self.search.inside
-        room = reclaim.session.domains.room
         self._gather()
-        by_value, ask = room.by_value(self.level), asked(inside)
-        pods = [p.pod for p in inside.pod_sets]
-        allowed = room.allowed(pods)
-        constraints = tuple(sorted({p.constraints for p in pods}, key=repr))
-        ranked: list[tuple[Rank, Domain]] = []
-        low, window = self.low, WINDOW * reclaim.max_domains
-        left_out = False
-        total = room.placement.total
-        asks = tuple(sorted(r for r in ask if total.get(r)))  # as admission ranks them
-        for _, value in reversed(room.ranking(self.level, asks)):
-            if value not in low:
-                continue
-            if len(ranked) == window:
-                left_out = True
-                break
-            domain = by_value[value]
-            free = room.free_for(domain, pods)
-            if falls_short(ask, free, self._anyone(domain, allowed, constraints)):
-                continue  # every victim reclaim may take there gone, still short
-            rank = room_rank(domain, free, ask, self.need, self._held(value, allowed, constraints))
-            if rank is not None:
-                ranked.append((rank, domain))
 
         def search(domain: Domain) -> Searched:
             victims = self._on(domain.value)
@@ -117,9 +92,39 @@ class InLevel:
                 return False, None  # not even every victim of this job on it gone makes room
             return True, self._search(domain, sorted(victims, key=lambda entry: entry[0]))
 
-        found_, could = best_domain(ranked, search, reclaim.max_domains)
-        self.hopeless = not could and not left_out
+        found_, could = best_domain(self._ranked(), search, reclaim.max_domains)
+        self.hopeless = not could
         return None if found_ is None else (found_, found_.placed())
+
+    def _ranked(self) -> Iterator[tuple[Rank, Domain]]:
+        """The domains with victims of the job, in rank order (domain_search.room_rank), each
+        ranked only when its turn may have come: first by what every victim reclaim may take
+        there holds (``_anyone``, kept from one job to the next), whose fewest victims is a
+        lower bound on this job's there; then, when no domain's first rank comes before it,
+        by this job's own victims (``_held``). A domain that falls short even with every
+        victim gone is never ranked by the job's own."""
+        room = self.reclaim.session.domains.room
+        by_value, ask, low = room.by_value(self.level), asked(self.search.inside), self.low
+        pods = [p.pod for p in self.search.inside.pod_sets]
+        allowed = room.allowed(pods)
+        constraints = tuple(sorted({p.constraints for p in pods}, key=repr))
+        heap: list[tuple[Rank, bool, Domain, dict[str, int]]] = []
+        for value, priority in low.items():
+            domain = by_value[value]
+            free = room.free_for(domain, pods)
+            first = room_rank(domain, free, ask, {}, self._anyone(domain, allowed, constraints))
+            if first is not None:  # else every victim reclaim may take there gone, still short
+                heap.append(((first[0], first[0] * priority, value), False, domain, free))
+        heapq.heapify(heap)
+        while heap:
+            rank, own, domain, free = heapq.heappop(heap)
+            if own:
+                yield rank, domain
+                continue
+            held = self._held(domain.value, allowed, constraints)
+            found = room_rank(domain, free, ask, self.need, held)
+            if found is not None:
+                heapq.heappush(heap, (found, True, domain, free))
 
     def _held(self, value: str, allowed: set[int], constraints: object) -> Held:
         """What this job's victims on a domain hold there (``Held``), on the nodes the pods
@@ -151,24 +156,21 @@ class InLevel:
                 out.merge(held)
         return Held() if out is None else out
 
-    def _anyone(self, domain: Domain, allowed: set[int], constraints: object) -> dict[str, int]:
+    def _anyone(self, domain: Domain, allowed: set[int], constraints: object) -> Held:
         """What every victim reclaim may take (``on_domains``, not taken since) holds on the
         domain's nodes the pods may go on (``allowed``, the nodes of these
-        ``constraints``): no job's victims there hold more. Kept until one of them there is
-        taken (a job admitted since is no victim)."""
+        ``constraints``): no job's victims there hold more, nor does any one of them. Kept
+        until one of them there is taken (a job admitted since is no victim)."""
         by_domain = self.reclaim.by_domain
         taken = by_domain.taken_on.get((self.level, domain.value), 0)
         key = (self.level, domain.value, constraints)
         kept = by_domain.anyone.get(key)
         if kept is None or kept[0] != taken:
-            total: dict[str, int] = {}
-            on_node = by_domain.on_node
-            for i in domain.nodes:
-                held = on_node.get(i)
-                if held is not None and i in allowed:
-                    for r, a in held.items():
-                        total[r] = total.get(r, 0) + a
-            kept = by_domain.anyone[key] = (taken, total)
+            held, gone = Held(), by_domain.gone
+            for victim in by_domain.on_value[self.level].get(domain.value, ()):
+                if victim.key not in gone:
+                    held.add(victim, self._on_domain(victim, domain.value), allowed)
+            kept = by_domain.anyone[key] = (taken, held)
         return kept[1]
 
     def _on_domain(self, victim: JobInfo, value: str) -> Footprint:

@@ -65,13 +65,16 @@ class ByDomain:
     """(Level, job) -> domain value -> the room the job holds on that domain's nodes."""
     of_node: dict[str, dict[int, str]] = field(default_factory=dict)
     """Level -> node -> its domain's value."""
-    on_node: dict[int, dict[str, int]] = field(default_factory=dict)
-    """Node -> what the jobs of ``on_domains`` not taken since hold on it."""
+    on_value: dict[str, dict[str, list[JobInfo]]] = field(default_factory=dict)
+    """Level -> domain value -> the jobs of ``on_domains`` that hold room there."""
+    gone: set[str] = field(default_factory=set)
+    """The jobs taken (as victims) since."""
     taken_on: dict[tuple[str, str], int] = field(default_factory=dict)
     """(Level, domain value) -> how many of those jobs that held room there were taken."""
-    anyone: dict[tuple[str, str, object], tuple[int, dict[str, int]]] = field(default_factory=dict)
-    """(Level, domain value, the constraints of the pods) -> its ``taken_on`` and what
-    ``on_node`` then holds on its nodes the pods may go on (``InLevel._anyone``)."""
+    anyone: dict[tuple[str, str, object], tuple[int, Held]] = field(default_factory=dict)
+    """(Level, domain value, the constraints of the pods) -> its ``taken_on`` and what the
+    jobs of ``on_value`` not taken then hold on its nodes the pods may go on
+    (``InLevel._anyone``)."""
     helds: dict[tuple[int, object], tuple[Part, dict[str, Held]]] = field(default_factory=dict)
     """(A ``Part``'s id, the constraints of the pods) -> that part and, per domain value
     asked so far, what its victims there hold (``InLevel._held``): kept while the part is
@@ -82,11 +85,8 @@ class ByDomain:
         more, and what every victim holds on its domains is added up anew. Every victim is
         one of ``on_domains`` (eligible, in a leaf reclaim takes from) once those are
         listed."""
-        for i, held in victim.footprint.items():
-            room = self.on_node.get(i)
-            if room is not None:
-                for r, a in held.items():
-                    room[r] -= a
+        self.gone.add(victim.key)
+        for i in victim.footprint:
             for level, of_node in self.of_node.items():
                 value = of_node.get(i)
                 if value is not None:
@@ -258,13 +258,10 @@ class ReclaimRules:
                 for job in self.session.queues[name].admitted_jobs
                 if self.eligible(job)
             }
-            if not kept.of_node:  # the same jobs at every level: their room once
-                for name in self.excess:
-                    for job in self.session.queues[name].admitted_jobs:
-                        if job.key in found:
-                            for i, held in job.footprint.items():
-                                room = kept.on_node.setdefault(i, {})
-                                for r, a in held.items():
-                                    room[r] = room.get(r, 0) + a
+            on_value = kept.on_value[level] = {}
+            for name in self.excess:
+                for job in self.session.queues[name].admitted_jobs:
+                    for value in found.get(job.key, ()):
+                        on_value.setdefault(value, []).append(job)
             kept.of_node[level] = of_node
         return found

@@ -95,7 +95,7 @@ def test_at_most_limit_domains_are_searched_and_a_domain_without_room_does_not_c
     """Three racks ranked; the first has no room even with its victims gone (not counted),
     so with a limit of 1 the second is searched, and the third never is."""
     racks = [Domain("example.com/rack", f"r{k}", (k,)) for k in range(3)]
-    ranked = [((1, 0, 0.0, d.value), d) for d in racks]
+    ranked = [((1, 0, d.value), d) for d in racks]
     found = Victims.__new__(Victims)
     found.chosen = []
     asked: list[str] = []

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -277,10 +278,11 @@ def test_the_domain_search_decides_what_trying_every_domain_decides(seed: int) -
 
 
 def test_what_every_victim_holds_on_a_domain_bounds_what_a_jobs_victims_hold() -> None:
-    """A domain where the free room and what every victim reclaim may take there holds fall
-    short is ruled out for every job before its own victims are added up: sound only if no
-    job's victims ever hold more on the nodes its pods may go on, after victims are taken
-    and jobs admitted. Asked of every domain a job's victims are added up for."""
+    """A domain is first ranked by what every victim reclaim may take there holds, each on the
+    nodes the pods may go on (and ruled out where even all of them fall short): a lower bound
+    on a job's own rank only if the job's victims there are some of them, holding there what
+    they hold in it, after victims are taken and jobs admitted. Asked of every domain a
+    job's victims are added up for."""
     asked = 0
     original = InLevel._held
 
@@ -289,7 +291,8 @@ def test_what_every_victim_holds_on_a_domain_bounds_what_a_jobs_victims_hold() -
         held = original(self, value, allowed, constraints)
         domain = self.reclaim.session.domains.room.by_value(self.level)[value]
         every = self._anyone(domain, allowed, constraints)
-        assert all(a <= every.get(r, 0) for r, a in held.on.items()), (value, held.on, every)
+        for r, each in held.each_on.items():
+            assert not Counter(each) - Counter(every.each_on.get(r, [])), (value, r, each, every)
         asked += 1
         return held
 
