@@ -149,9 +149,8 @@ class Run:
 
 def against_exact(snapshot: Snapshot) -> Counter[str]:
     """One cycle, each domain search made twice on the same state: unbounded (the exact
-    choice over every domain of the level: reclaim's window of domains ranked and the
-    domains searched both unlimited) and as configured; how often and by how much they
-    differ. The cycle goes on with the bounded choice."""
+    choice over every domain of the level: ``maxDomains`` unlimited) and as configured; how
+    often and by how much they differ. The cycle goes on with the bounded choice."""
     counts: Counter[str] = Counter()
 
     def compare(exact: Victims | None, found: Victims | None) -> None:
