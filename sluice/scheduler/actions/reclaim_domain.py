@@ -12,18 +12,18 @@ walking the others'.
 First, whether freeing could help at all, by room arithmetic alone (domain_search.room_rank):
 what the pods that go in a domain ask against the free room of the nodes there they may go on
 plus what this job's victims there hold on those nodes, and what the victims hold in all
-against what the cluster lacks. Reclaim asks the first test of what every victim it may take
-holds there before this job's own victims (``InLevel._anyone``, kept from one job to the next
-until a victim there is taken): a domain that falls short even so is ruled out for every job of
-those pods without adding its victims up. The domains are looked at from the one with the most
-free room in what the job asks (``DomainRoom.ranking``, kept in order as room changes), until
-``WINDOW`` times ``maxDomains`` of them pass; those are ranked by the fewest victims the
-arithmetic says they need, the lowest priorities that many could have, the least room left,
-then by name. At most ``maxDomains`` of them, in that order, are then searched exactly; a
-domain where this job's victims all gone would not make room (victims.frees_together, the one
-placement asked before a search) is not counted. The best found is taken: the fewest victims,
-then the lowest priorities, then by name; the searches stop early once it comes before the next
-domain's bounds. A job for which no domain passes takes nothing, and its reason says so
+against what the cluster lacks. Every domain with victims of the job is first ranked by what
+every victim reclaim may take holds there (``InLevel._anyone``, kept from one job to the next
+until a victim there is taken): a domain that falls short even so is ruled out for every job
+of those pods without adding its victims up, and the others' fewest victims so counted is
+no more than the job's own. The job's own rank of a domain (``InLevel._held``) is worked out
+only once no domain's first rank comes before it (``InLevel._ranked``): the fewest victims
+the arithmetic says it needs, the lowest priorities that many could have, then by name. At
+most ``maxDomains`` domains, in that order, are then searched exactly; a domain where this
+job's victims all gone would not make room (victims.frees_together, the one placement asked
+before a search) is not counted. The best found is taken: the fewest victims, then the lowest
+priorities, then by name; the searches stop early once it comes before the next domain's
+rank. A job for which no domain passes takes nothing, and its reason says so
 (``InLevel.hopeless``). With ``maxDomains`` at least the number of domains this is the exact
 choice over every domain.
 
