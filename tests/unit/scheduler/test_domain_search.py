@@ -66,6 +66,16 @@ def test_the_rank_counts_the_fewest_victims_and_their_lowest_priorities() -> Non
     assert room_rank(RACK, {"cpu": 2}, {"cpu": 8}, {}, two)[:2] == (2, 6)
 
 
+def test_the_bound_counts_the_largest_holdings_first_not_the_largest_alone() -> None:
+    """7 cpu lacking on victims holding 5, 1, 1 and 1: the largest alone would say two, but
+    two cover at most 6, so no search takes fewer than three."""
+    amounts = {"a": 5, "b": 1, "c": 1, "d": 1}
+    listed = held(*(victim(n, 0, {k % 2: a}) for k, (n, a) in enumerate(amounts.items())))
+    assert room_rank(RACK, {"cpu": 1}, {"cpu": 8}, {}, listed)[0] == 3
+    # What the cluster lacks counts alike: 7 lacking there, the rack short of nothing.
+    assert room_rank(RACK, {"cpu": 8}, {"cpu": 8}, {"cpu": 7}, listed)[0] == 3
+
+
 def test_merged_victims_hold_what_they_hold_added_one_by_one() -> None:
     """Reclaim merges what each queue subtree's victims on a domain hold: the same totals,
     most held by one and lowest priority as adding every victim to one ``Held``, the room on
