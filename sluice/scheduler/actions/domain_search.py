@@ -59,13 +59,18 @@ class Held:
     def add(self, victim: JobInfo, on: Footprint, allowed: Collection[int]) -> None:
         """One victim, and the room it holds on the domain's nodes, of which those the pods
         may go on (``allowed``) count."""
+        self.add_on(victim, on, allowed)
+        _count(self.total, self.most, self.each, victim.held)
+
+    def add_on(self, victim: JobInfo, on: Footprint, allowed: Collection[int]) -> None:
+        """As ``add``, but for the room on the domain's nodes alone (what the victim holds in
+        all left out: for a rank asked without what the cluster lacks)."""
         room: dict[str, int] = {}
         for i, held in on.items():
             if i in allowed:
                 for r, a in held.items():
                     room[r] = room.get(r, 0) + a
         _count(self.on, self.most_on, self.each_on, room)
-        _count(self.total, self.most, self.each, victim.held)
         if self.low is None or victim.priority < self.low:
             self.low = victim.priority
 

@@ -159,8 +159,9 @@ class InLevel:
     def _anyone(self, domain: Domain, allowed: set[int], constraints: object) -> Held:
         """What every victim reclaim may take (``on_domains``, not taken since) holds on the
         domain's nodes the pods may go on (``allowed``, the nodes of these
-        ``constraints``): no job's victims there hold more, nor does any one of them. Kept
-        until one of them there is taken (a job admitted since is no victim)."""
+        ``constraints``): no job's victims there hold more, nor does any one of them (what
+        they hold in all is not counted: the first rank asks the domain only). Kept until one
+        of them there is taken (a job admitted since is no victim)."""
         by_domain = self.reclaim.by_domain
         taken = by_domain.taken_on.get((self.level, domain.value), 0)
         key = (self.level, domain.value, constraints)
@@ -169,7 +170,7 @@ class InLevel:
             held, gone = Held(), by_domain.gone
             for victim in by_domain.on_value[self.level].get(domain.value, ()):
                 if victim.key not in gone:
-                    held.add(victim, self._on_domain(victim, domain.value), allowed)
+                    held.add_on(victim, self._on_domain(victim, domain.value), allowed)
             kept = by_domain.anyone[key] = (taken, held)
         return kept[1]
 
