@@ -65,13 +65,9 @@ def views(path: Path, uncached: bool = True) -> dict[str, float]:
     parse their text."""
     from sluice.api import memo
     from sluice.api.config import load_scheduler_config
+    from sluice.api.device_claims import read_claim_template, read_resource_claim
     from sluice.api.device_context import device_contexts
-    from sluice.api.devices import (
-        read_claim_template,
-        read_device_class,
-        read_resource_claim,
-        read_resource_slice,
-    )
+    from sluice.api.devices import read_device_class, read_resource_slice
     from sluice.api.pod_defaults import defaults_for, pod_defaults
     from sluice.api.pod_views import pod_from_object
     from sluice.api.workloads import POD_LABELS

@@ -16,6 +16,10 @@ run. Each cluster is read as the operator reads it, once, and every cycle is wha
 is: ``build_snapshot`` of the reads (where the devices are counted in) and ``run_cycle``.
 Target: the devices' cycle within 1.2 times the floor's.
 
+With ``--flavors``, the base size only, its nodes split into three zones, each a Flavor, and
+the departments holding quota in each (``gen_cluster.with_flavors``), against the same nodes
+without flavors, in the same run. Target: within 1.5 times the run without them.
+
 Run: ``.venv/bin/python -m bench.bench_scheduler`` (``--quick`` for sizes 20 times smaller).
 """
 
@@ -44,6 +48,8 @@ from bench.gen_cluster import (
     generate,
     to_device_objects,
     to_objects,
+    with_flavors,
+    zoned,
 )
 
 QUICK = Size(departments=1, teams=9, leaves=5, pending=1_000, admitted=1_000, nodes=100)
@@ -51,6 +57,7 @@ TARGET_SECONDS = 1.0
 LARGE_CYCLES = 3
 TARGET_BYTES = 1024**3
 TARGET_DEVICES = 1.2
+TARGET_FLAVORS = 1.5
 
 
 def _progress(message: str) -> None:
@@ -122,8 +129,9 @@ def measure_read(size: Size, repeat: int, devices: bool) -> dict[str, Any]:
     """Cycles of the operator's path over the cluster read from its objects, its GPUs through
     DRA (``devices``) or as an extended resource; runs in a child process."""
     from sluice.api.config import load_scheduler_config
+    from sluice.api.device_claims import read_claim_template, read_resource_claim
     from sluice.api.device_context import device_contexts
-    from sluice.api.devices import read_claim_template, read_device_class, read_resource_claim
+    from sluice.api.devices import read_device_class
     from sluice.api.pod_defaults import defaults_for, pod_defaults
     from sluice.operator.memory import paused
     from sluice.scheduler.cycle import run_cycle
@@ -192,6 +200,43 @@ def _devices(size: Size, repeat: int) -> None:
     )
 
 
+def measure_flavors(size: Size, repeat: int, flavored: bool) -> dict[str, Any]:
+    """The cycle on the zoned cluster, with three flavors (``gen_cluster.with_flavors``) or
+    without; runs in a child process."""
+    from sluice.operator.memory import paused
+    from sluice.scheduler.cycle import run_cycle
+
+    snapshot = (with_flavors if flavored else zoned)(generate(size))
+    times: list[float] = []
+    decisions = 0
+    for i in range(repeat):
+        gc.collect()
+        started = time.perf_counter()
+        result = paused(run_cycle, snapshot)
+        times.append(time.perf_counter() - started)
+        decisions = len(result.decisions)
+        mode = "flavors" if flavored else "without flavors"
+        _progress(f"  {mode}: cycle {i + 1}/{repeat} {times[-1]:.3f}s")
+        del result
+    return {"times": times, "decisions": decisions}
+
+
+def _flavors(size: Size, repeat: int) -> None:
+    """The base size's cycle with three flavors beside the same cluster without them."""
+    _progress(f"{size.pending + size.admitted:,} jobs, {size.nodes:,} nodes: {repeat} cycles each")
+    run = {mode: _run_child(size, repeat, mode=mode) for mode in ("plain", "flavors")}
+    plain, flavored = run["plain"], run["flavors"]
+    assert plain is not None and flavored is not None
+    t_plain, t_flavors = statistics.median(plain["times"]), statistics.median(flavored["times"])
+    ratio = t_flavors / t_plain
+    print(
+        f"cycle of {size.pending + size.admitted:,} jobs on {size.nodes:,} nodes, three"
+        f" flavors: median {t_flavors:.3f}s ({flavored['decisions']:,} decisions); without"
+        f" flavors: {t_plain:.3f}s ({plain['decisions']:,} decisions); x{ratio:.2f}"
+        f" (target <= x{TARGET_FLAVORS:.1f}: {'met' if ratio <= TARGET_FLAVORS else 'NOT met'})"
+    )
+
+
 def tally(snapshot: Any) -> int:
     """Every pod's request added to its node's total, once: what knowing the nodes' free room
     costs at the very least."""
@@ -246,7 +291,16 @@ def _table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str]) -> int:
+def _child(size: Size, mode: str | None, repeat: int) -> dict[str, Any]:
+    """What one child process measures: ``mode`` picks the comparison it is a side of."""
+    if mode in ("flavors", "plain"):
+        return measure_flavors(size, repeat, mode == "flavors")
+    if mode:
+        return measure_read(size, repeat, mode == "devices")
+    return measure(size, repeat)
+
+
+def _arguments(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Scheduler cycle benchmark")
     parser.add_argument("--quick", action="store_true", help="sizes 20 times smaller")
     parser.add_argument("--repeat", type=int, default=0, help="cycles per size")
@@ -256,20 +310,27 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--devices", action="store_true", help="the GPUs through DRA against extended resources"
     )
+    parser.add_argument(
+        "--flavors", action="store_true", help="three flavors against none, on the same nodes"
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
-    parser.add_argument("--mode", choices=("devices", "extended"), help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    modes = ("devices", "extended", "flavors", "plain")
+    parser.add_argument("--mode", choices=modes, help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str]) -> int:
+    args = _arguments(argv)
     if args.child:
-        size = Size(**json.loads(args.child))
-        if args.mode:
-            print(json.dumps(measure_read(size, args.repeat or 5, args.mode == "devices")))
-        else:
-            print(json.dumps(measure(size, args.repeat or 5)))
+        print(json.dumps(_child(Size(**json.loads(args.child)), args.mode, args.repeat or 5)))
         return 0
 
     base = QUICK if args.quick else BASE
     if args.devices:
         _devices(base, args.repeat or 7)
+        return 0
+    if args.flavors:
+        _flavors(base, args.repeat or 7)
         return 0
     large = base.scaled(10)
     _progress(

@@ -20,6 +20,7 @@ from typing import Any
 
 from sluice.api.config import SchedulerConfig
 from sluice.api.constraints import PodSpecView, Taint, Toleration, interned
+from sluice.api.flavor import FlavorView
 from sluice.api.queue import Queue
 from sluice.api.resources import Resources
 from sluice.api.views import (
@@ -173,6 +174,37 @@ def generate(size: Size, seed: int = 1) -> Snapshot:
         config=SchedulerConfig(actions=ALL_ACTIONS),
         pods=_pods(jobs, nodes, START + timedelta(days=1)),
     )
+
+
+FLAVOR_ZONES = ("x", "y", "z")
+"""The zones of ``with_flavors``: one flavor per zone, every third node in each."""
+
+
+def zoned(snapshot: Snapshot) -> Snapshot:
+    """The nodes labelled ``zone`` x, y, z in turn: the cluster ``with_flavors`` splits, so
+    that a run without flavors reads the same nodes."""
+    nodes = [
+        replace(n, labels={**n.labels, "zone": FLAVOR_ZONES[i % 3]})
+        for i, n in enumerate(snapshot.nodes)
+    ]
+    return replace(snapshot, nodes=nodes)
+
+
+def with_flavors(snapshot: Snapshot) -> Snapshot:
+    """``zoned``, with a Flavor per zone and each department (the queues below root) holding
+    cpu deserved in each of the three, in order: every pending job's pod sets are given one
+    at admission. Admitted jobs record none and count in the queues' own fields."""
+    flavors = [FlavorView(f"zone-{z}", {"zone": z}) for z in FLAVOR_ZONES]
+    entries = [{"name": f.name, "deserved": {"cpu": "2000"}} for f in flavors]
+    queues = [
+        Queue.model_validate(
+            {**q.model_dump(), "spec": {**q.spec.model_dump(), "flavors": entries}}
+        )
+        if q.spec.parent == "root"
+        else q
+        for q in snapshot.queues
+    ]
+    return replace(zoned(snapshot), queues=queues, flavors=flavors)
 
 
 def _pods(jobs: list[WorkloadView], nodes: list[NodeView], now: datetime) -> list[PodView]:

@@ -13,6 +13,8 @@ PLURAL: Final = "queues"
 SHORT_NAME: Final = "sq"
 TOPOLOGY_KIND: Final = "Topology"
 TOPOLOGY_PLURAL: Final = "topologies"
+FLAVOR_KIND: Final = "Flavor"
+FLAVOR_PLURAL: Final = "flavors"
 
 ROOT_QUEUE: Final = "root"
 DEFAULT_QUEUE: Final = "default"
@@ -38,6 +40,10 @@ PREEMPTABLE_ANNOTATION: Final = f"{PREFIX}/preemptable"
 owns is one only when annotated "true"."""
 POD_GROUP_TOTAL_ANNOTATION: Final = f"{PREFIX}/pod-group-total-count"
 """On the pods of a pod group: how many pods the group has; it is admitted only whole."""
+MIN_PARALLELISM_ANNOTATION: Final = f"{PREFIX}/min-parallelism"
+"""On a Job, or on the pod template of a pod set that may shrink: the smallest size it may be
+admitted at, counted as its kind counts its size (a Job's parallelism, a replica type's or a
+worker group's replicas; docs/elastic.md, *The minimum*)."""
 
 TOPOLOGY_REQUIRED_ANNOTATION: Final = f"{PREFIX}/topology-required"
 """On a workload or a pod template: its pods all in one domain of this Topology level."""
@@ -56,6 +62,14 @@ REQUEUE_REASON_ANNOTATION: Final = f"{PREFIX}/requeue-reason"
 TOPOLOGY_ASSIGNMENT_ANNOTATION: Final = f"{PREFIX}/topology-assignment"
 """The domain an admitted workload was placed in (``<level>=<domain>``), which sluice added
 to its pod templates' nodeSelector; taken off again when it is suspended."""
+FLAVOR_ASSIGNMENT_ANNOTATION: Final = f"{PREFIX}/flavor-assignment"
+"""The flavor each pod set of an admitted workload was given, and exactly what sluice added
+to its pod template for it (nodeSelector labels, tolerations); taken off again when it is
+suspended (docs/flavors.md)."""
+ADMITTED_SIZE_ANNOTATION: Final = f"{PREFIX}/admitted-size"
+"""Per pod set admitted smaller than it asked: the pods asked and admitted, and each field
+sluice lowered with the value it had, put back when it is suspended (docs/elastic.md,
+*Admitted smaller*)."""
 CLOSED_BY_PARENT_ANNOTATION: Final = f"{PREFIX}/closed-by-parent"
 """On a Queue closed because an ancestor was closed; reopening that ancestor reopens it."""
 
@@ -77,5 +91,9 @@ resource."""
 CONDITION_NESTED: Final = "Nested"
 """True while a Topology's levels nest on the nodes; False admits nothing that requires one
 of its levels (docs/scheduler.md, *Topology*)."""
+
+# Condition types on Flavor status
+CONDITION_MATCHED: Final = "Matched"
+"""True while some Ready, schedulable node carries every one of a Flavor's labels."""
 
 DEFAULT_MAX_QUEUE_DEPTH: Final = 5

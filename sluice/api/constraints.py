@@ -42,6 +42,17 @@ class Toleration:
     effect: str = ""  # empty: every effect
 
 
+def tolerates(toleration: Toleration, taint: Taint) -> bool:
+    """Whether the toleration covers the taint, as Kubernetes matches them."""
+    if toleration.effect and toleration.effect != taint.effect:
+        return False
+    if toleration.key and toleration.key != taint.key:
+        return False
+    if toleration.operator == "Exists":
+        return True
+    return toleration.value == taint.value
+
+
 @dataclass(frozen=True, slots=True)
 class NodeRequirement:
     """One matchExpressions (or matchFields, on metadata.name) entry of a node selector term."""

@@ -83,6 +83,36 @@ class Guarantee(_Model):
     resource: ResourceMap = EMPTY
 
 
+class FlavorQuota(_Model):
+    """A queue's quota in one flavor (``spec.flavors[]``): the resources it names are counted
+    per flavor, with the meaning the queue's own fields have (docs/scheduler.md, *Flavors*)."""
+
+    name: str = Field(min_length=1, max_length=253)
+    guarantee: Guarantee = Guarantee()
+    deserved: ResourceMap = EMPTY
+    capability: LimitMap = EMPTY
+
+    def names(self) -> frozenset[str]:
+        """The resources this entry counts in its flavor: those any of its fields names."""
+        return frozenset((*self.guarantee.resource, *self.deserved, *self.capability))
+
+
+WhenCanBorrow = Literal["Borrow", "TryNextFlavor"]
+WhenCanReclaim = Literal["Reclaim", "TryNextFlavor"]
+
+
+class FlavorFungibility(_Model):
+    """Where admission stops among a queue's flavors (docs/scheduler.md, *Flavors*): at the
+    first flavor a pod set would borrow in (``Borrow``), or at the first it would reclaim in
+    (``Reclaim``), rather than trying the next flavor for one it fits in."""
+
+    when_can_borrow: WhenCanBorrow = "Borrow"
+    when_can_reclaim: WhenCanReclaim = "TryNextFlavor"
+
+
+DEFAULT_FUNGIBILITY = FlavorFungibility()
+
+
 class QueueSpec(_Model):
     weight: int = Field(default=1, ge=1, le=65535)
     capability: LimitMap = EMPTY
@@ -96,12 +126,25 @@ class QueueSpec(_Model):
     dequeue_strategy: DequeueStrategy = "traverse"
     namespace_selector: LabelSelector | None = None
     """Namespaces whose jobs may use the queue; None (absent) or empty: every namespace."""
+    flavors: tuple[FlavorQuota, ...] = ()
+    """Quota per flavor, in the order admission tries them; empty: no quota by flavor."""
+    flavor_fungibility: FlavorFungibility | None = None
+    """Where the search among the flavors stops, read from the queue whose list is used;
+    None: the defaults (``fungibility``)."""
 
     @model_validator(mode="after")
     def _priority_xor_class(self) -> QueueSpec:
         if self.priority is not None and self.priority_class_name:
             raise ValueError("priority and priorityClassName cannot both be set")
         return self
+
+    def fungibility(self) -> FlavorFungibility:
+        """Where the search among the flavors stops: as set, else the defaults."""
+        return self.flavor_fungibility or DEFAULT_FUNGIBILITY
+
+    def flavor(self, name: str) -> FlavorQuota | None:
+        """The queue's quota in the flavor ``name``: its first entry of that name, or None."""
+        return next((f for f in self.flavors if f.name == name), None)
 
     def parent_name(self, queue_name: str) -> str | None:
         """The effective parent: None for root, ``root`` when unset."""
@@ -129,6 +172,16 @@ class QueueUsage(_Model):
     dominant: str = ""
 
 
+class FlavorStatus(_Model):
+    """One flavor's figures in a Queue's status (``status.flavors[]``): what its subtree holds
+    there, and its deserved and realCapability there where its own entries name it."""
+
+    name: str
+    allocated: ResourceMap = EMPTY
+    deserved: ResourceMap | None = None
+    real_capability: ResourceMap | None = None
+
+
 class QueueStatus(_Model):
     state: QueueState | None = None
     pending: int = 0
@@ -143,6 +196,9 @@ class QueueStatus(_Model):
     conditions: tuple[Condition, ...] = ()
     observed_generation: int | None = None
     usage: QueueUsage | None = None
+    flavors: tuple[FlavorStatus, ...] = ()
+    flavor_summary: str = ""
+    """``h100 nvidia.com/gpu 4/8; a100 ...``: the FLAVORS printer column."""
 
 
 class Queue(_Model):
@@ -196,7 +252,11 @@ class Queue(_Model):
             raise InvalidObject(KIND, name, field, message) from None
 
     def to_object(self) -> dict[str, Any]:
-        """The Kubernetes object (spec only, as a user would apply it)."""
+        """The Kubernetes object (spec only, as a user would apply it); ``flavors`` only when
+        the queue names some, so a queue without them reads as it always has."""
+        spec = self.spec.model_dump(by_alias=True, exclude_none=True, exclude_defaults=False)
+        if not self.spec.flavors:
+            del spec["flavors"]
         return {
             "apiVersion": API_VERSION,
             "kind": KIND,
@@ -204,5 +264,5 @@ class Queue(_Model):
                 "name": self.name,
                 **({"annotations": dict(self.annotations)} if self.annotations else {}),
             },
-            "spec": self.spec.model_dump(by_alias=True, exclude_none=True, exclude_defaults=False),
+            "spec": spec,
         }

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from sluice.api.admitted_size import SizeRecord, size_records_of
 from sluice.api.constants import (
     ADMITTED_AT_ANNOTATION,
     DEFAULT_QUEUE_LABEL,
@@ -28,6 +29,7 @@ from sluice.api.constants import (
 )
 from sluice.api.constraints import PodSpecView, Taint, taints_of
 from sluice.api.errors import InvalidObject
+from sluice.api.flavor_assignment import FlavorAssignment, flavor_assignments_of, flavors_text
 from sluice.api.memo import Memo
 from sluice.api.quantity import QuantityError
 from sluice.api.resources import EMPTY, Resources
@@ -93,15 +95,24 @@ class PodSet:
     devices_unknown: str = ""
     """Why what its pods ask through claims cannot be known before allocation; "" when it
     can."""
+    min_count: int = -1
+    """The fewest of its pods it may be admitted with (docs/elastic.md, *The minimum*);
+    ``count`` when not given: admitted whole or not at all."""
+    count_step: int = 1
+    """The pods it grows and shrinks by: one unit of its kind's size (a Ray worker group's
+    replica of numOfHosts pods)."""
     _hash: int = field(init=False, repr=False, compare=False, default=0)
 
     def __post_init__(self) -> None:
         if self.pod_count < 0:
             object.__setattr__(self, "pod_count", self.count)
+        if self.min_count < 0:
+            object.__setattr__(self, "min_count", self.count)
         # A cycle looks alike jobs up by their pod sets thousands of times.
         fields = (self.name, self.count, self.pod, self.pod_count, self.priority_class_name)
         more = (self.never_preempts, self.topology, self.named_claims, self.devices_unknown)
-        object.__setattr__(self, "_hash", hash((*fields, *more)))
+        sizes = (self.min_count, self.count_step)
+        object.__setattr__(self, "_hash", hash((*fields, *more, *sizes)))
 
     def __hash__(self) -> int:
         return self._hash
@@ -109,6 +120,11 @@ class PodSet:
     @property
     def request(self) -> Resources:
         return self.pod.request.scale(self.count)
+
+    @property
+    def resizable(self) -> bool:
+        """Whether it may be admitted with fewer pods than it asks (docs/elastic.md)."""
+        return self.min_count < self.count
 
 
 PodSetFields = tuple[
@@ -122,6 +138,8 @@ PodSetFields = tuple[
     TopologyRequest | None,
     NamedClaims,
     str,
+    int,
+    int,
 ]
 """A PodSet's fields, in order."""
 
@@ -138,6 +156,8 @@ def pod_set(
     *,
     named_claims: NamedClaims = (),
     devices_unknown: str = "",
+    min_count: int = -1,
+    count_step: int = 1,
 ) -> PodSet:
     """The PodSet of these fields, one object for all equal ones while it is remembered: the
     thousands of workloads of a cluster have a few hundred pod sets between them."""
@@ -152,6 +172,8 @@ def pod_set(
         topology,
         named_claims,
         devices_unknown,
+        min_count,
+        count_step,
     )
     return _POD_SETS.lookup(fields)
 
@@ -203,6 +225,12 @@ class WorkloadView:
     a level (docs/scheduler.md, *Topology*); None: its pod sets are placed as each asks."""
     assignment: tuple[Assignment, ...] = ()
     """The domains it was admitted into (sluice.dev/topology-assignment), while admitted."""
+    flavors: tuple[FlavorAssignment, ...] = ()
+    """The flavors its pod sets were admitted into and what that added to their templates
+    (sluice.dev/flavor-assignment), while admitted."""
+    sized: tuple[SizeRecord, ...] = ()
+    """Its pod sets admitted smaller (sluice.dev/admitted-size; docs/elastic.md, *Admitted
+    smaller*): what the operator puts back once it waits again."""
     claimed: Resources = EMPTY
     """What the ResourceClaims its pods name directly count as, each claim once however many
     pods name it (docs/scheduler.md, *Devices (DRA)*); part of ``request``."""
@@ -325,6 +353,11 @@ class PublishedJob:
     """The Topology domain it runs in, ``<level>=<value>``, while admitted into one."""
     asks: str = ""
     """What it asks of a Topology (``required example.com/rack``); "" for nothing."""
+    sizes: str = ""
+    """While admitted smaller, its pods admitted of those asked: ``6/8``, per pod set by name
+    for several (``Worker 6/8, group 3/4``); "" while whole or waiting."""
+    flavors: str = ""
+    """The flavors it was admitted into (``flavor h100``), from its record; "" for none."""
 
     @property
     def key(self) -> str:
@@ -359,7 +392,26 @@ def published_job(
         reclaimed_by=str(annotations.get(RECLAIMED_BY_ANNOTATION) or ""),
         domain=assignment_text(view.assignment) if view.phase.admitted else "",
         asks=topology_asks(view),
+        sizes=sizes_text(view) if view.phase.admitted else "",
+        flavors=admitted_flavors(view),
     )
+
+
+def sizes_text(view: WorkloadView) -> str:
+    """Its pod sets admitted smaller, by its record: ``6/8`` for a workload of one pod set,
+    by name for several; "" for none."""
+    shown = [r for r in view.sized if r.admitted < r.asked]
+    if len(view.pod_sets) == 1 and len(shown) == 1:
+        return f"{shown[0].admitted}/{shown[0].asked}"
+    return ", ".join(f"{r.pod_set} {r.admitted}/{r.asked}" for r in shown)
+
+
+def admitted_flavors(view: WorkloadView) -> str:
+    """The flavors an admitted workload runs in, from its record (``flavor h100``); ""
+    while it waits or records none."""
+    if not view.phase.admitted:
+        return ""
+    return flavors_text([(a.pod_set, a.flavor) for a in view.flavors])
 
 
 def topology_asks(view: WorkloadView) -> str:
@@ -483,6 +535,9 @@ def workload_view(
     namespace = str(meta.get("namespace") or "default")
     full = f"{namespace}/{name}"
     annotations = meta.get("annotations") or {}
+    sized = size_records_of(annotations)
+    if sized and phase is JobPhase.PENDING:
+        pod_sets = as_asked(pod_sets, sized)
     request, priority_class_name, never_preempts = _together(pod_sets)
     claimed, devices_unknown = _claimed(pod_sets)
     return WorkloadView(
@@ -511,9 +566,28 @@ def workload_view(
         pods_by=pods_by,
         topology=topology,
         assignment=assignments_of(annotations),
+        flavors=flavor_assignments_of(annotations),
+        sized=sized,
         claimed=claimed,
         devices_unknown=devices_unknown,
     )
+
+
+def as_asked(pod_sets: tuple[PodSet, ...], sized: tuple[SizeRecord, ...]) -> tuple[PodSet, ...]:
+    """A waiting workload's pod sets at the sizes it asked, where sluice's record says it
+    lowered them and they still hold the size it admitted: the operator puts those back
+    (``size_restore_patch``), and until it has, the workload waits for its asked size, not
+    the one it was last admitted at. A size its owner changed since is its own."""
+    asked = {r.pod_set: r for r in sized}
+    out: list[PodSet] = []
+    for s in pod_sets:
+        record = asked.get(s.name)
+        if record is None or s.count != record.admitted or record.asked <= s.count:
+            out.append(s)
+            continue
+        more = record.asked - s.count
+        out.append(replace(s, count=record.asked, pod_count=s.pod_count + more))
+    return tuple(out)
 
 
 _ADMITTED_AT = f"metadata.annotations[{ADMITTED_AT_ANNOTATION}]"

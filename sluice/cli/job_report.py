@@ -22,6 +22,7 @@ from sluice.api.views import (
     JOB_KIND,
     JobPhase,
     PublishedJob,
+    admitted_flavors,
     published_job,
     split_pending_reason,
     topology_asks,
@@ -71,7 +72,17 @@ def pod_workload_line(workload: PodWorkload) -> PublishedJob:
     domain = assignment_text(view.assignment) if view.phase.admitted else ""
     asks = topology_asks(view)
     return PublishedJob(
-        namespace, name, view.queue, view.phase.value, position, cause, admitted, "", domain, asks
+        namespace,
+        name,
+        view.queue,
+        view.phase.value,
+        position,
+        cause,
+        admitted,
+        "",
+        domain,
+        asks,
+        admitted_flavors(view),
     )
 
 
@@ -90,7 +101,7 @@ def pod_workload_name(given: str, namespace: str) -> tuple[str, str] | None:
 def job_table(lines: Sequence[PublishedJob], all_namespaces: bool) -> Table:
     """By queue; in each, admitted jobs first, then the line in order, then finished ones."""
     table = Table(box=None, pad_edge=False, header_style="bold")
-    columns = ["NAME", "QUEUE", "STATE", "POSITION", "REASON", "ADMITTED-AT"]
+    columns = ["NAME", "QUEUE", "STATE", "POSITION", "REASON", "ADMITTED-AT", "ADMITTED"]
     for column in ["NAMESPACE", *columns] if all_namespaces else columns:
         table.add_column(column, overflow="fold")
     ordered = sorted(
@@ -105,6 +116,7 @@ def job_table(lines: Sequence[PublishedJob], all_namespaces: bool) -> Table:
             str(line.position) if line.position is not None else "-",
             line.reason or "-",
             line.admitted_at or "-",
+            line.sizes or "-",
         ]
         table.add_row(*([line.namespace, *row] if all_namespaces else row))
     return table
@@ -197,6 +209,10 @@ def _explain(
         out.append(f"{key} is admitted in queue {line.queue} ({admitted}); {line.state}")
         if line.domain:
             out.append(f"  in {line.domain}, as it asks ({line.asks})")
+        if line.sizes:
+            out.append(f"  admitted smaller: {line.sizes} pods (admitted/asked)")
+        if line.flavors:
+            out.append(f"  in {line.flavors}")
     else:
         where = f"position {line.position} in" if line.position is not None else "in"
         out.append(f"{key} is pending, {where} queue {line.queue}")

@@ -129,6 +129,17 @@ def queue_table(items: Sequence[Mapping[str, Any]], now: datetime | None = None)
     return table
 
 
+def _flavor_line(item: Mapping[str, Any]) -> str:
+    """A line under a queue of the tree for one flavor of its ``status.flavors``."""
+    line = f"\n  flavor {item.get('name', '-')}"
+    if "deserved" in item:
+        line += f" deserved={_resources(item.get('deserved'))}"
+    line += f" allocated={_resources(item.get('allocated'))}"
+    if "realCapability" in item:
+        line += f" realCapability={_resources(item.get('realCapability'))}"
+    return line
+
+
 def queue_tree(items: Sequence[Mapping[str, Any]], top: str = ROOT_QUEUE) -> Tree:
     by_name = {o["metadata"]["name"]: o for o in items}
     children: dict[str, list[str]] = {}
@@ -146,6 +157,7 @@ def queue_tree(items: Sequence[Mapping[str, Any]], top: str = ROOT_QUEUE) -> Tre
             f" deserved={_resources(status.get('deserved'))}"
             f" allocated={_resources(status.get('allocated'))}"
             f" share={float(status.get('share') or 0):.2f}"
+            + "".join(_flavor_line(f) for f in status.get("flavors") or ())
         )
 
     tree = Tree(label(top))

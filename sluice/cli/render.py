@@ -76,6 +76,8 @@ def _queue_json(q: QueueResult) -> dict[str, Any]:
         "completed": q.completed,
         "valid": q.valid,
     }
+    if q.flavors:
+        out["flavors"] = [f.to_kube() for f in q.flavors]
     if not q.valid:
         out["invalidReason"] = q.invalid_reason
     return out
@@ -141,6 +143,9 @@ def _queue_table(result: CycleResult) -> Table:
     for column in ("PEND", "INQ", "RUN", "DONE"):
         table.add_column(column, justify="right", overflow="fold")
     queues = dict(result.queues)
+    flavored = any(q.flavors for q in queues.values())
+    if flavored:  # allocated/deserved per flavor, only where some queue has flavors
+        table.add_column("FLAVORS", overflow="fold")
     for name, depth in _tree_order(queues):
         q = queues[name]
         state = q.state if q.valid else f"{q.state} (invalid: {q.invalid_reason})"
@@ -156,6 +161,7 @@ def _queue_table(result: CycleResult) -> Table:
             str(q.inqueue),
             str(q.running),
             str(q.completed),
+            *(("\n".join(f.summary() for f in q.flavors) or "-",) if flavored else ()),
             style=None if q.valid else "red",
         )
     if not queues:

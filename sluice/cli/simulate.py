@@ -121,8 +121,8 @@ SnapshotArg = Annotated[
     Path,
     typer.Argument(
         help="A YAML or JSON dump: `kubectl get queues,jobs,pods,nodes,priorityclasses,"
-        "namespaces,deviceclasses,resourceslices,resourceclaims,resourceclaimtemplates -A"
-        " -o yaml` (separate documents or kind: List).",
+        "namespaces,deviceclasses,resourceslices,resourceclaims,resourceclaimtemplates,"
+        "topologies,flavors -A -o yaml` (separate documents or kind: List).",
         show_default=False,
     ),
 ]

@@ -18,7 +18,13 @@ from typing import Any, TypeVar
 import yaml
 
 from sluice.api.config import SchedulerConfig, load_scheduler_config
-from sluice.api.constants import CONFIGMAP_KEY, CONFIGMAP_NAME, ROOT_QUEUE, TOPOLOGY_KIND
+from sluice.api.constants import (
+    CONFIGMAP_KEY,
+    CONFIGMAP_NAME,
+    FLAVOR_KIND,
+    ROOT_QUEUE,
+    TOPOLOGY_KIND,
+)
 from sluice.api.device_claims import read_claim_template, read_resource_claim
 from sluice.api.device_context import device_contexts
 from sluice.api.device_quota import DeviceMapping
@@ -63,6 +69,7 @@ SUPPORTED_KINDS = (
     "RuntimeClass",
     TOPOLOGY_KIND,
     *DEVICE_KINDS,
+    FLAVOR_KIND,
 )
 
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

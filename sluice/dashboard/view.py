@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sluice.api.errors import InvalidObject
-from sluice.api.queue import Queue
+from sluice.api.queue import FlavorStatus, Queue
 from sluice.api.views import PublishedJob, published_job
 from sluice.api.workloads.job import JOB
 from sluice.dashboard.domains import (
@@ -108,6 +108,22 @@ def queue_json(queue: Queue) -> dict[str, Any]:
         "overCapability": status.over_capability,
         # The usage plugin's dominant usage over time ("" without it).
         "usage": status.usage.dominant if status.usage is not None else "",
+        "flavors": [flavor_json(queue, f) for f in status.flavors],
+    }
+
+
+def flavor_json(queue: Queue, figures: FlavorStatus) -> dict[str, Any]:
+    """One flavor's bars of a queue, one per resource its entry counts (what it holds there
+    where only an ancestor names the flavor): what it holds and its deserved there from the
+    status, its guarantee and capability there from its entry."""
+    entry = queue.spec.flavor(figures.name)
+    return {
+        "name": figures.name,
+        "resources": sorted(entry.names() if entry else figures.allocated),
+        "guarantee": amounts_json(entry.guarantee.resource if entry else None),
+        "deserved": amounts_json(figures.deserved),
+        "allocated": amounts_json(figures.allocated),
+        "capability": amounts_json(entry.capability if entry else None),
     }
 
 

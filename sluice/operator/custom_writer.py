@@ -1,5 +1,6 @@
-"""The Lease holder's writes to sluice's own custom objects: Queues, Topologies, and the kinds
-that come next. Every kind gets the same policy, so a new kind is one ``CustomKind`` record:
+"""The Lease holder's writes to sluice's own custom objects: Queues, Topologies, Flavors, and
+the kinds that come next. Every kind gets the same policy, so a new kind is one
+``CustomKind`` record:
 
 - Each failure is read by the one classifier (``sluice.kube.errors``). What may succeed later
   raises ``Retry``. A refusal is logged and not repeated, unless the caller asks for it to be
@@ -22,7 +23,15 @@ from typing import Any, cast
 
 from kubernetes import client
 
-from sluice.api.constants import GROUP, PLURAL, TOPOLOGY_KIND, TOPOLOGY_PLURAL, VERSION
+from sluice.api.constants import (
+    FLAVOR_KIND,
+    FLAVOR_PLURAL,
+    GROUP,
+    PLURAL,
+    TOPOLOGY_KIND,
+    TOPOLOGY_PLURAL,
+    VERSION,
+)
 from sluice.api.objects import Obj
 from sluice.kube.errors import API_ERRORS, Failure, classify, message
 from sluice.kube.writer import MERGE_PATCH, WRITERS
@@ -62,6 +71,13 @@ TOPOLOGIES = CustomKind(
     "topology",
     "topology-",
     lambda state, obj: state.on_topology("MODIFIED", obj),
+)
+FLAVORS = CustomKind(
+    FLAVOR_KIND,
+    FLAVOR_PLURAL,
+    "flavor",
+    "flavor-",
+    lambda state, obj: state.on_flavor("MODIFIED", obj),
 )
 
 

@@ -20,7 +20,7 @@ from typing import Any
 import kopf
 from kubernetes import client
 
-from sluice.api.constants import GROUP, PLURAL, PREFIX, TOPOLOGY_PLURAL, VERSION
+from sluice.api.constants import FLAVOR_PLURAL, GROUP, PLURAL, PREFIX, TOPOLOGY_PLURAL, VERSION
 from sluice.api.devices import GROUP as DRA_GROUP
 from sluice.dashboard.view import DashboardView
 from sluice.kube.watch import PAGE
@@ -122,7 +122,7 @@ def build_registry(
 ) -> kopf.OperatorRegistry:
     """The watches: they fill the state (and the dashboard's view, on every replica).
     ``queue_seen_by``: told of every Queue event (the Queue reconciler); ``topology_due``:
-    called on every Topology and Node event (the Topologies' statuses follow the nodes'
+    called on every Topology, Flavor and Node event (their statuses follow the nodes'
     labels)."""
     registry = kopf.OperatorRegistry()
     _register_lifecycle(registry, api)
@@ -201,6 +201,12 @@ def _register_watches(
         # The levels workloads may ask one domain of (docs/scheduler.md, *Topology*).
         state.on_topology(_event(type), dict(body))
         topology_due()
+
+    @kopf.on.event(GROUP, VERSION, FLAVOR_PLURAL, registry=registry)
+    async def flavor_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:
+        # The nodes queues hold quota in, per flavor (docs/scheduler.md, *Flavors*).
+        state.on_flavor(_event(type), dict(body))
+        topology_due()  # its status counts the nodes that carry its labels
 
     @kopf.on.event("scheduling.k8s.io", "v1", "priorityclasses", registry=registry)
     async def priority_class_seen(type: str | None, body: Mapping[str, Any], **_: Any) -> None:

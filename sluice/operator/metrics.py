@@ -14,7 +14,7 @@ from prometheus_client import Counter, Gauge, Histogram
 from sluice.api.queue import Queue
 from sluice.observability import new_registry
 from sluice.queues.limits import over_capability
-from sluice.scheduler.model import CycleResult, Decision
+from sluice.scheduler.model import CycleResult, Decision, QueueResult
 
 REGISTRY = new_registry()
 
@@ -78,6 +78,12 @@ EVICTIONS = Counter(
     ["queue", "reason"],
     registry=REGISTRY,
 )
+PARTIAL_ADMISSIONS = Counter(
+    "sluice_partial_admissions",
+    "Workloads admitted smaller than they asked, at a size at or above their minimum, by queue.",
+    ["queue"],
+    registry=REGISTRY,
+)
 EVENT_LOOP_LAG = Histogram(
     "sluice_event_loop_lag_seconds",
     "How late a timer on the operator's event loop fires (probed every 0.1 s): the longest a"
@@ -137,6 +143,27 @@ QUEUE_OVER_CAPABILITY = Gauge(
     "How much more than its capability a queue holds, per resource (units of the resource),"
     " while its workloads' pods ask more than they were admitted with; absent: within it.",
     ["queue", "resource"],
+    registry=REGISTRY,
+)
+QUEUE_FLAVOR_ALLOCATED = Gauge(
+    "sluice_queue_flavor_allocated",
+    "Allocated per queue, flavor and resource (units of the resource): what the admitted"
+    " workloads of its subtree hold in the flavor.",
+    ["queue", "flavor", "resource"],
+    registry=REGISTRY,
+)
+QUEUE_FLAVOR_DESERVED = Gauge(
+    "sluice_queue_flavor_deserved",
+    "Deserved per queue, flavor and resource (units of the resource), for the flavors its own"
+    " entries name.",
+    ["queue", "flavor", "resource"],
+    registry=REGISTRY,
+)
+QUEUE_FLAVOR_REAL_CAPABILITY = Gauge(
+    "sluice_queue_flavor_real_capability",
+    "realCapability per queue, flavor and resource (units of the resource), for the flavors"
+    " its own entries name.",
+    ["queue", "flavor", "resource"],
     registry=REGISTRY,
 )
 TOPOLOGY_FREE = Gauge(
@@ -204,6 +231,7 @@ def cycle_series(result: CycleResult, queues: Iterable[Queue]) -> Series:
         if q.usage is not None:
             for resource, used in q.usage.resources.items():
                 series[QUEUE_USAGE, (name, resource)] = used
+        series.update(flavor_series(name, q))
     for where, free in result.domains_free.items():
         level, _, value = where.partition("=")
         for resource, amount in free.items():
@@ -216,6 +244,23 @@ def cycle_series(result: CycleResult, queues: Iterable[Queue]) -> Series:
         if shown is not None and capability:
             for r, (used, cap) in over_capability(shown.allocated.amounts, capability).items():
                 series[QUEUE_OVER_CAPABILITY, (spec.name, r)] = (used - cap) / 1000
+    return series
+
+
+def flavor_series(name: str, queue: QueueResult) -> Series:
+    """A queue's gauges per flavor: allocated in every flavor it holds in, deserved and
+    realCapability in those its own entries name."""
+    series: Series = {}
+    for figures in queue.flavors:
+        shown = [(QUEUE_FLAVOR_ALLOCATED, figures.allocated)]
+        if figures.named:
+            shown += [
+                (QUEUE_FLAVOR_DESERVED, figures.deserved),
+                (QUEUE_FLAVOR_REAL_CAPABILITY, figures.real_capability),
+            ]
+        for gauge, amounts in shown:
+            for resource, amount in amounts.items():
+                series[gauge, (name, figures.name, resource)] = amount / 1000
     return series
 
 
@@ -243,12 +288,15 @@ def publish(result: CycleResult, queues: Iterable[Queue]) -> None:
 
 def decision_written(decision: Decision, created: datetime | None) -> None:
     """One decision has landed on its workload, whichever pass made it: counted by action; an
-    admission's wait since the workload was created observed, an eviction counted by its
-    queue and why."""
+    admission's wait since the workload was created observed, and counted by its queue when
+    it is admitted smaller; an eviction counted by its queue and why."""
     DECISIONS.labels(decision.action).inc()
     if decision.action != "admit":
         EVICTIONS.labels(decision.queue, decision.action).inc()
-    elif created is not None:
+        return
+    if decision.sizes:
+        PARTIAL_ADMISSIONS.labels(decision.queue).inc()
+    if created is not None:
         waited = (datetime.now(UTC) - created).total_seconds()
         ADMISSION_WAIT.labels(decision.queue).observe(max(waited, 0.0))
 

@@ -190,6 +190,7 @@ class Passes:
             executor.clock(),
             dict(executor.positions_written),
             taken.pod_workloads,
+            {flavor.name: flavor for flavor in snapshot.flavors},
         )
 
     def _count_writes(self) -> None:

@@ -11,6 +11,7 @@ update does not), and the Event to post once the write has landed. The executor
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -19,6 +20,7 @@ from typing import Any, Literal
 from sluice.api.constants import (
     ADMISSION_GATE,
     ADMITTED_AT_ANNOTATION,
+    FLAVOR_ASSIGNMENT_ANNOTATION,
     PENDING_REASON_ANNOTATION,
     QUEUE_LABEL,
     RECLAIMED_BY_ANNOTATION,
@@ -26,7 +28,10 @@ from sluice.api.constants import (
     REQUEUED_AT_ANNOTATION,
     REQUEUES_ANNOTATION,
 )
+from sluice.api.flavor import FlavorView
+from sluice.api.flavor_assignment import flavor_assignment_text
 from sluice.api.objects import Obj
+from sluice.api.topology import Assignment
 from sluice.api.views import WorkloadView
 from sluice.api.workloads import Adapter, adapter_for
 from sluice.api.workloads.domain_patches import (
@@ -37,13 +42,27 @@ from sluice.api.workloads.domain_patches import (
     pointer_token,
     restore_patch,
 )
+from sluice.api.workloads.flavor_patches import (
+    NotEnforceable,
+    flavor_admission_patch,
+    flavor_restore_patch,
+)
 from sluice.api.workloads.job import JOB
+from sluice.api.workloads.pod_flavors import (
+    PodFlavor,
+    pod_flavor_ops,
+    pod_flavors,
+    straggler_flavors,
+)
 from sluice.api.workloads.pods import PodMember, PodWorkload
+from sluice.api.workloads.size_patches import size_release_patch, with_size_restore
 from sluice.scheduler.model import CycleResult, Decision, PendingJob
 from sluice.scheduler.readiness import backoff_reason
 
 Basis = tuple[int, str]
 """What a decision about a workload rests on: its spec's generation and its queue."""
+
+log = logging.getLogger("sluice.operator.plan")
 
 WriteKind = Literal["admit", "reclaim", "preempt", "requeue", "reason", "restore"]
 
@@ -193,29 +212,36 @@ def plan(
     clock: float,
     positions_written: Mapping[str, float],
     pod_workloads: Mapping[str, PodWorkload] | None = None,
+    flavors: Mapping[str, FlavorView] | None = None,
 ) -> Plan:
     """The writes of one cycle's result against the workloads as stored (``workloads``, by
     key: parsed only for the jobs decided on or to be given their templates back; ``views``,
-    their latest views, for the others) and the workloads of plain pods the cycle saw
-    (``pod_workloads``, by key).
+    their latest views, for the others), the workloads of plain pods the cycle saw
+    (``pod_workloads``, by key) and the Flavors (``flavors``, by name) admissions name.
 
     ``decided_on`` maps each job to the generation and queue the cycle saw; ``clock`` and
     ``positions_written`` (job -> clock of its last reason write) pace position updates.
     """
     pods = pod_workloads or {}
+    named = flavors or {}
     victims: list[Write] = []
     admissions: list[Write] = []
     for d in result.decisions:
-        write = _decision(d, workloads, views, decided_on, now, pods)
+        try:
+            write = _decision(d, workloads, views, decided_on, now, pods, named)
+        except NotEnforceable as err:
+            # Released without its flavor, its pods would go anywhere while counted in it.
+            log.warning("event=admission-not-written job=%s reason=%s", d.job, err.reason)
+            continue
         (admissions if d.action == "admit" else victims).append(write)
     reasons: list[Write | None] = []
-    confined: list[str] = []  # waiting jobs whose latest view records an assignment
+    confined: list[str] = []  # waiting jobs whose latest view records an assignment or sizes
     for p in result.pending:
         workload = pods.get(p.job)
         if workload is None:
             view = views.get(p.job)
             reasons.append(_reason(p, view, clock, positions_written))
-            if view is not None and view.assignment:
+            if view is not None and (view.assignment or view.flavors or view.sized):
                 confined.append(p.job)
         else:
             reasons.append(_pod_reason(p, workload, clock, positions_written))
@@ -225,7 +251,8 @@ def plan(
         if workload.view is None:
             reasons.append(_group_waiting(workload, now))
         elif workload.stragglers and key not in admitted:
-            admissions.append(_release(key, workload.stragglers, now, None, workload.domain))
+            release = _stragglers(workload, now, named)
+            admissions.extend(() if release is None else (release,))
     return Plan(
         victims=tuple(victims),
         admissions=tuple(admissions),
@@ -241,19 +268,25 @@ def _decision(
     decided_on: Mapping[str, Basis],
     now: datetime,
     pods: Mapping[str, PodWorkload],
+    flavors: Mapping[str, FlavorView],
 ) -> Write:
     """The write that carries out one decision, with the decision and when its workload was
-    created (``plan``'s arguments)."""
+    created (``plan``'s arguments); its domain and flavors go in the patch that releases
+    it. Raises NotEnforceable when its flavors cannot be written."""
     workload = pods.get(d.job)
     seen = views.get(d.job)
     if workload is not None:
-        write = _pod_decision(d, workload, now)
+        write = _pod_decision(d, workload, now, flavors)
         seen = workload.view
     elif d.action == "admit":
         obj = workloads.get(d.job)  # parsed once (``stored.py``)
         adapter = adapter_of(obj)
         write = _admission(d, now, decided_on.get(d.job), adapter)
-        if extra := admission_patch(d.domain, obj, adapter):
+        extra = admission_patch(d.domain, obj, adapter)
+        extra = flavor_admission_patch(d.flavors, obj, adapter, flavors, extra)
+        if obj is not None:  # sizes (api.workloads.size_patches)
+            extra = size_release_patch(d.sizes, obj, adapter, extra)
+        if extra:
             write = replace(write, patch=merged(write.patch, extra))
     else:
         write = _eviction(d, now, decided_on.get(d.job), adapter_of(workloads.get(d.job)))
@@ -267,10 +300,13 @@ def _with_restores(
     admitted: set[str],
     reasons: list[Write | None],
 ) -> list[Write | None]:
-    """Each waiting workload that sluice had confined to Topology domains (``confined``: its
-    latest view records an assignment; only those are looked at as stored) and that is
-    suspended now gets its templates back as before (api.workloads.domain_patches), in the
-    same write as its pending reason when it has one."""
+    """Each waiting workload that sluice had confined to Topology domains, admitted into
+    flavors or admitted smaller (``confined``: its latest view records any of these; only
+    those are looked at as stored) and that is suspended now gets its templates and sizes
+    back as before (api.workloads.domain_patches, flavor_patches, size_patches), in the same
+    write as its pending reason when it has one. A Job's templates may change only once its
+    pods are gone: the API server refuses the write till then, and a later cycle writes it
+    again."""
     by_job = {w.workload: i for i, w in enumerate(reasons) if w is not None and w.pods is None}
     out = list(reasons)
     for job in confined:
@@ -279,7 +315,12 @@ def _with_restores(
             continue
         i = by_job.get(job)
         write = out[i] if i is not None else None
-        restore = restore_patch(obj, adapter_of(obj), write.patch if write is not None else None)
+        adapter, base = adapter_of(obj), write.patch if write is not None else None
+        restore = restore_patch(obj, adapter, base)
+        restore = (
+            flavor_restore_patch(obj, adapter, base if restore is None else restore) or restore
+        )
+        restore = with_size_restore(obj, adapter, restore, base)
         if restore is None:
             continue
         # A template inside a list is written whole: the write rests on the spec it was
@@ -299,17 +340,26 @@ def _annotation_path(key: str) -> str:
     return "/metadata/annotations/" + pointer_token(key)
 
 
-def _release_patch(member: PodMember, now: datetime, domain: str = "") -> list[dict[str, Any]]:
+def _release_patch(
+    member: PodMember, now: datetime, domain: str = "", flavor: PodFlavor | None = None
+) -> list[dict[str, Any]]:
     """Remove sluice's gate from a pod that has not changed since the cycle saw it, and stamp
-    its admission; put it in its Topology ``domain`` first (api.workloads.domain_patches)."""
+    its admission; put it in its Topology ``domain`` and on its ``flavor``'s nodes first
+    (api.workloads.domain_patches, api.workloads.flavor_patches)."""
     gate = f"/spec/schedulingGates/{member.gate_index}"
     ops: list[dict[str, Any]] = [
         {"op": "replace", "path": "/metadata/resourceVersion", "value": member.resource_version},
         {"op": "test", "path": f"{gate}/name", "value": ADMISSION_GATE},
         *pod_ops(member, domain),
-        {"op": "remove", "path": gate},
     ]
     stamps = {ADMITTED_AT_ANNOTATION: rfc3339(now), **pod_annotation(domain, member)}
+    if flavor is not None:
+        asked = Assignment.parse(domain)
+        also = {asked.level: asked.value} if asked is not None else {}
+        flavor_ops, added = pod_flavor_ops(member, *flavor, also)
+        ops += flavor_ops
+        stamps[FLAVOR_ASSIGNMENT_ANNOTATION] = flavor_assignment_text((added,))
+    ops.append({"op": "remove", "path": gate})
     if not member.has_annotations:
         ops.append({"op": "add", "path": "/metadata/annotations", "value": stamps})
         return ops
@@ -326,20 +376,41 @@ def _release(
     now: datetime,
     event: EventSpec | None,
     domain: str = "",
+    flavors: Mapping[str, PodFlavor] | None = None,
 ) -> Write:
+    """``flavors``: the flavor of each pod (by key) that goes on one."""
+    on = flavors or {}
     changes = tuple(
-        PodChange(m.key, m.uid, m.resource_version, _release_patch(m, now, domain)) for m in members
+        PodChange(m.key, m.uid, m.resource_version, _release_patch(m, now, domain, on.get(m.key)))
+        for m in members
     )
     return Write("admit", key, {}, None, event, changes)
 
 
-def _pod_decision(decision: Decision, workload: PodWorkload, now: datetime) -> Write:
-    """Admitted: every gated pod of it released. A victim: every pod of it that runs deleted
-    (their controller creates them again, gated, and they queue anew)."""
+def _stragglers(
+    workload: PodWorkload, now: datetime, flavors: Mapping[str, FlavorView]
+) -> Write | None:
+    """The release of the gated pods of an admitted workload, on the flavors of the pods they
+    replace; None when one of those cannot be told or no longer exists (logged)."""
+    try:
+        on = straggler_flavors(workload, flavors)
+    except NotEnforceable as err:
+        log.warning("event=admission-not-written job=%s reason=%s", workload.key, err.reason)
+        return None
+    return _release(workload.key, workload.stragglers, now, None, workload.domain, on)
+
+
+def _pod_decision(
+    decision: Decision, workload: PodWorkload, now: datetime, flavors: Mapping[str, FlavorView]
+) -> Write:
+    """Admitted: every gated pod of it released, each on its flavor. A victim: every pod of
+    it that runs deleted (their controller creates them again, gated, and they queue anew).
+    Raises NotEnforceable when its flavors cannot be written."""
     if decision.action == "admit":
         gated = [m for m in workload.members if m.gated]
         event = EventSpec("Admitted", f"admitted by queue {decision.queue}: {decision.reason}")
-        return _release(workload.key, gated, now, event, decision.domain)
+        on = pod_flavors(decision.flavors, workload, gated, flavors)
+        return _release(workload.key, gated, now, event, decision.domain, on)
     doomed = tuple(
         PodChange(m.key, m.uid) for m in workload.members if not m.gated and not m.finished
     )

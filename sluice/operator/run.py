@@ -21,7 +21,7 @@ from functools import partial
 import kopf
 from kubernetes import client
 
-from sluice.api.constants import CONFIGMAP_NAME, GROUP, PLURAL, VERSION
+from sluice.api.constants import CONFIGMAP_NAME, FLAVOR_KIND, FLAVOR_PLURAL, GROUP, PLURAL, VERSION
 from sluice.api.devices import GROUP as DRA_GROUP
 from sluice.api.workloads import ADAPTERS, Adapter
 from sluice.api.workloads.job import JOB
@@ -102,6 +102,8 @@ def prime(
     before: list[Listing] = [
         Listing(partial(objects.list_cluster_custom_object, GROUP, VERSION, PLURAL),
                 f"{GROUP}/{VERSION}", "Queue", state.on_queue),
+        Listing(partial(objects.list_cluster_custom_object, GROUP, VERSION, FLAVOR_PLURAL),
+                f"{GROUP}/{VERSION}", FLAVOR_KIND, state.on_flavor),
         Listing(core.list_limit_range_for_all_namespaces, "v1", "LimitRange",
                 state.on_limit_range),
         Listing(client.NodeV1Api(api).list_runtime_class,

@@ -25,11 +25,12 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from sluice.api.config import DEFAULT_CONFIG, SchedulerConfig
-from sluice.api.constants import TOPOLOGY_KIND
+from sluice.api.constants import FLAVOR_KIND, TOPOLOGY_KIND
 from sluice.api.device_claims import ResourceClaim, ResourceClaimTemplate
 from sluice.api.device_context import device_contexts
 from sluice.api.devices import DeviceClass
 from sluice.api.errors import InvalidObject
+from sluice.api.flavor import FlavorView
 from sluice.api.objects import Obj
 from sluice.api.pod_defaults import (
     PodDefaultsTable,
@@ -214,6 +215,10 @@ class ClusterState:
     def on_topology(self, event: str, obj: Obj) -> None:
         self._put(self.stores.topologies, TOPOLOGY_KIND, _name(obj), event, obj)
 
+    def on_flavor(self, event: str, obj: Obj) -> None:
+        """A Flavor: the nodes that queues' quotas in it are counted against."""
+        self._put(self.stores.flavors, FLAVOR_KIND, _name(obj), event, obj)
+
     def on_namespace(self, event: str, obj: Obj) -> None:
         self._put(self.stores.namespaces, "Namespace", _name(obj), event, obj)
 
@@ -288,6 +293,18 @@ class ClusterState:
             ]
             nodes = [one.view for one in self.reads["Node"].values()]
         return topologies, [n for n in nodes if isinstance(n, NodeView)]
+
+    def flavor_views(self) -> tuple[list[tuple[Obj, FlavorView]], list[NodeView]]:
+        """Each readable Flavor as stored and as read, by name, and every node as read."""
+        stored = self.stores.flavors.objects
+        with self.lock:
+            flavors = [
+                (stored[name], one.view)
+                for name, one in sorted(self.reads[FLAVOR_KIND].items())
+                if isinstance(one.view, FlavorView) and name in stored
+            ]
+            nodes = [one.view for one in self.reads["Node"].values()]
+        return flavors, [n for n in nodes if isinstance(n, NodeView)]
 
     def cluster_views(self) -> ClusterViews:
         """The Topologies, nodes and pods as read: the dashboard's domain view."""

@@ -51,6 +51,9 @@ def queue_status(obj: Mapping[str, Any], result: QueueResult, now: datetime) -> 
         "allocated": result.allocated.to_kube(),
         "deserved": result.deserved.to_kube(),
         "share": round(result.share, 4),
+        # None: removed by the merge patch while the queue has no flavors.
+        "flavors": [f.to_kube() for f in result.flavors] or None,
+        "flavorSummary": "; ".join(f.summary() for f in result.flavors) or None,
         # None: removed by the merge patch (and absent reads as None) while within it.
         "overCapability": over or None,
         "conditions": [

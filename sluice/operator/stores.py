@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sluice.api.constants import CLOSED_BY_PARENT_ANNOTATION, TOPOLOGY_KIND
+from sluice.api.constants import CLOSED_BY_PARENT_ANNOTATION, FLAVOR_KIND, TOPOLOGY_KIND
 from sluice.api.objects import Obj
 from sluice.api.pod_defaults import DefaultsOf, no_defaults
 from sluice.api.pod_views import gated
@@ -251,6 +251,7 @@ class Stores:
     resource_slices: Store[dict[str, Obj]]
     resource_claims: Store[dict[str, Obj]]
     claim_templates: Store[dict[str, Obj]]
+    flavors: Store[dict[str, Obj]]
 
     @classmethod
     def new(cls, defaults_of: DefaultsOf = no_defaults) -> Stores:
@@ -268,6 +269,7 @@ class Stores:
             resource_slices=_plain("ResourceSlice", tombstones),
             resource_claims=_plain("ResourceClaim", tombstones),
             claim_templates=_plain("ResourceClaimTemplate", tombstones),
+            flavors=_plain(FLAVOR_KIND, tombstones),
         )
 
     def __iter__(self) -> Iterator[Store[Any]]:

@@ -34,6 +34,8 @@ class ClusterFacts:
     """For the warning on root's children's guarantees; None when unknown."""
     queues_holding_jobs: frozenset[str] = frozenset()
     """Queues known to hold pending or unfinished jobs (only those job_facts_needed named)."""
+    flavors: frozenset[str] | None = None
+    """The Flavors that exist, read for a queue that names some; None when not read."""
 
 
 def _with(existing: Mapping[str, Queue], queue: Queue) -> dict[str, Queue]:
@@ -98,6 +100,8 @@ def _check_queue(
         return deny("reserved-parent", f"queue default must stay under root (got {new.parent})")
     if (verdict := _check_amounts(new)) is not None:
         return verdict
+    if (verdict := _check_flavors_exist(old, new, facts.flavors)) is not None:
+        return verdict
     if (
         old is not None
         and old.spec.state != spec.state
@@ -142,8 +146,27 @@ def _check_state_change(new: Queue, existing: Mapping[str, Queue]) -> Verdict:
 
 
 def _check_amounts(new: Queue) -> Verdict | None:
-    breach = next(rules.amounts(new), None)
+    breach = next(rules.own(new), None)
     return breach.refusal() if breach is not None else None
+
+
+def _check_flavors_exist(
+    old: Queue | None, new: Queue, flavors: frozenset[str] | None
+) -> Verdict | None:
+    """Each flavor the queue names exists. One it named already is let be: a Flavor deleted
+    since must not stop every other change to the queue."""
+    if flavors is None:
+        return None
+    before = {entry.name for entry in old.spec.flavors} if old is not None else set()
+    for entry in new.spec.flavors:
+        if entry.name not in flavors and entry.name not in before:
+            known = ", ".join(sorted(flavors)) or "none exists"
+            return deny(
+                "flavor-missing",
+                f"queue {new.name}: flavor {entry.name} does not exist (flavors: {known});"
+                " create the Flavor first",
+            )
+    return None
 
 
 def _check_parent(

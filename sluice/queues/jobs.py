@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sluice.api.constants import (
+    MIN_PARALLELISM_ANNOTATION,
     POD_GROUP_TOTAL_ANNOTATION,
     PREEMPTABLE_ANNOTATION,
     PREFIX,
@@ -32,6 +33,7 @@ from sluice.api.workloads import POD_LABELS, Adapter
 from sluice.api.workloads.job import JOB
 from sluice.api.workloads.model import at
 from sluice.queues.admission import closed_ancestor
+from sluice.queues.sizes import check_min_size, declares_minimums
 from sluice.queues.topology import REQUEST_ANNOTATIONS
 from sluice.queues.tree import children_of
 from sluice.queues.verdict import ALLOW, Verdict, deny
@@ -223,6 +225,8 @@ def check_annotations(
             continue  # the group's size is its owner's to say (queues.pods keeps it)
         if key in REQUEST_ANNOTATIONS:
             continue  # its owner's to say (queues.topology checks them)
+        if key == MIN_PARALLELISM_ANNOTATION and declares_minimums(new):
+            continue  # its owner's to say (queues.sizes checks it)
         if key == PREEMPTABLE_ANNOTATION:
             if writer.may_protect or (opting_in and after.get(key, "").lower() == "true"):
                 continue
@@ -386,6 +390,10 @@ def check_job_create(
     verdict = _check_queue_for(job, namespace, existing, labels, adapter)
     if not verdict.allowed:
         return verdict
+    if declares_minimums(job):  # its own rule names it, before the reading that fails on it
+        verdict = check_min_size(None, job, _who(job, namespace, adapter), False, adapter)
+        if not verdict.allowed:
+            return verdict
     refusal = None if adapter.checked_by_the_api_server else adapter.refusal(job)
     if refusal is not None:
         return deny("job-not-manageable", f"{_who(job, namespace, adapter)}: {refusal}")
@@ -448,6 +456,10 @@ def check_job_update(
     if ORPHAN_FINALIZER in _finalizers(new) and ORPHAN_FINALIZER not in _finalizers(old):
         return _refuse_orphaning(new, namespace, "the finalizer orphan", adapter)
     verdict = check_claims_kept(old, new, namespace, writer, adapter)
+    if not verdict.allowed:
+        return verdict
+    staying = _stays_admitted(old, new, writer, adapter)
+    verdict = check_min_size(old if old_queue else None, new, who, staying, adapter)
     if not verdict.allowed:
         return verdict
     return check_growth(old, new, namespace, writer, adapter)

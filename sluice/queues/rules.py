@@ -9,17 +9,19 @@ message of its first breach (``tree_violations``).
 Quantities follow one convention: a map that is not set (empty) does not constrain; a map
 that is set counts an absent resource as 0, except ``capability``, where an absent resource
 is unlimited. Root is unlimited here: what its children are guaranteed beyond the cluster is
-only warned about (warnings.py).
+only warned about (warnings.py). Quotas per flavor keep the same rules, one flavor at a time
+(flavors.py), and the queue's own fields bound the sum over its flavors.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sluice.api.constants import ROOT_QUEUE
 from sluice.api.queue import Queue
 from sluice.api.resources import describe_amount
+from sluice.queues.flavors import flavor_tree, flavors_named, named_twice, quota_as_queue
 from sluice.queues.limits import guarantees_of_children, real_capabilities
 from sluice.queues.tree import QueueTree
 from sluice.queues.verdict import Verdict, deny
@@ -44,11 +46,13 @@ class Breach:
     """The name of ``limit``: a field, or which of the parent's numbers bounds a sum."""
     ancestor: str = ""
     """The ancestor whose capability is the limit (capability rule only)."""
+    flavor: str = ""
+    """The flavor whose quotas break it; "" for the queue's own fields."""
 
     @property
-    def key(self) -> tuple[str, str, str, str]:
+    def key(self) -> tuple[str, str, str, str, str]:
         """The relation broken: the same breach in two trees has the same key."""
-        return (self.rule, self.queue, self.ancestor, self.resource)
+        return (self.rule, self.queue, self.ancestor, self.resource, self.flavor)
 
     @property
     def excess(self) -> int:
@@ -62,6 +66,8 @@ class Breach:
     def refusal(self, subject: str | None = None) -> Verdict:
         seen_from = self.queue if subject is None else subject
         rule, text = _SAY[self.rule](self, seen_from)
+        if self.flavor and self.rule not in _NAMES_ITS_FLAVOR:
+            text = f"in flavor {self.flavor}, {text}"
         return deny(rule, f"queue {seen_from}: {text}")
 
 
@@ -105,15 +111,28 @@ def _say_capability(b: Breach, subject: str) -> tuple[str, str]:
 
 def _say_sum(b: Breach, subject: str) -> tuple[str, str]:
     parent, limit = b.queue, _amount(b, b.limit)
+    below = (
+        f"the queues nearest below {parent} that name it"
+        if b.flavor
+        else f"the children of {parent}"
+    )
     if b.against in ("guarantee", "deserved"):
         shown = f"{parent}'s {b.against} {limit}"
     else:
         shown = f"all {parent} can ever hold, its {b.against} {limit}"
         if b.against == "realCapability":
             shown += " (the capabilities above it less the guarantees beside it)"
+    return b.rule, f"{below} would have {b.what} {_amount(b, b.amount)} in total, more than {shown}"
+
+
+def _say_twice(b: Breach, subject: str) -> tuple[str, str]:
+    return b.rule, f"flavor {b.flavor} is listed twice in spec.flavors; list each flavor once"
+
+
+def _say_over_own_fields(b: Breach, subject: str) -> tuple[str, str]:
     return b.rule, (
-        f"the children of {parent} would have {b.what} {_amount(b, b.amount)} in total,"
-        f" more than {shown}"
+        f"the {b.what} of its flavors ({b.flavor}) add up to {_amount(b, b.amount)}, more than"
+        f" its own {b.against} {_amount(b, b.limit)}, which bounds the sum over its flavors"
     )
 
 
@@ -126,7 +145,11 @@ _SAY: Mapping[str, Callable[[Breach, str], tuple[str, str]]] = {
     "capability-over-ancestor": _say_capability,
     "guarantee-sum": _say_sum,
     "deserved-sum": _say_sum,
+    "flavor-listed-twice": _say_twice,
+    "flavors-over-own": _say_over_own_fields,
 }
+
+_NAMES_ITS_FLAVOR = frozenset({"flavor-listed-twice", "flavors-over-own"})
 
 
 # The rules --------------------------------------------------------------------------------
@@ -238,13 +261,75 @@ def sums(tree: QueueTree) -> Iterator[Breach]:
                 yield Breach("deserved-sum", parent, resource, total, bound, "deserved", "deserved")
 
 
+def listed_twice(queue: Queue) -> Iterator[Breach]:
+    """Each flavor a queue lists once at most."""
+    for flavor in named_twice(queue):
+        yield Breach("flavor-listed-twice", queue.name, flavor=flavor)
+
+
+def flavors_within_own(queue: Queue) -> Iterator[Breach]:
+    """The queue's own fields bound the sum over its flavors, per resource they name: the
+    flavors' guarantees within its guarantee and its capability, their deserved within its
+    deserved."""
+    spec = queue.spec
+    for what, against, bound in (
+        ("guarantee", "guarantee", spec.guarantee.resource),
+        ("deserved", "deserved", spec.deserved),
+        ("guarantee", "capability", spec.capability),
+    ):
+        parts: dict[str, list[tuple[str, int]]] = {}
+        for entry in spec.flavors:
+            amounts_of = entry.guarantee.resource if what == "guarantee" else entry.deserved
+            for resource, amount in amounts_of.items():
+                if resource in bound:
+                    parts.setdefault(resource, []).append((entry.name, amount))
+        for resource, named in sorted(parts.items()):
+            total = sum(amount for _, amount in named)
+            if total > bound[resource]:
+                shown = ", ".join(f"{f} {describe_amount(resource, a)}" for f, a in named)
+                yield Breach(
+                    "flavors-over-own",
+                    queue.name,
+                    resource,
+                    total,
+                    bound[resource],
+                    what,
+                    against,
+                    flavor=shown,
+                )
+
+
+def own(queue: Queue) -> Iterator[Breach]:
+    """Every rule a queue keeps on its own: its amounts, each flavor listed once, each
+    flavor's amounts, and its own fields bounding the sum over its flavors."""
+    yield from amounts(queue)
+    if not queue.spec.flavors:
+        return
+    yield from listed_twice(queue)
+    for flavor in dict.fromkeys(entry.name for entry in queue.spec.flavors):
+        quota = quota_as_queue(queue.name, queue.parent, queue, flavor)
+        yield from (replace(b, flavor=flavor) for b in amounts(quota))
+    yield from flavors_within_own(queue)
+
+
+def per_flavor(tree: QueueTree) -> Iterator[Breach]:
+    """The rules between queues, capabilities and children's sums, in each flavor over the
+    quotas in it (flavors.py), flavor by flavor."""
+    for flavor in flavors_named(tree):
+        projected = flavor_tree(tree, flavor)
+        found = list(capability(projected))
+        found.extend(sums(projected))
+        yield from (replace(b, flavor=flavor) for b in found)
+
+
 def breaches(tree: QueueTree, max_queue_depth: int) -> list[Breach]:
-    """Every breach of the tree, rule by rule in the catalogue's order."""
+    """Every breach of the tree, rule by rule in the catalogue's order, then per flavor."""
     out = list(depth(tree, max_queue_depth))
     for name in sorted(tree.queues):
-        out.extend(amounts(tree.queues[name]))
+        out.extend(own(tree.queues[name]))
     out.extend(capability(tree))
     out.extend(sums(tree))
+    out.extend(per_flavor(tree))
     return out
 
 

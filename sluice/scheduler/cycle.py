@@ -7,7 +7,7 @@ from datetime import datetime
 
 from sluice.api.constants import ROOT_QUEUE
 from sluice.api.queue import QueueUsage
-from sluice.api.resources import Resources
+from sluice.api.resources import EMPTY, Resources
 from sluice.api.views import JobPhase, WorkloadView
 from sluice.queues import limits
 from sluice.queues.lifecycle import derive_states
@@ -19,10 +19,12 @@ from sluice.scheduler.actions.preempt import preempt
 from sluice.scheduler.actions.reclaim import reclaim
 from sluice.scheduler.actions.requeue import requeue
 from sluice.scheduler.fit import over_capability
+from sluice.scheduler.flavor_apply import admitted_into, suspended_from
 from sluice.scheduler.kept import Kept, SpecMemo
-from sluice.scheduler.model import CycleResult, PendingJob, QueueResult, Snapshot
+from sluice.scheduler.model import CycleResult, FlavorFigures, PendingJob, QueueResult, Snapshot
 from sluice.scheduler.order import leaf_order
-from sluice.scheduler.records import JobInfo
+from sluice.scheduler.partial import admitted_smaller, restored
+from sluice.scheduler.records import JobInfo, QueueInfo
 from sluice.scheduler.session import Session, job_order_key
 from sluice.scheduler.usage_note import UsageNotes
 
@@ -208,8 +210,35 @@ def _queue_results(session: Session, outcome: Outcome) -> dict[str, QueueResult]
             over_capability=over_capability(session, name),
             usage=_usage(session, name),
             usage_key=session.usage_key(name),
+            flavors=flavor_figures(info),
         )
     return out
+
+
+def flavor_figures(info: QueueInfo) -> tuple[FlavorFigures, ...]:
+    """The queue's figures per flavor: each flavor its own entries name, in its list's order,
+    then each other flavor its subtree holds in, by name."""
+    named = [f for f in info.flavor_list if f in info.flavor_real_capability]
+    named += sorted(set(info.flavor_real_capability) - set(named))
+    held = sorted(f for f, a in info.flavor_allocated.items() if f not in named and any(a.values()))
+    return tuple(
+        FlavorFigures(
+            name=f,
+            allocated=Resources(info.flavor_allocated.get(f, {})),
+            deserved=info.flavor_deserved.get(f, EMPTY),
+            real_capability=info.flavor_real_capability[f],
+            resources=tuple(sorted(_entry_names(info, f))),
+        )
+        for f in named
+    ) + tuple(
+        FlavorFigures(name=f, allocated=Resources(info.flavor_allocated[f]), named=False)
+        for f in held
+    )
+
+
+def _entry_names(info: QueueInfo, flavor: str) -> frozenset[str]:
+    entry = info.queue.spec.flavor(flavor)
+    return entry.names() if entry is not None else frozenset()
 
 
 def _usage(session: Session, name: str) -> QueueUsage | None:
@@ -229,8 +258,9 @@ def _usage(session: Session, name: str) -> QueueUsage | None:
 
 def apply_decisions(snapshot: Snapshot, result: CycleResult, now: datetime) -> Snapshot:
     """The snapshot as it would be once the operator wrote the cycle's decisions (and the Job
-    controller deleted the pods of the jobs it suspended)."""
-    admitted = {d.job for d in result.decisions if d.action == "admit"}
+    controller deleted the pods of the jobs it suspended): a workload admitted into flavors
+    carries them and their record, a suspended one is given back its pods as they were."""
+    admitted = {d.job: d for d in result.decisions if d.action == "admit"}
     suspended = {d.job: d for d in result.decisions if d.action != "admit"}
     gone: set[str] = set()
     named: set[tuple[str, str, str]] = set()  # (namespace, label, name) of the others' pods
@@ -238,13 +268,18 @@ def apply_decisions(snapshot: Snapshot, result: CycleResult, now: datetime) -> S
     for job in snapshot.workloads:
         decision = suspended.get(job.key)
         if job.key in admitted:
+            job = admitted_smaller(job, admitted[job.key].sizes)
             jobs.append(replace(job, phase=JobPhase.INQUEUE, admitted_at=now))
+            if admitted[job.key].flavors:
+                jobs[-1] = admitted_into(jobs[-1], admitted[job.key].flavors, snapshot.flavors)
         elif decision is not None:
             if job.pods_by:
                 named.update((job.namespace, label, value) for label, value in job.pods_by)
             else:
                 gone.add(job.uid)
-            jobs.append(replace(job, phase=JobPhase.PENDING, admitted_at=None))
+            jobs.append(
+                replace(restored(suspended_from(job)), phase=JobPhase.PENDING, admitted_at=None)
+            )
             if decision.action == "requeue":
                 jobs[-1] = replace(
                     jobs[-1],

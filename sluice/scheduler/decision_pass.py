@@ -12,8 +12,9 @@ until no kind is used up.
 
 Listed always: admitted jobs (what the queues hold and what may be a victim), requeued jobs
 (whether they still back off depends on the time), every waiting job of a queue with a
-namespaceSelector (whether it is taken depends on its namespace), and every job when the
-usage plugin orders jobs by their namespace's usage.
+namespaceSelector (whether it is taken depends on its namespace) or with flavors (each
+flavor's deserved rests on which flavors its waiting pod sets may be given), and every job
+when the usage plugin orders jobs by their namespace's usage.
 
 A kind that no pass can admit while the nodes and the queues' specs stay as they are is not
 listed at all (``_stuck``): its pods fit on no node even were the node empty, or it asks
@@ -44,9 +45,12 @@ from sluice.api.queue import Queue, QueueUsage
 from sluice.api.resources import Resources
 from sluice.api.topology import TopologyRequest
 from sluice.api.views import JobPhase, NodeView, PodSet, WorkloadView
+from sluice.queues.flavors import flavor_list
+from sluice.queues.tree import QueueTree
 from sluice.scheduler.cycle import Decided, decide
 from sluice.scheduler.kept import Kept, as_is, name_and_spec, same_list
 from sluice.scheduler.model import Decision, QueueResult, Snapshot
+from sluice.scheduler.partial import smallest_request
 
 FIRST = 1
 """Jobs of a kind listed at first."""
@@ -304,14 +308,15 @@ class DecisionPass:
         """Whether no job of the kind can be admitted, whatever else is admitted or evicted,
         while the frame stays as it is: it asks more of a resource than the usable nodes
         hold together, or than a capability on its queue's path allows, or one of its pods
-        fits on no node that may take it, even empty. Never in a fifo queue."""
+        fits on no node that may take it, even empty; at its minimum size when it may be
+        admitted smaller. Never in a fifo queue, nor in one whose workloads are given flavors."""
         frame = self.frame
         queue = kind.queue
         specs = frame.specs
         spec = specs.get(queue)
-        if spec is None or spec.dequeue_strategy == "fifo":
+        if spec is None or spec.dequeue_strategy == "fifo" or queue in frame.flavored:
             return False
-        amounts = kind.request.amounts
+        amounts = smallest_request(kind.request, kind.pod_sets).amounts  # admitted smaller
         total = frame.placement.total
         if any(a > total.get(r, 0) for r, a in amounts.items()):
             return True
@@ -371,7 +376,15 @@ class _Frame:
         self.queues = queues
         self.specs = {q.name: q.spec for q in queues}
         self.selective = {q.name for q in queues if q.spec.namespace_selector is not None}
-        """The queues with a namespaceSelector: their waiting jobs are all listed."""
+        """The queues with a namespaceSelector, or flavors: their waiting jobs are all listed."""
+        self.flavored: set[str] = set()
+        """The queues whose workloads are given flavors: their waiting jobs are all listed
+        and never stuck, as each flavor's deserved is split by what the waiting pod sets that
+        may be given it ask, which a sum per queue does not say."""
+        if any(q.spec.flavors for q in queues):
+            tree = QueueTree({q.name: q for q in queues})
+            self.flavored = {name for name in tree.queues if flavor_list(tree, name)}
+            self.selective |= self.flavored
         self.placement = kept.placement_for(nodes)
         self._holds: dict[PodSpecView, bool] = {}
 

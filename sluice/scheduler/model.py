@@ -10,10 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from sluice.api.config import DEFAULT_CONFIG, SchedulerConfig
 from sluice.api.constants import DEFAULT_MAX_QUEUE_DEPTH
+from sluice.api.flavor import FlavorView
+from sluice.api.quantity import format_quantity
 from sluice.api.queue import Queue, QueueState, QueueUsage
 from sluice.api.resources import EMPTY, Resources
 from sluice.api.topology import TopologyView
@@ -70,6 +72,9 @@ class Snapshot:
     devices: DeviceNotes = NO_NOTES
     """Which resources are devices asked through claims, and of which DeviceClasses: the
     nodes' and pods' devices are already counted in their views (``device_nodes``)."""
+    flavors: Sequence[FlavorView] = ()
+    """The cluster's Flavors: the named sets of nodes queues hold quota in (docs/scheduler.md,
+    *Flavors*)."""
 
 
 DecisionAction = Literal["admit", "reclaim", "preempt", "requeue"]
@@ -91,6 +96,55 @@ class Decision:
     requeues: int = 0
     domain: str = ""
     """An admission into one domain of a Topology: ``<level>=<value>`` (its pods' nodeSelector)."""
+    flavors: tuple[tuple[str, str], ...] = ()
+    """An admission into flavors: (pod set, flavor) for each pod set, in the workload's order;
+    () when its queue has no flavors."""
+    sizes: tuple[tuple[str, int, int], ...] = ()
+    """An admission at a smaller size: per pod set admitted smaller, (its name, pods asked,
+    pods admitted) (docs/elastic.md, *Admitted smaller*); empty when admitted whole."""
+
+
+@dataclass(frozen=True, slots=True)
+class FlavorFigures:
+    """A queue's figures in one flavor after the cycle: what its subtree holds there, its
+    deserved and its realCapability there (docs/scheduler.md, *Counting per flavor*)."""
+
+    name: str
+    allocated: Resources = EMPTY
+    deserved: Resources = EMPTY
+    real_capability: Resources = EMPTY
+    resources: tuple[str, ...] = ()
+    """The resources its entry counts in the flavor (``FlavorQuota.names``), sorted."""
+    named: bool = True
+    """Whether its own entries name the flavor (False: it only holds there, counted in the
+    quota of the ancestor whose list its workloads use)."""
+
+    def summary(self) -> str:
+        """``h100 nvidia.com/gpu 4/8``, for a printer column and the queue tree: per resource,
+        allocated over deserved for each resource its entry counts, allocated alone where it
+        only holds there."""
+        if not self.named:
+            return f"{self.name} {self.allocated.describe()}"
+        if not self.resources:
+            return f"{self.name} nothing"
+        parts = [
+            f"{n} {_quantity(self.allocated, n)}/{_quantity(self.deserved, n)}"
+            for n in self.resources
+        ]
+        return f"{self.name} " + ", ".join(parts)
+
+    def to_kube(self) -> dict[str, Any]:
+        """An item of a Queue's ``status.flavors``: its allocated, and its deserved and
+        realCapability where its own entries name the flavor."""
+        item: dict[str, Any] = {"name": self.name, "allocated": self.allocated.to_kube()}
+        if self.named:
+            item["deserved"] = self.deserved.to_kube()
+            item["realCapability"] = self.real_capability.to_kube()
+        return item
+
+
+def _quantity(amounts: Resources, name: str) -> str:
+    return format_quantity(amounts.get_amount(name), name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +174,9 @@ class QueueResult:
     """Its usage sampled by this cycle; None when the usage plugin is off."""
     usage_key: float = 0.0
     """Its dominant weighted usage per unit of weight, in seconds: what orders it."""
+    flavors: tuple[FlavorFigures, ...] = ()
+    """Its figures per flavor: those its list names, in order, then any other its subtree
+    holds in; () for a queue without flavors."""
 
 
 @dataclass(frozen=True, slots=True)

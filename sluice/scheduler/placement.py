@@ -26,8 +26,7 @@ from sluice.api.constraints import (
     NodeRequirement,
     NodeTerm,
     PodSpecView,
-    Taint,
-    Toleration,
+    tolerates,
 )
 from sluice.api.resources import describe_amount
 from sluice.api.views import NodeView
@@ -39,21 +38,16 @@ Assignment = list[tuple[int, int]]
 """(node index, pods) for the pods of one job."""
 
 
-def tolerates(toleration: Toleration, taint: Taint) -> bool:
-    if toleration.effect and toleration.effect != taint.effect:
-        return False
-    if toleration.key and toleration.key != taint.key:
-        return False
-    if toleration.operator == "Exists":
-        return True
-    return toleration.value == taint.value
-
-
 def requirement_holds(req: NodeRequirement, node: NodeView) -> bool:
     if req.on_field:  # matchFields: Kubernetes supports metadata.name only
         value: str | None = node.name if req.key == "metadata.name" else None
     else:
         value = node.labels.get(req.key)
+    return holds_for(req, value)
+
+
+def holds_for(req: NodeRequirement, value: str | None) -> bool:
+    """Whether the requirement holds where its key has ``value`` (None: the key is absent)."""
     op = req.operator
     if op == "In":
         return value in req.values

@@ -7,12 +7,20 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from types import MappingProxyType
 
 from sluice.api.queue import Queue
 from sluice.api.resources import EMPTY, Resources
 from sluice.api.views import PodView, PriorityClassView, WorkloadView
 from sluice.scheduler.placement import Footprint
 from sluice.scheduler.usage import Amounts
+
+NOWHERE: Mapping[str, Mapping[str, int]] = MappingProxyType({})
+"""What a workload that holds in no flavor holds per flavor: shared, never written."""
+
+
+def _nowhere() -> Mapping[str, Mapping[str, int]]:
+    return NOWHERE
 
 
 @dataclass(slots=True, eq=False)
@@ -35,6 +43,10 @@ class JobInfo:
     footprint: Footprint = field(default_factory=dict)
     """Node -> what it holds there: its bound pods, and room kept for its pods not bound yet."""
     pods: list[PodView] = field(default_factory=list)  # its own pods, when it is admitted
+    flavors: tuple[tuple[str, str], ...] = ()
+    """(pod set, flavor) for each pod set, while admitted into flavors; () when it is not."""
+    held_in: Mapping[str, Mapping[str, int]] = field(default_factory=_nowhere)
+    """Flavor -> resource -> what it holds there while admitted (``flavor_quota.counted``)."""
 
 
 @dataclass(slots=True, eq=False)
@@ -72,6 +84,21 @@ class QueueInfo:
     grown: list[tuple[str, Resources]] = field(default_factory=list)
     """The workloads below it whose pods hold more than they were admitted with, in a
     resource it is over in, and how much more: what its condition names."""
+    flavor_list: tuple[str, ...] = ()
+    """The flavors its workloads may be given, in the order tried (``flavors.flavor_list``);
+    (): none, its workloads are admitted as in a cluster without flavors."""
+    flavor_allocated: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Flavor -> what the admitted workloads of its subtree hold in it (``allocated`` per
+    flavor)."""
+    flavor_real_capability: dict[str, Resources] = field(default_factory=dict)
+    """Its realCapability in each flavor its entries name (absent resource: 0)."""
+    flavor_deserved: dict[str, Resources] = field(default_factory=dict)
+    """Its deserved in each flavor its entries name."""
+    flavor_over_capability: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)
+    """Flavor -> resource -> (allocated, capability) where what its subtree holds in the
+    flavor exceeds its entry's capability there: nothing more that asks for one of these
+    resources is admitted below it into that flavor until it fits again
+    (``over_capability`` per flavor)."""
 
     def clear(self) -> None:
         """Back to how it is built (``Session._build_queues``): no jobs, nothing derived."""
@@ -83,6 +110,11 @@ class QueueInfo:
         self.completed = 0
         self.over_capability = {}
         self.grown = []
+        self.flavor_list = ()
+        self.flavor_allocated = {}
+        self.flavor_over_capability = {}
+        self.flavor_real_capability = {}
+        self.flavor_deserved = {}
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,13 +23,15 @@ from sluice.queues.limits import child_real_capability, over_capability
 from sluice.queues.rules import tree_violations
 from sluice.queues.tree import QueueTree
 from sluice.scheduler import usage as usage_rule
+from sluice.scheduler.flavor_counts import count_flavors, has_flavors
+from sluice.scheduler.flavor_quota import FlavorAmounts, add_in
 from sluice.scheduler.holding import holding, owner_of, take_room
 from sluice.scheduler.kept import Kept, PodsTaken, SpecMemo, name_and_spec, same_list
 from sluice.scheduler.model import Snapshot
 from sluice.scheduler.placement import Footprint, Placement, add_room
 from sluice.scheduler.plugins import deserved as deserved_plugins
 from sluice.scheduler.readiness import backing_off
-from sluice.scheduler.records import JobInfo, Priorities, QueueInfo, Usage
+from sluice.scheduler.records import NOWHERE, JobInfo, Priorities, QueueInfo, Usage
 from sluice.scheduler.topology import Domains
 
 
@@ -107,6 +109,8 @@ class Session:
         if self.usage_settings is not None:
             self._sample_usage()
         self._derive(specs)
+        if has_flavors(self.queues.values()):
+            count_flavors(self)
 
     @property
     def config(self) -> SchedulerConfig:
@@ -610,7 +614,15 @@ class Session:
         return best
 
     # Mutations by actions ------------------------------------------------------------------
-    def admit(self, job: JobInfo, footprint: Footprint) -> None:
+    def admit(
+        self,
+        job: JobInfo,
+        footprint: Footprint,
+        flavors: tuple[tuple[str, str], ...] = (),
+        held_in: FlavorAmounts | None = None,
+    ) -> None:
+        """``flavors``, ``held_in``: the flavor each pod set is admitted into and what that
+        holds per flavor (flavor_choice.py), counted along the queue's chain."""
         job.admitted = True
         job.fresh = True
         job.admitted_at = self.now
@@ -620,6 +632,10 @@ class Session:
         add_room(self.used, job.request)
         for name in self.chain(job.queue):
             add_room(self.queues[name].allocated, job.request)
+        if held_in:
+            job.flavors, job.held_in = flavors, held_in
+            for name in self.chain(job.queue):
+                add_in(self.queues[name].flavor_allocated, held_in)
         info = self.queues[job.queue]
         info.admitted_jobs.append(job)
         if self.usage_settings is not None:
@@ -641,6 +657,10 @@ class Session:
         job.footprint = {}
         for name in self.chain(job.queue):
             add_room(self.queues[name].allocated, job.held, -1)
+        if job.held_in:
+            for name in self.chain(job.queue):
+                add_in(self.queues[name].flavor_allocated, job.held_in, -1)
+            job.flavors, job.held_in = (), NOWHERE
         self.queues[job.queue].admitted_jobs.remove(job)
 
 

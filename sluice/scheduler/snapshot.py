@@ -18,7 +18,7 @@ from functools import partial
 from typing import Any
 
 from sluice.api.config import DEFAULT_CONFIG, SchedulerConfig
-from sluice.api.constants import DEFAULT_MAX_QUEUE_DEPTH, TOPOLOGY_KIND
+from sluice.api.constants import DEFAULT_MAX_QUEUE_DEPTH, FLAVOR_KIND, TOPOLOGY_KIND
 from sluice.api.device_claims import (
     ResourceClaim,
     ResourceClaimTemplate,
@@ -27,6 +27,7 @@ from sluice.api.device_claims import (
 )
 from sluice.api.devices import DeviceClass, ResourceSlice, read_device_class, read_resource_slice
 from sluice.api.errors import InvalidObject
+from sluice.api.flavor import FlavorView, flavor_from_object
 from sluice.api.pod_defaults import DefaultsOf, no_defaults
 from sluice.api.pod_views import pod_from_object
 from sluice.api.queue import Queue
@@ -59,6 +60,7 @@ View = (
     | ResourceSlice
     | ResourceClaim
     | ResourceClaimTemplate
+    | FlavorView
 )
 Reader = Callable[[Mapping[str, Any]], View | None]
 
@@ -78,6 +80,7 @@ KINDS = (
     "PriorityClass",
     TOPOLOGY_KIND,
     *DEVICE_KINDS,
+    FLAVOR_KIND,
 )
 """The kinds a Snapshot is built from, in the order a strict build reports the first error."""
 
@@ -105,6 +108,7 @@ def readers(
         "Pod": partial(pod_from_object, workload_labels=POD_LABELS),
         "PriorityClass": priority_class_from_object,
         TOPOLOGY_KIND: topology_from_object,
+        FLAVOR_KIND: flavor_from_object,
         "DeviceClass": read_device_class,
         "ResourceSlice": read_resource_slice,
         "ResourceClaim": read_resource_claim,
@@ -254,6 +258,7 @@ def build_snapshot(
         pods=pods,
         topologies=views[TOPOLOGY_KIND],
         devices=notes,
+        flavors=views[FLAVOR_KIND],
     )
     return Built(snapshot, unreadable)
 

@@ -21,7 +21,14 @@ from typing import Any, Protocol
 
 from kubernetes import client
 
-from sluice.api.constants import GROUP, PLURAL, QUEUE_LABEL, TOPOLOGY_PLURAL, VERSION
+from sluice.api.constants import (
+    FLAVOR_PLURAL,
+    GROUP,
+    PLURAL,
+    QUEUE_LABEL,
+    TOPOLOGY_PLURAL,
+    VERSION,
+)
 from sluice.api.errors import InvalidObject
 from sluice.api.queue import Queue
 from sluice.api.resources import Resources
@@ -121,6 +128,8 @@ class ClusterFactsSource(Protocol):
     def cluster_capacity(self) -> Resources | None: ...
 
     async def topology_levels(self) -> frozenset[str]: ...
+
+    async def flavor_names(self) -> frozenset[str]: ...
 
     async def stored_queue(self, name: str) -> Mapping[str, Any] | None:
         """The Queue object as the API server holds it now, or None when it holds none."""
@@ -241,6 +250,18 @@ class KubeFacts:
                 if isinstance(level, Mapping) and isinstance(level.get("nodeLabel"), str):
                     levels.add(level["nodeLabel"])
         return frozenset(levels)
+
+    async def flavor_names(self) -> frozenset[str]:
+        """The names of every Flavor, read when a queue names some (rare: not cached, so a
+        Flavor created just before the queue that names it counts at once)."""
+        return await asyncio.to_thread(self._flavor_names)
+
+    def _flavor_names(self) -> frozenset[str]:
+        raw: Any = self.custom.list_cluster_custom_object(
+            GROUP, VERSION, FLAVOR_PLURAL, _preload_content=False
+        )
+        items = json.loads(raw.data).get("items") or ()
+        return frozenset(str((item.get("metadata") or {}).get("name")) for item in items)
 
     async def refresh_capacity(self) -> None:
         nodes = await asyncio.to_thread(self.core.list_node)

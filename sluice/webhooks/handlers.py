@@ -13,7 +13,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sluice.api.constants import DEFAULT_MAX_QUEUE_DEPTH, KIND, QUEUE_LABEL, TOPOLOGY_KIND
+from sluice.api.constants import (
+    DEFAULT_MAX_QUEUE_DEPTH,
+    FLAVOR_KIND,
+    KIND,
+    QUEUE_LABEL,
+    TOPOLOGY_KIND,
+)
 from sluice.api.errors import InvalidObject
 from sluice.api.pod_views import gated
 from sluice.api.queue import Queue
@@ -27,6 +33,8 @@ from sluice.queues.admission import (
     job_facts_needed,
 )
 from sluice.queues.defaults import queue_with_defaults
+from sluice.queues.flavor_kept import check_flavor_kept
+from sluice.queues.flavors import check_flavor
 from sluice.queues.jobs import (
     Writer,
     check_job_create,
@@ -158,6 +166,7 @@ async def validate_queue(request: Request, ctx: Context) -> Answer:
         max_queue_depth=ctx.max_queue_depth,
         cluster_capacity=ctx.facts.cluster_capacity(),
         queues_holding_jobs=holding,
+        flavors=await ctx.facts.flavor_names() if new.spec.flavors else None,
     )
     if old is None:
         verdict = check_queue_create(new, existing, facts)
@@ -317,7 +326,12 @@ async def _validate(request: Request, ctx: Context, adapter: Adapter) -> Answer:
             request.old, request.obj, request.namespace, queues, labels, writer, adapter
         )
         admitted = job_admitted(request.old, adapter)
-        return _answer(request, await _topology(request, ctx, verdict, adapter, admitted))
+        verdict = await _topology(request, ctx, verdict, adapter, admitted)
+        if verdict.allowed:
+            kind = str(request.obj.get("kind") or adapter.kind).lower()
+            who = f"{kind} {request.namespace}/{request.name}"
+            verdict = check_flavor_kept(request.old, request.obj, who, admitted, adapter)
+        return _answer(request, verdict)
     return _answer(request, ALLOW)
 
 
@@ -334,6 +348,13 @@ async def _topology(
     who = f"{(new.get('kind') or adapter.kind).lower()} {request.namespace}/{request.name}"
     levels = await ctx.facts.topology_levels()
     return check_topology_request(old, new, who, admitted, levels, adapter)
+
+
+async def validate_flavor(request: Request, ctx: Context) -> Answer:
+    _expect(request, FLAVOR_KIND)
+    if request.sub_resource or request.obj is None or request.operation == "DELETE":
+        return _answer(request, ALLOW)
+    return _answer(request, check_flavor(request.obj))
 
 
 async def validate_topology(request: Request, ctx: Context) -> Answer:

@@ -38,6 +38,7 @@ Handler = Callable[[Request, Context], Awaitable[Answer]]
 ROUTES: dict[str, Handler] = {
     "/validate/queues": handlers.validate_queue,
     "/validate/topologies": handlers.validate_topology,
+    "/validate/flavors": handlers.validate_flavor,
     "/mutate/queues": handlers.mutate_queue,
     "/validate/jobs": handlers.validate_job,
     "/mutate/jobs": handlers.mutate_job,

@@ -245,3 +245,9 @@ def sluice_system(
             yield op
     finally:
         op.stop()
+        # The chart's own install (test_chart.py) creates this account and binding's namesake:
+        # what this made for the operator goes with it, whichever test runs next.
+        kubectl.run("delete", "clusterrolebinding", f"e2e-{identity}", check=False)
+        kubectl.run(
+            "delete", "serviceaccount", "sluice-operator", "-n", "sluice-system", check=False
+        )

@@ -490,7 +490,11 @@ def installed(
     """The chart installed with both components off and the API server pointed at a webhook
     server on 127.0.0.1; the CRDs the fixture installed are adopted by the release."""
     kubectl.run("create", "namespace", NAMESPACE, check=False)
-    for crd in ("queues.scheduling.sluice.dev", "topologies.scheduling.sluice.dev"):
+    for crd in (
+        "flavors.scheduling.sluice.dev",
+        "queues.scheduling.sluice.dev",
+        "topologies.scheduling.sluice.dev",
+    ):
         kubectl.run("label", "crd", crd, "app.kubernetes.io/managed-by=Helm", "--overwrite")
         kubectl.run(
             "annotate",
@@ -547,7 +551,10 @@ def test_install_prints_what_it_installed_and_the_next_commands(installed: Insta
         f"the API server calls https://127.0.0.1:{installed.webhook_port} (webhooks.url)" in notes
     )
     assert "Scheduler: ConfigMap sluice-scheduler, the built-in default" in notes
-    crds = "queues.scheduling.sluice.dev, topologies.scheduling.sluice.dev"
+    crds = (
+        "flavors.scheduling.sluice.dev, queues.scheduling.sluice.dev,"
+        " topologies.scheduling.sluice.dev"
+    )
     assert f"CRDs:      {crds}, kept on uninstall." in notes
     after = notes.split("\nNext:\n", 1)[1]
     commands = [line.strip() for line in after.splitlines() if line.startswith("       ")]
@@ -641,6 +648,12 @@ def test_install_then_each_account_can_do_exactly_what_it_needs(
     webhooks = as_service_account(NAMESPACE, "sluice-webhooks")
     assert operator.can_i("patch", "jobs.batch", "default")
     assert operator.can_i("patch", "queues.scheduling.sluice.dev/status")
+    # Flavors: watched, and their status (the nodes that match) written; never their spec.
+    flavors = ("flavors.scheduling.sluice.dev", "--subresource=status")
+    assert operator.can_i("watch", "flavors.scheduling.sluice.dev")
+    assert operator.run("auth", "can-i", "patch", *flavors, check=False).strip() == "yes"
+    assert not operator.can_i("patch", "flavors.scheduling.sluice.dev")
+    assert webhooks.run("auth", "can-i", "patch", *flavors, check=False).strip() == "no"
     # its own Lease and scheduler ConfigMap, by name: not another release's
     assert operator.can_i("update", "leases.coordination.k8s.io/sluice-operator", NAMESPACE)
     assert operator.can_i("create", "leases.coordination.k8s.io", NAMESPACE)

@@ -357,8 +357,9 @@ def test_helm_template_renders_the_crds_from_crds_dir(helm: Path, kubectl: Kubec
     rendered = _helm(helm, "template", "sluice", str(CHART))
     documents = [d for d in yaml.safe_load_all(rendered) if d]
     crds = [d for d in documents if d["kind"] == "CustomResourceDefinition"]
-    assert [c["metadata"]["name"] for c in crds] == [QUEUE_CRD, "topologies.scheduling.sluice.dev"]
-    assert crds[0]["spec"] == _crd_manifest()["spec"]
+    names = [c["metadata"]["name"] for c in crds]
+    assert names == ["flavors.scheduling.sluice.dev", QUEUE_CRD, "topologies.scheduling.sluice.dev"]
+    assert crds[1]["spec"] == _crd_manifest()["spec"]
     assert all(c["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep" for c in crds)
     # The rendered chart is acceptable to the API server as it stands.
     kubectl.apply(rendered, "--server-side", "--force-conflicts", "--dry-run=server")

@@ -190,7 +190,15 @@ def test_a_tenant_sees_queues_and_their_own_line_with_namespace_rights_only(
     assert small in alice.kubectl.run("get", "sq", "-o", "name")
     listing = alice.sluice("job", "list", "-n", s.namespace).stdout.splitlines()
     rows = [line.split()[:4] for line in listing[1:]]
-    assert listing[0].split() == ["NAME", "QUEUE", "STATE", "POSITION", "REASON", "ADMITTED-AT"]
+    assert listing[0].split() == [
+        "NAME",
+        "QUEUE",
+        "STATE",
+        "POSITION",
+        "REASON",
+        "ADMITTED-AT",
+        "ADMITTED",
+    ]
     assert rows[0][:3] == ["first", small, "running"] or rows[0][:3] == ["first", small, "inqueue"]
     assert [r[0] for r in rows[1:]] == ["second", "third"]
     assert [r[3] for r in rows[1:]] == ["1", "2"]

@@ -38,6 +38,7 @@ class FakeFacts:
     namespace_labels_by_name: dict[str, dict[str, str]] = field(default_factory=dict)
     capacity: Resources | None = None
     levels: frozenset[str] = frozenset()
+    flavors: frozenset[str] = frozenset()
     asked: list[str] = field(default_factory=list)
     gate: asyncio.Event | None = None  # when set by a test, answers wait for it
     stored: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -61,6 +62,9 @@ class FakeFacts:
 
     async def topology_levels(self) -> frozenset[str]:
         return self.levels
+
+    async def flavor_names(self) -> frozenset[str]:
+        return self.flavors
 
     async def stored_queue(self, name: str) -> dict[str, Any] | None:
         self.read.append(name)
@@ -164,7 +168,11 @@ def make_review(
     sub_resource: str | None = None,
     dry_run: bool = False,
 ) -> dict[str, Any]:
-    group = {"Queue": "scheduling.sluice.dev", "Job": "batch"}.get(kind, "")
+    group = {
+        "Queue": "scheduling.sluice.dev",
+        "Flavor": "scheduling.sluice.dev",
+        "Job": "batch",
+    }.get(kind, "")
     name = ((obj or old or {}).get("metadata") or {}).get("name", "")
     request: dict[str, Any] = {
         "uid": uid,

@@ -49,7 +49,7 @@ def confine(
     """The merge patch that writes each domain's label in the templates it covers that do
     not select that label yet, and what it adds, as sluice.dev/topology-assignment records
     it; ({}, ()) when it adds nothing."""
-    after = _copy(obj)
+    after = spec_copy(obj)
     added: list[Assignment] = []
     for name, path, a in covered(obj, adapter, assignments):
         template = at(after, path)
@@ -72,7 +72,7 @@ def confine(
 
 def unconfine(obj: Obj, adapter: Adapter, assignments: Sequence[Assignment]) -> dict[str, Any]:
     """The merge patch that takes the recorded domains' labels off the templates again."""
-    after = _copy(obj)
+    after = spec_copy(obj)
     for _, path, a in covered(obj, adapter, assignments):
         template = at(after, path)
         if not isinstance(template, dict) or selector(template).get(a.level) != a.value:
@@ -109,7 +109,7 @@ def merge_diff(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str,
     return out
 
 
-def _copy(obj: Obj) -> dict[str, Any]:
+def spec_copy(obj: Obj) -> dict[str, Any]:
     """A deep, plain copy of the object's spec (what the patches change)."""
     spec: dict[str, Any] = json.loads(json.dumps(obj.get("spec") or {}))
     return {**obj, "spec": spec}

@@ -5,6 +5,7 @@ spec.runPolicy.suspend."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any, Final
 
 from sluice.api.pod_defaults import PodDefaults
@@ -13,6 +14,7 @@ from sluice.api.workloads.model import (
     Adapter,
     PodSetReader,
     SuspendField,
+    TemplatePath,
     any_active,
     injected_container,
     keyed,
@@ -77,6 +79,14 @@ def _replica_sets(
     return read
 
 
+def _elastic_workers(obj: Mapping[str, Any]) -> tuple[tuple[str, TemplatePath], ...]:
+    """The workers may shrink, down to elasticPolicy.minReplicas (the training-operator's
+    elastic training scales the Worker replicas alone); the Master is admitted whole."""
+    if "Worker" not in keyed(obj, ("spec", "pytorchReplicaSpecs")):
+        return ()
+    return (("Worker", ("spec", "elasticPolicy", "minReplicas")),)
+
+
 def _finished(status: Mapping[str, Any]) -> bool:
     return condition_true(status, FINISHED)
 
@@ -113,8 +123,14 @@ def _replica_job(
     )
 
 
-PYTORCH_JOB = _replica_job(
-    "v1", "PyTorchJob", "pytorchReplicaSpecs", {}, _pytorch_injected, REPLICA_TYPE_LABEL
+PYTORCH_JOB = replace(
+    _replica_job(
+        "v1", "PyTorchJob", "pytorchReplicaSpecs", {}, _pytorch_injected, REPLICA_TYPE_LABEL
+    ),
+    min_fields=_elastic_workers,
+    size_fields=lambda obj, pod_set, pods: (
+        (("spec", "pytorchReplicaSpecs", pod_set, "replicas"), pods),
+    ),
 )
 MPI_JOB = _replica_job(
     "v2beta1",

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from sluice.api.constants import MIN_PARALLELISM_ANNOTATION
 from sluice.api.constraints import pod_spec_view
 from sluice.api.device_context import SpecDevices, spec_devices
 from sluice.api.errors import InvalidObject
@@ -27,6 +28,7 @@ from sluice.api.views import (
     pod_set,
     workload_view,
 )
+from sluice.api.workloads.sizes import MinSource, with_minimums
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +53,8 @@ class SuspendField:
         return body
 
 
+_TEMPLATE_MIN = ("metadata", "annotations", MIN_PARALLELISM_ANNOTATION)
+"""Where a pod template carries its pod set's minimum."""
 SPEC_SUSPEND = SuspendField(("spec", "suspend"))
 _NAME = ("metadata", "name")
 """The hold of most kinds: ``spec.suspend``."""
@@ -119,6 +123,16 @@ class Adapter:
     read_refusal: Callable[[Mapping[str, Any]], tuple[str, str] | None] = lambda obj: None
     """Why sluice cannot hold this object although it can read its pods: (the field, the
     problem); None when it can."""
+    min_fields: Callable[[Mapping[str, Any]], tuple[tuple[str, TemplatePath], ...]] = lambda obj: ()
+    """Each pod set that may be admitted smaller than it asks, and where its kind writes its
+    minimum (a Job's annotation, a PyTorchJob's elasticPolicy.minReplicas): the other pod
+    sets are admitted whole (docs/elastic.md, *The minimum*)."""
+    size_fields: Callable[[Mapping[str, Any], str, int], tuple[tuple[TemplatePath, int], ...]] = (
+        lambda obj, pod_set, pods: ()
+    )
+    """(object, pod set, pods) -> the fields that make that pod set run that many pods, each
+    with the value it then has (a Job's parallelism): what admission at a smaller size
+    lowers (docs/elastic.md, *Admitted smaller*)."""
 
     @property
     def api_version(self) -> str:
@@ -185,10 +199,22 @@ class Adapter:
         phase = job_phase(
             finished=self.finished(obj), suspended=self.suspended(obj), active=self.active(obj)
         )
+        pod_sets = with_minimums(pod_sets, self.min_sources(obj), self.kind, full)
         together, pod_sets = _asks(obj, pod_sets, self.kind, full)
         return workload_view(
             obj, self.kind, queue, from_namespace, pod_sets, phase, self.pods_by(obj), together
         )
+
+    def min_sources(self, obj: Mapping[str, Any]) -> tuple[MinSource, ...]:
+        """Where the object may write its pod sets' minimums: its kind's own places, then
+        each pod template carrying sluice.dev/min-parallelism."""
+        own = [MinSource(name, path, at(obj, path), True) for name, path in self.min_fields(obj)]
+        for name, path in self.pod_set_templates(obj):
+            where = (*path, *_TEMPLATE_MIN)
+            value = at(obj, where)
+            if value is not None:
+                own.append(MinSource(name, where, value, False))
+        return tuple(own)
 
     def pods_by(self, obj: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
         """Each (label, value) that marks a pod as this object's own (docs/workloads.md)."""
@@ -312,11 +338,13 @@ def template_pod_set(
     pods_by: tuple[str, str] | None = None,
     injected: tuple[Mapping[str, Any], ...] = (),
     added: tuple[Mapping[str, Any], ...] = (),
+    count_step: int = 1,
 ) -> PodSet:
     """The pod set of a PodTemplateSpec at ``where``: its pod's request as Kubernetes counts it
     for a pod created from it (with ``defaults``, and the ``injected`` init containers and
     ``added`` containers its controller puts in each pod), the nodes it may go on, its
-    priority class, what it asks of a Topology."""
+    priority class, what it asks of a Topology; ``count_step``: the pods of one unit of its
+    kind's size."""
     template = read_map(template, kind, full, where)
     spec = read_map(template.get("spec"), kind, full, f"{where}.spec")
     meta = read_map(template.get("metadata"), kind, full, f"{where}.metadata")
@@ -348,6 +376,7 @@ def template_pod_set(
         request_of(annotations, kind, full, where_asked),
         named_claims=devices.named,
         devices_unknown=devices.unknown,
+        count_step=count_step,
     )
 
 

@@ -9,7 +9,7 @@ operator and ``sluice simulate`` both form workloads here (``sluice.scheduler.sn
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -26,6 +26,7 @@ from sluice.api.constants import (
 from sluice.api.constraints import PodSpecView, pod_spec_view
 from sluice.api.device_context import NO_DEVICES, DeviceContext, SpecDevices, spec_devices
 from sluice.api.errors import InvalidObject
+from sluice.api.flavor_assignment import FlavorAssignment, flavor_assignments_of
 from sluice.api.pod_request import pod_request
 from sluice.api.pod_views import plain_pod_workload_uid, pod_group_uid
 from sluice.api.resources import EMPTY
@@ -86,6 +87,9 @@ class PodMember:
     """What it asks of a Topology (its own annotations): its whole workload in one domain."""
     assignment: Assignment | None = None
     """The domain sluice put it in when it released its gate (sluice.dev/topology-assignment)."""
+    flavor: FlavorAssignment | None = None
+    """The flavor sluice put it on when it released its gate, and what that added to it
+    (sluice.dev/flavor-assignment)."""
     named_claims: NamedClaims = ()
     """The ResourceClaims it names directly and what each counts as (counted once per
     workload); its claims from templates are in its request."""
@@ -156,6 +160,7 @@ def pod_member(obj: Mapping[str, Any], devices: DeviceContext = NO_DEVICES) -> P
         has_annotations=bool(annotations),
         topology=request_of(annotations, KIND, full, "metadata.annotations"),
         assignment=assignment_of(annotations),
+        flavor=next(iter(flavor_assignments_of(annotations)), None),
         running=phase == "Running",
         finished=phase in ("Succeeded", "Failed"),
         controlled=controlled,
@@ -293,6 +298,29 @@ def _pod_sets(members: tuple[PodMember, ...], total: int) -> tuple[PodSet, ...]:
     )
 
 
+def pod_set_of(member: PodMember, pod_sets: Sequence[PodSet]) -> str | None:
+    """The pod set of its workload a gated member is counted in: the one of its shape."""
+    shape = _shape(member)
+    return next(
+        (
+            s.name
+            for s in pod_sets
+            if (s.pod, s.priority_class_name, s.never_preempts, s.named_claims, s.devices_unknown)
+            == shape
+        ),
+        None,
+    )
+
+
+def _flavors(admitted: Sequence[PodMember]) -> tuple[FlavorAssignment, ...]:
+    """The flavors a workload's released pods were put on, one per pod set, by name."""
+    by_set: dict[str, FlavorAssignment] = {}
+    for member in admitted:
+        if member.flavor is not None:
+            by_set.setdefault(member.flavor.pod_set, member.flavor)
+    return tuple(by_set[name] for name in sorted(by_set))
+
+
 def _workload(key: str, members: tuple[PodMember, ...]) -> PodWorkload:
     admitted = [m for m in members if not m.gated]
     if not admitted:
@@ -337,5 +365,6 @@ def _workload(key: str, members: tuple[PodMember, ...]) -> PodWorkload:
         pod_sets=pod_sets,
         topology=next((m.topology for m in members if m.topology is not None), None),
         assignment=tuple(next(((m.assignment,) for m in admitted if m.assignment is not None), ())),
+        flavors=_flavors(admitted),
     )
     return PodWorkload(key, members, view)

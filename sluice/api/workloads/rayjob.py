@@ -64,10 +64,11 @@ def _pod_sets(obj: Mapping[str, Any], full: str, defaults: PodDefaults) -> tuple
         where = f"{base}.workerGroupSpecs[{i}]"
         group = read_map(raw, KIND, full, where)
         name = _group_name(group, i)
+        hosts = read_count(group.get("numOfHosts"), 1, KIND, full, f"{where}.numOfHosts")
         out.append(
             template_pod_set(
                 name,
-                _worker_pods(group, full, where),
+                _worker_pods(group, full, where) * hosts,
                 group.get("template"),
                 KIND,
                 full,
@@ -75,6 +76,7 @@ def _pod_sets(obj: Mapping[str, Any], full: str, defaults: PodDefaults) -> tuple
                 defaults,
                 pods_by=(GROUP_LABEL, name),
                 injected=(WAIT_GCS_READY,),
+                count_step=hosts,
             )
         )
     if mode == "K8sJobMode":
@@ -119,15 +121,15 @@ def _submitter(spec: Mapping[str, Any], full: str, defaults: PodDefaults) -> Pod
 
 
 def _worker_pods(group: Mapping[str, Any], full: str, where: str) -> int:
-    """The pods a worker group starts with: replicas (minReplicas when unset) kept within
-    [minReplicas, maxReplicas], times numOfHosts; none while the group is suspended."""
+    """The replicas a worker group starts with (each of numOfHosts pods): replicas
+    (minReplicas when unset) kept within [minReplicas, maxReplicas]; none while the group is
+    suspended."""
     if group.get("suspend") is True:
         return 0
     low = read_count(group.get("minReplicas"), 0, KIND, full, f"{where}.minReplicas")
     high = read_count(group.get("maxReplicas"), MAX_REPLICAS, KIND, full, f"{where}.maxReplicas")
     replicas = read_count(group.get("replicas"), low, KIND, full, f"{where}.replicas")
-    hosts = read_count(group.get("numOfHosts"), 1, KIND, full, f"{where}.numOfHosts")
-    return min(max(replicas, low), high) * hosts
+    return min(max(replicas, low), high)
 
 
 def _autoscaler(cluster: Mapping[str, Any], full: str) -> tuple[dict[str, Any], ...]:
@@ -157,6 +159,41 @@ def _templates(obj: Mapping[str, Any]) -> tuple[tuple[str, TemplatePath], ...]:
     if isinstance(dig(obj, ("spec", "submitterPodTemplate")), Mapping):
         out.append((SUBMITTER, ("spec", "submitterPodTemplate")))
     return tuple(out)
+
+
+def _worker_minimums(obj: Mapping[str, Any]) -> tuple[tuple[str, TemplatePath], ...]:
+    """Every worker group may shrink, down to its minReplicas (what Ray's autoscaler keeps
+    it at); the head and the submitter are admitted whole."""
+    base = ("spec", "rayClusterSpec", "workerGroupSpecs")
+    groups = dig(obj, base)
+    return tuple(
+        (
+            _group_name(groups[i] if isinstance(groups[i], Mapping) else {}, i),
+            (*base, i, "minReplicas"),
+        )
+        for i in listed(obj, base)
+    )
+
+
+def _size_fields(
+    obj: Mapping[str, Any], pod_set: str, pods: int
+) -> tuple[tuple[TemplatePath, int], ...]:
+    """A worker group's replicas for that many pods (numOfHosts each), and its minReplicas
+    no higher: KubeRay keeps a group at its minReplicas whatever its replicas say."""
+    base = ("spec", "rayClusterSpec", "workerGroupSpecs")
+    groups = dig(obj, base)
+    for i in listed(obj, base):
+        group = groups[i] if isinstance(groups[i], Mapping) else {}
+        if _group_name(group, i) != pod_set:
+            continue
+        hosts = group.get("numOfHosts") or 1
+        replicas = pods // hosts if isinstance(hosts, int) and hosts > 0 else pods
+        out: list[tuple[TemplatePath, int]] = [((*base, i, "replicas"), replicas)]
+        low = group.get("minReplicas")
+        if isinstance(low, int):
+            out.append(((*base, i, "minReplicas"), min(low, replicas)))
+        return tuple(out)
+    return ()
 
 
 def _refusal(obj: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -189,4 +226,6 @@ RAY_JOB = Adapter(
     pod_set_labels=(NODE_TYPE_LABEL, GROUP_LABEL, JOB_NAME_LABEL),
     pod_set_templates=_templates,
     read_refusal=_refusal,
+    min_fields=_worker_minimums,
+    size_fields=_size_fields,
 )

@@ -29,17 +29,19 @@ function amount(map, resource) {
   return map && map[resource] ? map[resource] : null;
 }
 
-function bar(queue, resource) {
+// ``flavor``: the flavor a bar of a queue with flavors stands for, named in its label.
+function bar(queue, resource, flavor) {
   const parts = ["guarantee", "deserved", "allocated", "capability"].map((k) => amount(queue[k], resource));
   const [g, d, a, c] = parts;
   const scale = Math.max(...parts.map((p) => (p ? p.m : 0)), 1);
   const pct = (p) => `${Math.min(100, (100 * p.m) / scale)}%`;
-  const b = el("div", { class: "bar", title: resource });
+  const b = el("div", { class: "bar", title: flavor ? `${flavor} ${resource}` : resource });
+  if (flavor) b.dataset.flavor = flavor;
   if (a) b.append(el("div", { class: "fill", style: `width:${pct(a)}` }));
   if (g) b.append(el("div", { class: "g", style: `left:${pct(g)}` }));
   if (d) b.append(el("div", { class: "d", style: `left:${pct(d)}` }));
   const words = [
-    `${resource}: allocated ${a ? a.s : "0"}`,
+    `${flavor ? `${flavor} ` : ""}${resource}: allocated ${a ? a.s : "0"}`,
     g ? `guarantee ${g.s}` : null,
     d ? `deserved ${d.s}` : null,
     c ? `capability ${c.s}` : null,
@@ -97,7 +99,9 @@ function renderQueue(queue, children) {
       `${queue.pending ?? 0}/${queue.running ?? 0}`),
     // Usage over time (the usage plugin): the resource that weighs most, in hours.
     ...(queue.usage ? [el("span", { class: "num usage", title: "usage over time", "data-usage": "" }, queue.usage)] : []),
-    el("div", { class: "bars" }, ...resourcesOf(queue).map((r) => bar(queue, r))));
+    el("div", { class: "bars" }, ...resourcesOf(queue).map((r) => bar(queue, r)),
+      // One bar per flavor and resource its entry counts (or what it holds there).
+      ...(queue.flavors || []).flatMap((f) => f.resources.map((r) => bar(f, r, f.name)))));
   const node = el("div", { class: isOpen ? "queue open" : "queue" }, row);
   if (isOpen) {
     const table = jobTable(queue.name);

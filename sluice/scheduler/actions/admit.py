@@ -13,12 +13,14 @@ from collections.abc import Callable
 
 from sluice.api.constants import ROOT_QUEUE
 from sluice.scheduler.actions.outcome import Outcome
+from sluice.scheduler.actions.shrink import admit_smaller
 from sluice.scheduler.fit import (
     cluster_failure,
     over_capability_failure,
     place_where,
     queue_failure,
 )
+from sluice.scheduler.flavor_choice import choose_flavors
 from sluice.scheduler.order import QueueKey, global_job_key, leaf_order, queue_key_function
 from sluice.scheduler.records import JobInfo
 from sluice.scheduler.session import Session
@@ -68,20 +70,44 @@ def try_admit(session: Session, outcome: Outcome, job: JobInfo, action: str) -> 
             or cluster_failure(session, job)
         )
         if failure is None:
-            placed = place_where(session, job)
-            if placed is not None:
-                footprint, domain = placed
-                reason = f"{action}: fits in queue {job.queue}"
-                if domain is not None:
-                    reason += f", in {domain.text}"
-                outcome.admit(session, job, reason, footprint, domain)
+            admitted, failure = _place(session, outcome, job, action)
+            if admitted:
                 return True
+        if admit_smaller(session, outcome, job, action):
+            return True
         session.failed[alike] = (session.placement.version, failure)
     if failure is None:
         outcome.unplaceable(job)
     else:
         outcome.reasons[job.key] = failure
     return False
+
+
+def _place(
+    session: Session, outcome: Outcome, job: JobInfo, action: str
+) -> tuple[bool, str | None]:
+    """Admit the job if its pods place on the nodes: (True, None). Else (False, None): it is
+    told why once the cycle is over, on the room it leaves (``Outcome.reason``). A queue
+    with flavors gives each pod set one first and places its pods as they will be in it;
+    every other queue admits as in a cluster without flavors."""
+    chosen = None
+    if session.queues[job.queue].flavor_list:
+        picked = choose_flavors(session, job, explain=False)
+        if isinstance(picked, str) or picked.waits:
+            return False, None  # told why once the cycle is over (flavor_reason)
+        chosen = picked
+    placing = job if chosen is None else chosen.job(job)
+    placed = place_where(session, placing)
+    if placed is None:
+        return False, None
+    footprint, domain = placed
+    reason = f"{action}: fits in queue {job.queue}"
+    if chosen is not None:
+        reason += f", in {chosen.text}"
+    if domain is not None:
+        reason += f", in {domain.text}"
+    outcome.admit(session, job, reason, footprint, domain, chosen)
+    return True, None
 
 
 def admit(session: Session, outcome: Outcome, action: str) -> None:

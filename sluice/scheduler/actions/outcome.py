@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from sluice.scheduler.fit import cluster_failure, unplaced
+from sluice.scheduler.flavor_choice import Chosen, flavor_reason
 from sluice.scheduler.model import Decision
 from sluice.scheduler.placement import Footprint
 from sluice.scheduler.readiness import backoff_reason
@@ -40,6 +41,8 @@ class Outcome:
     hopeless: dict[str, str] = field(default_factory=dict)
     """Job -> the Topology level no domain of which could hold it even with every job it
     may take back gone: reclaim or preempt searched no victim for it."""
+    flavor_reasons: dict[tuple[object, ...], str] = field(default_factory=dict)
+    """Why jobs alike of a queue with flavors wait, as worked out once the cycle is over."""
 
     def waits_for_room(self, job: JobInfo) -> None:
         """A job whose preemptionPolicy is Never was passed over by reclaim or preempt: its
@@ -57,15 +60,29 @@ class Outcome:
 
     def reason(self, session: Session, job: JobInfo) -> str:
         """Why the job waits, "" when no action said. One whose pods did not fit is told
-        what stops it now: the cluster's free room, or the room on the nodes."""
+        what stops it now: the cluster's free room, or the room on the nodes (of a queue
+        with flavors: each flavor tried and what stopped it)."""
         said = self.reasons.get(job.key, "")
         if not said and job.key in self.unplaced:
-            said = cluster_failure(session, job) or unplaced(session, job)
+            said = cluster_failure(session, job) or (
+                self._flavor_reason(session, job)
+                if session.queues[job.queue].flavor_list
+                else unplaced(session, job)
+            )
         if said and job.key in self.passive and WAITS_FOR_ROOM not in said:
             said = f"{said}; {WAITS_FOR_ROOM}"
         level = self.hopeless.get(job.key)
         if said and level is not None:
             said = f"{said}; {unfreeable(level)}"
+        return said
+
+    def _flavor_reason(self, session: Session, job: JobInfo) -> str:
+        """``flavor_reason``, once for jobs alike: the cycle is over, nothing changes."""
+        view = job.view
+        alike = (job.queue, view.request, view.pod_sets, view.topology)
+        said = self.flavor_reasons.get(alike)
+        if said is None:
+            said = self.flavor_reasons[alike] = flavor_reason(session, job)
         return said
 
     def admit(
@@ -75,11 +92,21 @@ class Outcome:
         reason: str,
         footprint: Footprint,
         domain: Where | None = None,
+        chosen: Chosen | None = None,
+        sizes: tuple[tuple[str, int, int], ...] = (),
     ) -> None:
-        session.admit(job, footprint)
+        """``chosen``: the flavors its pod sets go in, for a queue with flavors."""
+        if chosen is None:
+            session.admit(job, footprint)
+        else:
+            session.admit(job, footprint, chosen.flavors, chosen.held_in)
         self.reasons.pop(job.key, None)
         where = domain.text if domain is not None else ""
-        self.decisions.append(Decision("admit", job.key, job.queue, reason, domain=where))
+        flavors = chosen.flavors if chosen is not None else ()
+        decision = Decision(
+            "admit", job.key, job.queue, reason, domain=where, flavors=flavors, sizes=sizes
+        )
+        self.decisions.append(decision)
 
     def evict(
         self,

@@ -19,6 +19,7 @@ from sluice.scheduler.actions.domain_search import (
     held_on,
     room_rank,
 )
+from sluice.scheduler.actions.flavor_victims import Memo, preempting, take_in_flavor
 from sluice.scheduler.actions.outcome import Outcome
 from sluice.scheduler.actions.reclaim_rules import victim_order
 from sluice.scheduler.actions.victims import Victims, cluster_need, frees_together
@@ -57,6 +58,7 @@ def preempt(session: Session, outcome: Outcome) -> None:
 
 
 def _preempt_in(session: Session, outcome: Outcome, leaf: str, victims: list[JobInfo]) -> None:
+    memo: Memo = {}  # jobs alike that reclaim in no flavor (flavor_victims.reclaiming)
     failed: list[JobInfo] = []  # jobs that found no room (fit.as_hard: so do harder ones)
     fifo = session.queues[leaf].queue.spec.dequeue_strategy == "fifo"
     first: JobInfo | None = None
@@ -77,6 +79,11 @@ def _preempt_in(session: Session, outcome: Outcome, leaf: str, victims: list[Job
             continue
         if any(other.priority >= job.priority and as_hard(job, other) for other in failed):
             continue
+        if session.queues[leaf].flavor_list:
+            _preempt_in_flavor(session, outcome, leaf, job, victims, memo)
+            if not job.admitted:
+                failed.append(job)
+            continue
         if fits(session, job) and placeable(session, job):
             continue
         search = victim_search(session.domains, job.view)
@@ -95,6 +102,34 @@ def _preempt_in(session: Session, outcome: Outcome, leaf: str, victims: list[Job
             outcome.admit(session, job, reason, footprint, domain)
         if not job.admitted:
             failed.append(job)
+
+
+def _preempt_in_flavor(
+    session: Session,
+    outcome: Outcome,
+    leaf: str,
+    job: JobInfo,
+    victims: list[JobInfo],
+    memo: Memo,
+) -> None:
+    """Preempt for a job of a queue with flavors: victims holding in the flavor it reclaims
+    in only, or in one where its own lower-priority workloads hold the room its queue's
+    quota there lacks (flavor_victims.preempting), in victim order."""
+    lower = [v for v in victims if v.priority < job.priority]
+    chosen = preempting(session, job, lower, memo)
+    if chosen is None:
+        return
+    found = take_in_flavor(session, job, chosen, lower, lambda v: True, memo)
+    if found is None:
+        return
+    taken, given, (footprint, domain) = found
+    for v in taken:
+        outcome.evict(session, "preempt", v, job)
+        victims.remove(v)
+    reason = f"preempt: higher priority in queue {leaf}, in {given.text}"
+    if domain is not None:
+        reason += f", in {domain.text}"
+    outcome.admit(session, job, reason, footprint, domain, given)
 
 
 def _choose(

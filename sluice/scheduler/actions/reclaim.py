@@ -19,6 +19,13 @@ import itertools
 from collections.abc import Iterator
 
 from sluice.scheduler.actions.admit import admissible_leaves
+from sluice.scheduler.actions.flavor_victims import (
+    Memo,
+    nearest_first,
+    owes_back,
+    reclaiming,
+    take_in_flavor,
+)
 from sluice.scheduler.actions.outcome import Outcome
 from sluice.scheduler.actions.reclaim_domain import InLevel
 from sluice.scheduler.actions.reclaim_rules import Order, ReclaimRules
@@ -71,6 +78,9 @@ class _Reclaim(ReclaimRules):
         self.outcome = outcome
         self.bounds: dict[tuple[str, frozenset[str]], tuple[int, Key]] = {}
         self.ranked: dict[str, dict[frozenset[str], tuple[int, list[tuple[Key, str]]]]] = {}
+        self.in_flavor: dict[tuple[str, str], list[JobInfo]] = {}
+        """(leaf, flavor) -> victims for a job of the leaf; ("", flavor) -> all (_holding_in)."""
+        self.not_reclaiming: Memo = {}  # flavor_victims.reclaiming
 
     # Search ------------------------------------------------------------------------------------
     def bound(self, name: str, short: frozenset[str]) -> Key:
@@ -319,6 +329,10 @@ class _Reclaim(ReclaimRules):
             return  # and the next job that may reclaim still does
         if any(lacked is None and as_hard(job, other) for other, lacked in failed):
             return
+        if session.queues[leaf].flavor_list:
+            if not self._in_flavor(job, leaf):
+                failed.append((job, None))
+            return
         if not self.asks_owed(job, leaf):
             # Best-effort here. Not remembered: a larger job may ask for what is owed.
             return
@@ -347,6 +361,56 @@ class _Reclaim(ReclaimRules):
             reason += f", in {domain.text}"
         self.outcome.admit(session, job, reason, footprint, domain)
         self.admitted(job)
+
+    def _in_flavor(self, job: JobInfo, leaf: str) -> bool:
+        """Reclaim for a job of a queue with flavors, in the flavor it reclaims in only
+        (flavor_victims.py): victims nearest relatives first, then by queue priority, then
+        in victim order."""
+        session = self.session
+        chosen = reclaiming(session, job, self.not_reclaiming)
+        if chosen is None:
+            return False
+        victims = self._holding_in(leaf, chosen.reclaims_in)
+        found = take_in_flavor(
+            session,
+            job,
+            chosen,
+            victims,
+            lambda v: owes_back(session, v, leaf, chosen),
+            self.not_reclaiming,
+        )
+        if found is None:
+            return False
+        taken, given, (footprint, domain) = found
+        self._take(job, taken)
+        reason = f"reclaim: room taken back for queue {leaf}, in {given.text}"
+        if domain is not None:
+            reason += f", in {domain.text}"
+        self.outcome.admit(session, job, reason, footprint, domain, given)
+        self.admitted(job)
+        return True
+
+    def _holding_in(self, leaf: str, flavor: str) -> list[JobInfo]:
+        """The workloads of other reclaimable leaves that may be victims and hold in the
+        flavor, nearest relatives of ``leaf`` first: gathered once a cycle per flavor and
+        sorted once per leaf and flavor (those evicted since are passed over as no longer
+        admitted)."""
+        key = (leaf, flavor)
+        found = self.in_flavor.get(key)
+        if found is None:
+            session = self.session
+            every = self.in_flavor.get(("", flavor))
+            if every is None:
+                every = self.in_flavor[("", flavor)] = [
+                    v
+                    for name, info in session.queues.items()
+                    if not info.children and info.queue.spec.reclaimable
+                    for v in (self.sorted_victims(name) if info.admitted_jobs else ())
+                    if flavor in v.held_in
+                ]
+            others = [v for v in every if v.queue != leaf]
+            found = self.in_flavor[key] = nearest_first(session, leaf, others, self.order)
+        return found
 
     def _short(self, job: JobInfo, over: PerQueue) -> dict[str, int]:
         """What victims must free for the job: what the cluster lacks and what each limit

@@ -18,7 +18,15 @@ from pydantic.fields import FieldInfo
 
 from sluice.api import constants
 from sluice.api.quantity import QUANTITY_PATTERN
-from sluice.api.queue import Condition, Guarantee, QueueSpec, QueueStatus, QueueUsage
+from sluice.api.queue import (
+    Condition,
+    FlavorFungibility,
+    FlavorQuota,
+    Guarantee,
+    QueueSpec,
+    QueueStatus,
+    QueueUsage,
+)
 from sluice.api.selector import LabelSelector, SelectorRequirement
 
 CRD_PATH = Path(__file__).parents[3] / "crds" / "queues.scheduling.sluice.dev.yaml"
@@ -91,6 +99,7 @@ def test_printer_columns(version: dict[str, Any]) -> None:
         "NAMESPACES": ".spec.namespaceSelector",
         "OVER": ".status.overCapability",
         "USAGE": ".status.usage.dominant",
+        "FLAVORS": ".status.flavorSummary",
         "AGE": ".metadata.creationTimestamp",
     }
 
@@ -101,6 +110,9 @@ def test_printer_columns(version: dict[str, Any]) -> None:
         (("spec",), QueueSpec),
         (("status",), QueueStatus),
         (("spec", "guarantee"), Guarantee),
+        (("spec", "flavors", "items"), FlavorQuota),
+        (("spec", "flavors", "items", "guarantee"), Guarantee),
+        (("spec", "flavorFungibility"), FlavorFungibility),
         (("status", "conditions", "items"), Condition),
         (("status", "usage"), QueueUsage),
         (("spec", "namespaceSelector"), LabelSelector),
@@ -174,6 +186,8 @@ def _resource_maps(node: dict[str, Any], path: str = "") -> list[tuple[str, dict
         found.append((path, extra))
     for name, child in (node.get("properties") or {}).items():
         found.extend(_resource_maps(child, f"{path}.{name}"))
+    if isinstance(node.get("items"), dict):
+        found.extend(_resource_maps(node["items"], f"{path}[]"))
     return found
 
 
@@ -191,8 +205,14 @@ def test_every_resource_map_takes_quantities(schema: dict[str, Any]) -> None:
         ".spec.capability",
         ".spec.deserved",
         ".spec.guarantee.resource",
+        ".spec.flavors[].capability",
+        ".spec.flavors[].deserved",
+        ".spec.flavors[].guarantee.resource",
         ".status.allocated",
         ".status.deserved",
+        ".status.flavors[].allocated",
+        ".status.flavors[].deserved",
+        ".status.flavors[].realCapability",
     }
     for path, value in maps.items():
         assert value["x-kubernetes-int-or-string"] is True, path
@@ -236,3 +256,23 @@ def test_cel_rules_have_messages(schema: dict[str, Any]) -> None:
     assert any("priorityClassName" in r["rule"] for r in spec_rules)
     for rule in [*schema["x-kubernetes-validations"], *spec_rules]:
         assert rule["message"], rule["rule"]
+
+
+def test_flavors_are_a_list_keyed_by_name(schema: dict[str, Any]) -> None:
+    """The API server itself refuses a flavor listed twice, as the queue rules do."""
+    flavors = schema["properties"]["spec"]["properties"]["flavors"]
+    assert flavors["x-kubernetes-list-type"] == "map"
+    assert flavors["x-kubernetes-list-map-keys"] == ["name"]
+    assert flavors["items"]["required"] == ["name"]
+    assert "default" not in flavors
+
+
+def test_flavor_fungibility_enums_and_defaults(schema: dict[str, Any]) -> None:
+    props = schema["properties"]["spec"]["properties"]["flavorFungibility"]["properties"]
+    for alias, info in _fields(FlavorFungibility).items():
+        assert props[alias]["enum"] == _literal_values(info), alias
+        assert props[alias]["default"] == info.default, alias
+    assert QueueSpec().fungibility() == FlavorFungibility()
+    read = QueueSpec.model_validate({"flavorFungibility": {"whenCanReclaim": "Reclaim"}})
+    assert read.fungibility().when_can_borrow == "Borrow"
+    assert read.fungibility().when_can_reclaim == "Reclaim"

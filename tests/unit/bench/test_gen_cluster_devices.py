@@ -58,3 +58,22 @@ def test_the_dra_cluster_decides_as_the_extended_resource_one(tmp_path: Path) ->
     assert [(p["job"], p["reason"].replace(note, "")) for p in devices["pending"]] == [
         (p["job"], p["reason"]) for p in extended["pending"]
     ]
+
+
+def test_the_benchmarks_read_path_decides_the_same_through_dra_as_extended() -> None:
+    # bench_scheduler --devices reads the cluster as the operator does, DRA objects included.
+    from bench.bench_scheduler import measure_read
+
+    tiny = Size(departments=1, teams=2, leaves=2, pending=120, admitted=120, nodes=12)
+    through_dra = measure_read(tiny, 1, devices=True)
+    extended = measure_read(tiny, 1, devices=False)
+    assert through_dra["decisions"] == extended["decisions"] > 0
+
+
+def test_the_reading_benchmark_reads_a_dump_with_its_dra_objects(tmp_path: Path) -> None:
+    from bench.bench_reading import views
+
+    tiny = Size(departments=1, teams=2, leaves=2, pending=60, admitted=60, nodes=8)
+    path = tmp_path / "dra.json"
+    path.write_text(json.dumps(to_device_objects(generate(tiny))))
+    assert "cached" in views(path, uncached=False)

@@ -158,3 +158,43 @@ def test_a_workload_of_another_kind_is_read_through_its_adapter() -> None:
     assert explain(obj, QUEUE, [])[0] == (
         "pytorchjob ml/train is admitted in queue team-a (2026-03-02T09:00:00Z); inqueue"
     )
+
+
+def test_a_job_admitted_smaller_shows_its_sizes_in_the_list_and_in_why() -> None:
+    record = '{"main":{"admitted":6,"asked":8,"fields":{"spec.parallelism":8}}}'
+    obj = job(suspend=False, admitted_at="2026-11-23T08:00:00Z", admitted_size=record)
+    obj["spec"]["parallelism"] = 6
+    line = job_line(obj)
+    assert line is not None and line.sizes == "6/8"
+    console = table_console()
+    with console.capture() as captured:
+        console.print(job_table([line], all_namespaces=False))
+    header, row = captured.get().splitlines()
+    assert (header.split()[-1], row.split()[-1]) == ("ADMITTED", "6/8")
+    assert "  admitted smaller: 6/8 pods (admitted/asked)" in explain(obj, QUEUE, [])
+    waiting = job_line(job(admitted_size=record))
+    assert waiting is not None and waiting.sizes == ""
+
+
+H100_RECORD = (
+    '{"main":{"flavor":"h100","nodeSelector":{"gpu.example.com/model":"H100"},"tolerations":[]}}'
+)
+
+
+def test_why_names_the_flavor_an_admitted_job_runs_in() -> None:
+    obj = job(suspend=False, admitted_at="2026-11-23T08:00:00Z", flavor_assignment=H100_RECORD)
+    lines = explain(obj, None, [], "forbidden")
+    assert lines[:2] == [
+        "job ml/train is admitted in queue team-a (2026-11-23T08:00:00Z); running",
+        "  in flavor h100",
+    ]
+
+
+def test_why_names_the_flavors_a_pending_job_tried() -> None:
+    tried = (
+        "position 1 in team-a; no flavor fits: flavor h100: team-a would use nvidia.com/gpu 10"
+        " > capability 8 in flavor h100; flavor a100: flavor a100 does not exist"
+    )
+    lines = explain(job(pending_reason=tried), None, [], "forbidden")
+    assert lines[1].startswith("  reason: no flavor fits: flavor h100: ")
+    assert "flavor a100: flavor a100 does not exist" in lines[1]

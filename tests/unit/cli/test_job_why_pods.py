@@ -129,8 +129,8 @@ def test_list_shows_each_workload_the_pods_form(cluster: Cluster) -> None:
     assert result.exit_code == 0, result.output
     rows = [line.split("  ") for line in result.stdout.splitlines()[1:]]
     assert [[cell.strip() for cell in row if cell.strip()] for row in rows] == [
-        ["pod-group/h", "team", "pending", "-", "1 of 2 pods of group h exist", "-"],
-        ["pod-group/g", "team", "pending", "1", "no room", "-"],
+        ["pod-group/h", "team", "pending", "-", "1 of 2 pods of group h exist", "-", "-"],
+        ["pod-group/g", "team", "pending", "1", "no room", "-", "-"],
     ]
 
 

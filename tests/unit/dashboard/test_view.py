@@ -136,3 +136,41 @@ def test_a_queues_usage_over_time_is_shown_when_it_has_any() -> None:
     shown = {q["name"]: q for q in view.tree()["queues"]}
     assert shown["heavy"]["usage"] == "nvidia.com/gpu 310h"
     assert shown["calm"]["usage"] == ""
+
+
+def test_a_queue_with_flavors_has_a_bar_per_flavor_and_resource_its_entry_counts() -> None:
+    obj = queue(
+        "team",
+        flavors=[
+            {
+                "name": "h100",
+                "allocated": {"nvidia.com/gpu": "4", "cpu": "8"},
+                "deserved": {"nvidia.com/gpu": "8"},
+                "realCapability": {"nvidia.com/gpu": "16"},
+            },
+            {"name": "a100", "allocated": {"nvidia.com/gpu": "2"}},
+        ],
+    )
+    obj["spec"]["flavors"] = [
+        {
+            "name": "h100",
+            "deserved": {"nvidia.com/gpu": "8"},
+            "capability": {"nvidia.com/gpu": "12"},
+        }
+    ]
+    view = DashboardView()
+    view.load([obj], [])
+    (shown,) = [q for q in view.tree()["queues"] if q["name"] == "team"]
+    h100, a100 = shown["flavors"]
+    assert (h100["name"], h100["resources"]) == ("h100", ["nvidia.com/gpu"])
+    assert h100["allocated"]["nvidia.com/gpu"] == {"m": 4000, "s": "4"}
+    assert h100["deserved"]["nvidia.com/gpu"]["s"] == "8"
+    assert h100["capability"]["nvidia.com/gpu"]["s"] == "12"
+    assert (a100["resources"], a100["capability"]) == (["nvidia.com/gpu"], {})
+
+
+def test_a_queue_without_flavors_has_no_flavor_bars() -> None:
+    view = DashboardView()
+    view.load([queue("team")], [])
+    (shown,) = [q for q in view.tree()["queues"] if q["name"] == "team"]
+    assert shown["flavors"] == []

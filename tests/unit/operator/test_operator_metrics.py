@@ -94,6 +94,15 @@ def test_a_decision_written_is_counted_once_by_what_it_did() -> None:
     assert sample("sluice_admission_wait_seconds_count", queue="mq-w") == waits + 1
 
 
+def test_an_admission_at_a_smaller_size_is_counted_by_its_queue() -> None:
+    before = sample("sluice_partial_admissions_total", queue="mq-p") or 0
+    metrics.decision_written(Decision("admit", "ns/whole", "mq-p"), None)
+    assert (sample("sluice_partial_admissions_total", queue="mq-p") or 0) == before
+    smaller = Decision("admit", "ns/small", "mq-p", sizes=(("main", 8, 6),))
+    metrics.decision_written(smaller, None)
+    assert sample("sluice_partial_admissions_total", queue="mq-p") == before + 1
+
+
 def test_a_queue_over_its_capability_shows_by_how_much() -> None:
     # Its workloads' pods ask cpu 2 while its capability is cpu 1.5.
     spec = {"metadata": {"name": "mq-over"}, "spec": {"capability": {"cpu": "1500m"}}}

@@ -51,7 +51,7 @@ def test_capability_is_held_against_the_nearest_ancestor_capping_it() -> None:
     )
     (breach,) = rules.capability(tree)
     assert (breach.queue, breach.ancestor, breach.excess) == ("team", "dept", 2000)
-    assert breach.key == ("capability-over-ancestor", "team", "dept", "cpu")
+    assert breach.key == ("capability-over-ancestor", "team", "dept", "cpu", "")
     # One breach, said to each queue on the way from the one that breaks it to its ancestor.
     assert breach.refusal("team").rule == "capability-over-ancestor"
     assert breach.message("team") == (

@@ -6,6 +6,7 @@ and none is admitted that the full cycle would not admit; the cluster moves on b
 no admission may take a queue over its capability, or leave it over, in a resource the job
 asks for.
 
+Some jobs may be admitted smaller (a minimum below their size), at the same sizes by both.
 Some jobs are stuck for a while (sluice/scheduler/decision_pass.py leaves them unlisted): they ask
 more than any node holds, a resource (gpu) or a label (zone) only some nodes have now and
 then, or more than their queue's capability; node and queue changes unstick them.
@@ -197,6 +198,10 @@ class World:
             "preemptable": rng.random() < 0.8,
         }
         pods = rng.choice((1, 1, 1, 2))
+        resizable = rng.random() < 0.15  # admitted smaller when whole does not fit
+        if resizable:
+            pods = rng.choice((3, 4, 6))
+        minimum = rng.randint(1, pods - 1) if resizable else -1
         cpu = rng.choice((0, 1, 1, 2, 3, 11))
         extra: dict[str, Any] = {"gpu": 1} if rng.random() < 0.1 else {}
         zoned = rng.random() < 0.1
@@ -218,6 +223,7 @@ class World:
                     **shape,
                     **extra,
                 )
+                made = replace(made, pod_sets=(replace(made.pod_sets[0], min_count=minimum),))
             self.jobs[made.key] = made
 
     def finish(self) -> None:
@@ -246,8 +252,8 @@ class World:
         self.pods = list(after.pods or ())
 
 
-def decided(result: Any) -> list[tuple[str, str, str | None]]:
-    return sorted((d.action, d.job, d.for_job) for d in result.decisions)
+def decided(result: Any) -> list[tuple[str, str, str | None, tuple[tuple[str, int, int], ...]]]:
+    return sorted((d.action, d.job, d.for_job, d.sizes) for d in result.decisions)
 
 
 def within_capability(world: World, admitted: set[str]) -> None:
@@ -354,3 +360,18 @@ def test_a_kind_over_its_queues_capability_is_not_listed_until_the_queue_changes
     result = fast.decide(lifted)
     assert decided(result) == decided(run_cycle(lifted))
     assert [d.job for d in result.decisions] == ["ns/j0", "ns/j1"]
+
+
+def test_a_resizable_job_larger_than_its_queue_is_judged_stuck_by_its_minimum() -> None:
+    """Its whole size is more than its queue's capability and the cluster's room, its
+    minimum is not: the pass lists it, and admits it smaller as the full cycle does."""
+    whole = gang("big", "a", 8, cpu=1)
+    big = replace(whole, pod_sets=(replace(whole.pod_sets[0], min_count=4),))
+    snap = snapshot(
+        [queue("a", capability={"cpu": 6})], [big], [node(cpu=7)], config={"actions": ACTIONS}
+    )
+    fast = DecisionPass(first=2)
+    result = fast.decide(snap)
+    assert decided(result) == decided(run_cycle(snap))
+    assert [(d.job, d.sizes) for d in result.decisions] == [("ns/big", (("main", 8, 6),))]
+    assert fast.stuck_request == {}
