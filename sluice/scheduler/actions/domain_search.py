@@ -10,7 +10,10 @@ searched; for the others, the fewest victims whose holdings, the largest first, 
 shortfall is a lower bound on the victims a search takes there. The domains are searched by
 that bound, then the lowest priorities that many victims could have, then by name
 (``Rank``, the order of victims.domain_rank's keys), at most ``limit`` of them
-(``best_domain``); the callers say how a domain is searched.
+(``best_domain``); the callers say how a domain is searched. A domain the arithmetic ranks at
+one victim is ranked again when its turn comes (``refined``) by whether one victim alone,
+gone, lets the pods fit node by node (``one_victim_rank``): one victim's holdings may cover
+a shortfall on the domain and leave no node with room for a pod.
 
 The arithmetic never counts less room than placement finds (it leaves out how pods split
 over nodes), so a domain it rules out has no choice of victims that frees it, and the
@@ -21,12 +24,13 @@ what each queue subtree's victims there hold from one job to the next, and merge
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping
+import heapq
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 
 from sluice.api.views import WorkloadView
 from sluice.scheduler.actions.victims import Victims, domain_rank
 from sluice.scheduler.domain_room import Domain
-from sluice.scheduler.placement import Footprint
+from sluice.scheduler.placement import Footprint, Placement
 from sluice.scheduler.records import JobInfo
 
 Rank = tuple[int, int, str]
@@ -200,3 +204,66 @@ def best_domain(
             if best is None or key < best[0]:
                 best = (key, found)
     return (None if best is None else best[1]), could
+
+
+def one_victim_rank(
+    placement: Placement,
+    inside: WorkloadView,
+    domain: Domain,
+    allowed: Collection[int],
+    victims: Iterable[JobInfo],
+    need: Mapping[str, int],
+    rank: Rank,
+) -> Rank:
+    """The domain's rank (``room_rank``'s, given) made exact where it says one victim: the
+    lowest priority of a victim that alone, gone, lets the pods fit on the domain's nodes
+    they may go on (``allowed``) and frees what the cluster lacks (``need``); when none
+    does, two victims at the least. For pods all alike, first fit places as many as fit
+    node by node (Victims.placeable counts them so), so this is the test a search that took
+    that one victim would make, without the rules of whether it may be taken: no search
+    there takes one victim of a lower priority, and a domain where one victim frees room
+    only on paper (its room spread over nodes, none with room enough for a pod) no longer
+    ties with those where one really does. A workload of several pod sets keeps its rank."""
+    if rank[0] != 1 or len(inside.pod_sets) != 1:
+        return rank
+    pod_set = inside.pod_sets[0]
+    pod, count = pod_set.pod, pod_set.pod_count
+    nodes = {i: placement.fit(pod, i, None, count) for i in domain.nodes if i in allowed}
+    base = sum(nodes.values())
+    low: int | None = None
+    for victim in victims:
+        if low is not None and victim.priority >= low:
+            continue
+        held = victim.held
+        if any(held.get(r, 0) < a for r, a in need.items() if a > 0):
+            continue
+        fit = base
+        for i, room in victim.footprint.items():
+            before = nodes.get(i)
+            if before is not None:
+                fit += placement.fit(pod, i, room, count) - before
+        if fit >= count:
+            low = victim.priority
+    if low is None:
+        return (2, 2 * rank[1], rank[2])
+    return (1, low, rank[2])
+
+
+def refined(
+    ranked: Iterator[tuple[Rank, Domain]], refine: Callable[[Rank, Domain], Rank]
+) -> Iterator[tuple[Rank, Domain]]:
+    """The domains given in rank order, each ranked again by ``refine`` (never lower) only
+    when its turn may have come, yielded in the order of the new ranks."""
+    heap: list[tuple[Rank, int, Domain]] = []
+    sequence = 0
+    upcoming = next(ranked, None)
+    while heap or upcoming is not None:
+        if heap and (upcoming is None or heap[0][0] <= upcoming[0]):
+            rank, _, domain = heapq.heappop(heap)
+            yield rank, domain
+            continue
+        assert upcoming is not None
+        rank, domain = upcoming
+        heapq.heappush(heap, (refine(rank, domain), sequence, domain))
+        sequence += 1
+        upcoming = next(ranked, None)

@@ -17,6 +17,8 @@ from sluice.scheduler.actions.domain_search import (
     asked,
     best_domain,
     held_on,
+    one_victim_rank,
+    refined,
     room_rank,
 )
 from sluice.scheduler.actions.flavor_victims import Memo, preempting, take_in_flavor
@@ -210,5 +212,12 @@ def _in_level(
         found = _choose(session, job, those, search.where(domain), domain)
         return True, None if found is None else found[0]
 
+    def refine(rank: Rank, domain: Domain) -> Rank:
+        victims = on[domain.value]
+        return one_victim_rank(
+            session.placement, search.inside, domain, allowed, victims, need, rank
+        )
+
     limit = session.config.arguments("preempt").max_domains
-    return best_domain(sorted(ranked, key=lambda entry: entry[0]), searched, limit)
+    ranked.sort(key=lambda entry: entry[0])
+    return best_domain(refined(iter(ranked), refine), searched, limit)

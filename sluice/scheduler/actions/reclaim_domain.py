@@ -18,7 +18,9 @@ until a victim there is taken): a domain that falls short even so is ruled out f
 of those pods without adding its victims up, and the others' fewest victims so counted is
 no more than the job's own. The job's own rank of a domain (``InLevel._held``) is worked out
 only once no domain's first rank comes before it (``InLevel._ranked``): the fewest victims
-the arithmetic says it needs, the lowest priorities that many could have, then by name. At
+the arithmetic says it needs, the lowest priorities that many could have, then by name; a
+domain it ranks at one victim is ranked again, when its turn comes, by whether one of the
+job's victims there alone lets the pods fit node by node (domain_search.one_victim_rank). At
 most ``maxDomains`` domains, in that order, are then searched exactly; a domain where this
 job's victims all gone would not make room (victims.frees_together, the one placement asked
 before a search) is not counted. The best found is taken: the fewest victims, then the lowest
@@ -48,6 +50,8 @@ from sluice.scheduler.actions.domain_search import (
     asked,
     best_domain,
     held_on,
+    one_victim_rank,
+    refined,
     room_rank,
 )
 from sluice.scheduler.actions.reclaim_rules import Listed, Part, ReclaimRules
@@ -92,7 +96,15 @@ class InLevel:
                 return False, None  # not even every victim of this job on it gone makes room
             return True, self._search(domain, sorted(victims, key=lambda entry: entry[0]))
 
-        found_, could = best_domain(self._ranked(), search, reclaim.max_domains)
+        placement, inside, need = reclaim.session.placement, self.search.inside, self.need
+        allowed = reclaim.session.domains.room.allowed([p.pod for p in inside.pod_sets])
+
+        def refine(rank: Rank, domain: Domain) -> Rank:
+            victims = (v for _, v, _ in self._on(domain.value))
+            return one_victim_rank(placement, inside, domain, allowed, victims, need, rank)
+
+        ranked = refined(self._ranked(), refine)
+        found_, could = best_domain(ranked, search, reclaim.max_domains)
         self.hopeless = not could
         return None if found_ is None else (found_, found_.placed())
 

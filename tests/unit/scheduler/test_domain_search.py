@@ -1,16 +1,27 @@
 """The bounded search by domain ranks domains by room arithmetic alone (docs/scheduler.md,
 *Reclaim and preempt by domain*): a domain whose victims could not free it even all gone is
 never searched, the victims it counts are a bound no search beats, and at most ``limit``
-domains are searched, a domain its victims could not make room in not counted.
+domains are searched, a domain its victims could not make room in not counted. Where the
+arithmetic says one victim, the pods' fit node by node with that victim gone says whether
+one really does.
 """
 
 from __future__ import annotations
 
-from builders import gang
+from builders import gang, node
 
-from sluice.scheduler.actions.domain_search import Held, Searched, best_domain, room_rank
+from sluice.scheduler.actions.domain_search import (
+    Held,
+    Rank,
+    Searched,
+    best_domain,
+    one_victim_rank,
+    refined,
+    room_rank,
+)
 from sluice.scheduler.actions.victims import Victims
 from sluice.scheduler.domain_room import Domain
+from sluice.scheduler.placement import Placement
 from sluice.scheduler.records import JobInfo
 
 RACK = Domain("example.com/rack", "r0", (0, 1))
@@ -117,3 +128,53 @@ def test_at_most_limit_domains_are_searched_and_a_domain_without_room_does_not_c
     result, could = best_domain(ranked, search, 1)
     assert asked == ["r0", "r1"]
     assert result is found and could
+
+
+def test_one_victim_ranks_first_only_where_it_alone_makes_room_for_the_pods() -> None:
+    """A rack of two 8-cpu nodes, full; one pod of 6 cpu asked. Victim a holds 4 on each
+    node: 8 in the rack, enough on paper, but gone it leaves no node with 6 free, so the
+    rack needs two victims at the least. Victims b (7 on one node) and c (6 on the other)
+    alone each free the rack, and the rank takes the lower priority, c's; but where the
+    cluster lacks 6.5, c alone holds too little, and the rank takes b's."""
+    placement = Placement([node("n0", cpu=8), node("n1", cpu=8)])
+    for i in (0, 1):
+        placement.hold({i: {"cpu": 8000}})
+    inside = gang("j", "a", 1, cpu=6)
+    rank: Rank = (1, -5, "r0")
+    a, _ = victim("a", -5, {0: 4000, 1: 4000})
+    b, _ = victim("b", 3, {0: 7000})
+    c, _ = victim("c", 1, {1: 6000})
+    need = {"cpu": 6500}
+    assert one_victim_rank(placement, inside, RACK, ALL_NODES, [a], {}, rank) == (2, -10, "r0")
+    assert one_victim_rank(placement, inside, RACK, ALL_NODES, [a, b, c], need, rank) == (
+        1,
+        3,
+        "r0",
+    )
+    assert one_victim_rank(placement, inside, RACK, ALL_NODES, [a, b, c], {}, rank) == (1, 1, "r0")
+    # The room on a node the pods may not go on does not count.
+    assert one_victim_rank(placement, inside, RACK, {1}, [a, b], {}, rank) == (2, -10, "r0")
+    # A rank of more than one victim is kept as it is.
+    assert one_victim_rank(placement, inside, RACK, ALL_NODES, [a], {}, (2, 0, "r0")) == (
+        2,
+        0,
+        "r0",
+    )
+
+
+def test_refined_domains_come_in_the_order_of_their_new_ranks_each_asked_when_due() -> None:
+    """Ranked r0, r1, r2 at one victim; r0 and r2 turn out to need two. The new order is
+    r1, then r0 and r2; r2 is refined only once r0's new rank came up against it."""
+    racks = [Domain("example.com/rack", f"r{k}", (k,)) for k in range(3)]
+    given = iter([((1, 0, d.value), d) for d in racks])
+    asked: list[str] = []
+
+    def refine(rank: Rank, domain: Domain) -> Rank:
+        asked.append(domain.value)
+        return rank if domain.value == "r1" else (2, 0, domain.value)
+
+    order = refined(given, refine)
+    assert next(order)[1].value == "r1"
+    assert asked == ["r0", "r1"]
+    assert [(rank, d.value) for rank, d in order] == [((2, 0, "r0"), "r0"), ((2, 0, "r2"), "r2")]
+    assert asked == ["r0", "r1", "r2"]

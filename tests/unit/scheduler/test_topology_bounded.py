@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import replace
 
 import pytest
-from builders import gang, node, queue, snapshot
+from builders import gang, node, pod, queue, snapshot
 from test_cycle_invariants import check
 from test_topology_equivalence import ALL, BLOCK, CLASSES, RACK, cluster
 
@@ -103,3 +103,42 @@ def test_a_job_no_domain_could_hold_even_with_every_victim_gone_takes_nothing() 
     decisions, reason = run(8)
     assert decisions == [("reclaim", "ns/v"), ("admit", "ns/j")]
     assert reason == ""
+
+
+def test_a_rack_one_victim_frees_only_on_paper_comes_after_one_it_really_frees() -> None:
+    """Rack r0's lowest-priority victim p holds 8 cpu there, more than the 6 the job's pod
+    asks, but 4 on each of two nodes: gone, no node has room for the pod, so a search there
+    takes a second victim. Rack r1's one victim q frees a whole node. With one domain
+    searched, r1 is the one (as the exact choice over both racks), not r0, whose victims
+    the arithmetic over the rack alone ranks first (the lower priority)."""
+    nodes = [
+        node("n0a", labels={BLOCK: "b0", RACK: "r0"}, cpu=8),
+        node("n0b", labels={BLOCK: "b0", RACK: "r0"}, cpu=8),
+        node("n1", labels={BLOCK: "b0", RACK: "r1"}, cpu=8),
+    ]
+    running = JobPhase.RUNNING
+    p = replace(gang("p", "b", 2, admitted=0, priority_class="low", cpu=4), phase=running)
+    w0 = replace(gang("w0", "b", 1, admitted=1, cpu=4), phase=running)
+    w1 = replace(gang("w1", "b", 1, admitted=2, cpu=4), phase=running)
+    q = replace(gang("q", "b", 1, admitted=3, cpu=8), phase=running)
+    pods = [
+        pod("p-0", "n0a", owner=p),
+        pod("p-1", "n0b", owner=p),
+        pod("w0-0", "n0a", owner=w0),
+        pod("w1-0", "n0b", owner=w1),
+        pod("q-0", "n1", owner=q),
+    ]
+    job = replace(gang("j", "a", 1, created=5, cpu=6), topology=TopologyRequest(RACK, True))
+    queues = [queue("a", weight=3), queue("b")]
+    base = snapshot(
+        queues, [p, w0, w1, q, job], nodes, config={"actions": ALL},
+        priority_classes=CLASSES, pods=pods,
+    )  # fmt: skip
+    base = replace(base, topologies=(TopologyView("default", (BLOCK, RACK)),))
+    for max_domains in (1, 2):
+        result = run_cycle(bounded(base, max_domains))
+        decisions = [(d.action, d.job, d.domain) for d in result.decisions]
+        assert decisions == [("reclaim", "ns/q", ""), ("admit", "ns/j", f"{RACK}=r1")], (
+            max_domains,
+            decisions,
+        )
