@@ -78,6 +78,22 @@ class Held:
         if self.low is None or victim.priority < self.low:
             self.low = victim.priority
 
+    def remove_on(self, on: Footprint, allowed: Collection[int]) -> None:
+        """Take off the room on the domain's nodes of a victim ``add_on`` counted, now taken.
+        The lowest priority stays: no lower than the victims' left, it is still a bound."""
+        room: dict[str, int] = {}
+        for i, held in on.items():
+            if i in allowed:
+                for r, a in held.items():
+                    room[r] = room.get(r, 0) + a
+        for r, a in room.items():
+            if a > 0:
+                self.on[r] -= a
+                listed = self.each_on[r]
+                listed.remove(a)
+                if a == self.most_on[r]:
+                    self.most_on[r] = max(listed, default=0)
+
     def merge(self, other: Held) -> None:
         """Another set of victims on the same domain, none of them among these: the same as
         adding each of them."""
@@ -216,16 +232,32 @@ def one_victim_rank(
     rank: Rank,
 ) -> Rank:
     """The domain's rank (``room_rank``'s, given) made exact where it says one victim: the
-    lowest priority of a victim that alone, gone, lets the pods fit on the domain's nodes
-    they may go on (``allowed``) and frees what the cluster lacks (``need``); when none
-    does, two victims at the least. For pods all alike, first fit places as many as fit
-    node by node (Victims.placeable counts them so), so this is the test a search that took
-    that one victim would make, without the rules of whether it may be taken: no search
-    there takes one victim of a lower priority, and a domain where one victim frees room
-    only on paper (its room spread over nodes, none with room enough for a pod) no longer
-    ties with those where one really does. A workload of several pod sets keeps its rank."""
+    lowest priority of a victim that alone frees the domain (``one_victim``); when none
+    does, two victims at the least. A workload of several pod sets keeps its rank."""
     if rank[0] != 1 or len(inside.pod_sets) != 1:
         return rank
+    low = one_victim(placement, inside, domain, allowed, victims, need)
+    if low is None:
+        return (2, 2 * rank[1], rank[2])
+    return (1, low, rank[2])
+
+
+def one_victim(
+    placement: Placement,
+    inside: WorkloadView,
+    domain: Domain,
+    allowed: Collection[int],
+    victims: Iterable[JobInfo],
+    need: Mapping[str, int],
+) -> int | None:
+    """The lowest priority of a victim that alone, gone, lets the pods (of a workload of one
+    pod set) fit on the domain's nodes they may go on (``allowed``) and frees what the
+    cluster lacks (``need``); None when none does. For pods all alike, first fit places as
+    many as fit node by node (Victims.placeable counts them so), so this is the test a
+    search that took that one victim would make, without the rules of whether it may be
+    taken: no search there takes one victim of a lower priority, and a domain where one
+    victim frees room only on paper (its room spread over nodes, none with room enough for
+    a pod) no longer ties with those where one really does."""
     pod_set = inside.pod_sets[0]
     pod, count = pod_set.pod, pod_set.pod_count
     nodes = {i: placement.fit(pod, i, None, count) for i in domain.nodes if i in allowed}
@@ -244,9 +276,7 @@ def one_victim_rank(
                 fit += placement.fit(pod, i, room, count) - before
         if fit >= count:
             low = victim.priority
-    if low is None:
-        return (2, 2 * rank[1], rank[2])
-    return (1, low, rank[2])
+    return low
 
 
 def refined(

@@ -13,21 +13,21 @@ First, whether freeing could help at all, by room arithmetic alone (domain_searc
 what the pods that go in a domain ask against the free room of the nodes there they may go on
 plus what this job's victims there hold on those nodes, and what the victims hold in all
 against what the cluster lacks. Every domain with victims of the job is first ranked by what
-every victim reclaim may take holds there (``InLevel._anyone``, kept from one job to the next
-until a victim there is taken): a domain that falls short even so is ruled out for every job
-of those pods without adding its victims up, and the others' fewest victims so counted is
-no more than the job's own. The job's own rank of a domain (``InLevel._held``) is worked out
-only once no domain's first rank comes before it (``InLevel._ranked``): the fewest victims
-the arithmetic says it needs, the lowest priorities that many could have, then by name; a
-domain it ranks at one victim is ranked again, when its turn comes, by whether one of the
-job's victims there alone lets the pods fit node by node (domain_search.one_victim_rank). At
-most ``maxDomains`` domains, in that order, are then searched exactly; a domain where this
-job's victims all gone would not make room (victims.frees_together, the one placement asked
-before a search) is not counted. The best found is taken: the fewest victims, then the lowest
-priorities, then by name; the searches stop early once it comes before the next domain's
-rank. A job for which no domain passes takes nothing, and its reason says so
-(``InLevel.hopeless``). With ``maxDomains`` at least the number of domains this is the exact
-choice over every domain.
+every victim reclaim may take holds there (``InLevel._anyone``, kept for the cycle, a victim's
+room taken off as it is taken): a domain that falls short even so is ruled out for every job
+of those pods without adding its victims up, and the others' fewest victims so counted is no
+more than the job's own. The job's own rank of a domain is worked out only once no domain's
+first rank comes before it (``InLevel._ranked``): where the first rank says one victim, by
+whether one of the job's victims there alone lets the pods fit node by node
+(domain_search.one_victim: the rank is then one victim of that lowest priority, with no sum
+of the job's victims made); otherwise by the arithmetic over the job's own victims
+(``InLevel._held``), two victims at the least where it says one. At most ``maxDomains``
+domains, in that order, are then searched exactly; a domain where this job's victims all gone
+would not make room (victims.frees_together, the one placement asked before a search) is not
+counted. The best found is taken: the fewest victims, then the lowest priorities, then by
+name; the searches stop early once it comes before the next domain's rank. A job for which
+no domain passes takes nothing, and its reason says so (``InLevel.hopeless``). With
+``maxDomains`` at least the number of domains this is the exact choice over every domain.
 
 What does not change from one job to the next is kept: for each queue the walk enters, the
 victims of its subtree spread over the domains with each domain's lowest priority, until a
@@ -50,8 +50,7 @@ from sluice.scheduler.actions.domain_search import (
     asked,
     best_domain,
     held_on,
-    one_victim_rank,
-    refined,
+    one_victim,
     room_rank,
 )
 from sluice.scheduler.actions.reclaim_rules import Listed, Part, ReclaimRules
@@ -96,15 +95,7 @@ class InLevel:
                 return False, None  # not even every victim of this job on it gone makes room
             return True, self._search(domain, sorted(victims, key=lambda entry: entry[0]))
 
-        placement, inside, need = reclaim.session.placement, self.search.inside, self.need
-        allowed = reclaim.session.domains.room.allowed([p.pod for p in inside.pod_sets])
-
-        def refine(rank: Rank, domain: Domain) -> Rank:
-            victims = (v for _, v, _ in self._on(domain.value))
-            return one_victim_rank(placement, inside, domain, allowed, victims, need, rank)
-
-        ranked = refined(self._ranked(), refine)
-        found_, could = best_domain(ranked, search, reclaim.max_domains)
+        found_, could = best_domain(self._ranked(), search, reclaim.max_domains)
         self.hopeless = not could
         return None if found_ is None else (found_, found_.placed())
 
@@ -113,8 +104,10 @@ class InLevel:
         ranked only when its turn may have come: first by what every victim reclaim may take
         there holds (``_anyone``, kept from one job to the next), whose fewest victims is a
         lower bound on this job's there; then, when no domain's first rank comes before it,
-        by this job's own victims (``_held``). A domain that falls short even with every
-        victim gone is never ranked by the job's own."""
+        by this job's own victims: one victim of the lowest priority that alone frees it
+        (domain_search.one_victim, for pods all alike, asked where the first rank says one),
+        else what they hold (``_held``), two at the least where that says one. A domain that
+        falls short even with every victim gone is never ranked by the job's own."""
         room = self.reclaim.session.domains.room
         by_value, ask, low = room.by_value(self.level), asked(self.search.inside), self.low
         pods = [p.pod for p in self.search.inside.pod_sets]
@@ -128,14 +121,24 @@ class InLevel:
             if first is not None:  # else every victim reclaim may take there gone, still short
                 heap.append(((first[0], first[0] * priority, value), False, domain, free))
         heapq.heapify(heap)
+        placement, inside, need = self.reclaim.session.placement, self.search.inside, self.need
+        alike = len(inside.pod_sets) == 1
         while heap:
             rank, own, domain, free = heapq.heappop(heap)
             if own:
                 yield rank, domain
                 continue
+            if alike and rank[0] == 1:
+                victims = (v for _, v, _ in self._on(domain.value))
+                one = one_victim(placement, inside, domain, allowed, victims, need)
+                if one is not None:  # the arithmetic would say one victim too
+                    heapq.heappush(heap, ((1, one, domain.value), True, domain, free))
+                    continue
             held = self._held(domain.value, allowed, constraints)
-            found = room_rank(domain, free, ask, self.need, held)
+            found = room_rank(domain, free, ask, need, held)
             if found is not None:
+                if alike and found[0] == 1:  # no one victim alone frees it (asked above)
+                    found = (2, 2 * found[1], found[2])
                 heapq.heappush(heap, (found, True, domain, free))
 
     def _held(self, value: str, allowed: set[int], constraints: object) -> Held:
@@ -172,19 +175,20 @@ class InLevel:
         """What every victim reclaim may take (``on_domains``, not taken since) holds on the
         domain's nodes the pods may go on (``allowed``, the nodes of these
         ``constraints``): no job's victims there hold more, nor does any one of them (what
-        they hold in all is not counted: the first rank asks the domain only). Kept until one
-        of them there is taken (a job admitted since is no victim)."""
+        they hold in all is not counted: the first rank asks the domain only). Kept for the
+        cycle, each victim's room there taken off as it is taken (ByDomain.taken; a job
+        admitted since is no victim)."""
         by_domain = self.reclaim.by_domain
-        taken = by_domain.taken_on.get((self.level, domain.value), 0)
         key = (self.level, domain.value, constraints)
         kept = by_domain.anyone.get(key)
-        if kept is None or kept[0] != taken:
+        if kept is None:
             held, gone = Held(), by_domain.gone
             for victim in by_domain.on_value[self.level].get(domain.value, ()):
                 if victim.key not in gone:
                     held.add_on(victim, self._on_domain(victim, domain.value), allowed)
-            kept = by_domain.anyone[key] = (taken, held)
-        return kept[1]
+            kept = by_domain.anyone[key] = (held, allowed)
+            by_domain.constraints_on.setdefault(key[:2], []).append(constraints)
+        return kept[0]
 
     def _on_domain(self, victim: JobInfo, value: str) -> Footprint:
         """The room the victim holds on a domain of the level (its footprint does not change

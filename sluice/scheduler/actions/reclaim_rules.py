@@ -69,12 +69,14 @@ class ByDomain:
     """Level -> domain value -> the jobs of ``on_domains`` that hold room there."""
     gone: set[str] = field(default_factory=set)
     """The jobs taken (as victims) since."""
-    taken_on: dict[tuple[str, str], int] = field(default_factory=dict)
-    """(Level, domain value) -> how many of those jobs that held room there were taken."""
-    anyone: dict[tuple[str, str, object], tuple[int, Held]] = field(default_factory=dict)
-    """(Level, domain value, the constraints of the pods) -> its ``taken_on`` and what the
-    jobs of ``on_value`` not taken then hold on its nodes the pods may go on
-    (``InLevel._anyone``)."""
+    anyone: dict[tuple[str, str, object], tuple[Held, Collection[int]]] = field(
+        default_factory=dict
+    )
+    """(Level, domain value, the constraints of the pods) -> what the jobs of ``on_value``
+    not taken hold on its nodes the pods may go on (those nodes, beside it:
+    ``InLevel._anyone``), a victim's room taken off as it is taken."""
+    constraints_on: dict[tuple[str, str], list[object]] = field(default_factory=dict)
+    """(Level, domain value) -> the constraints ``anyone`` keeps a sum for on it."""
     helds: dict[tuple[int, object], tuple[Part, dict[str, Held]]] = field(default_factory=dict)
     """(A ``Part``'s id, the constraints of the pods) -> that part and, per domain value
     asked so far, what its victims there hold (``InLevel._held``): kept while the part is
@@ -82,16 +84,20 @@ class ByDomain:
 
     def taken(self, victim: JobInfo) -> None:
         """A victim is taken (asked before its room is given back): it holds nothing any
-        more, and what every victim holds on its domains is added up anew. Every victim is
-        one of ``on_domains`` (eligible, in a leaf reclaim takes from) once those are
-        listed."""
+        more, so its room on each domain it is on is taken off what every victim holds there
+        (``anyone``). Every victim is one of ``on_domains`` (eligible, in a leaf reclaim
+        takes from) once those are listed, so each sum it is taken off counted it."""
         self.gone.add(victim.key)
-        for i in victim.footprint:
-            for level, of_node in self.of_node.items():
+        for level, of_node in self.of_node.items():
+            on: dict[str, Footprint] = {}
+            for i, room in victim.footprint.items():
                 value = of_node.get(i)
                 if value is not None:
-                    key = (level, value)
-                    self.taken_on[key] = self.taken_on.get(key, 0) + 1
+                    on.setdefault(value, {})[i] = room
+            for value, footprint in on.items():
+                for constraints in self.constraints_on.get((level, value), ()):
+                    held, allowed = self.anyone[(level, value, constraints)]
+                    held.remove_on(footprint, allowed)
 
 
 class ReclaimRules:

@@ -178,3 +178,25 @@ def test_refined_domains_come_in_the_order_of_their_new_ranks_each_asked_when_du
     assert asked == ["r0", "r1"]
     assert [(rank, d.value) for rank, d in order] == [((2, 0, "r0"), "r0"), ((2, 0, "r2"), "r2")]
     assert asked == ["r0", "r1", "r2"]
+
+
+def test_a_victim_taken_off_leaves_what_the_others_hold_added_up() -> None:
+    """What every victim holds on a domain is kept for the cycle, a victim's room taken off
+    as it is taken: the same sums, largest holding and holdings as adding up the others
+    (the largest recomputed when it is the one taken off); its lowest priority stays, a
+    bound still."""
+    a, b, c = victim("a", 5, {0: 2, 1: 6}), victim("b", 1, {1: 3}), victim("c", 3, {0: 7})
+    for allowed in (ALL_NODES, {0}):
+        kept = Held()
+        for info, footprint in (a, b, c):
+            kept.add_on(info, footprint, allowed)
+        kept.remove_on(c[1], allowed)
+        rest = Held()
+        for info, footprint in (a, b):
+            rest.add_on(info, footprint, allowed)
+        assert kept.on == rest.on and kept.most_on == rest.most_on, allowed
+        assert {r: sorted(x) for r, x in kept.each_on.items() if x} == {
+            r: sorted(x) for r, x in rest.each_on.items()
+        }
+        assert kept.low == 1
+    assert kept.on == {"cpu": 2} and kept.most_on == {"cpu": 2}

@@ -299,7 +299,9 @@ def test_what_every_victim_holds_on_a_domain_bounds_what_a_jobs_victims_hold() -
     with mock.patch.object(InLevel, "_held", checked):
         for seed in range(400):
             run_cycle(cluster(seed))
-    assert asked >= 200, asked
+    # A domain one victim of the job frees alone is ranked without adding its victims up
+    # (domain_search.one_victim): fewer asks than domains ranked.
+    assert asked >= 150, asked
 
 
 def test_the_random_clusters_reach_every_search() -> None:
