@@ -62,6 +62,8 @@ demo-down: dev-down
 bench: install
 	$(PY) -m bench.bench_scheduler
 	$(PY) -m bench.bench_scheduler --devices
+	$(PY) -m bench.bench_scheduler --flavors
+	$(PY) -m bench.bench_scheduler --resizable
 	$(PY) -m bench.bench_decision_pass
 	$(PY) -m bench.bench_reading
 	$(PY) -m bench.bench_reading --devices

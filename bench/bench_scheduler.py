@@ -20,6 +20,15 @@ With ``--flavors``, the base size only, its nodes split into three zones, each a
 the departments holding quota in each (``gen_cluster.with_flavors``), against the same nodes
 without flavors, in the same run. Target: within 1.5 times the run without them.
 
+With ``--resizable``, the base size only, a quarter of its jobs declaring a minimum of half
+their pods and the admitted ones recorded (``gen_cluster.with_resizable``), against the same
+cluster without a minimum, in the same run. Target: within 1.3 times the run without them.
+The three clusters (without, resizable, and with one in four of the admitted ones grown
+beyond its record, its growth waiting in its queue: more to decide, shown beside it without
+a target) run in one process, one cycle of each in turn, so that the load of a shared
+machine, which moves from one minute to the next, weighs on all alike; the CPU time of the
+cycles is printed beside their wall time.
+
 Run: ``.venv/bin/python -m bench.bench_scheduler`` (``--quick`` for sizes 20 times smaller).
 """
 
@@ -35,6 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, replace
 from datetime import timedelta
 from pathlib import Path
@@ -49,8 +59,10 @@ from bench.gen_cluster import (
     to_device_objects,
     to_objects,
     with_flavors,
+    with_resizable,
     zoned,
 )
+from sluice.scheduler.model import Snapshot
 
 QUICK = Size(departments=1, teams=9, leaves=5, pending=1_000, admitted=1_000, nodes=100)
 TARGET_SECONDS = 1.0
@@ -58,6 +70,7 @@ LARGE_CYCLES = 3
 TARGET_BYTES = 1024**3
 TARGET_DEVICES = 1.2
 TARGET_FLAVORS = 1.5
+TARGET_RESIZABLE = 1.3
 
 
 def _progress(message: str) -> None:
@@ -183,57 +196,146 @@ def measure_read(size: Size, repeat: int, devices: bool) -> dict[str, Any]:
 
 def _devices(size: Size, repeat: int) -> None:
     """The base size's cycle with the GPUs through DRA beside the extended-resource floor."""
-    _progress(f"{size.pending + size.admitted:,} jobs, {size.nodes:,} nodes: {repeat} cycles each")
-    run = {mode: _run_child(size, repeat, mode=mode) for mode in ("extended", "devices")}
-    ext, dev = run["extended"], run["devices"]
-    assert ext is not None and dev is not None
-    t_ext, t_dev = statistics.median(ext["times"]), statistics.median(dev["times"])
-    ratio = t_dev / t_ext
-    print(
+    _versus(
+        size,
+        repeat,
+        ("extended", "devices"),
         f"cycle (build_snapshot of the reads + run_cycle) of {size.pending + size.admitted:,}"
-        f" jobs on {size.nodes:,} nodes, GPUs through DRA: median {t_dev:.3f}s (build"
-        f" {statistics.median(dev['builds']):.3f}s, first cycle {dev['times'][0]:.3f}s,"
-        f" {dev['decisions']:,} decisions); floor the same cluster with nvidia.com/gpu as an"
-        f" extended resource: {t_ext:.3f}s (build {statistics.median(ext['builds']):.3f}s,"
-        f" first cycle {ext['times'][0]:.3f}s, {ext['decisions']:,} decisions); x{ratio:.2f}"
-        f" (target <= x{TARGET_DEVICES:.1f}: {'met' if ratio <= TARGET_DEVICES else 'NOT met'})"
+        f" jobs on {size.nodes:,} nodes, GPUs through DRA",
+        "the same cluster with nvidia.com/gpu as an extended resource",
+        TARGET_DEVICES,
     )
 
 
-def measure_flavors(size: Size, repeat: int, flavored: bool) -> dict[str, Any]:
-    """The cycle on the zoned cluster, with three flavors (``gen_cluster.with_flavors``) or
-    without; runs in a child process."""
+def _versus(
+    size: Size, repeat: int, modes: tuple[str, str], what: str, floor: str, target: float
+) -> None:
+    """Runs the floor's child and the measured one (``modes``, in that order) and prints the
+    measured median beside the floor's, their ratio and whether it meets ``target``."""
+    _progress(f"{size.pending + size.admitted:,} jobs, {size.nodes:,} nodes: {repeat} cycles each")
+    run = {mode: _run_child(size, repeat, mode=mode) for mode in modes}
+    low, high = run[modes[0]], run[modes[1]]
+    assert low is not None and high is not None
+    ratio = statistics.median(high["times"]) / statistics.median(low["times"])
+    print(
+        f"{what}: {_side(high)}; floor {floor}: {_side(low)}; x{ratio:.2f}"
+        f" (target <= x{target:.1f}: {'met' if ratio <= target else 'NOT met'})"
+    )
+
+
+def _side(run: dict[str, Any]) -> str:
+    """One side of a comparison: its median cycle, the build's when it has one, its first
+    cycle and its decisions."""
+    times = run["times"]
+    build = f"build {statistics.median(run['builds']):.3f}s, " if "builds" in run else ""
+    return (
+        f"median {statistics.median(times):.3f}s ({build}first cycle {times[0]:.3f}s,"
+        f" {run['decisions']:,} decisions)"
+    )
+
+
+VARIANTS: dict[str, Callable[[Snapshot], Snapshot]] = {
+    "plain": zoned,
+    "flavors": with_flavors,
+    "whole": lambda snapshot: snapshot,
+    "resizable": with_resizable,
+    "grown": lambda snapshot: with_resizable(snapshot, grown=True),
+}
+"""The clusters a comparison's child measures, from the generated one: zoned without and with
+three flavors (``--flavors``); as generated and with a quarter of its jobs resizable
+(``--resizable``)."""
+
+
+def measure_variant(size: Size, repeat: int, mode: str) -> dict[str, Any]:
+    """The cycle on the cluster ``VARIANTS[mode]`` makes; runs in a child process."""
     from sluice.operator.memory import paused
     from sluice.scheduler.cycle import run_cycle
 
-    snapshot = (with_flavors if flavored else zoned)(generate(size))
+    snapshot = VARIANTS[mode](generate(size))
     times: list[float] = []
+    cpu: list[float] = []  # what the load of a shared machine moves less
     decisions = 0
+    smaller = 0
     for i in range(repeat):
         gc.collect()
-        started = time.perf_counter()
+        started, used = time.perf_counter(), time.process_time()
         result = paused(run_cycle, snapshot)
         times.append(time.perf_counter() - started)
+        cpu.append(time.process_time() - used)
         decisions = len(result.decisions)
-        mode = "flavors" if flavored else "without flavors"
+        smaller = sum(1 for d in result.decisions if d.smaller)
         _progress(f"  {mode}: cycle {i + 1}/{repeat} {times[-1]:.3f}s")
         del result
-    return {"times": times, "decisions": decisions}
+    return {"times": times, "cpu": cpu, "decisions": decisions, "smaller": smaller}
+
+
+RESIZABLE_MODES = ("whole", "resizable", "grown")
+"""The clusters of ``--resizable``, measured in one process, their cycles interleaved."""
+
+
+def measure_interleaved(size: Size, repeat: int) -> dict[str, Any]:
+    """The cycles of the ``RESIZABLE_MODES`` clusters, in one process, one cycle of each in
+    turn, the order rotated every round: a load that changes while they run weighs on all
+    alike, as it would not on children run one after the other."""
+    from sluice.operator.memory import paused
+    from sluice.scheduler.cycle import run_cycle
+
+    base = generate(size)
+    snapshots = {mode: VARIANTS[mode](base) for mode in RESIZABLE_MODES}
+    out: dict[str, dict[str, Any]] = {
+        mode: {"times": [], "cpu": [], "decisions": 0, "smaller": 0} for mode in RESIZABLE_MODES
+    }
+    for i in range(repeat):
+        turn = RESIZABLE_MODES[i % 3 :] + RESIZABLE_MODES[: i % 3]
+        for mode in turn:
+            gc.collect()
+            started, used = time.perf_counter(), time.process_time()
+            result = paused(run_cycle, snapshots[mode])
+            out[mode]["times"].append(time.perf_counter() - started)
+            out[mode]["cpu"].append(time.process_time() - used)
+            out[mode]["decisions"] = len(result.decisions)
+            out[mode]["smaller"] = sum(1 for d in result.decisions if d.smaller)
+            _progress(f"  {mode}: cycle {i + 1}/{repeat} {out[mode]['times'][-1]:.3f}s")
+            del result
+    return out
 
 
 def _flavors(size: Size, repeat: int) -> None:
     """The base size's cycle with three flavors beside the same cluster without them."""
+    _versus(
+        size,
+        repeat,
+        ("plain", "flavors"),
+        f"cycle of {size.pending + size.admitted:,} jobs on {size.nodes:,} nodes, three flavors",
+        "the same nodes without flavors",
+        TARGET_FLAVORS,
+    )
+
+
+def _resizable(size: Size, repeat: int) -> None:
+    """The base size's cycle with a quarter of its jobs resizable beside the same cluster
+    without a minimum, their cycles interleaved in one process; then with some of them grown,
+    which adds growth waiting in the queues (more to decide, so no target)."""
     _progress(f"{size.pending + size.admitted:,} jobs, {size.nodes:,} nodes: {repeat} cycles each")
-    run = {mode: _run_child(size, repeat, mode=mode) for mode in ("plain", "flavors")}
-    plain, flavored = run["plain"], run["flavors"]
-    assert plain is not None and flavored is not None
-    t_plain, t_flavors = statistics.median(plain["times"]), statistics.median(flavored["times"])
-    ratio = t_flavors / t_plain
+    run = _run_child(size, repeat, mode="interleaved")
+    assert run is not None
+    whole, sized, grown = (run[mode] for mode in RESIZABLE_MODES)
+    t_whole, t_sized = statistics.median(whole["times"]), statistics.median(sized["times"])
+    c_whole, c_sized = statistics.median(whole["cpu"]), statistics.median(sized["cpu"])
+    ratio = t_sized / t_whole
+    met = "met" if ratio <= TARGET_RESIZABLE else "NOT met"
     print(
-        f"cycle of {size.pending + size.admitted:,} jobs on {size.nodes:,} nodes, three"
-        f" flavors: median {t_flavors:.3f}s ({flavored['decisions']:,} decisions); without"
-        f" flavors: {t_plain:.3f}s ({plain['decisions']:,} decisions); x{ratio:.2f}"
-        f" (target <= x{TARGET_FLAVORS:.1f}: {'met' if ratio <= TARGET_FLAVORS else 'NOT met'})"
+        f"cycle of {size.pending + size.admitted:,} jobs on {size.nodes:,} nodes, a quarter"
+        f" resizable: median {t_sized:.3f}s, CPU {c_sized:.3f}s ({sized['decisions']:,}"
+        f" decisions, {sized['smaller']:,} admitted smaller); none resizable: {t_whole:.3f}s,"
+        f" CPU {c_whole:.3f}s ({whole['decisions']:,} decisions); x{ratio:.2f}, CPU"
+        f" x{c_sized / c_whole:.2f} (target <= x{TARGET_RESIZABLE:.1f}: {met})"
+    )
+    t_grown, c_grown = statistics.median(grown["times"]), statistics.median(grown["cpu"])
+    print(
+        f"  and one in four of the admitted ones grown: median {t_grown:.3f}s, CPU"
+        f" {c_grown:.3f}s ({grown['decisions']:,} decisions); x{t_grown / t_whole:.2f}, CPU"
+        f" x{c_grown / c_whole:.2f} the run without"
     )
 
 
@@ -253,7 +355,8 @@ def _run_child(
     size: Size, repeat: int, timeout: float | None = None, mode: str = ""
 ) -> dict[str, Any] | None:
     """One size in its own process; None when it did not finish within ``timeout``.
-    ``mode``: "devices" or "extended" for ``measure_read``."""
+    ``mode``: "devices" or "extended" for ``measure_read``, a ``VARIANTS`` key for
+    ``measure_variant``."""
     command = [sys.executable, "-m", "bench.bench_scheduler", "--child", json.dumps(asdict(size))]
     command += ["--repeat", str(repeat)] + (["--mode", mode] if mode else [])
     try:
@@ -293,8 +396,10 @@ def _table(rows: list[dict[str, Any]]) -> str:
 
 def _child(size: Size, mode: str | None, repeat: int) -> dict[str, Any]:
     """What one child process measures: ``mode`` picks the comparison it is a side of."""
-    if mode in ("flavors", "plain"):
-        return measure_flavors(size, repeat, mode == "flavors")
+    if mode in VARIANTS:
+        return measure_variant(size, repeat, mode)
+    if mode == "interleaved":
+        return measure_interleaved(size, repeat)
     if mode:
         return measure_read(size, repeat, mode == "devices")
     return measure(size, repeat)
@@ -313,8 +418,13 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--flavors", action="store_true", help="three flavors against none, on the same nodes"
     )
+    parser.add_argument(
+        "--resizable",
+        action="store_true",
+        help="a quarter of the jobs resizable against none, on the same cluster",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
-    modes = ("devices", "extended", "flavors", "plain")
+    modes = ("devices", "extended", "interleaved", *VARIANTS)
     parser.add_argument("--mode", choices=modes, help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
@@ -331,6 +441,9 @@ def main(argv: list[str]) -> int:
         return 0
     if args.flavors:
         _flavors(base, args.repeat or 7)
+        return 0
+    if args.resizable:
+        _resizable(base, args.repeat or 7)
         return 0
     large = base.scaled(10)
     _progress(

@@ -8,7 +8,8 @@ ones that found no room left pending, as kube-scheduler would leave them. The sn
 directly as the scheduler's input types so the benchmark times the cycle, not the generator;
 ``to_objects`` writes the same cluster as a ``kubectl get -o json`` List for timing the reader
 of ``sluice simulate``; ``to_device_objects`` writes it with its GPUs handed out through Dynamic
-Resource Allocation instead of as the extended resource ``nvidia.com/gpu``.
+Resource Allocation instead of as the extended resource ``nvidia.com/gpu``; ``with_resizable``
+gives a quarter of its jobs a minimum size, some of them grown beyond their record.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from sluice.api.admitted_size import SizeRecord
 from sluice.api.config import SchedulerConfig
 from sluice.api.constraints import PodSpecView, Taint, Toleration, interned
 from sluice.api.flavor import FlavorView
@@ -205,6 +207,46 @@ def with_flavors(snapshot: Snapshot) -> Snapshot:
         for q in snapshot.queues
     ]
     return replace(zoned(snapshot), queues=queues, flavors=flavors)
+
+
+def chosen_resizable(index: int, job: WorkloadView) -> bool:
+    """Whether ``with_resizable`` gives the ``index``-th job a minimum: five in eight of the
+    jobs of more than one pod (two in five jobs ask 2 or 4 pods), a quarter of all jobs. A
+    job of one pod cannot be admitted smaller, so it is never chosen."""
+    return job.pod_sets[0].count > 1 and index % 8 < 5
+
+
+def with_resizable(snapshot: Snapshot, grown: bool = False) -> Snapshot:
+    """A quarter of the jobs resizable (docs/elastic.md): each chosen job (``chosen_resizable``)
+    declares a minimum of half its pods, and every admitted one carries the record the operator
+    writes (whole, as admitted): what the jobs hold and where their pods run is as in
+    ``snapshot``. ``grown``: one in four of those admitted has grown since, its owner having
+    raised its size by its minimum, whose pods wait gated and unbound as its growth: more
+    pods wait than in ``snapshot``."""
+    jobs: list[WorkloadView] = []
+    raised: list[WorkloadView] = []
+    for i, job in enumerate(snapshot.workloads):
+        if not chosen_resizable(i, job):
+            jobs.append(job)
+            continue
+        (main,) = job.pod_sets
+        minimum = max(1, main.count // 2)
+        sized = (SizeRecord(main.name, main.count, main.count),) if job.phase.admitted else ()
+        pod_set = replace(main, min_count=minimum)
+        if grown and job.phase.admitted and i % 32 < 5:  # one in four chosen and admitted
+            more = main.count + minimum
+            pod_set = replace(pod_set, count=more, pod_count=main.pod_count + minimum)
+            raised.append(job)
+        request = pod_set.pod.request.scale(pod_set.count)
+        jobs.append(replace(job, pod_sets=(pod_set,), sized=sized, request=request))
+    pods = list(snapshot.pods or ())
+    seen = snapshot.now - timedelta(minutes=1)
+    for job in raised:
+        (main,) = job.pod_sets
+        for n in range(main.count, main.count + max(1, main.count // 2)):
+            pod = replace(_pod(job, n, None, seen), unschedulable="")
+            pods.append(replace(pod, gated=True, gate_index=0, resizable=True))
+    return replace(snapshot, workloads=jobs, pods=pods)
 
 
 def _pods(jobs: list[WorkloadView], nodes: list[NodeView], now: datetime) -> list[PodView]:

@@ -47,10 +47,12 @@ def webhook_configurations(
     ca_bundle: bytes,
     name: str = CONFIG_NAME,
     workloads: Sequence[tuple[str, str]] = (),
+    scaled: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """Mutating and validating webhook configurations pointing at https://127.0.0.1:port;
     ``workloads``: (group, plural) of the kinds of workload besides Job to send too, as the
-    chart's workloads values do."""
+    chart's workloads values do; ``scaled``: the plurals among them whose /scale
+    subresource is validated too (a PyTorchJob's Worker replicas)."""
     bundle = base64.b64encode(ca_bundle).decode()
     base = f"https://127.0.0.1:{port}"
 
@@ -111,7 +113,9 @@ def webhook_configurations(
                     "pods",
                     "",
                     ["CREATE"],
-                    objectSelector={"matchExpressions": [{"key": queue_label, "operator": "Exists"}]},
+                    objectSelector={
+                        "matchExpressions": [{"key": queue_label, "operator": "Exists"}]
+                    },
                 ),
                 hook(
                     "mutate-namespace-pods.sluice.dev",
@@ -152,7 +156,9 @@ def webhook_configurations(
                     "",
                     ["CREATE", "UPDATE"],
                     subresources=["pods/resize"],
-                    objectSelector={"matchExpressions": [{"key": queue_label, "operator": "Exists"}]},
+                    objectSelector={
+                        "matchExpressions": [{"key": queue_label, "operator": "Exists"}]
+                    },
                 ),
             ],
         },
@@ -162,9 +168,29 @@ def webhook_configurations(
         (configs[1], "/validate/workloads", ["CREATE", "UPDATE", "DELETE"]),
     ):
         for group, plural in workloads:
+            more = [f"{plural}/scale"] if plural in scaled and "UPDATE" in ops else []
             config["webhooks"].append(
-                hook(f"{path[1:].replace('/', '-')}-{plural}.sluice.dev", path, plural, group, ops)
+                hook(
+                    f"{path[1:].replace('/', '-')}-{plural}.sluice.dev",
+                    path,
+                    plural,
+                    group,
+                    ops,
+                    subresources=more,
+                )
             )
+    if ("ray.io", "rayjobs") in workloads:
+        # The RayClusters of managed RayJobs (KubeRay copies the queue label onto them).
+        configs[1]["webhooks"].append(
+            hook(
+                "validate-rayclusters.sluice.dev",
+                "/validate/rayclusters",
+                "rayclusters",
+                "ray.io",
+                ["UPDATE"],
+                objectSelector={"matchExpressions": [{"key": queue_label, "operator": "Exists"}]},
+            )
+        )
     return configs
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sluice.api.constants import ADMITTED_SIZE_ANNOTATION
+from sluice.api.pod_set_records import pod_set_records
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +28,13 @@ class SizeRecord:
     admitted: int
     fields: tuple[tuple[str, int], ...] = ()
     """Each field lowered (as messages name it), with the value it had."""
+
+
+def asked_size(count: int, record: SizeRecord) -> int:
+    """The pods a pod set asks, its spec saying ``count`` and its record ``record``: what
+    it asked before sluice lowered it, while it still holds the size sluice wrote; else
+    ``count``, since a size its owner changed since is its own."""
+    return record.asked if count == record.admitted else count
 
 
 def size_record_text(records: Sequence[SizeRecord]) -> str:
@@ -41,22 +49,7 @@ def size_record_text(records: Sequence[SizeRecord]) -> str:
 def size_records_of(annotations: Mapping[str, Any]) -> tuple[SizeRecord, ...]:
     """The pod sets recorded in a workload's annotations, by name; () when none is recorded
     or the record is not one sluice writes (nothing is then put back)."""
-    raw = annotations.get(ADMITTED_SIZE_ANNOTATION)
-    if not isinstance(raw, str):
-        return ()
-    try:
-        body = json.loads(raw)
-    except ValueError:
-        return ()
-    if not isinstance(body, dict):
-        return ()
-    out: list[SizeRecord] = []
-    for pod_set, entry in sorted(body.items()):
-        read = _entry(str(pod_set), entry)
-        if read is None:
-            return ()
-        out.append(read)
-    return tuple(out)
+    return pod_set_records(annotations, ADMITTED_SIZE_ANNOTATION, _entry)
 
 
 def _count(value: Any) -> int | None:

@@ -67,6 +67,9 @@ FLAVOR_ASSIGNMENT_ANNOTATION: Final = f"{PREFIX}/flavor-assignment"
 to its pod template for it (nodeSelector labels, tolerations); taken off again when it is
 suspended (docs/flavors.md)."""
 ADMITTED_SIZE_ANNOTATION: Final = f"{PREFIX}/admitted-size"
+RESIZABLE_LABEL: Final = f"{PREFIX}/resizable"
+"""On the pod templates of a workload that declares a minimum (docs/elastic.md, *Grown
+through the queue*): its pods are gated at creation and released up to its admitted size."""
 """Per pod set admitted smaller than it asked: the pods asked and admitted, and each field
 sluice lowered with the value it had, put back when it is suspended (docs/elastic.md,
 *Admitted smaller*)."""

@@ -17,6 +17,7 @@ from typing import Any
 
 from sluice.api.constants import FLAVOR_ASSIGNMENT_ANNOTATION
 from sluice.api.flavor import Taint
+from sluice.api.pod_set_records import pod_set_records
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,38 +47,35 @@ def flavors_text(chosen: Sequence[tuple[str, str]]) -> str:
     return "flavors " + ", ".join(f"{p}: {f}" for p, f in chosen)
 
 
+def flavors_listed(chosen: Sequence[tuple[str, str]], pod_sets: int) -> str:
+    """Where a workload's pod sets go, for a column: the flavor's name for a workload of one
+    pod set, else ``driver=h100,workers=a100`` in the workload's order; "" for none."""
+    if pod_sets == 1 and len(chosen) == 1:
+        return chosen[0][1]
+    return ",".join(f"{p}={f}" for p, f in chosen)
+
+
 def flavor_assignment_text(assignments: Sequence[FlavorAssignment]) -> str:
     """The annotation's value for these assignments."""
-    body = {
-        a.pod_set: {
-            "flavor": a.flavor,
-            "nodeSelector": dict(a.node_selector),
-            "tolerations": [toleration_for(t) for t in a.tolerations],
-        }
-        for a in assignments
-    }
+    body = {a.pod_set: _entry_text(a) for a in assignments}
     return json.dumps(body, sort_keys=True, separators=(",", ":"))
+
+
+def _entry_text(assignment: FlavorAssignment) -> dict[str, Any]:
+    """One pod set's record: its flavor, and the labels and tolerations added where any were
+    (an absent field reads as nothing added)."""
+    entry: dict[str, Any] = {"flavor": assignment.flavor}
+    if assignment.node_selector:
+        entry["nodeSelector"] = dict(assignment.node_selector)
+    if assignment.tolerations:
+        entry["tolerations"] = [toleration_for(t) for t in assignment.tolerations]
+    return entry
 
 
 def flavor_assignments_of(annotations: Mapping[str, Any]) -> tuple[FlavorAssignment, ...]:
     """The assignments recorded in a workload's annotations, by pod set name; () when none is
     recorded or the record is not one sluice writes (nothing is then taken off)."""
-    raw = annotations.get(FLAVOR_ASSIGNMENT_ANNOTATION)
-    if not isinstance(raw, str):
-        return ()
-    try:
-        body = json.loads(raw)
-    except ValueError:
-        return ()
-    if not isinstance(body, dict):
-        return ()
-    out: list[FlavorAssignment] = []
-    for pod_set, entry in sorted(body.items()):
-        read = _entry(str(pod_set), entry)
-        if read is None:
-            return ()
-        out.append(read)
-    return tuple(out)
+    return pod_set_records(annotations, FLAVOR_ASSIGNMENT_ANNOTATION, _entry)
 
 
 def _entry(pod_set: str, entry: Any) -> FlavorAssignment | None:

@@ -11,6 +11,7 @@ from sluice.api.constants import (
     ADMITTED_AT_ANNOTATION,
     POD_GROUP_LABEL,
     QUEUE_LABEL,
+    RESIZABLE_LABEL,
 )
 from sluice.api.pod_request import pod_request
 from sluice.api.views import EPOCH, PodView, named_metadata, parse_time
@@ -45,6 +46,17 @@ def job_pod(meta: Mapping[str, Any]) -> bool:
         and owner.get("kind") in WORKLOAD_POD_OWNERS
         for owner in meta.get("ownerReferences") or ()
     )
+
+
+def gate_index(spec: Mapping[str, Any]) -> int:
+    """Where sluice's scheduling gate is in a pod's spec.schedulingGates; -1 when absent."""
+    gates = spec.get("schedulingGates")
+    if not isinstance(gates, list):
+        return -1
+    for i, gate in enumerate(gates):
+        if isinstance(gate, Mapping) and gate.get("name") == ADMISSION_GATE:
+            return i
+    return -1
 
 
 def gated(spec: Mapping[str, Any]) -> bool:
@@ -111,6 +123,10 @@ def pod_from_object(obj: Mapping[str, Any], workload_labels: tuple[str, ...] = (
         or EPOCH,
         unschedulable=unschedulable,
         named_by=tuple((k, str(labels[k])) for k in workload_labels if k in labels),
+        gated=gated(spec),
+        gate_index=gate_index(spec),
+        resizable=RESIZABLE_LABEL in labels and job_pod(meta),
+        uid=str(meta.get("uid") or ""),
         claims=(
             claims_used(spec, status)
             if spec.get("resourceClaims") or status.get("extendedResourceClaimStatus")

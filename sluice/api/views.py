@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from sluice.api.admitted_size import SizeRecord, size_records_of
+from sluice.api.admitted_size import SizeRecord, asked_size, size_records_of
 from sluice.api.constants import (
     ADMITTED_AT_ANNOTATION,
     DEFAULT_QUEUE_LABEL,
@@ -29,11 +29,17 @@ from sluice.api.constants import (
 )
 from sluice.api.constraints import PodSpecView, Taint, taints_of
 from sluice.api.errors import InvalidObject
-from sluice.api.flavor_assignment import FlavorAssignment, flavor_assignments_of, flavors_text
+from sluice.api.flavor_assignment import (
+    FlavorAssignment,
+    flavor_assignments_of,
+    flavors_listed,
+    flavors_text,
+)
 from sluice.api.memo import Memo
 from sluice.api.quantity import QuantityError
 from sluice.api.resources import EMPTY, Resources
 from sluice.api.topology import Assignment, TopologyRequest, assignment_text, assignments_of
+from sluice.api.workload_sizes import sizes_text, sizes_words
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 NEVER = "Never"
@@ -101,6 +107,10 @@ class PodSet:
     count_step: int = 1
     """The pods it grows and shrinks by: one unit of its kind's size (a Ray worker group's
     replica of numOfHosts pods)."""
+    min_declared: bool = False
+    """Whether its workload writes its minimum, even one equal to ``count``: its pods are
+    gated, and its admission records its size, which they are released up to and its
+    growth is counted from (docs/elastic.md)."""
     _hash: int = field(init=False, repr=False, compare=False, default=0)
 
     def __post_init__(self) -> None:
@@ -111,7 +121,7 @@ class PodSet:
         # A cycle looks alike jobs up by their pod sets thousands of times.
         fields = (self.name, self.count, self.pod, self.pod_count, self.priority_class_name)
         more = (self.never_preempts, self.topology, self.named_claims, self.devices_unknown)
-        sizes = (self.min_count, self.count_step)
+        sizes = (self.min_count, self.count_step, self.min_declared)
         object.__setattr__(self, "_hash", hash((*fields, *more, *sizes)))
 
     def __hash__(self) -> int:
@@ -297,6 +307,15 @@ class PodView:
     claims: tuple[str, ...] = ()
     """The ResourceClaims (of its namespace) it uses: those it names, those made for it from
     templates, and the one made for its device-backed extended resources."""
+    gated: bool = False
+    """It still carries sluice's scheduling gate: it waits for the queue, not for a node."""
+    gate_index: int = -1
+    """Where sluice's gate is in its spec.schedulingGates (-1: it carries none): what a
+    release removes, tested first."""
+    resizable: bool = False
+    """A pod of a workload's controller (not a plain pod) carrying sluice.dev/resizable: gated
+    at creation, released by its workload's admitted size."""
+    uid: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,6 +337,26 @@ class NamespaceView:
 def pending_reason(position: int, queue: str, cause: str) -> str:
     """The text of sluice.dev/pending-reason: where the job stands, then what stops it."""
     return f"position {position} in {queue}; {cause}"
+
+
+GROWTH_REASON_PREFIX = "growth of "
+"""How the pending reason of an admitted workload's growth starts (``growth_reason``)."""
+
+
+def growth_reason(pods: int, reason: str) -> str:
+    """The text of sluice.dev/pending-reason on an admitted workload whose growth waits in its
+    queue (docs/elastic.md, *Grown through the queue*): how many pods wait, then the reason
+    of its growth entry, position first."""
+    return f"{GROWTH_REASON_PREFIX}{pods} pods waiting: {reason}"
+
+
+def split_growth_reason(reason: str | None) -> str | None:
+    """The growth entry's reason (position first) in a growth's pending reason; None for any
+    other text."""
+    if not reason or not reason.startswith(GROWTH_REASON_PREFIX):
+        return None
+    _, sep, rest = reason.partition(" waiting: ")
+    return rest if sep else None
 
 
 def split_pending_reason(reason: str | None) -> tuple[int | None, str | None]:
@@ -354,10 +393,20 @@ class PublishedJob:
     asks: str = ""
     """What it asks of a Topology (``required example.com/rack``); "" for nothing."""
     sizes: str = ""
-    """While admitted smaller, its pods admitted of those asked: ``6/8``, per pod set by name
-    for several (``Worker 6/8, group 3/4``); "" while whole or waiting."""
+    """A resizable or recorded workload's pods admitted of those asked: ``6/8`` (``0/8``
+    while it waits), per pod set by name for several (``Worker 6/8, group 3/4``); "" for
+    any other (``workload_sizes.sizes_text``)."""
+    size_words: str = ""
+    """The same in words, with its minimum and its growth waiting (``sizes_words``); the
+    growth left to ``growth`` when the operator wrote why it waits."""
     flavors: str = ""
     """The flavors it was admitted into (``flavor h100``), from its record; "" for none."""
+    growth: str = ""
+    """While admitted, why its growth waits (``growth of 2 pods waiting: position 1 in
+    team; ...``); "" when none waits."""
+    flavor_column: str = ""
+    """The same for `job list`'s FLAVOR column: ``h100`` for a workload of one pod set,
+    else ``driver=h100,workers=a100``; "" for none."""
 
     @property
     def key(self) -> str:
@@ -377,10 +426,13 @@ def published_job(
     if view is None:
         return None
     annotations = (obj.get("metadata") or {}).get("annotations") or {}
-    position, cause = (None, "")
+    position, cause, growth = (None, "", "")
+    said_now = annotations.get(PENDING_REASON_ANNOTATION)
     if view.phase is JobPhase.PENDING:
-        position, said = split_pending_reason(annotations.get(PENDING_REASON_ANNOTATION))
+        position, said = split_pending_reason(said_now)
         cause = said or ""
+    elif view.phase.admitted and split_growth_reason(said_now) is not None:
+        growth = str(said_now)
     return PublishedJob(
         namespace=view.namespace,
         name=view.name,
@@ -392,18 +444,12 @@ def published_job(
         reclaimed_by=str(annotations.get(RECLAIMED_BY_ANNOTATION) or ""),
         domain=assignment_text(view.assignment) if view.phase.admitted else "",
         asks=topology_asks(view),
-        sizes=sizes_text(view) if view.phase.admitted else "",
+        sizes=sizes_text(view),
+        size_words=sizes_words(view, growth=not growth),
         flavors=admitted_flavors(view),
+        growth=growth,
+        flavor_column=flavor_column(view),
     )
-
-
-def sizes_text(view: WorkloadView) -> str:
-    """Its pod sets admitted smaller, by its record: ``6/8`` for a workload of one pod set,
-    by name for several; "" for none."""
-    shown = [r for r in view.sized if r.admitted < r.asked]
-    if len(view.pod_sets) == 1 and len(shown) == 1:
-        return f"{shown[0].admitted}/{shown[0].asked}"
-    return ", ".join(f"{r.pod_set} {r.admitted}/{r.asked}" for r in shown)
 
 
 def admitted_flavors(view: WorkloadView) -> str:
@@ -412,6 +458,14 @@ def admitted_flavors(view: WorkloadView) -> str:
     if not view.phase.admitted:
         return ""
     return flavors_text([(a.pod_set, a.flavor) for a in view.flavors])
+
+
+def flavor_column(view: WorkloadView) -> str:
+    """Each pod set's flavor while admitted, from its record, for a column (``h100``, or
+    ``driver=h100,workers=a100``); "" while it waits or records none."""
+    if not view.phase.admitted:
+        return ""
+    return flavors_listed([(a.pod_set, a.flavor) for a in view.flavors], len(view.pod_sets))
 
 
 def topology_asks(view: WorkloadView) -> str:
@@ -582,11 +636,11 @@ def as_asked(pod_sets: tuple[PodSet, ...], sized: tuple[SizeRecord, ...]) -> tup
     out: list[PodSet] = []
     for s in pod_sets:
         record = asked.get(s.name)
-        if record is None or s.count != record.admitted or record.asked <= s.count:
+        count = s.count if record is None else asked_size(s.count, record)
+        if count <= s.count:
             out.append(s)
             continue
-        more = record.asked - s.count
-        out.append(replace(s, count=record.asked, pod_count=s.pod_count + more))
+        out.append(replace(s, count=count, pod_count=s.pod_count + count - s.count))
     return tuple(out)
 
 

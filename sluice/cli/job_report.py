@@ -23,6 +23,7 @@ from sluice.api.views import (
     JobPhase,
     PublishedJob,
     admitted_flavors,
+    flavor_column,
     published_job,
     split_pending_reason,
     topology_asks,
@@ -83,6 +84,7 @@ def pod_workload_line(workload: PodWorkload) -> PublishedJob:
         domain,
         asks,
         admitted_flavors(view),
+        flavor_column(view),
     )
 
 
@@ -101,7 +103,7 @@ def pod_workload_name(given: str, namespace: str) -> tuple[str, str] | None:
 def job_table(lines: Sequence[PublishedJob], all_namespaces: bool) -> Table:
     """By queue; in each, admitted jobs first, then the line in order, then finished ones."""
     table = Table(box=None, pad_edge=False, header_style="bold")
-    columns = ["NAME", "QUEUE", "STATE", "POSITION", "REASON", "ADMITTED-AT", "ADMITTED"]
+    columns = ["NAME", "QUEUE", "STATE", "POSITION", "REASON", "ADMITTED-AT", "ADMITTED", "FLAVOR"]
     for column in ["NAMESPACE", *columns] if all_namespaces else columns:
         table.add_column(column, overflow="fold")
     ordered = sorted(
@@ -117,6 +119,7 @@ def job_table(lines: Sequence[PublishedJob], all_namespaces: bool) -> Table:
             line.reason or "-",
             line.admitted_at or "-",
             line.sizes or "-",
+            line.flavor_column,
         ]
         table.add_row(*([line.namespace, *row] if all_namespaces else row))
     return table
@@ -209,10 +212,12 @@ def _explain(
         out.append(f"{key} is admitted in queue {line.queue} ({admitted}); {line.state}")
         if line.domain:
             out.append(f"  in {line.domain}, as it asks ({line.asks})")
-        if line.sizes:
-            out.append(f"  admitted smaller: {line.sizes} pods (admitted/asked)")
+        if line.size_words:
+            out.append(f"  {line.size_words}")
         if line.flavors:
             out.append(f"  in {line.flavors}")
+        if line.growth:
+            out.append(f"  {line.growth}")
     else:
         where = f"position {line.position} in" if line.position is not None else "in"
         out.append(f"{key} is pending, {where} queue {line.queue}")
@@ -221,6 +226,8 @@ def _explain(
             out.append(f"  usage: {usage}")
         if line.asks:
             out.append(f"  it asks {line.asks}")
+        if line.size_words:
+            out.append(f"  it {line.size_words}")
         if line.reclaimed_by:
             out.append(f"  it was suspended to make room for {line.reclaimed_by}")
     out.extend(f"  {text}" for text in _queue_lines(line.queue, queue, queue_error))

@@ -11,8 +11,10 @@ from rich.table import Table
 from rich.text import Text
 
 from sluice.api.constants import ROOT_QUEUE
+from sluice.api.queue import Queue
 from sluice.api.resources import Resources
 from sluice.api.workloads.pods import PodWorkload
+from sluice.cli.sized import SizedWorkload
 from sluice.queues.lifecycle import QueueAction
 from sluice.scheduler.model import CycleResult, Decision, QueueResult
 
@@ -30,13 +32,17 @@ class Simulation:
     notes: Sequence[str] = field(default_factory=tuple)
     initial: CycleResult | None = None
     """The dump as it was, before any decision (for --html's before and after)."""
-    capabilities: Mapping[str, Resources] = field(default_factory=dict)
+    queues: Mapping[str, Queue] = field(default_factory=dict)
+    """The queues simulated, by name: --html reads their capability and flavor entries."""
     config_warnings: Sequence[str] = ()
     """What the configuration names that sluice accepts and ignores; simulate prints them on
     stderr, so the output itself stays the same."""
     forming: Sequence[PodWorkload] = ()
     """Groups of plain pods that are not a workload yet: listed among the pending, with what
     they wait for, as the operator writes it on their pods."""
+    sized: Sequence[SizedWorkload] = ()
+    """The resizable workloads once the last cycle's decisions are applied, with their sizes
+    (docs/elastic.md): admitted smaller, grown, their growth waiting."""
 
 
 def _pending(sim: Simulation) -> list[tuple[str, str, str]]:
@@ -57,6 +63,7 @@ def to_json(sim: Simulation) -> dict[str, Any]:
         "queueActions": [
             {"action": a.action, "queue": a.queue, "reason": a.reason} for a in sim.queue_actions
         ],
+        **({"resizable": [w.to_json() for w in sim.sized]} if sim.sized else {}),
     }
 
 
@@ -93,6 +100,8 @@ def _decision_json(cycle: int, d: Decision) -> dict[str, Any]:
         out["domain"] = d.domain
     if d.reason:
         out["reason"] = d.reason
+    if d.sizes:  # per pod set recorded: pods asked and admitted (docs/elastic.md)
+        out["sizes"] = [{"podSet": n, "asked": a, "admitted": m} for n, a, m in d.sizes]
     return out
 
 
@@ -108,6 +117,8 @@ def render_table(sim: Simulation, console: Console) -> None:
     console.print(_queue_table(sim.final))
     console.print(_decision_table(sim.decisions))
     console.print(_pending_table(_pending(sim)))
+    if sim.sized:
+        console.print(_sized_table(sim.sized))
     if sim.queue_actions:
         console.print(_queue_action_table(sim.queue_actions))
 
@@ -192,6 +203,15 @@ def _pending_table(pending: Sequence[tuple[str, str, str]]) -> Table:
         table.add_row(*row)
     if not pending:
         table.caption = "no job is waiting"
+    return table
+
+
+def _sized_table(sized: Sequence[SizedWorkload]) -> Table:
+    table = Table(title="Resizable workloads", title_justify="left")
+    for column in ("JOB", "QUEUE", "STATE", "ADMITTED", "SIZES"):
+        table.add_column(column, overflow="fold")
+    for w in sized:
+        table.add_row(w.job, w.queue, w.state, w.size or "-", w.words or "-")
     return table
 
 

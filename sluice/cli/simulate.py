@@ -18,6 +18,7 @@ from sluice.api.constants import CONFIGMAP_NAME
 from sluice.api.errors import ConfigError
 from sluice.cli.common import table_console
 from sluice.cli.render import Simulation, render_table, to_json
+from sluice.cli.sized import sized_workloads
 from sluice.cli.snapshot_io import (
     Dump,
     SnapshotError,
@@ -94,9 +95,10 @@ def _simulate(dump: Dump, when: datetime, cycles: int, report: bool) -> Simulati
         config_source=dump.config_source,
         cycles=cycles,
         initial=run_cycle(untouched) if report else None,
-        capabilities={q.name: q.spec.capability for q in state.queues if q.spec.capability},
+        queues={q.name: q for q in state.queues},
         config_warnings=dump.snapshot.config.warnings,
         forming=dump.forming,
+        sized=sized_workloads(state),
     )
 
 
@@ -262,7 +264,8 @@ def write_report(sim: Simulation, path: Path, title: str) -> None:
     from sluice.dashboard.report import render_html, report_data
 
     assert sim.initial is not None
-    data = report_data(sim.initial, sim.final, sim.decisions, dict(sim.capabilities), title)
+    sized = [w.to_json() for w in sim.sized]
+    data = report_data(sim.initial, sim.final, sim.decisions, sim.queues, title, sized)
     try:
         path.write_text(render_html(data))
     except OSError as err:

@@ -5,18 +5,26 @@ fetched), with each queue's deserved and allocated before and after the simulate
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sluice.api.queue import FlavorStatus, Queue
 from sluice.api.resources import Resources
 from sluice.dashboard.domains import amounts_json
 from sluice.dashboard.server import static_text
+from sluice.dashboard.view import flavor_json
+from sluice.scheduler.growth import grown_workload
 from sluice.scheduler.model import CycleResult, Decision, QueueResult
 
 ACTIONS = {"admit": "Admitted", "reclaim": "Reclaimed", "preempt": "Preempted"}
 
 
-def _queue(name: str, result: QueueResult, capability: Resources | None) -> dict[str, Any]:
+def _queue(name: str, result: QueueResult, queue: Queue | None) -> dict[str, Any]:
+    """A queue's line of the page, as the dashboard draws one from its status: the flavors'
+    figures go through the status's own reading (``FlavorFigures.to_kube``), so each flavor
+    gets the bars the dashboard gives it (``flavor_json``)."""
+    capability = queue.spec.capability if queue is not None and queue.spec.capability else None
+    flavors = [FlavorStatus.model_validate(f.to_kube()) for f in result.flavors]
     return {
         "name": name,
         "parent": result.parent,
@@ -34,6 +42,7 @@ def _queue(name: str, result: QueueResult, capability: Resources | None) -> dict
         "capability": amounts_json(capability),
         "overCapability": result.over_capability,
         "usage": result.usage.dominant if result.usage is not None else "",
+        "flavors": [flavor_json(queue, f) for f in flavors] if queue is not None else [],
     }
 
 
@@ -41,26 +50,28 @@ def report_data(
     before: CycleResult,
     after: CycleResult,
     decisions: Sequence[tuple[int, Decision]],
-    capabilities: dict[str, Resources],
+    specs: Mapping[str, Queue],
     title: str,
+    sized: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
-    """The page's data: the tree after the cycles, each queue's waiting jobs in order, the
-    decisions as the timeline (cycle by cycle), and deserved/allocated before and after."""
-    queues = [_queue(name, q, capabilities.get(name)) for name, q in sorted(after.queues.items())]
+    """The page's data: the tree after the cycles (``specs``: the queues simulated, by name,
+    for their capability and flavor entries), each queue's jobs (its resizable workloads
+    admitted, with their sizes, then its waiting jobs in order), the decisions as the
+    timeline (cycle by cycle, an admission with the sizes it carries), and deserved/allocated
+    before and after. ``sized``: the resizable workloads after the cycles, as simulate's
+    JSON gives them (``job``, ``queue``, ``state``, ``size``, ``words``)."""
+    queues = [_queue(name, q, specs.get(name)) for name, q in sorted(after.queues.items())]
     queues.append({**_queue("root", _root(after), None), "parent": None})
+    sizes = {w["job"]: w for w in sized}
     jobs: dict[str, list[dict[str, Any]]] = {}
+    for w in sized:
+        if w["state"] in ("inqueue", "running"):
+            jobs.setdefault(w["queue"], []).append(_row(w["job"], w["state"], None, "", w))
     for pending in after.pending:
-        namespace, _, name = pending.job.partition("/")
-        jobs.setdefault(pending.queue, []).append(
-            {
-                "namespace": namespace,
-                "name": name,
-                "state": "pending",
-                "position": pending.position,
-                "reason": pending.cause,
-                "admittedAt": "",
-            }
-        )
+        # A growth entry's row shows its workload's sizes: the growth is what waits.
+        sizes_of = sizes.get(grown_workload(pending.job) or pending.job, {})
+        row = _row(pending.job, "pending", pending.position, pending.cause, sizes_of)
+        jobs.setdefault(pending.queue, []).append(row)
     timeline = [
         {
             "time": f"cycle {cycle}",
@@ -68,6 +79,7 @@ def report_data(
             "job": d.job,
             "queue": d.queue,
             **({"for": d.for_job} if d.for_job else {}),
+            **({"size": size} if (size := _sizes(d)) else {}),
         }
         for cycle, d in decisions
     ][::-1]
@@ -92,6 +104,35 @@ def report_data(
         "jobs": jobs,
         "history": history,
     }
+
+
+def _row(
+    job: str, state: str, position: int | None, reason: str, sized: Mapping[str, Any]
+) -> dict[str, Any]:
+    """A job's row as the dashboard's ``job_json`` gives it."""
+    namespace, _, name = job.partition("/")
+    return {
+        "namespace": namespace,
+        "name": name,
+        "state": state,
+        "position": position,
+        "reason": reason,
+        "admittedAt": "",
+        "size": sized.get("size", ""),
+        "sizeWords": sized.get("words", ""),
+    }
+
+
+def _sizes(decision: Decision) -> str:
+    """An admission's sizes, in words: ``6 of 8 pods``, per pod set by name for several;
+    "" for one without sizes."""
+    if decision.action != "admit" or not decision.sizes:
+        return ""
+    named = len(decision.sizes) > 1
+    return ", ".join(
+        f"{name + ' ' if named else ''}{admitted} of {asked} pods"
+        for name, asked, admitted in decision.sizes
+    )
 
 
 def _root(result: CycleResult) -> QueueResult:

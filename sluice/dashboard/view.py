@@ -1,5 +1,6 @@
 """What the dashboard shows, kept up to date from watched Queues and Jobs: the queue tree with
-each queue's numbers, each queue's jobs in order (with their Topology domain), a timeline of
+each queue's numbers, each queue's jobs in order (with their Topology domain and, for a
+resizable workload, its pods admitted of those asked), a timeline of
 decisions, and the domains of the Topologies with their free room (``domains.py``).
 
 Everything comes from what the operator publishes (Queue status, the Jobs' annotations), so
@@ -58,6 +59,11 @@ def job_json(job: PublishedJob) -> dict[str, Any]:
         # The Topology domain it runs in (<level>=<value>), or what it asks while it waits.
         "domain": job.domain,
         "asks": job.asks,
+        # A resizable workload's pods admitted of those asked (6/8, 0/8 while it waits) and
+        # the same in words, with its minimum and its growth waiting (the operator's reason
+        # for it when written); "" for any other.
+        "size": job.sizes,
+        "sizeWords": "; ".join(w for w in (job.size_words, job.growth) if w),
     }
 
 

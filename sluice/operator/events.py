@@ -23,7 +23,7 @@ from kubernetes import client
 from sluice.kube.errors import API_ERRORS, Failure, classify, message
 from sluice.kube.watch import drain
 from sluice.operator import metrics
-from sluice.operator.plan import EventSpec, rfc3339
+from sluice.operator.writes import EventSpec, rfc3339
 
 log = logging.getLogger("sluice.operator.events")
 

@@ -41,8 +41,9 @@ from sluice.kube.watch import drain
 from sluice.kube.writer import JSON_PATCH, MERGE_PATCH, WRITERS
 from sluice.operator import metrics
 from sluice.operator.events import EventSink, named, post_event
-from sluice.operator.plan import EventSpec, Plan, PodChange, Write, adapter_of, basis
+from sluice.operator.plan import Plan
 from sluice.operator.state import ClusterState
+from sluice.operator.writes import EventSpec, PodChange, Write, adapter_of, basis
 
 log = logging.getLogger("sluice.operator.executor")
 

@@ -12,8 +12,11 @@ from datetime import UTC, datetime
 from prometheus_client import Counter, Gauge, Histogram
 
 from sluice.api.queue import Queue
+from sluice.api.views import WorkloadView
+from sluice.api.workload_sizes import pods_admitted_and_waiting
 from sluice.observability import new_registry
 from sluice.queues.limits import over_capability
+from sluice.scheduler.growth import grown_workload
 from sluice.scheduler.model import CycleResult, Decision, QueueResult
 
 REGISTRY = new_registry()
@@ -82,6 +85,22 @@ PARTIAL_ADMISSIONS = Counter(
     "sluice_partial_admissions",
     "Workloads admitted smaller than they asked, at a size at or above their minimum, by queue.",
     ["queue"],
+    registry=REGISTRY,
+)
+WORKLOAD_ADMITTED_PODS = Gauge(
+    "sluice_workload_admitted_pods",
+    "Pods its queue admitted, per resizable workload (one that declares a minimum or is"
+    " admitted with a record of its size; no other workload has a series), as the last full"
+    " cycle saw it: 0 while it waits. Its series goes when the workload finishes or is deleted.",
+    ["namespace", "name", "queue"],
+    registry=REGISTRY,
+)
+WORKLOAD_WAITING_PODS = Gauge(
+    "sluice_workload_waiting_pods",
+    "Pods waiting in its queue, per resizable workload (as sluice_workload_admitted_pods):"
+    " all it asks while it waits, its growth beyond its admitted size while admitted. Its"
+    " series goes when the workload finishes or is deleted.",
+    ["namespace", "name", "queue"],
     registry=REGISTRY,
 )
 EVENT_LOOP_LAG = Histogram(
@@ -212,9 +231,12 @@ Series = dict[tuple[Gauge, tuple[str, ...]], float]
 """A cycle's gauge values, by gauge and label values."""
 
 
-def cycle_series(result: CycleResult, queues: Iterable[Queue]) -> Series:
-    """Every per-queue gauge value a written cycle shows."""
-    series: Series = {}
+def cycle_series(
+    result: CycleResult, queues: Iterable[Queue], workloads: Iterable[WorkloadView] = ()
+) -> Series:
+    """Every per-queue gauge value a written cycle shows, and the pods of each resizable
+    workload among ``workloads`` (its snapshot's)."""
+    series: Series = workload_series(workloads)
     for job in result.pending:
         key = (PENDING, (job.queue, reason_class(job.cause)))
         series[key] = series.get(key, 0) + 1
@@ -247,6 +269,19 @@ def cycle_series(result: CycleResult, queues: Iterable[Queue]) -> Series:
     return series
 
 
+def workload_series(workloads: Iterable[WorkloadView]) -> Series:
+    """Pods admitted and waiting per resizable workload (``pods_admitted_and_waiting``):
+    a series only for those, so that the labels stay as many as the workloads that resize."""
+    series: Series = {}
+    for view in workloads:
+        pods = pods_admitted_and_waiting(view)
+        if pods is None:
+            continue
+        labels = (view.namespace, view.name, view.queue)
+        series[WORKLOAD_ADMITTED_PODS, labels], series[WORKLOAD_WAITING_PODS, labels] = pods
+    return series
+
+
 def flavor_series(name: str, queue: QueueResult) -> Series:
     """A queue's gauges per flavor: allocated in every flavor it holds in, deserved and
     realCapability in those its own entries name."""
@@ -271,11 +306,14 @@ With a thousand queues, setting every series each cycle took longer than its dec
 _shown_lock = threading.Lock()
 
 
-def publish(result: CycleResult, queues: Iterable[Queue]) -> None:
-    """A full pass as metrics: per-queue numbers and pending by reason. Per-queue series
-    follow the cycle whole, so a deleted queue's go away."""
+def publish(
+    result: CycleResult, queues: Iterable[Queue], workloads: Iterable[WorkloadView] = ()
+) -> None:
+    """A full pass as metrics: per-queue numbers, pending by reason, and the pods of each
+    resizable workload of its snapshot (``workloads``). The series follow the cycle whole,
+    so a deleted queue's and a finished or deleted workload's go away."""
     global _shown
-    series = cycle_series(result, queues)
+    series = cycle_series(result, queues, workloads)
     with _shown_lock:
         for (gauge, labels), value in series.items():
             if _shown.get((gauge, labels)) != value:
@@ -289,12 +327,15 @@ def publish(result: CycleResult, queues: Iterable[Queue]) -> None:
 def decision_written(decision: Decision, created: datetime | None) -> None:
     """One decision has landed on its workload, whichever pass made it: counted by action; an
     admission's wait since the workload was created observed, and counted by its queue when
-    it is admitted smaller; an eviction counted by its queue and why."""
+    it is admitted smaller; an eviction counted by its queue and why (a workload that only
+    gives pods above its minimum, ``Decision.shrinks``, is not suspended: no eviction)."""
     DECISIONS.labels(decision.action).inc()
     if decision.action != "admit":
-        EVICTIONS.labels(decision.queue, decision.action).inc()
+        if not decision.shrinks:
+            EVICTIONS.labels(decision.queue, decision.action).inc()
         return
-    if decision.sizes:
+    if decision.smaller and grown_workload(decision.job) is None:
+        # A growth's record may still say less than was first asked: it is no partial admission.
         PARTIAL_ADMISSIONS.labels(decision.queue).inc()
     if created is not None:
         waited = (datetime.now(UTC) - created).total_seconds()

@@ -34,7 +34,7 @@ from sluice.operator import metrics
 from sluice.operator.executor import BACKGROUND_WRITERS, Executor
 from sluice.operator.leader import LeaseElector
 from sluice.operator.memory import paused
-from sluice.operator.plan import Plan, plan
+from sluice.operator.plan import Plan, plan, written_on
 from sluice.operator.state import ClusterSnapshot, ClusterState
 from sluice.scheduler.cycle import run_cycle
 from sluice.scheduler.decision_pass import DecisionPass, DecisionResult
@@ -161,7 +161,7 @@ class Passes:
         False when it does not."""
         if result.decisions and not self.elector.confirm():
             return False
-        writes = self._plan(result, taken, snapshot, self.decision_pass.views)
+        writes = self._plan(result, taken, snapshot, self.decision_pass.views, explains=False)
         self.executor.run(replace(writes, reasons=(), pending=None), self.elector.holds)
         return True
 
@@ -171,10 +171,12 @@ class Passes:
         taken: ClusterSnapshot,
         snapshot: Snapshot,
         seen: Mapping[str, WorkloadView] | None = None,
+        explains: bool = True,
     ) -> Plan:
-        """``seen``: the snapshot's jobs by key, when the pass has them so (the decision pass)."""
+        """``seen``: the snapshot's jobs by key, when the pass has them so (the decision pass);
+        ``explains``: the result says who waits (the full pass's)."""
         # Each decision rests on the spec generation and queue the pass saw.
-        jobs = {d.job for d in result.decisions}
+        jobs = {written_on(d) for d in result.decisions}
         if seen is None:
             seen = {job.key: job for job in snapshot.workloads if job.key in jobs}
         decided_on = {
@@ -191,6 +193,7 @@ class Passes:
             dict(executor.positions_written),
             taken.pod_workloads,
             {flavor.name: flavor for flavor in snapshot.flavors},
+            explains,
         )
 
     def _count_writes(self) -> None:
@@ -297,7 +300,7 @@ class Passes:
         )
         metrics.APPLY_SECONDS.observe(time.perf_counter() - written)
         self._count_writes()
-        await self._in("full", metrics.publish, full, snapshot.queues)
+        await self._in("full", metrics.publish, full, snapshot.queues, snapshot.workloads)
         log.info(
             "event=explained pending=%d seconds=%.3f",
             len(result.pending),

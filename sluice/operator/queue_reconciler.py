@@ -47,9 +47,9 @@ from sluice.kube.errors import Failure
 from sluice.kube.writer import WRITERS
 from sluice.operator.custom_writer import QUEUES, CustomWriter, Retry
 from sluice.operator.events import EventSink
-from sluice.operator.plan import EventSpec
 from sluice.operator.state import ClusterState
 from sluice.operator.status import USAGE_WRITE_SECONDS, over_capability_event, status_patch
+from sluice.operator.writes import EventSpec
 from sluice.queues.lifecycle import (
     RESERVED_ORDER,
     QueueAction,

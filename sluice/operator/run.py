@@ -45,6 +45,7 @@ from sluice.operator.watches import (
     list_anew,
     list_if_served,
     list_into,
+    listing_of,
     listings,
     resumed,
 )
@@ -153,7 +154,12 @@ async def prime_until_listed(
         try:
             return await asyncio.to_thread(prime, api, state, workloads)
         except API_ERRORS as err:
-            log.warning("event=list-failed error=%s retry_seconds=%g", message(err), retry_seconds)
+            log.warning(
+                "event=list-failed listing=%r error=%s retry_seconds=%g",
+                listing_of(err),
+                message(err),
+                retry_seconds,
+            )
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), retry_seconds)
         if stop.is_set():

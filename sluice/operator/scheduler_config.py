@@ -14,8 +14,8 @@ from sluice.api.constants import CONFIGMAP_KEY
 from sluice.api.errors import ConfigError
 from sluice.kube.errors import API_ERRORS, Failure, classify, message
 from sluice.operator import metrics
-from sluice.operator.plan import EventSpec
 from sluice.operator.state import ClusterState
+from sluice.operator.writes import EventSpec
 
 # The loop's logger: the configuration's log lines read as they always have.
 log = logging.getLogger("sluice.operator.loop")

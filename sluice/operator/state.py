@@ -40,7 +40,14 @@ from sluice.api.pod_defaults import (
 from sluice.api.queue import Queue
 from sluice.api.topology import TopologyView
 from sluice.api.views import JOB_KIND, NodeView, PodView, WorkloadView
+from sluice.api.workloads.model import dig
 from sluice.api.workloads.pods import PodMember, PodWorkload
+from sluice.api.workloads.ray_cluster import (
+    RAY_CLUSTER_KIND,
+    ClusterSizes,
+    as_its_cluster_asks,
+)
+from sluice.api.workloads.rayjob import KIND as RAY_JOB_KIND
 from sluice.dashboard.domains import ClusterViews
 from sluice.operator.echoes import Echoes
 from sluice.operator.store import Store, Wake, gone
@@ -176,7 +183,8 @@ class ClusterState:
         version = version_of(obj)
         if not deleting and version is not None and store.version(key) == version:
             return  # the same object again (a watch echoing the operator's own write)
-        seen = None if deleting else read(kind, f"{kind.lower()}/{key}", obj, self.readers)
+        ref = f"{kind.lower()}/{key}"
+        seen = None if deleting else read(kind, ref, self._as_asked(kind, obj), self.readers)
         with self.lock:
             if seen is None:
                 store.forget(kind, key, version)
@@ -203,8 +211,48 @@ class ClusterState:
     def on_workload(self, event: str, obj: Obj) -> None:
         """A workload of any kind (a batch/v1 Job when the object names none)."""
         kind, key = _kind(obj), object_key(obj)
+        cluster = self._cluster_of(kind, obj)
         self._put(self.stores.workloads, kind, key, event, obj)
         self.echoes.seen(f"{kind}/{key}", obj)
+        if self._cluster_of(kind, obj) is not cluster:  # its cluster changed meanwhile
+            self._read_workloads_again(None, {key})
+
+    def on_ray_cluster(self, event: str, obj: Obj) -> None:
+        """A RayCluster a managed RayJob may control, stored as its sizes; its RayJob is read
+        anew when they change (docs/elastic.md, *Grown through the queue*)."""
+        key = object_key(obj)
+        reads = self.reads[RAY_CLUSTER_KIND]
+        before = reads.get(key)
+        self._put(self.stores.ray_clusters, RAY_CLUSTER_KIND, key, event, obj)
+        after = reads.get(key)
+        if after == before:
+            return
+        jobs = {
+            one.view.job
+            for one in (before, after)
+            if one is not None and isinstance(one.view, ClusterSizes)
+        }
+        if jobs:
+            self._read_workloads_again(None, jobs)
+
+    def _cluster_of(self, kind: str, obj: Obj) -> Read | None:
+        """The stored read of the RayCluster a RayJob's status names (None: none, or not a
+        RayJob)."""
+        if kind != RAY_JOB_KIND:
+            return None
+        name = dig(obj, ("status", "rayClusterName"))
+        if not name:
+            return None
+        namespace = (obj.get("metadata") or {}).get("namespace", "")
+        return self.reads[RAY_CLUSTER_KIND].get(f"{namespace}/{name}")
+
+    def _as_asked(self, kind: str, obj: Obj) -> Obj:
+        """The object as its workload is read: a running RayJob at the worker group sizes of
+        the cluster it runs (``as_its_cluster_asks``); any other object as it is."""
+        one = self._cluster_of(kind, obj)
+        if one is None or not isinstance(one.view, ClusterSizes):
+            return obj
+        return as_its_cluster_asks(obj, one.view)
 
     def on_node(self, event: str, obj: Obj) -> None:
         self._put(self.stores.nodes, "Node", _name(obj), event, obj)
@@ -337,18 +385,24 @@ class ClusterState:
         if changed:
             self._read_workloads_again(None)
 
-    def _read_workloads_again(self, namespace: str | None) -> None:
-        """Read the stored workloads (of one namespace, or all) anew: what their pods will ask
-        changed while the objects did not."""
+    def _read_workloads_again(
+        self, namespace: str | None, keys: Collection[str] | None = None
+    ) -> None:
+        """Read the stored workloads (of one namespace, or all; only ``keys`` when given)
+        anew: what their pods will ask changed while the objects did not."""
         workloads = self.stores.workloads
         with self.lock:
-            stored = workloads.packed_in(namespace)
+            if keys is None:
+                stored = workloads.packed_in(namespace)
+            else:
+                found = ((key, workloads.objects.packed(key)) for key in keys)
+                stored = [(key, packed) for key, packed in found if packed is not None]
         if not stored:
             return
         for key, packed in stored:
             obj = packed.parsed()
             kind = _kind(obj)
-            seen = read(kind, f"{kind.lower()}/{key}", obj, self.readers)
+            seen = read(kind, f"{kind.lower()}/{key}", self._as_asked(kind, obj), self.readers)
             with self.lock:
                 workloads.read_again(kind, key, packed, seen)
         self.notify()

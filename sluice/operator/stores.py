@@ -20,6 +20,7 @@ from sluice.api.pod_views import gated
 from sluice.api.queue import Queue
 from sluice.api.views import PodView, WorkloadView
 from sluice.api.workloads.pods import PodMember
+from sluice.api.workloads.ray_cluster import RAY_CLUSTER_KIND
 from sluice.operator.store import Store
 from sluice.operator.stored import Packed, Stored
 from sluice.operator.tombstones import Tombstones
@@ -252,6 +253,8 @@ class Stores:
     resource_claims: Store[dict[str, Obj]]
     claim_templates: Store[dict[str, Obj]]
     flavors: Store[dict[str, Obj]]
+    ray_clusters: Store[dict[str, Obj]]
+    """The RayClusters of managed RayJobs, each read as its sizes (``ClusterSizes``)."""
 
     @classmethod
     def new(cls, defaults_of: DefaultsOf = no_defaults) -> Stores:
@@ -270,6 +273,7 @@ class Stores:
             resource_claims=_plain("ResourceClaim", tombstones),
             claim_templates=_plain("ResourceClaimTemplate", tombstones),
             flavors=_plain(FLAVOR_KIND, tombstones),
+            ray_clusters=_plain(RAY_CLUSTER_KIND, tombstones),
         )
 
     def __iter__(self) -> Iterator[Store[Any]]:

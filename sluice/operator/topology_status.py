@@ -21,9 +21,9 @@ from datetime import UTC, datetime
 
 from sluice.api.constants import TOPOLOGY_KIND
 from sluice.operator.custom_writer import FLAVORS, TOPOLOGIES, CustomWriter, Retry
-from sluice.operator.plan import EventSpec
 from sluice.operator.queue_reconciler import RETRY_SECONDS
 from sluice.operator.state import ClusterState
+from sluice.operator.writes import EventSpec
 from sluice.scheduler.flavor_status import flavor_status_patch
 from sluice.scheduler.topology_status import nested_event, topology_status_patch
 

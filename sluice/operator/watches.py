@@ -23,7 +23,10 @@ from kubernetes import client
 from sluice.api.constants import QUEUE_LABEL
 from sluice.api.workloads import Adapter
 from sluice.api.workloads.job import JOB
+from sluice.api.workloads.ray_cluster import RAY_CLUSTER_KIND
+from sluice.api.workloads.rayjob import RAY_JOB
 from sluice.dashboard.view import DashboardView
+from sluice.kube.errors import API_ERRORS
 from sluice.kube.watch import Lister, Watching, pages
 from sluice.operator.state import ClusterState, object_key
 from sluice.operator.stored import as_version
@@ -52,14 +55,26 @@ def list_into(
     listing is never held at once): the keys listed, and the version to watch from."""
     listed: set[str] = set()
     version: str | None = None
-    for items, at in pages(call, label_selector=selector):
-        version = at
-        for item in items:
-            item.setdefault("apiVersion", api_version)
-            item.setdefault("kind", kind)
-            store("ADDED", item)
-            listed.add(object_key(item))
+    try:
+        for items, at in pages(call, label_selector=selector):
+            version = at
+            for item in items:
+                item.setdefault("apiVersion", api_version)
+                item.setdefault("kind", kind)
+                store("ADDED", item)
+                listed.add(object_key(item))
+    except API_ERRORS as err:
+        # Whoever logs the failure can say which listing it was (``listing_of``).
+        err.add_note(f"{kind} {api_version}")
+        raise
     return listed, version
+
+
+def listing_of(err: BaseException) -> str:
+    """The kind and apiVersion whose listing raised ``err`` (``list_into``), or "" when it was
+    raised elsewhere."""
+    notes = getattr(err, "__notes__", None)
+    return notes[-1] if notes else ""
 
 
 def list_if_served(listing: Listing) -> None:
@@ -130,7 +145,8 @@ def listings(
     workloads: tuple[Adapter, ...],
     view: DashboardView | None = None,
 ) -> list[Listing]:
-    """What the resumed watches list and watch: each workload kind, then the pods."""
+    """What the resumed watches list and watch: each workload kind (and, with RayJobs, the
+    RayClusters they run), then the pods."""
     objects = client.CustomObjectsApi(api)
     workload = store_workload(state, view)
     kinds: list[Listing] = [
@@ -145,6 +161,13 @@ def listings(
         )
         for adapter in workloads
     ]
+    if any(adapter.kind == RAY_JOB.kind for adapter in workloads):
+        # Where Ray's autoscaler sizes a RayJob's worker groups; KubeRay copies the RayJob's
+        # labels onto the cluster it makes, so a managed RayJob's carries its queue label.
+        clusters = partial(objects.list_cluster_custom_object, RAY_JOB.group, "v1", "rayclusters")
+        kinds.append(
+            Listing(clusters, "ray.io/v1", RAY_CLUSTER_KIND, state.on_ray_cluster, QUEUE_LABEL)
+        )
     pods = Listing(client.CoreV1Api(api).list_pod_for_all_namespaces, "v1", "Pod", state.on_pod)
     return [*kinds, pods]
 

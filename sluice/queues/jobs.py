@@ -15,17 +15,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sluice.api.admitted_size import size_records_of
 from sluice.api.constants import (
+    ADMISSION_GATE,
     MIN_PARALLELISM_ANNOTATION,
     POD_GROUP_TOTAL_ANNOTATION,
     PREEMPTABLE_ANNOTATION,
     PREFIX,
     QUEUE_LABEL,
+    RESIZABLE_LABEL,
     ROOT_QUEUE,
 )
 from sluice.api.errors import InvalidObject
 from sluice.api.pod_request import pod_request
-from sluice.api.pod_views import JOB_POD_UID_LABELS
+from sluice.api.pod_views import JOB_POD_UID_LABELS, gated
 from sluice.api.queue import Queue
 from sluice.api.resources import EMPTY, Resources, describe_amount
 from sluice.api.selector import namespace_labels
@@ -33,14 +36,27 @@ from sluice.api.workloads import POD_LABELS, Adapter
 from sluice.api.workloads.job import JOB
 from sluice.api.workloads.model import at
 from sluice.queues.admission import closed_ancestor
-from sluice.queues.sizes import check_min_size, declares_minimums
+from sluice.queues.sizes import (
+    check_min_size,
+    declares_a_minimum,
+    declares_minimums,
+    gated_templates,
+)
+from sluice.queues.template_labels import check_template_labels
 from sluice.queues.topology import REQUEST_ANNOTATIONS
 from sluice.queues.tree import children_of
 from sluice.queues.verdict import ALLOW, Verdict, deny
 
 JOB_POD_LABELS = tuple(
     dict.fromkeys(
-        (QUEUE_LABEL, *JOB_POD_UID_LABELS, "batch.kubernetes.io/job-name", "job-name", *POD_LABELS)
+        (
+            QUEUE_LABEL,
+            *JOB_POD_UID_LABELS,
+            "batch.kubernetes.io/job-name",
+            "job-name",
+            *POD_LABELS,
+            RESIZABLE_LABEL,
+        )
     )
 )
 """Labels that tie a pod to its workload and its pod set (the Job controller selects its pods
@@ -258,6 +274,36 @@ def _stays_admitted(
     return not writer.operator and job_admitted(old, adapter) and not adapter.suspended(new)
 
 
+def grows_through_the_queue(
+    old: Mapping[str, Any], new: Mapping[str, Any], adapter: Adapter
+) -> bool:
+    """Whether a write grows an admitted workload only in pods the queue admits as growth:
+    it declares a minimum, carries sluice's size record, and only the pod sets of its record
+    ask more pods, each pod asking no more than before and its template carrying
+    sluice.dev/resizable (so its new pods are gated: a minimum written while it waited, after
+    its creation, left its templates without it). A pod set
+    its owner lowered below its recorded size grows only once suspended: what the cycle
+    holds for it is the lower of the two, so a raise back would take the quota it freed
+    without the queue."""
+    records = size_records_of(metadata_map(old, "annotations"))
+    recorded = {r.pod_set: r.admitted for r in records}
+    if not recorded or not declares_a_minimum(new, adapter):
+        return False
+    before = {p.name: p for p in adapter.pod_sets(old)}
+    if any(name in recorded and p.count < recorded[name] for name, p in before.items()):
+        return False
+    gated = gated_templates(new, adapter)
+    for pod_set in adapter.pod_sets(new):
+        was = before.get(pod_set.name)
+        if was is None or pod_set.pod.request.exceeding(was.pod.request, absent_is_unlimited=False):
+            return False
+        if pod_set.count > was.count and (
+            pod_set.name not in recorded or not gated.get(pod_set.name)
+        ):
+            return False
+    return True
+
+
 def check_growth(
     old: Mapping[str, Any],
     new: Mapping[str, Any],
@@ -267,7 +313,9 @@ def check_growth(
 ) -> Verdict:
     """An admitted job never holds more than it was admitted with: any write that raises its
     request while it stays admitted is refused (lowering it frees quota). Suspending it and
-    raising it then requeues it at its new size."""
+    raising it then requeues it at its new size. A resizable workload admitted with a size
+    record may raise its recorded pod sets' sizes (``grows_through_the_queue``): its pods are
+    gated and its growth waits in its queue (docs/elastic.md, *Grown through the queue*)."""
     if not _stays_admitted(old, new, writer, adapter):
         return ALLOW
     who = _who(new, namespace, adapter)
@@ -277,7 +325,7 @@ def check_growth(
         was, now = (_pods(old, adapter), _pods(new, adapter)) if grown else (0, 0)
     except InvalidObject as err:
         return deny("job-invalid", f"{who}: {err}")
-    if not grown:
+    if not grown or grows_through_the_queue(old, new, adapter):
         return ALLOW
     name, amount, limit = grown[0]
     counted = adapter.pods_named
@@ -355,8 +403,11 @@ def job_settings(
     if not labelled:
         out.append((("metadata", "labels", QUEUE_LABEL), queue_name))
     out.append((adapter.hold.path, True))
+    resizable = declares_a_minimum(job, adapter)
     for where in adapter.template_paths(job):
         out.append(((*where, "metadata", "labels", QUEUE_LABEL), queue_name))
+        if resizable:
+            out.append(((*where, "metadata", "labels", RESIZABLE_LABEL), "true"))
     path = adapter.pod_template
     if not path:
         return out
@@ -462,6 +513,9 @@ def check_job_update(
     verdict = check_min_size(old if old_queue else None, new, who, staying, adapter)
     if not verdict.allowed:
         return verdict
+    verdict = check_template_labels(old, new, who, staying, adapter)
+    if not verdict.allowed:
+        return verdict
     return check_growth(old, new, namespace, writer, adapter)
 
 
@@ -512,14 +566,20 @@ def check_pod_update(
     old: Mapping[str, Any], new: Mapping[str, Any], namespace: str, writer: Writer
 ) -> Verdict:
     """A pod of a managed job (it carries the queue label its Job's template got) keeps the
-    labels that tie it to its Job and never requests more than it did, whether through its
-    spec or an in-place resize."""
+    labels that tie it to its Job and sluice's gate until sluice removes it, and never
+    requests more than it did, whether through its spec or an in-place resize."""
     if writer.operator:
         return ALLOW
     meta = metadata_of(new)
     who = f"pod {meta.get('namespace') or namespace}/{meta.get('name') or '?'}"
     before, after = metadata_map(old, "labels"), metadata_map(new, "labels")
     queue = before.get(QUEUE_LABEL) or after.get(QUEUE_LABEL)
+    if gated(spec_of(old)) and not gated(spec_of(new)):
+        return deny(
+            "pod-ungate",
+            f"{who}: only sluice may remove the scheduling gate {ADMISSION_GATE} of a pod of"
+            f" a job of queue {queue}; it does so up to the size its queue admitted",
+        )
     for key in JOB_POD_LABELS:
         if before.get(key) != after.get(key):
             return deny(

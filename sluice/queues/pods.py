@@ -16,6 +16,7 @@ from sluice.api.constants import (
     POD_GROUP_LABEL,
     POD_GROUP_TOTAL_ANNOTATION,
     QUEUE_LABEL,
+    RESIZABLE_LABEL,
 )
 from sluice.api.errors import InvalidObject
 from sluice.api.pod_views import gated, job_pod
@@ -53,12 +54,26 @@ def pod_settings(pod: Mapping[str, Any], queue_name: str) -> list[Setting]:
     out: list[Setting] = []
     if not metadata_map(pod, "labels").get(QUEUE_LABEL):
         out.append((("metadata", "labels", QUEUE_LABEL), queue_name))
+    return out + _gate(pod)
+
+
+def _gate(pod: Mapping[str, Any]) -> list[Setting]:
+    """Sluice's scheduling gate added after the pod's own gates; nothing when it has it."""
     spec = spec_of(pod)
-    if not gated(spec):
-        gates = spec.get("schedulingGates")
-        kept = list(gates) if isinstance(gates, list) else []
-        out.append((("spec", "schedulingGates"), [*kept, {"name": ADMISSION_GATE}]))
-    return out
+    if gated(spec):
+        return []
+    gates = spec.get("schedulingGates")
+    kept = list(gates) if isinstance(gates, list) else []
+    return [(("spec", "schedulingGates"), [*kept, {"name": ADMISSION_GATE}])]
+
+
+def job_pod_settings(pod: Mapping[str, Any]) -> list[Setting]:
+    """What a new pod of a managed job gets at the door: sluice's scheduling gate when its
+    template carried sluice.dev/resizable (its workload declares a minimum), so that the
+    pods beyond its admitted size wait for the queue; nothing for any other job's pod."""
+    if metadata_map(pod, "labels").get(RESIZABLE_LABEL) is None:
+        return []
+    return _gate(pod)
 
 
 def _group_refusal(pod: Mapping[str, Any], namespace: str) -> Verdict:

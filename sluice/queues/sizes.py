@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sluice.api.constants import MIN_PARALLELISM_ANNOTATION
+from sluice.api.constants import MIN_PARALLELISM_ANNOTATION, RESIZABLE_LABEL
 from sluice.api.errors import InvalidObject
 from sluice.api.workloads import Adapter
+from sluice.api.workloads.model import at
 from sluice.api.workloads.sizes import MinSource, with_minimums
 from sluice.queues.verdict import ALLOW, Verdict, deny
 
@@ -24,6 +25,12 @@ def declares_minimums(obj: Mapping[str, Any]) -> bool:
     """Whether the object is a workload whose minimum its owner writes: any kind but a plain
     pod, which is admitted whole (its sluice.dev/ annotations stay sluice's)."""
     return obj.get("kind") != "Pod"
+
+
+def declares_a_minimum(obj: Mapping[str, Any], adapter: Adapter) -> bool:
+    """Whether the workload writes a minimum for any of its pod sets: its pod templates then
+    carry sluice.dev/resizable, and its pods are gated until sluice releases them."""
+    return any(source.value is not None for source in adapter.min_sources(obj))
 
 
 def check_min_size(
@@ -74,3 +81,16 @@ def _kept(before: dict[str, Any], after: dict[str, Any], who: str, adapter: Adap
 
 def _said(value: Any) -> str:
     return "nothing" if value is None else str(value)
+
+
+def gated_templates(obj: Mapping[str, Any], adapter: Adapter) -> dict[str, bool]:
+    """Each pod set of the workload, by name: whether its pod template carries
+    sluice.dev/resizable, so that the pod webhook gates its pods."""
+    return {
+        name: _labelled(at(obj, (*path, "metadata", "labels")))
+        for name, path in adapter.pod_set_templates(obj)
+    }
+
+
+def _labelled(labels: Any) -> bool:
+    return isinstance(labels, Mapping) and labels.get(RESIZABLE_LABEL) == "true"

@@ -20,6 +20,15 @@ from sluice.scheduler.actions.reclaim import reclaim
 from sluice.scheduler.actions.requeue import requeue
 from sluice.scheduler.fit import over_capability
 from sluice.scheduler.flavor_apply import admitted_into, suspended_from
+from sluice.scheduler.growth import (
+    gates_to_release,
+    grown_workload,
+    growth_key,
+    pods_beyond,
+    rejoined,
+    split_all,
+    with_growth,
+)
 from sluice.scheduler.kept import Kept, SpecMemo
 from sluice.scheduler.model import CycleResult, FlavorFigures, PendingJob, QueueResult, Snapshot
 from sluice.scheduler.order import leaf_order
@@ -44,6 +53,13 @@ def run_cycle(snapshot: Snapshot, specs: SpecMemo | None = None) -> CycleResult:
         pending=tuple(_pending(session, outcome, queue_order)),
         cluster_total=session.total,
         domains_free=session.domains.widest_free(),
+        releases=tuple(
+            (job.key, tuple(pods))
+            for job in session.admitted_at_start
+            if job.admitted
+            and job.key not in outcome.shrunk  # its record is being lowered: none released
+            and (pods := gates_to_release(job.view, job.pods))
+        ),
     )
 
 
@@ -259,13 +275,35 @@ def _usage(session: Session, name: str) -> QueueUsage | None:
 def apply_decisions(snapshot: Snapshot, result: CycleResult, now: datetime) -> Snapshot:
     """The snapshot as it would be once the operator wrote the cycle's decisions (and the Job
     controller deleted the pods of the jobs it suspended): a workload admitted into flavors
-    carries them and their record, a suspended one is given back its pods as they were."""
+    carries them and their record, a suspended one is given back its pods as they were. A
+    growth entry (sluice/scheduler/growth.py, split as the cycle splits it) joins its workload
+    once admitted, raising its record, and goes back into it when the workload is suspended,
+    which then asks its whole size; one left waiting stays in the snapshot beside its held
+    workload. A workload shrunk by reclaim or preempt stays admitted at its lower sizes, its
+    growth gone and its pods beyond them deleted."""
     admitted = {d.job: d for d in result.decisions if d.action == "admit"}
-    suspended = {d.job: d for d in result.decisions if d.action != "admit"}
+    shrunk = {d.job: d for d in result.decisions if d.shrinks}
+    suspended = {d.job: d for d in result.decisions if d.action != "admit" and not d.shrinks}
     gone: set[str] = set()
+    lowered: list[WorkloadView] = []  # workloads shrunk, at their lower sizes
     named: set[tuple[str, str, str]] = set()  # (namespace, label, name) of the others' pods
     jobs: list[WorkloadView] = []
-    for job in snapshot.workloads:
+    workloads, _ = split_all(snapshot.workloads, snapshot.pods, snapshot.now)
+    entries = {j.key: j for j in workloads if grown_workload(j.key) is not None}
+    for job in workloads:
+        entry = entries.get(growth_key(job.key))
+        grows = grown_workload(job.key)
+        if job.key in entries and (job.key in admitted or grows in suspended or grows in shrunk):
+            continue  # a growth entry admitted into its workload, or gone with its suspension
+        if job.key in shrunk:  # its size fields lowered: what it asked beyond is gone too
+            jobs.append(admitted_smaller(job, shrunk[job.key].sizes))
+            lowered.append(jobs[-1])
+            continue
+        if entry is not None and (entry.key in admitted or job.key in suspended):
+            job = rejoined(job, entry)
+            if job.key not in suspended:
+                jobs.append(with_growth(job, entry))
+                continue
         decision = suspended.get(job.key)
         if job.key in admitted:
             job = admitted_smaller(job, admitted[job.key].sizes)
@@ -290,7 +328,8 @@ def apply_decisions(snapshot: Snapshot, result: CycleResult, now: datetime) -> S
         else:
             jobs.append(job)
     pods = snapshot.pods
-    if pods is not None and (gone or named):
+    if pods is not None and (gone or named or lowered):
+        beyond = {id(p) for view in lowered for p in pods_beyond(view, pods)}
         pods = [
             p
             for p in pods
@@ -298,6 +337,7 @@ def apply_decisions(snapshot: Snapshot, result: CycleResult, now: datetime) -> S
             or (
                 (not p.job_uid or p.job_uid not in gone)
                 and not any((p.namespace, k, v) in named for k, v in p.named_by)
+                and id(p) not in beyond
             )
         ]
     return replace(snapshot, workloads=tuple(jobs), now=now, pods=pods)

@@ -20,11 +20,10 @@ from dataclasses import dataclass, replace
 from sluice.api.constraints import PodSpecView
 from sluice.api.flavor import FlavorView
 from sluice.api.flavor_assignment import flavors_text
-from sluice.api.quantity import format_quantity
-from sluice.api.queue import DEFAULT_FUNGIBILITY, FlavorFungibility
-from sluice.api.resources import EMPTY, describe_amount
+from sluice.api.queue import FlavorFungibility
 from sluice.scheduler.fit import unplaced
 from sluice.scheduler.flavor_fit import flavor_refusal, in_flavor
+from sluice.scheduler.flavor_limits import levels
 from sluice.scheduler.flavor_quota import FlavorAmounts, counted
 from sluice.scheduler.placement import Footprint
 from sluice.scheduler.records import JobInfo
@@ -68,15 +67,6 @@ class Chosen:
         return replace(job, view=replace(job.view, pod_sets=sets))
 
 
-def fungibility(session: Session, queue: str) -> FlavorFungibility:
-    """Where the search stops: as the queue whose flavor list is used says."""
-    for name in session.chain(queue):
-        spec = session.queues[name].queue.spec
-        if spec.flavors:
-            return spec.fungibility()
-    return DEFAULT_FUNGIBILITY
-
-
 def choose_flavors(
     session: Session, job: JobInfo, freed: Footprint | None = None, explain: bool = True
 ) -> Chosen | str:
@@ -84,13 +74,33 @@ def choose_flavors(
     pending reason). ``freed``: room on the nodes as if victims had left them. Without
     ``explain``, pods that do not fit on a flavor's nodes are not told why (a look at every
     node): the actions choose without it, and a job that waits is told once the cycle is
-    over (``flavor_reason``)."""
-    view, rules = job.view, fungibility(session, job.queue)
+    over (``flavor_reason``).
+
+    On the session's own room (no ``freed``), the choice for jobs alike is made once while
+    nothing is admitted or evicted (``Session.chosen``): admission, reclaim and preempt
+    each ask it of the same waiting job."""
+    if freed is not None:
+        return _choose(session, job, freed, explain)
+    view, version = job.view, session.placement.version
+    alike = (explain, job.queue, view.request, view.pod_sets, view.topology)
+    known = session.chosen.get(alike)
+    if known is not None and known[0] == version:
+        return known[1]
+    chosen = _choose(session, job, None, explain)
+    session.chosen[alike] = (version, chosen)
+    return chosen
+
+
+def _choose(session: Session, job: JobInfo, freed: Footprint | None, explain: bool) -> Chosen | str:
+    view, rules = job.view, session.queues[job.queue].fungibility
     given: dict[str, str] = {}
     flavored: list[PodSpecView] = []
     rank, waits, reclaims_in = FITS, "", ""
+    # Most jobs, one pod set without claims of its own, ask the same in every flavor.
+    first = view.pod_sets[0] if view.pod_sets else None
+    alone = first.request.amounts if first is not None and not first.named_claims else None
     for index, pods in enumerate(view.pod_sets):
-        picked = _pick(session, job, index, given, rules, freed, explain)
+        picked = _pick(session, job, index, given, rules, freed, explain, alone)
         where = f"pod set {pods.name}: " if len(view.pod_sets) > 1 else ""
         if isinstance(picked, str):
             return where + picked if picked.startswith("no ") else f"pod set {pods.name} {picked}"
@@ -103,7 +113,11 @@ def choose_flavors(
     return Chosen(
         flavors=tuple(given.items()),
         pods=tuple(flavored),
-        held_in=counted(view.pod_sets, given),
+        held_in=(
+            {given[first.name]: dict(alone)}
+            if alone is not None and first is not None and len(view.pod_sets) == 1
+            else counted(view.pod_sets, given)
+        ),
         rank=rank,
         waits=waits,
         reclaims_in=reclaims_in,
@@ -128,17 +142,18 @@ def _pick(
     rules: FlavorFungibility,
     freed: Footprint | None,
     explain: bool,
+    alone: Mapping[str, int] | None,
 ) -> tuple[int, FlavorView, str, PodSpecView] | str:
     """The flavor for pod set ``index`` and its class, with what stopped the flavors tried
     before it, and its pod as it will be in it; or why none may be given (starting "no
-    flavor fits" or "selects none")."""
+    flavor fits" or "selects none"). ``alone``: the first pod set's request when it names
+    no claims, what it holds in any flavor it is given."""
     pods = job.view.pod_sets[index]
     notes: list[str] = []
     selected: list[str] = []  # why the flavors its pods select out were ruled out
     best: tuple[int, FlavorView, PodSpecView] | None = None
     for name in session.queues[job.queue].flavor_list:
-        # A cluster has a handful of Flavors: looked up by name as they are listed.
-        flavor = next((f for f in session.snapshot.flavors if f.name == name), None)
+        flavor = session.flavor_views.get(name)
         if flavor is None:
             notes.append(f"flavor {name} does not exist")
             selected.append(notes[-1])
@@ -148,7 +163,8 @@ def _pick(
             selected.append(refused)
             continue
         shaped = in_flavor(pods.pod, flavor)
-        found, why = _classify(session, job, index, flavor, shaped, given, freed, explain)
+        need = alone if index == 0 and alone is not None else _need(job, index, flavor, given)
+        found, why = _classify(session, job, index, flavor, shaped, need, freed, explain)
         if (
             found == FITS
             or (found == BORROWS and rules.when_can_borrow == "Borrow")
@@ -168,26 +184,28 @@ def _pick(
     return "no flavor fits: " + "; ".join(notes)
 
 
+def _need(job: JobInfo, index: int, flavor: FlavorView, given: dict[str, str]) -> dict[str, int]:
+    """What the job would hold in ``flavor`` with pod set ``index`` given it, on what the
+    ones before it were given (a claim named by two pod sets counts once)."""
+    chosen = {**given, job.view.pod_sets[index].name: flavor.name}
+    return counted(job.view.pod_sets[: index + 1], chosen).get(flavor.name, {})
+
+
 def _classify(
     session: Session,
     job: JobInfo,
     index: int,
     flavor: FlavorView,
     shaped: PodSpecView,
-    given: dict[str, str],
+    need: Mapping[str, int],
     freed: Footprint | None,
     explain: bool,
 ) -> tuple[int, str]:
     """The class of pod set ``index`` in ``flavor`` (its pod as it will be there:
-    ``shaped``), on what the ones before it were given, and what stops it there ("" when
-    nothing does)."""
+    ``shaped``; what the job would then hold there: ``need``), and what stops it there (""
+    when nothing does)."""
     pods = job.view.pod_sets[index]
-    if index == 0 and not pods.named_claims:  # most jobs: one pod set, no claims of its own
-        need: Mapping[str, int] = pods.request.amounts
-    else:
-        chosen = {**given, pods.name: flavor.name}
-        need = counted(job.view.pod_sets[: index + 1], chosen).get(flavor.name, {})
-    breach, over_deserved = _levels(session, job.queue, flavor.name, need)
+    breach, over_deserved = levels(session, job.queue, flavor.name, need, explain)
     if breach is None:
         placement = session.placement
         if _places(session, job, index, shaped, freed):
@@ -208,74 +226,3 @@ def _places(
         alone = replace(view, pod_sets=(replace(pods, pod=shaped),))
         return session.domains.place(alone, freed) is not None
     return session.placement.place(shaped, pods.pod_count, freed) is not None
-
-
-def _levels(
-    session: Session, queue: str, flavor: str, need: Mapping[str, int]
-) -> tuple[str | None, bool]:
-    """Whether ``need`` more in ``flavor`` keeps every level of the queue's chain naming the
-    flavor within its realCapability there (else the first breach from the top, in the
-    words of a pending reason), and whether it takes some level over its deserved there.
-    Only the resources a level's entry names are compared."""
-    breach: str | None = None
-    over = False
-    for name in reversed(session.chain(queue)):
-        info = session.queues[name]
-        entry = info.queue.spec.flavor(flavor)
-        if entry is None:
-            continue
-        if breach is None and (held_back := _over_capability(session, queue, name, flavor, need)):
-            breach, over = held_back, True
-        held = info.flavor_allocated.get(flavor, {})
-        real = info.flavor_real_capability.get(flavor, EMPTY)
-        deserved = info.flavor_deserved.get(flavor, EMPTY)
-        for r in sorted(entry.names()):
-            amount = need.get(r, 0)
-            if amount <= 0:
-                continue
-            would = held.get(r, 0) + amount
-            owed = deserved.get_amount(r)
-            over = over or would > owed
-            limit, label = real.get_amount(r), "realCapability"
-            if entry.capability.get(r) == limit:
-                label = "capability"
-            if not session.elastic and owed < limit:
-                limit, label = owed, "deserved"
-            if breach is None and would > limit:
-                level = name if name == queue else f"{name} ({_relation(session, queue, name)})"
-                breach = (
-                    f"{level} would use {describe_amount(r, would)} > {label}"
-                    f" {format_quantity(limit, r)} in flavor {flavor}"
-                )
-                if label == "deserved":
-                    breach += " (ElasticEnable is false)"
-    return breach, over
-
-
-def _over_capability(
-    session: Session, queue: str, name: str, flavor: str, need: Mapping[str, int]
-) -> str | None:
-    """Why level ``name`` of the queue's chain admits nothing more asking ``need`` into
-    ``flavor``: it holds more than its capability there in a resource ``need`` asks
-    (``QueueInfo.flavor_over_capability``), as a queue over its own capability does
-    (``fit.over_capability_failure``); None when it does not."""
-    over = session.queues[name].flavor_over_capability.get(flavor)
-    hit = sorted(r for r, a in need.items() if a > 0 and r in over) if over else []
-    if not over or not hit:
-        return None
-    level = name if name == queue else f"{name} ({_relation(session, queue, name)})"
-    which = hit[0] if len(hit) == 1 else f"{', '.join(hit[:-1])} and {hit[-1]}"
-    them = "it" if len(hit) == 1 else "any of them"
-    figures = "; ".join(
-        f"{describe_amount(r, over[r][0])} > capability {format_quantity(over[r][1], r)}"
-        for r in hit
-    )
-    return (
-        f"queue {level} is over its capability in {which} in flavor {flavor}, and admits"
-        f" nothing more that asks for {them} there until it fits again: {figures}"
-    )
-
-
-def _relation(session: Session, queue: str, name: str) -> str:
-    parent = session.queues[queue].parent
-    return f"{'parent' if parent == name else 'ancestor'} of {queue}"

@@ -12,11 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from sluice.api.queue import DEFAULT_FUNGIBILITY, FlavorFungibility
 from sluice.api.resources import EMPTY, Resources
 from sluice.api.views import WorkloadView
 from sluice.queues.flavors import flavor_list
 from sluice.queues.limits import over_capability
 from sluice.scheduler.flavor_fit import flavor_refusal
+from sluice.scheduler.flavor_limits import bounds, levels_naming
 from sluice.scheduler.flavor_quota import (
     FlavorAmounts,
     add_in,
@@ -43,8 +45,9 @@ def recorded(view: WorkloadView) -> tuple[tuple[str, str], ...]:
 
 
 def count_flavors(session: Session) -> None:
-    """Fill every queue's flavor list, allocated, over-capability, realCapability and
-    deserved per flavor, and every admitted workload's ``flavors`` and ``held_in`` from its
+    """Fill every queue's flavor list, allocated, over-capability, realCapability,
+    deserved and bounds per flavor, the levels of its chain naming each flavor of its list,
+    its fungibility, and every admitted workload's ``flavors`` and ``held_in`` from its
     record."""
     tree, queues = session.tree, session.queues
     for name, info in queues.items():
@@ -68,6 +71,23 @@ def count_flavors(session: Session) -> None:
         for name, amounts in caps.items():
             queues[name].flavor_real_capability[flavor] = Resources(amounts)
             queues[name].flavor_deserved[flavor] = deserved[flavor].get(name, EMPTY)
+    for info in queues.values():
+        for entry in info.queue.spec.flavors:
+            if entry.name not in info.flavor_bounds:  # the first entry of a name counts
+                info.flavor_bounds[entry.name] = bounds(info, entry, session.elastic)
+    for name, info in queues.items():
+        info.flavor_levels = {f: levels_naming(session, name, f) for f in info.flavor_list}
+        info.fungibility = _fungibility(session, name)
+
+
+def _fungibility(session: Session, queue: str) -> FlavorFungibility:
+    """Where the search among the queue's flavors stops: as the queue whose flavor list is
+    used says."""
+    for name in session.chain(queue):
+        spec = session.queues[name].queue.spec
+        if spec.flavors:
+            return spec.fungibility()
+    return DEFAULT_FUNGIBILITY
 
 
 def _named(queues: Mapping[str, QueueInfo]) -> set[str]:
@@ -89,10 +109,11 @@ def _requests(session: Session) -> dict[str, dict[str, dict[str, int]]]:
         wanted: FlavorAmounts = {}
         for job in info.pending_jobs:
             for pods in job.view.pod_sets:
+                asked = pods.request.amounts
                 for flavor in info.flavor_list:
                     view = views.get(flavor)
                     if view is not None and flavor_refusal(pods.pod, view) is None:
-                        add_in(wanted, {flavor: pods.request.amounts})
+                        add_in(wanted, {flavor: asked})
         for above in session.chain(name):
             add_in(per_queue[above], wanted)
     out: dict[str, dict[str, dict[str, int]]] = {}

@@ -62,7 +62,7 @@ def take_room(
             holder[r] = holder.get(r, 0) + a
 
 
-def _pod_set_of(sets: tuple[PodSet, ...], pod: PodView) -> int:
+def pod_set_of(sets: tuple[PodSet, ...], pod: PodView) -> int:
     """Which of its workload's pod sets an own pod is of, by the label its controller gave
     it (the set's ``pods_by``); the only set when it names none; -1 for none of them (a pod
     of what the workload's runtime adds). Sets of plain pods are formed from the pods' own
@@ -88,22 +88,25 @@ def holding(job: JobInfo) -> Holding:
     was admitted with and what its live pods of that set ask, plus what its pods of no set
     ask; what its terminating pods still take of their nodes, beside that (they no longer
     count for its queues); and, per pod set, how many of the pods it still starts are not
-    bound yet (room is kept for them)."""
+    bound yet (room is kept for them). The pods of a workload with a size record that still
+    carry sluice's gate are its growth, waiting for the queue (docs/elastic.md, *Grown
+    through the queue*): they hold nothing until it is admitted."""
     sets = job.view.pod_sets
-    if not job.pods:
+    pods = [p for p in job.pods if not p.gated] if job.view.sized else job.pods
+    if not pods:
         return job.request, {}, [(job, s.pod, s.pod_count) for s in sets if s.pod_count > 0]
     if len(sets) == 1 and sets[0].pods_by is None:
-        alike = _holding_as_admitted(job, sets[0])
+        alike = _holding_as_admitted(job, sets[0], pods)
         if alike is not None:
             return alike
     bound = [0] * len(sets)
     live: list[dict[str, int]] = [{} for _ in sets]
     others: dict[str, int] = {}
     leaving: dict[str, int] = {}
-    for pod in job.pods:
+    for pod in pods:
         if pod.finished:
             continue
-        i = _pod_set_of(sets, pod)
+        i = pod_set_of(sets, pod)
         if i >= 0 and pod.node:
             bound[i] += 1
         if pod.terminating:
@@ -126,14 +129,14 @@ def holding(job: JobInfo) -> Holding:
     return (held if grew else job.request), leaving, missing
 
 
-def _holding_as_admitted(job: JobInfo, only: PodSet) -> Holding | None:
+def _holding_as_admitted(job: JobInfo, only: PodSet, pods: list[PodView]) -> Holding | None:
     """``holding`` of a workload of one pod set (every Job) whose live pods ask what its
     template says, no more of them than it holds: counted without adding anything up. None
     when a pod asks otherwise or there are more of them."""
     shape = only.pod.request
     placed = live = 0
     gone: dict[str, int] = {}
-    for pod in job.pods:
+    for pod in pods:
         if pod.finished:
             continue
         if pod.node:

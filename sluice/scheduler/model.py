@@ -100,8 +100,22 @@ class Decision:
     """An admission into flavors: (pod set, flavor) for each pod set, in the workload's order;
     () when its queue has no flavors."""
     sizes: tuple[tuple[str, int, int], ...] = ()
-    """An admission at a smaller size: per pod set admitted smaller, (its name, pods asked,
-    pods admitted) (docs/elastic.md, *Admitted smaller*); empty when admitted whole."""
+    """The admission of a resizable workload: per pod set that may shrink, (its name, pods
+    asked, pods admitted) (docs/elastic.md, *Admitted smaller*), equal where admitted whole;
+    of a growth entry, per pod set of its workload's record, the record raised by it; of a
+    reclaim or preempt that shrinks a workload (``shrinks``), its record lowered; empty for
+    any other workload."""
+
+    @property
+    def shrinks(self) -> bool:
+        """Whether a reclaim or preempt takes pods above the workload's minimum only: it
+        stays admitted at ``sizes`` (docs/scheduler.md, *Victims above a minimum*)."""
+        return self.action in ("reclaim", "preempt") and bool(self.sizes)
+
+    @property
+    def smaller(self) -> bool:
+        """Whether it admits a pod set at fewer pods than asked."""
+        return any(admitted < asked for _, asked, admitted in self.sizes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +216,9 @@ class CycleResult:
     pending: Sequence[PendingJob] = ()
     cluster_total: Resources = EMPTY
     notes: Sequence[str] = field(default_factory=tuple)
+    releases: Sequence[tuple[str, Sequence[PodView]]] = ()
+    """Per admitted workload with a size record, by key: its gated pods whose gate is to be
+    removed, up to its recorded size (``growth.gates_to_release``)."""
     domains_free: Mapping[str, Resources] = field(default_factory=dict)
     """The free room left in each domain of each Topology's widest level, by
     ``<level>=<value>`` (docs/scheduler.md, *Topology*); empty without Topologies."""

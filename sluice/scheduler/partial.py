@@ -41,7 +41,7 @@ def ranges_of(pod_sets: Sequence[PodSet]) -> tuple[SizeRange, ...]:
     return tuple(SizeRange(s.count, s.min_count, s.count_step) for s in pod_sets)
 
 
-def view_at(view: WorkloadView, sizes: Sizes) -> WorkloadView:
+def view_at(view: WorkloadView, sizes: Sizes, request: Resources | None = None) -> WorkloadView:
     """The workload as admitted at ``sizes``, for ``fits`` to test as it tests a whole one:
     each pod set at its size (starting no more pods than before), the request theirs plus
     the claims its pods name directly, which count once whatever the size."""
@@ -51,10 +51,19 @@ def view_at(view: WorkloadView, sizes: Sizes) -> WorkloadView:
         s if s.count == n else replace(s, count=n, pod_count=min(n, s.pod_count))
         for s, n in zip(view.pod_sets, sizes, strict=True)
     )
-    request = view.claimed
-    for pod_set in pod_sets:
-        request = request + pod_set.request
-    return replace(view, pod_sets=pod_sets, request=request)
+    asked = request if request is not None else request_at(view, sizes)
+    return replace(view, pod_sets=pod_sets, request=asked)
+
+
+def request_at(view: WorkloadView, sizes: Sizes) -> Resources:
+    """What the workload asks at ``sizes``: its pod sets' requests at those sizes plus the
+    claims its pods name directly, which count once whatever the size (``view_at``'s,
+    which may be given it when it is known already)."""
+    out = dict(view.claimed.amounts)
+    for pod_set, n in zip(view.pod_sets, sizes, strict=True):
+        for r, a in pod_set.pod.request.amounts.items():
+            out[r] = out.get(r, 0) + a * n
+    return Resources(out)
 
 
 def smallest_request(request: Resources, pod_sets: Sequence[PodSet]) -> Resources:
@@ -75,6 +84,15 @@ def admitted_smaller(view: WorkloadView, sizes: Sequence[tuple[str, int, int]]) 
     admitted = {name: n for name, _, n in sizes}
     smaller = view_at(view, tuple(admitted.get(s.name, s.count) for s in view.pod_sets))
     return replace(smaller, sized=tuple(SizeRecord(n, asked, a) for n, asked, a in sizes))
+
+
+def whole_sizes(view: WorkloadView) -> tuple[tuple[str, int, int], ...]:
+    """What the admission of a resizable workload at its whole size carries: per pod set
+    that may shrink or declares its minimum (one equal to its size too), (its name, pods
+    asked, pods admitted), equal. The record written from it is what its gated pods are
+    released up to and its growth is counted from (docs/elastic.md, *Grown through the
+    queue*)."""
+    return tuple((s.name, s.count, s.count) for s in view.pod_sets if s.resizable or s.min_declared)
 
 
 def restored(view: WorkloadView) -> WorkloadView:

@@ -6,7 +6,9 @@ A job is waiting for its pods while one of them exists unbound (not finished, no
 deleted), counted from the later of its admission and that pod's creation, so a job whose
 node fails later gets the same time again for its new pods; or while no pod of it has been
 created since its admission. Pods the Job controller has not yet recreated after a failure
-are its business (it backs off on purpose) and do not count.
+are its business (it backs off on purpose) and do not count. Nor do the pods of a workload
+admitted with a record of its sizes that still carry sluice's gate: they are its growth,
+waiting for the queue, not for a node (docs/elastic.md, *Timeouts and shrinking*).
 """
 
 from __future__ import annotations
@@ -59,6 +61,8 @@ def unready(
     if now - admitted < timeout:
         return None  # whatever its pods do, it had less than the timeout since admission
     waiting = [p for p in pods if not p.finished and p.node is None and not p.terminating]
+    if job.sized:  # a resizable workload's gated pods are its growth, waiting for the queue
+        waiting = [p for p in waiting if not p.gated]
     if waiting:
         since = max(admitted, min(p.creation_timestamp for p in waiting))
         if now - since < timeout:

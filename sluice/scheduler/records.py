@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from types import MappingProxyType
 
-from sluice.api.queue import Queue
+from sluice.api.queue import DEFAULT_FUNGIBILITY, FlavorFungibility, Queue
 from sluice.api.resources import EMPTY, Resources
 from sluice.api.views import PodView, PriorityClassView, WorkloadView
 from sluice.scheduler.placement import Footprint
@@ -17,6 +17,9 @@ from sluice.scheduler.usage import Amounts
 
 NOWHERE: Mapping[str, Mapping[str, int]] = MappingProxyType({})
 """What a workload that holds in no flavor holds per flavor: shared, never written."""
+Bound = tuple[str, int, int, str]
+"""What a queue's entry in a flavor holds admission to in one resource: (resource, deserved,
+limit, the limit's name in a pending reason: capability, realCapability or deserved)."""
 
 
 def _nowhere() -> Mapping[str, Mapping[str, int]]:
@@ -47,6 +50,17 @@ class JobInfo:
     """(pod set, flavor) for each pod set, while admitted into flavors; () when it is not."""
     held_in: Mapping[str, Mapping[str, int]] = field(default_factory=_nowhere)
     """Flavor -> resource -> what it holds there while admitted (``flavor_quota.counted``)."""
+    parts: tuple[JobInfo, ...] | None = None
+    """Its victims above its minimum, newest first (actions/growth_victims.py), once asked;
+    None until then."""
+    part_of: JobInfo | None = None
+    """For such a victim: the workload whose pods it stands for; None for a workload."""
+    part: tuple[str, int, int] = ("", 0, 0)
+    """For such a victim: its pod set, its pods and its rank (the newest highest); for a
+    remainder (``rest_of``) or a workload, rank 0: taken after its parts."""
+    rest_of: JobInfo | None = None
+    """A workload less its parts already chosen as victims, standing for it in a choice of
+    victims (``growth_victims.remainder``); None otherwise."""
 
 
 @dataclass(slots=True, eq=False)
@@ -99,6 +113,15 @@ class QueueInfo:
     flavor exceeds its entry's capability there: nothing more that asks for one of these
     resources is admitted below it into that flavor until it fits again
     (``over_capability`` per flavor)."""
+    flavor_bounds: dict[str, tuple[Bound, ...]] = field(default_factory=dict)
+    """Flavor -> what admission holds it to there, for each flavor its entries name: per
+    resource its entry names, in name order, (resource, deserved, limit, the limit's name)
+    (``count_flavors``). Worked out once a session, since a cycle asks it for every flavor
+    tried for every job."""
+    flavor_levels: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Flavor of its list -> the queues of its chain whose entries name it, root first."""
+    fungibility: FlavorFungibility = DEFAULT_FUNGIBILITY
+    """Where the search among its flavors stops: as the queue whose list it uses says."""
 
     def clear(self) -> None:
         """Back to how it is built (``Session._build_queues``): no jobs, nothing derived."""
@@ -115,6 +138,9 @@ class QueueInfo:
         self.flavor_over_capability = {}
         self.flavor_real_capability = {}
         self.flavor_deserved = {}
+        self.flavor_bounds = {}
+        self.flavor_levels = {}
+        self.fungibility = DEFAULT_FUNGIBILITY
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from operator import is_
+from typing import TYPE_CHECKING
 
 from sluice.api.config import SchedulerConfig, UsageSettings
 from sluice.api.constants import ROOT_QUEUE
@@ -25,6 +26,7 @@ from sluice.queues.tree import QueueTree
 from sluice.scheduler import usage as usage_rule
 from sluice.scheduler.flavor_counts import count_flavors, has_flavors
 from sluice.scheduler.flavor_quota import FlavorAmounts, add_in
+from sluice.scheduler.growth import growth_key, split_all
 from sluice.scheduler.holding import holding, owner_of, take_room
 from sluice.scheduler.kept import Kept, PodsTaken, SpecMemo, name_and_spec, same_list
 from sluice.scheduler.model import Snapshot
@@ -33,6 +35,9 @@ from sluice.scheduler.plugins import deserved as deserved_plugins
 from sluice.scheduler.readiness import backing_off
 from sluice.scheduler.records import NOWHERE, JobInfo, Priorities, QueueInfo, Usage
 from sluice.scheduler.topology import Domains
+
+if TYPE_CHECKING:
+    from sluice.scheduler.flavor_choice import Chosen
 
 
 def queue_tree(
@@ -100,9 +105,19 @@ class Session:
         placement's version then (every admission holds room and every eviction gives it
         back, so it changes with all a job's fit depends on besides the job), and its reason
         (None: its pods could not be placed)."""
+        self.flavor_views = {f.name: f for f in snapshot.flavors}
+        """The Flavors by name (a cluster has a handful)."""
+        self.chosen: dict[tuple[object, ...], tuple[int, Chosen | str]] = {}
+        """The flavors last chosen for jobs alike (queue, request, pod sets, topology) on the
+        room and quota the session has, and the placement's version then: what they depend
+        on changes only as room is held or given back (``flavor_choice.choose_flavors``)."""
         self._build_queues()
         self.admitted_at_start: list[JobInfo] = []
-        self._place_jobs(snapshot.workloads)
+        workloads, self.grows = split_all(snapshot.workloads, snapshot.pods, snapshot.now)
+        """Each growth entry's key -> the workload it grows, held (sluice/scheduler/growth.py)."""
+        self.growth: dict[str, JobInfo] = {}
+        """Each growth entry placed, by its key."""
+        self._place_jobs(workloads)
         self._account_pods(snapshot.pods or ())
         self._allocate()
         self.usage = Usage()
@@ -239,6 +254,8 @@ class Session:
             if admitted:
                 job.held = job.request
                 self.admitted_at_start.append(job)
+            elif job.key in self.grows:
+                self.growth[job.key] = job
             if info is None:
                 if not job.finished:
                     self.orphans.append(job)
@@ -662,6 +679,49 @@ class Session:
                 add_in(self.queues[name].flavor_allocated, job.held_in, -1)
             job.flavors, job.held_in = (), NOWHERE
         self.queues[job.queue].admitted_jobs.remove(job)
+        for part in job.parts or ():  # its victims above its minimum go with it
+            part.admitted = False
+        self._drop_growth(job)
+
+    def shrink(self, part: JobInfo) -> None:
+        """A workload gives back the pods of one of its parts above its minimum
+        (actions/growth_victims.py) and stays admitted: what the part holds leaves the
+        workload, its queues, its flavor and the nodes at once. Its growth waiting, if any,
+        goes back with it: the write lowers the size its owner asks."""
+        job = part.part_of
+        assert job is not None
+        part.admitted = False
+        part.evicted = True
+        held = dict(job.held)
+        add_room(held, part.held, -1)
+        job.held = held
+        add_room(self.used, part.held, -1)
+        self.placement.release(part.footprint)
+        for i, room in part.footprint.items():
+            left = job.footprint.get(i)
+            if left is not None:
+                add_room(left, room, -1)
+        for name in self.chain(job.queue):
+            add_room(self.queues[name].allocated, part.held, -1)
+        if part.held_in:
+            held_in = {f: dict(amounts) for f, amounts in job.held_in.items()}
+            add_in(held_in, part.held_in, -1)
+            job.held_in = held_in
+            for name in self.chain(job.queue):
+                add_in(self.queues[name].flavor_allocated, part.held_in, -1)
+        self._drop_growth(job)
+
+    def _drop_growth(self, job: JobInfo) -> None:
+        """A workload suspended takes its growth back (it waits for its whole size): its
+        entry, still waiting, is admitted no more this cycle and no longer waits apart."""
+        entry = self.growth.get(growth_key(job.key))
+        if entry is None or entry.admitted:
+            return
+        entry.evicted = True
+        info = self.queues.get(entry.queue)
+        if info is not None:
+            info.pending_jobs = [j for j in info.pending_jobs if j is not entry]
+            info.refused_jobs = [j for j in info.refused_jobs if j is not entry]
 
 
 def _same(a: tuple[object, ...], b: tuple[object, ...]) -> bool:

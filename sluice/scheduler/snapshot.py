@@ -45,6 +45,7 @@ from sluice.api.views import (
 )
 from sluice.api.workloads import ADAPTERS, POD_LABELS, controlled_by
 from sluice.api.workloads.pods import PodMember, PodWorkload, pod_member, pod_workloads
+from sluice.api.workloads.ray_cluster import RAY_CLUSTER_KIND, ClusterSizes, cluster_sizes
 from sluice.scheduler.device_nodes import DeviceObjects, with_devices
 from sluice.scheduler.model import Snapshot
 
@@ -61,6 +62,7 @@ View = (
     | ResourceClaim
     | ResourceClaimTemplate
     | FlavorView
+    | ClusterSizes
 )
 Reader = Callable[[Mapping[str, Any]], View | None]
 
@@ -113,6 +115,9 @@ def readers(
         "ResourceSlice": read_resource_slice,
         "ResourceClaim": read_resource_claim,
         "ResourceClaimTemplate": read_claim_template,
+        # Where a running RayJob's worker groups are sized (docs/elastic.md); the operator
+        # reads each RayJob at its cluster's sizes, and a Snapshot holds no RayCluster.
+        RAY_CLUSTER_KIND: cluster_sizes,
     }
     for adapter in ADAPTERS:
         if adapter.kind in kinds:

@@ -135,6 +135,12 @@ class ClusterFactsSource(Protocol):
         """The Queue object as the API server holds it now, or None when it holds none."""
         ...
 
+    async def stored_workload(
+        self, adapter: Adapter, namespace: str, name: str
+    ) -> Mapping[str, Any] | None:
+        """The workload as the API server holds it now, or None when it holds none."""
+        ...
+
 
 READ_TIMEOUT_SECONDS = 3.0
 """A read the webhooks make during a review: short, for the answer to come within the
@@ -224,6 +230,33 @@ class KubeFacts:
                 GROUP,
                 VERSION,
                 PLURAL,
+                name,
+                _preload_content=False,
+                _request_timeout=READ_TIMEOUT_SECONDS,
+            )
+        except API_ERRORS as err:
+            if classify(err) is Failure.GONE:
+                return None
+            raise
+        obj: Mapping[str, Any] = json.loads(drain(raw))
+        return obj
+
+    async def stored_workload(
+        self, adapter: Adapter, namespace: str, name: str
+    ) -> Mapping[str, Any] | None:
+        """Asked only for a write of a workload's /scale subresource (``handlers``): rare,
+        and never cached, as the rules judge the workload as it is."""
+        return await asyncio.to_thread(self._read_workload, adapter, namespace, name)
+
+    def _read_workload(
+        self, adapter: Adapter, namespace: str, name: str
+    ) -> Mapping[str, Any] | None:
+        try:
+            raw: Any = self.custom.get_namespaced_custom_object(
+                adapter.group,
+                adapter.version,
+                namespace,
+                adapter.plural,
                 name,
                 _preload_content=False,
                 _request_timeout=READ_TIMEOUT_SECONDS,

@@ -9,8 +9,9 @@ before its first job is read from the API server rather than refused as missing.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sluice.api.constants import (
@@ -25,6 +26,9 @@ from sluice.api.pod_views import gated
 from sluice.api.queue import Queue
 from sluice.api.workloads import BY_KIND, Adapter, controlled_by
 from sluice.api.workloads.job import JOB
+from sluice.api.workloads.model import scaled
+from sluice.api.workloads.ray_cluster import RAY_CLUSTER_KIND
+from sluice.api.workloads.rayjob import RAY_JOB
 from sluice.queues.admission import (
     ClusterFacts,
     check_queue_create,
@@ -50,8 +54,10 @@ from sluice.queues.pods import (
     check_plain_pod_update,
     check_pod_create,
     is_plain_pod,
+    job_pod_settings,
     pod_settings,
 )
+from sluice.queues.ray_clusters import check_ray_cluster_update
 from sluice.queues.topology import asks_topology, check_topology, check_topology_request
 from sluice.queues.verdict import ALLOW, Verdict, deny
 from sluice.webhooks.cache import ClusterFactsSource, QueueCache
@@ -236,7 +242,8 @@ def _set(
     ops: list[dict[str, Any]], obj: Mapping[str, Any], keys: tuple[str | int, ...], value: Any
 ) -> None:
     """A JSON patch op setting obj[keys...] = value, adding missing parents (as objects); an
-    index names an item of a list that exists."""
+    index names an item of a list that exists. A parent added is put in ``obj`` too (a copy),
+    so that the next setting under it adds to it rather than replacing it."""
     node: Any = obj
     for depth, key in enumerate(keys[:-1]):
         if isinstance(key, int):
@@ -248,6 +255,8 @@ def _set(
             for inner in reversed(keys[depth + 1 :]):
                 nested = {inner: nested}
             ops.append({"op": "add", "path": _pointer(*keys[: depth + 1]), "value": nested})
+            if isinstance(node, dict) and not isinstance(key, int):
+                node[key] = copy.deepcopy(nested)
             return
         node = child
     ops.append({"op": "add", "path": _pointer(*keys), "value": value})
@@ -293,7 +302,56 @@ async def validate_job(request: Request, ctx: Context) -> Answer:
 
 async def validate_workload(request: Request, ctx: Context) -> Answer:
     """The other kinds of workload sluice gates (docs/workloads.md), as a Job."""
+    if request.sub_resource == "scale":
+        return await _validate_scale(request, ctx)
     return await _validate(request, ctx, _adapter(request, ctx))
+
+
+async def validate_ray_cluster(request: Request, ctx: Context) -> Answer:
+    """A RayCluster that a managed RayJob runs changes only where Ray's autoscaler writes
+    (queues.ray_clusters); the webhook's selector sends only those carrying a queue label."""
+    _expect(request, RAY_CLUSTER_KIND)
+    if (
+        RAY_JOB.kind not in ctx.workloads
+        or request.operation != "UPDATE"
+        or request.sub_resource
+        or request.old is None
+        or request.obj is None
+    ):
+        return _answer(request, ALLOW)
+    verdict = check_ray_cluster_update(
+        request.old, request.obj, request.namespace, _writer(request, ctx)
+    )
+    return _answer(request, verdict)
+
+
+async def _validate_scale(request: Request, ctx: Context) -> Answer:
+    """A write of a workload's /scale subresource (`kubectl scale`, an HPA): a Scale that
+    carries nothing but the count, judged as that count written on the workload, which is
+    read for it (docs/elastic.md, *Grown through the queue*)."""
+    group, plural = request.resource
+    adapter = next((a for a in BY_KIND.values() if (a.group, a.plural) == (group, plural)), None)
+    replicas = ((request.obj or {}).get("spec") or {}).get("replicas")
+    if (
+        adapter is None
+        or adapter.kind not in ctx.workloads
+        or not adapter.scale_replicas
+        or request.operation != "UPDATE"
+        or not isinstance(replicas, int)
+    ):
+        return _answer(request, ALLOW)
+    stored = await ctx.facts.stored_workload(adapter, request.namespace, request.name)
+    if stored is None:
+        return _answer(request, ALLOW)  # gone: the API server answers the write itself
+    written = replace(
+        request,
+        kind=adapter.kind,
+        group=adapter.group,
+        sub_resource="",
+        old=stored,
+        obj=scaled(stored, adapter.scale_replicas, replicas),
+    )
+    return await _validate(written, ctx, adapter)
 
 
 async def _validate(request: Request, ctx: Context, adapter: Adapter) -> Answer:
@@ -377,19 +435,24 @@ def _adapter(request: Request, ctx: Context) -> Adapter:
 
 async def mutate_pod(request: Request, ctx: Context) -> Answer:
     """A new plain pod of a queue (its label, or its namespace's default queue) gets the
-    queue label and sluice's scheduling gate (queues.pods.pod_settings); a Job's pods and
-    pods of no queue pass untouched. The webhook's selectors send only pods that carry the
-    queue label or live in a namespace with a default queue."""
+    queue label and sluice's scheduling gate (queues.pods.pod_settings); a pod of a managed
+    job gets the gate only when its template carried sluice.dev/resizable
+    (queues.pods.job_pod_settings); pods of no queue pass untouched. The webhook's selectors
+    send only pods that carry the queue label or live in a namespace with a default queue."""
     _expect(request, "Pod")
-    if request.operation != "CREATE" or request.obj is None or not is_plain_pod(request.obj):
+    if request.operation != "CREATE" or request.obj is None:
         return _answer(request, ALLOW)
     pod = request.obj
+    ops: list[dict[str, Any]] = []
+    if not is_plain_pod(pod):
+        for keys, value in job_pod_settings(pod):
+            _set(ops, pod, keys, value)
+        return respond(request.uid, patch=ops), ALLOW
     queue_name = _labels(pod).get(QUEUE_LABEL)
     if not queue_name:
         queue_name = await ctx.facts.namespace_default_queue(request.namespace)
         if not queue_name:
             return _answer(request, ALLOW)
-    ops: list[dict[str, Any]] = []
     for keys, value in pod_settings(pod, str(queue_name)):
         _set(ops, pod, keys, value)
     return respond(request.uid, patch=ops), ALLOW

@@ -40,6 +40,9 @@ class Request:
     user_groups: tuple[str, ...] = field(default_factory=tuple)
     options: Mapping[str, Any] | None = None
     """The operation's options (DeleteOptions on DELETE: propagationPolicy)."""
+    resource: tuple[str, str] = ("", "")
+    """The group and plural of the resource written (a subresource's parent: a workload's
+    for its /scale, whose ``kind`` is Scale)."""
 
 
 def parse_review(body: bytes) -> Request:
@@ -88,7 +91,14 @@ def parse_review(body: bytes) -> Request:
         dry_run=bool(request.get("dryRun")),
         user_groups=tuple(str(g) for g in groups),
         options=options if isinstance(options := request.get("options"), dict) else None,
+        resource=_resource(request.get("resource")),
     )
+
+
+def _resource(value: Any) -> tuple[str, str]:
+    if not isinstance(value, dict):
+        return ("", "")
+    return (str(value.get("group") or ""), str(value.get("resource") or ""))
 
 
 def _check_shape(where: str, obj: Any) -> None:

@@ -46,6 +46,7 @@ ROUTES: dict[str, Handler] = {
     "/mutate/pods": handlers.mutate_pod,
     "/validate/workloads": handlers.validate_workload,
     "/mutate/workloads": handlers.mutate_workload,
+    "/validate/rayclusters": handlers.validate_ray_cluster,
 }
 
 CTX_KEY: web.AppKey[Context] = web.AppKey("ctx", Context)

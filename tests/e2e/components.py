@@ -43,7 +43,10 @@ def webhook_configurations(
     """The same configurations `make dev-up` registers (hack/devenv.py), named for the tests;
     with ``workloads``, those kinds' rules too."""
     kinds = [(a.group, a.plural) for a in workloads]
-    return devenv.webhook_configurations(port, ca_bundle, name="sluice-e2e", workloads=kinds)
+    scaled = [a.plural for a in workloads if a.scale_replicas]
+    return devenv.webhook_configurations(
+        port, ca_bundle, name="sluice-e2e", workloads=kinds, scaled=scaled
+    )
 
 
 def workload_kind_args(workloads: Sequence[Adapter]) -> list[str]:

@@ -91,10 +91,13 @@ def test_a_job_is_admitted_at_6_of_8_runs_6_pods_and_gets_8_back_when_it_waits_a
     )
     assert not s.admitted("train")
     s.wait_no_pods("train")
-    # With room for all of it, it is admitted whole and runs its 8 pods.
+    # With room for all of it, it is admitted whole, recorded whole, and runs its 8 pods.
     s.kubectl.run("delete", "job", "probe", "-n", s.namespace)
     capability(s, "team", 8)
     s.wait_admitted("train", timeout=30)
     assert s.get_job("train")["spec"]["parallelism"] == 8, s.events("train")
-    assert s.annotation("train", "admitted-size") is None
+    # Recorded whole: its growth is counted from the record.
+    assert json.loads(s.annotation("train", "admitted-size") or "") == {
+        "main": {"admitted": 8, "asked": 8, "fields": {}}
+    }
     s.wait_pods_running("train", 8)

@@ -200,7 +200,7 @@ def test_each_kind_of_workload_turned_on_gets_its_rules_watch_and_rbac(helm: Pat
     assert validating["clientConfig"]["service"]["path"] == "/validate/workloads"
     assert [(r["apiGroups"], r["apiVersions"], r["resources"]) for r in validating["rules"]] == [
         (["jobset.x-k8s.io"], ["v1alpha2"], ["jobsets"]),
-        (["kubeflow.org"], ["v1"], ["pytorchjobs"]),
+        (["kubeflow.org"], ["v1"], ["pytorchjobs", "pytorchjobs/scale"]),
     ]
     mutating = hooks(docs, "MutatingWebhookConfiguration")["mutate-workloads.sluice.dev"]
     assert [r["operations"] for r in mutating["rules"]] == [["CREATE"], ["CREATE"]]
@@ -213,7 +213,23 @@ def test_each_kind_of_workload_turned_on_gets_its_rules_watch_and_rbac(helm: Pat
     role = named(docs, "ClusterRole", "sluice-webhooks")
     granted = {(r["apiGroups"][0], r["resources"][0]): r["verbs"] for r in role["rules"]}
     assert granted[("jobset.x-k8s.io", "jobsets")] == ["list"]
+    assert granted[("kubeflow.org", "pytorchjobs")] == ["list", "get"]  # for its /scale
+    assert "validate-rayclusters.sluice.dev" not in hooks(docs, "ValidatingWebhookConfiguration")
     assert_references_resolve(docs)
+    # RayJobs: the operator reads the RayClusters they run, whose writes the webhook reviews.
+    ray = render(helm, "workloads.rayjob.enabled=true")
+    role = named(ray, "ClusterRole", "sluice-operator")
+    granted = {(r["apiGroups"][0], r["resources"][0]): r["verbs"] for r in role["rules"]}
+    assert granted[("ray.io", "rayclusters")] == ["get", "list", "watch"]
+    clusters = hooks(ray, "ValidatingWebhookConfiguration")["validate-rayclusters.sluice.dev"]
+    assert clusters["clientConfig"]["service"]["path"] == "/validate/rayclusters"
+    assert [(r["resources"], r["operations"]) for r in clusters["rules"]] == [
+        (["rayclusters"], ["UPDATE"])
+    ]
+    assert clusters["objectSelector"]["matchExpressions"] == [
+        {"key": "sluice.dev/queue-name", "operator": "Exists"}
+    ]
+    assert_references_resolve(ray)
 
 
 def test_non_default_values_render_cert_manager_resources_and_tolerations(helm: Path) -> None:

@@ -9,7 +9,8 @@ pods to that flavor's nodes, a running Job keeps the flavor, and a Job suspended
 its templates back as submitted. A queue owed its part of a flavor reclaims there from a
 queue borrowing it, and leaves that queue's workloads in other flavors alone. A JobSet (the
 real JobSet controller) is given a flavor per pod set, and its child Jobs' pods run on each
-flavor's nodes.
+flavor's nodes. A pod group's pods, and a replacement made for one of them, get their
+flavor's labels and tolerations before their gate goes.
 """
 
 from __future__ import annotations
@@ -215,7 +216,6 @@ def test_jobs_land_on_their_flavor_and_the_next_on_the_second_when_the_first_is_
         "main": {
             "flavor": models.h100,
             "nodeSelector": {models.model: "H100"},
-            "tolerations": [],
         }
     }
     assert models.nodes_of("first", 2) == models.h100_nodes
@@ -325,7 +325,6 @@ def test_a_borrower_in_h100_is_reclaimed_for_a_queue_owed_h100_and_gets_its_temp
         "main": {
             "flavor": models.h100,
             "nodeSelector": {models.model: "H100"},
-            "tolerations": [],
         }
     }
     # The reclaimed Job's template comes back exactly as submitted, once its pods are gone.
@@ -376,7 +375,6 @@ def test_a_jobset_is_admitted_into_flavors_and_its_child_jobs_pods_run_on_their_
         "driver": {
             "flavor": models.h100,
             "nodeSelector": {models.model: "H100"},
-            "tolerations": [],
         },
         "workers": {
             "flavor": models.a100,
@@ -401,3 +399,68 @@ def test_a_jobset_is_admitted_into_flavors_and_its_child_jobs_pods_run_on_their_
         nodes.setdefault(group, set()).add(p["spec"]["nodeName"])
     assert nodes["driver"] < models.h100_nodes
     assert nodes["workers"] == models.a100_nodes
+
+
+GATE = "sluice.dev/admission"
+
+
+def group_pod(s: Scenario, name: str, queue: str, group: str, total: int) -> dict[str, Any]:
+    """A plain pod of ``group`` (of ``total`` pods) asking PER_NODE, as the API server stored
+    it at creation: sluice's webhook has gated it."""
+    pod = controlplane.kwok.pod_template(
+        {s.resource: PER_NODE},
+        labels={"sluice.dev/queue-name": s.name(queue), "sluice.dev/pod-group": group},
+        annotations={"sluice.dev/pod-group-total-count": str(total)},
+        restart_policy="Always",
+    )
+    pod["metadata"] |= {"name": name, "namespace": s.namespace}
+    return dict(
+        json.loads(s.kubectl.create({"apiVersion": "v1", "kind": "Pod", **pod}, "-o", "json"))
+    )
+
+
+def test_a_pod_groups_replacement_pod_goes_on_the_groups_flavor_before_its_gate_goes(
+    models: Models,
+) -> None:
+    """A pod group admitted into a100 (its nodes tainted): each pod gets the flavor's label
+    and toleration before its gate goes. One pod deleted and a replacement made as it was
+    (gated at creation like the others) is released on a100 too, and runs on an a100 node,
+    which it could not without the toleration."""
+    s, kubectl = models.s, models.kubectl
+    s.queue("team", flavors=[models.entry(models.h100, 8), models.entry(models.a100, 8)])
+    s.job("h100-full", "team", PER_NODE, pods=2)  # h100 at its capability: the group goes to a100
+    s.wait_admitted("h100-full")
+    made = [group_pod(s, f"g-{i}", "team", "g", 2) for i in range(2)]
+    assert all(GATE in [g["name"] for g in p["spec"]["schedulingGates"]] for p in made)
+    toleration = {**models.taint, "operator": "Equal"}
+    record = {
+        "main": {
+            "flavor": models.a100,
+            "nodeSelector": {models.model: "A100"},
+            "tolerations": [toleration],
+        }
+    }
+
+    def running(names: set[str]) -> list[dict[str, Any]] | None:
+        found = kubectl.json("get", "pods", "-n", s.namespace, "-l", "sluice.dev/pod-group=g")
+        live = [p for p in found["items"] if not p["metadata"].get("deletionTimestamp")]
+        ok = {p["metadata"]["name"] for p in live} == names and all(
+            p["status"].get("phase") == "Running" and p["spec"].get("nodeName") for p in live
+        )
+        return live if ok else None
+
+    def on_a100(pods: list[dict[str, Any]]) -> None:
+        for p in pods:
+            assert p["spec"]["nodeSelector"] == {models.model: "A100"}
+            assert p["spec"]["tolerations"].count(toleration) == 1
+            assert not p["spec"].get("schedulingGates")
+            flavor = p["metadata"]["annotations"]["sluice.dev/flavor-assignment"]
+            assert json.loads(flavor) == record
+        assert {p["spec"]["nodeName"] for p in pods} <= models.a100_nodes
+
+    on_a100(wait_for(lambda: running({"g-0", "g-1"}), timeout=60, what="the group running"))
+    kubectl.run("delete", "pod", "g-0", "-n", s.namespace, "--wait=false")
+    replacement = group_pod(s, "g-2", "team", "g", 2)
+    assert GATE in [g["name"] for g in replacement["spec"]["schedulingGates"]]
+    assert not replacement["spec"].get("nodeSelector")
+    on_a100(wait_for(lambda: running({"g-1", "g-2"}), timeout=60, what="the replacement running"))

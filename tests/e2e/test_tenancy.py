@@ -198,6 +198,7 @@ def test_a_tenant_sees_queues_and_their_own_line_with_namespace_rights_only(
         "REASON",
         "ADMITTED-AT",
         "ADMITTED",
+        "FLAVOR",
     ]
     assert rows[0][:3] == ["first", small, "running"] or rows[0][:3] == ["first", small, "inqueue"]
     assert [r[0] for r in rows[1:]] == ["second", "third"]

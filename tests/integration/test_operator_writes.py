@@ -23,9 +23,10 @@ from webhook_harness import CertificateAuthority
 from sluice.kube.writer import WriteGate, write_client
 from sluice.operator.executor import Executor
 from sluice.operator.leader import LeaseElector
-from sluice.operator.plan import Plan, PodChange, Write
+from sluice.operator.plan import Plan
 from sluice.operator.run import writes_of
 from sluice.operator.state import ClusterState
+from sluice.operator.writes import PodChange, Write
 
 JOB: dict[str, Any] = {
     "apiVersion": "batch/v1",

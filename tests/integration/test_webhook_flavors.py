@@ -12,7 +12,7 @@ from webhook_harness import Webhook, make_review
 
 from sluice.api.flavor import FlavorView, Taint
 from sluice.api.workloads import BY_KIND
-from sluice.api.workloads.flavor_patches import flavor_admission_patch
+from sluice.api.workloads.flavor_patches import applied, flavor_admission_patch
 
 GPU = "nvidia.com/gpu"
 H100 = FlavorView("h100", {"gpu.example.com/model": "H100"}, (Taint(GPU, "present", "NoSchedule"),))
@@ -110,19 +110,7 @@ def admitted_into(obj: dict[str, Any], adapter_kind: str, **chosen: str) -> dict
     flavors = {"h100": H100, "a100": A100}
     decided = tuple((pod_set, flavors[name].name) for pod_set, name in chosen.items())
     release = {**adapter.suspend_patch(False)}
-    return merge(obj, flavor_admission_patch(decided, obj, adapter, flavors, release))
-
-
-def merge(target: Any, patch: Any) -> Any:
-    if not isinstance(patch, dict):
-        return patch
-    out = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            out.pop(key, None)
-        else:
-            out[key] = merge(out.get(key), value)
-    return out
+    return applied(obj, flavor_admission_patch(decided, obj, adapter, flavors, release))
 
 
 async def test_an_admitted_jobs_flavor_stays_on_its_template(webhook: Webhook) -> None:

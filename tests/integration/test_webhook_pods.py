@@ -72,6 +72,16 @@ async def test_a_jobs_pod_and_a_pod_of_no_queue_pass_untouched(webhook: Webhook)
         assert response["allowed"] is True and "patch" not in response
 
 
+async def test_a_pod_of_a_resizable_job_is_created_gated(webhook: Webhook) -> None:
+    seed(webhook, queue_obj("team-a", parent="root"))
+    obj = plain_pod(labels={"sluice.dev/resizable": "true"})
+    obj["metadata"]["ownerReferences"] = [
+        {"kind": "Job", "name": "j", "uid": "u", "controller": True}
+    ]
+    response = await answer(webhook, "/mutate/pods", make_review("Pod", obj, namespace="team"))
+    assert patched(obj, response)["spec"]["schedulingGates"] == [GATE]
+
+
 async def test_a_pod_must_go_to_an_open_leaf_queue_and_a_group_must_say_its_size(
     webhook: Webhook,
 ) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 import aiohttp
 
 from sluice.api.resources import Resources
-from sluice.api.workloads import BY_KIND
+from sluice.api.workloads import BY_KIND, Adapter
 from sluice.webhooks.cache import QueueCache
 from sluice.webhooks.handlers import Context
 from sluice.webhooks.server import ReloadingTLS, serve
@@ -44,6 +44,8 @@ class FakeFacts:
     stored: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Queues the API server holds that the cache may not have seen yet."""
     read: list[str] = field(default_factory=list)
+    workloads: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Workloads the API server holds, by kind/namespace/name."""
 
     async def queue_holds_jobs(self, queue: str) -> bool:
         self.asked.append(queue)
@@ -69,6 +71,11 @@ class FakeFacts:
     async def stored_queue(self, name: str) -> dict[str, Any] | None:
         self.read.append(name)
         return self.stored.get(name)
+
+    async def stored_workload(
+        self, adapter: Adapter, namespace: str, name: str
+    ) -> dict[str, Any] | None:
+        return self.workloads.get(f"{adapter.kind}/{namespace}/{name}")
 
 
 @dataclass

@@ -139,13 +139,14 @@ spec:
 {{/*
 The kinds of workload besides batch/v1 Job that sluice gates when their value
 workloads.<key>.enabled is true (docs/workloads.md): each is one entry of the list, with the
-API the webhooks' rules, the operator's watch and its RBAC name.
+API the webhooks' rules, the operator's watch and its RBAC name (scale: its /scale
+subresource writes its size, and the validating webhook reviews it).
 */}}
 {{- define "sluice.workloadKinds" -}}
 {{- $known := list
   (dict "key" "jobset" "kind" "JobSet" "group" "jobset.x-k8s.io" "version" "v1alpha2" "plural" "jobsets")
   (dict "key" "trainjob" "kind" "TrainJob" "group" "trainer.kubeflow.org" "version" "v1alpha1" "plural" "trainjobs")
-  (dict "key" "pytorchjob" "kind" "PyTorchJob" "group" "kubeflow.org" "version" "v1" "plural" "pytorchjobs")
+  (dict "key" "pytorchjob" "kind" "PyTorchJob" "group" "kubeflow.org" "version" "v1" "plural" "pytorchjobs" "scale" true)
   (dict "key" "mpijob" "kind" "MPIJob" "group" "kubeflow.org" "version" "v2beta1" "plural" "mpijobs")
   (dict "key" "rayjob" "kind" "RayJob" "group" "ray.io" "version" "v1" "plural" "rayjobs")
 }}

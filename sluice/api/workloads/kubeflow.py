@@ -131,6 +131,9 @@ PYTORCH_JOB = replace(
     size_fields=lambda obj, pod_set, pods: (
         (("spec", "pytorchReplicaSpecs", pod_set, "replicas"), pods),
     ),
+    # The training-operator's CRD (v1.8, v1.9): the HPA it makes for an elastic policy with
+    # metrics scales the workers here.
+    scale_replicas=("spec", "pytorchReplicaSpecs", "Worker", "replicas"),
 )
 MPI_JOB = _replica_job(
     "v2beta1",

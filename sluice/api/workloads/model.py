@@ -133,6 +133,10 @@ class Adapter:
     """(object, pod set, pods) -> the fields that make that pod set run that many pods, each
     with the value it then has (a Job's parallelism): what admission at a smaller size
     lowers (docs/elastic.md, *Admitted smaller*)."""
+    scale_replicas: tuple[str, ...] = ()
+    """The field its /scale subresource writes (its CRD's specReplicasPath: `kubectl scale`,
+    an HPA); () when it has none. The webhook judges a write there as that field written on
+    the workload itself (docs/elastic.md, *Grown through the queue*)."""
 
     @property
     def api_version(self) -> str:
@@ -290,6 +294,19 @@ def at(obj: Mapping[str, Any], path: TemplatePath) -> Any:
         else:
             return None
     return value
+
+
+def scaled(obj: Mapping[str, Any], path: tuple[str, ...], replicas: int) -> dict[str, Any]:
+    """The object with ``replicas`` at ``path``, copied along the path and shared
+    elsewhere: what a write of its /scale subresource makes of it."""
+    out = dict(obj)
+    here = out
+    for key in path[:-1]:
+        child = here.get(key)
+        here[key] = dict(child) if isinstance(child, Mapping) else {}
+        here = here[key]
+    here[path[-1]] = replicas
+    return out
 
 
 def full_name(obj: Mapping[str, Any], kind: str) -> str:

@@ -28,15 +28,16 @@ Sizes = Sequence[tuple[str, int, int]]
 
 
 def size_admission_patch(sizes: Sizes, obj: Obj, adapter: Adapter) -> dict[str, Any]:
-    """What a workload admitted at ``sizes`` gets besides its release: its size fields
-    lowered and the record of what they were; {} when every pod set is admitted whole."""
+    """What a workload admitted at ``sizes`` gets besides its release: the size fields of
+    the pod sets admitted smaller lowered, and the record of every pod set of ``sizes`` with
+    what its fields were (a pod set admitted whole is recorded too: its growth is counted
+    from the record); {} when ``sizes`` is empty."""
     after = _copy(obj)
     records: list[SizeRecord] = []
     for pod_set, asked, admitted in sizes:
-        if admitted >= asked:
-            continue
         lowered: list[tuple[str, int]] = []
-        for path, value in adapter.size_fields(obj, pod_set, admitted):
+        fields = adapter.size_fields(obj, pod_set, admitted) if admitted < asked else ()
+        for path, value in fields:
             was = at(obj, path)
             if isinstance(was, int) and was != value and _set(after, path, value):
                 lowered.append((path_text(path), was))
@@ -66,6 +67,49 @@ def size_restore_patch(
                 _set(after, path, was[where])
     body: dict[str, Any] = {"metadata": {"annotations": {ADMITTED_SIZE_ANNOTATION: None}}}
     return merged(base or {}, merged(body, merge_diff(obj, after)))
+
+
+def size_growth_patch(sizes: Sizes, obj: Obj) -> dict[str, Any]:
+    """The write of an admitted growth (docs/elastic.md, *Grown through the queue*): the
+    workload's record with each pod set of ``sizes`` at its raised sizes, the fields its
+    first admission lowered kept (they are what a requeue puts back); {} when the workload
+    has no record any more (suspended since: its growth went back with it)."""
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    raised = {name: (asked, admitted) for name, asked, admitted in sizes}
+    records = [
+        SizeRecord(r.pod_set, *raised.get(r.pod_set, (r.asked, r.admitted)), r.fields)
+        for r in size_records_of(annotations)
+    ]
+    if not records:
+        return {}
+    return {"metadata": {"annotations": {ADMITTED_SIZE_ANNOTATION: size_record_text(records)}}}
+
+
+def size_shrink_patch(sizes: Sizes, obj: Obj, adapter: Adapter) -> dict[str, Any]:
+    """The write of a shrink (reclaim or preempt taking pods above a workload's minimum,
+    docs/scheduler.md, *Victims above a minimum*): the size fields of each pod set of
+    ``sizes`` lowered to its admitted size, and its record with them; each field keeps in
+    the record the value it had before sluice first lowered it, which a requeue puts back.
+    {} when the workload has no record any more (suspended since)."""
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    lowered_to = {name: (asked, admitted) for name, asked, admitted in sizes}
+    after = _copy(obj)
+    records: list[SizeRecord] = []
+    for r in size_records_of(annotations):
+        if r.pod_set not in lowered_to:
+            records.append(r)
+            continue
+        asked, admitted = lowered_to[r.pod_set]
+        was = dict(r.fields)
+        for path, value in adapter.size_fields(obj, r.pod_set, admitted):
+            now = at(obj, path)
+            if isinstance(now, int) and now != value and _set(after, path, value):
+                was.setdefault(path_text(path), now)
+        records.append(SizeRecord(r.pod_set, asked, admitted, tuple(sorted(was.items()))))
+    if not records:
+        return {}
+    record = {"metadata": {"annotations": {ADMITTED_SIZE_ANNOTATION: size_record_text(records)}}}
+    return merged(merge_diff(obj, after), record)
 
 
 def _copy(obj: Obj) -> dict[str, Any]:

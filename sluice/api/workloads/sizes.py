@@ -85,7 +85,7 @@ def with_minimums(
     if not declared:
         return pod_sets
     return tuple(
-        replace(s, min_count=min(declared[s.name] * s.count_step, s.count))
+        replace(s, min_count=min(declared[s.name] * s.count_step, s.count), min_declared=True)
         if s.name in declared
         else s
         for s in pod_sets

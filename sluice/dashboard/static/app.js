@@ -66,9 +66,11 @@ function jobTable(name) {
       el("td", {}, j.position === null ? "-" : String(j.position)),
       el("td", { class: "reason" }, j.reason || "-"), el("td", {}, j.admittedAt || "-"),
       // The domain it runs in, or what it asks of a Topology while it waits.
-      el("td", { "data-domain": "" }, j.domain || (j.asks ? `asks ${j.asks}` : "-"))));
+      el("td", { "data-domain": "" }, j.domain || (j.asks ? `asks ${j.asks}` : "-")),
+      // A resizable workload's pods admitted of those asked, its minimum and growth on hover.
+      el("td", { "data-size": "", title: j.sizeWords || "" }, j.size || "-")));
   const table = el("table", { class: "jobs" },
-    el("thead", {}, el("tr", {}, ...["job", "state", "position", "reason", "admitted", "domain"].map((h) => el("th", {}, h)))),
+    el("thead", {}, el("tr", {}, ...["job", "state", "position", "reason", "admitted", "domain", "size"].map((h) => el("th", {}, h)))),
     el("tbody", {}, ...rows));
   const box = el("div", {}, table);
   if (page.total > page.jobs.length) {
@@ -150,7 +152,7 @@ function render() {
   const items = tree.timeline.map((t) =>
     el("li", { "data-action": t.action },
       el("span", { class: `act ${t.action}` }, t.action), " ",
-      t.job, " in ", t.queue, t.for ? ` for ${t.for}` : "",
+      t.job, " in ", t.queue, t.for ? ` for ${t.for}` : "", t.size ? ` at ${t.size}` : "",
       el("time", {}, t.time)));
   document.getElementById("timeline").replaceChildren(...items);
 }

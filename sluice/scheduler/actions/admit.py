@@ -56,6 +56,8 @@ def admissible_leaves(session: Session, outcome: Outcome) -> list[str]:
 
 
 def try_admit(session: Session, outcome: Outcome, job: JobInfo, action: str) -> bool:
+    if job.evicted:  # a growth entry whose workload was suspended this cycle
+        return False
     # A job alike to one that did not fit in the same queue, with nothing admitted or
     # evicted since, does not fit for the same reason: thousands waiting alike cost one look.
     view = job.view
@@ -73,7 +75,7 @@ def try_admit(session: Session, outcome: Outcome, job: JobInfo, action: str) -> 
             admitted, failure = _place(session, outcome, job, action)
             if admitted:
                 return True
-        if admit_smaller(session, outcome, job, action):
+        if admit_smaller(session, outcome, job, action, quota_passed=failure is None):
             return True
         session.failed[alike] = (session.placement.version, failure)
     if failure is None:

@@ -69,29 +69,27 @@ class Held:
     def add_on(self, victim: JobInfo, on: Footprint, allowed: Collection[int]) -> None:
         """As ``add``, but for the room on the domain's nodes alone (what the victim holds in
         all left out: for a rank asked without what the cluster lacks)."""
-        room: dict[str, int] = {}
-        for i, held in on.items():
-            if i in allowed:
-                for r, a in held.items():
-                    room[r] = room.get(r, 0) + a
-        _count(self.on, self.most_on, self.each_on, room)
+        _count(self.on, self.most_on, self.each_on, _on_allowed(on, allowed))
         if self.low is None or victim.priority < self.low:
             self.low = victim.priority
 
-    def remove_on(self, on: Footprint, allowed: Collection[int]) -> None:
-        """Take off the room on the domain's nodes of a victim ``add_on`` counted, now taken.
-        The lowest priority stays: no lower than the victims' left, it is still a bound."""
-        room: dict[str, int] = {}
-        for i, held in on.items():
-            if i in allowed:
-                for r, a in held.items():
-                    room[r] = room.get(r, 0) + a
-        for r, a in room.items():
+    def remove_on(
+        self, on: Footprint, allowed: Collection[int], part: Footprint | None = None
+    ) -> None:
+        """Take off the room on the domain's nodes of a victim ``add_on`` counted, now taken;
+        or, given the room of one of its parts above its minimum (``part``), only that, the
+        victim counted with the rest. The lowest priority stays: no lower than the victims'
+        left, it is still a bound."""
+        room = _on_allowed(on, allowed)
+        less = room if part is None else _on_allowed(part, allowed)
+        for r, a in less.items():
             if a > 0:
                 self.on[r] -= a
                 listed = self.each_on[r]
-                listed.remove(a)
-                if a == self.most_on[r]:
+                listed.remove(room[r])
+                if room[r] > a:
+                    listed.append(room[r] - a)
+                if room[r] == self.most_on[r]:
                     self.most_on[r] = max(listed, default=0)
 
     def merge(self, other: Held) -> None:
@@ -110,6 +108,16 @@ class Held:
                 each.setdefault(r, []).extend(listed)
         if other.low is not None and (self.low is None or other.low < self.low):
             self.low = other.low
+
+
+def _on_allowed(on: Footprint, allowed: Collection[int]) -> dict[str, int]:
+    """What a footprint holds on the nodes of ``allowed``, per resource."""
+    room: dict[str, int] = {}
+    for i, held in on.items():
+        if i in allowed:
+            for r, a in held.items():
+                room[r] = room.get(r, 0) + a
+    return room
 
 
 def _count(

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 
+from sluice.scheduler.actions.growth_victims import remainder
 from sluice.scheduler.actions.reclaim_rules import Order
 from sluice.scheduler.fit import cluster_failure, place_where, queue_failure
 from sluice.scheduler.flavor_choice import RECLAIMS, Chosen, choose_flavors
@@ -181,8 +182,11 @@ def take_in_flavor(
     flavor = chosen.reclaims_in
     taken: list[JobInfo] = []
     try:
-        for victim in candidates:
-            if victim.admitted and flavor in victim.held_in and qualifies(victim):
+        for candidate in candidates:
+            if not candidate.admitted:
+                continue
+            victim = remainder(candidate, taken)  # a workload less its parts taken before it
+            if flavor in victim.held_in and qualifies(victim):
                 taken.append(victim)
                 _count(session, [victim], -1)  # the next one qualifies with this one gone
     finally:

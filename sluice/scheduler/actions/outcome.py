@@ -5,9 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from sluice.scheduler.actions.growth_victims import shrunk_sizes
 from sluice.scheduler.fit import cluster_failure, unplaced
 from sluice.scheduler.flavor_choice import Chosen, flavor_reason
+from sluice.scheduler.growth import growth_sizes
 from sluice.scheduler.model import Decision
+from sluice.scheduler.partial import whole_sizes
 from sluice.scheduler.placement import Footprint
 from sluice.scheduler.readiness import backoff_reason
 from sluice.scheduler.records import JobInfo
@@ -43,6 +46,16 @@ class Outcome:
     may take back gone: reclaim or preempt searched no victim for it."""
     flavor_reasons: dict[tuple[object, ...], str] = field(default_factory=dict)
     """Why jobs alike of a queue with flavors wait, as worked out once the cycle is over."""
+    shrunk: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Workload -> pod set -> the pods taken from it above its minimum this cycle: it stays
+    admitted, smaller."""
+    first: dict[str, int] = field(default_factory=dict)
+    """Job -> the place of its first decision in ``decisions``, where a workload's shrink
+    goes (``_shrink``) without a walk through every decision of the cycle."""
+
+    def _decide(self, decision: Decision) -> None:
+        self.first.setdefault(decision.job, len(self.decisions))
+        self.decisions.append(decision)
 
     def waits_for_room(self, job: JobInfo) -> None:
         """A job whose preemptionPolicy is Never was passed over by reclaim or preempt: its
@@ -95,7 +108,14 @@ class Outcome:
         chosen: Chosen | None = None,
         sizes: tuple[tuple[str, int, int], ...] = (),
     ) -> None:
-        """``chosen``: the flavors its pod sets go in, for a queue with flavors."""
+        """``chosen``: the flavors its pod sets go in, for a queue with flavors. A growth
+        entry's admission carries its workload's record raised by it (``growth_sizes``); a
+        resizable workload admitted whole carries its whole sizes (``whole_sizes``)."""
+        grows = session.grows.get(job.key)
+        if grows is not None:
+            sizes = growth_sizes(grows, job.view)
+        elif not sizes:
+            sizes = whole_sizes(job.view)
         if chosen is None:
             session.admit(job, footprint)
         else:
@@ -106,7 +126,7 @@ class Outcome:
         decision = Decision(
             "admit", job.key, job.queue, reason, domain=where, flavors=flavors, sizes=sizes
         )
-        self.decisions.append(decision)
+        self._decide(decision)
 
     def evict(
         self,
@@ -115,11 +135,24 @@ class Outcome:
         victim: JobInfo,
         for_job: JobInfo,
     ) -> None:
+        """The victim suspended; a victim above a minimum (actions/growth_victims.py) taken
+        from its workload, which stays admitted at a lower size. A workload suspended after
+        some of its parts were taken this cycle is suspended whole: its lowered size is not
+        written (the suspension gives back the size it asks)."""
+        if victim.part_of is not None:
+            self._shrink(session, kind, victim, for_job)
+            return
+        victim = victim.rest_of or victim
+        if self.shrunk.pop(victim.key, None) is not None:
+            self.decisions = [d for d in self.decisions if d.job != victim.key]
+            self.first = {}
+            for i, d in enumerate(self.decisions):
+                self.first.setdefault(d.job, i)
         session.evict(victim)
         self.evicted.append(victim)
         self.reasons[victim.key] = f"{kind}ed for {for_job.key}; waits for quota again"
         self.changed = True
-        self.decisions.append(
+        self._decide(
             Decision(
                 kind,
                 victim.key,
@@ -129,6 +162,41 @@ class Outcome:
             )
         )
 
+    def _shrink(
+        self,
+        session: Session,
+        kind: Literal["reclaim", "preempt"],
+        part: JobInfo,
+        for_job: JobInfo,
+    ) -> None:
+        """One decision per workload shrunk in the cycle, its sizes lowered by every part
+        taken: the write lowers its size field and its record (docs/scheduler.md, *Victims
+        above a minimum*)."""
+        job = part.part_of
+        assert job is not None
+        session.shrink(part)
+        self.changed = True
+        taken = self.shrunk.setdefault(job.key, {})
+        pod_set, pods, _ = part.part
+        taken[pod_set] = taken.get(pod_set, 0) + pods
+        sizes = shrunk_sizes(job, taken)
+        said = ", ".join(f"{name} {admitted} of {asked}" for name, asked, admitted in sizes)
+        decision = Decision(
+            kind,
+            job.key,
+            job.queue,
+            f"{kind}ed for {for_job.key} of queue {for_job.queue} above its minimum: "
+            f"runs at {said}",
+            for_job=for_job.key,
+            sizes=sizes,
+        )
+        # In the place of its first shrink, before every admission it made room for.
+        at = self.first.get(job.key)
+        if at is None:
+            self._decide(decision)
+        else:
+            self.decisions[at] = decision
+
     def requeue(self, session: Session, job: JobInfo, why: str) -> None:
         """The job gives its quota back and waits out its back-off (readiness.py)."""
         session.evict(job)
@@ -136,4 +204,4 @@ class Outcome:
         requeues = job.view.requeues + 1
         self.reasons[job.key] = backoff_reason(requeues, session.now, why)
         self.changed = True
-        self.decisions.append(Decision("requeue", job.key, job.queue, why, requeues=requeues))
+        self._decide(Decision("requeue", job.key, job.queue, why, requeues=requeues))

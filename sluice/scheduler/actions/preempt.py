@@ -22,6 +22,7 @@ from sluice.scheduler.actions.domain_search import (
     room_rank,
 )
 from sluice.scheduler.actions.flavor_victims import Memo, preempting, take_in_flavor
+from sluice.scheduler.actions.growth_victims import forget, with_parts
 from sluice.scheduler.actions.outcome import Outcome
 from sluice.scheduler.actions.reclaim_rules import victim_order
 from sluice.scheduler.actions.victims import Victims, cluster_need, frees_together
@@ -46,12 +47,11 @@ def preempt(session: Session, outcome: Outcome) -> None:
         if not waiting:
             continue
         top = max(j.priority for j in waiting)
-        victims = sorted(
-            (
-                v
-                for v in info.admitted_jobs
-                if v.view.preemptable and not v.fresh and v.priority < top
-            ),
+        eligible = [
+            v for v in info.admitted_jobs if v.view.preemptable and not v.fresh and v.priority < top
+        ]
+        victims = sorted(  # a workload's pods above its minimum first, as victims of their own
+            with_parts(session, eligible),
             key=lambda v: victim_order(v, session.namespace_key(leaf, v.view.namespace)),
         )
         if victims:
@@ -97,7 +97,7 @@ def _preempt_in(session: Session, outcome: Outcome, leaf: str, victims: list[Job
             chosen, (footprint, domain) = found
             for v in chosen.chosen:
                 outcome.evict(session, "preempt", v, job)
-                victims.remove(v)
+            forget(victims, chosen.chosen)
             reason = f"preempt: higher priority in queue {leaf}"
             if domain is not None:
                 reason += f", in {domain.text}"
@@ -118,7 +118,8 @@ def _preempt_in_flavor(
     in only, or in one where its own lower-priority workloads hold the room its queue's
     quota there lacks (flavor_victims.preempting), in victim order."""
     lower = [v for v in victims if v.priority < job.priority]
-    chosen = preempting(session, job, lower, memo)
+    workloads = [v for v in lower if v.part_of is None]  # each counted once, whole
+    chosen = preempting(session, job, workloads, memo)
     if chosen is None:
         return
     found = take_in_flavor(session, job, chosen, lower, lambda v: True, memo)
@@ -127,7 +128,7 @@ def _preempt_in_flavor(
     taken, given, (footprint, domain) = found
     for v in taken:
         outcome.evict(session, "preempt", v, job)
-        victims.remove(v)
+    forget(victims, taken)
     reason = f"preempt: higher priority in queue {leaf}, in {given.text}"
     if domain is not None:
         reason += f", in {domain.text}"

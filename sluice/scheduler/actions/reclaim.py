@@ -26,6 +26,7 @@ from sluice.scheduler.actions.flavor_victims import (
     reclaiming,
     take_in_flavor,
 )
+from sluice.scheduler.actions.growth_victims import forget
 from sluice.scheduler.actions.outcome import Outcome
 from sluice.scheduler.actions.reclaim_domain import InLevel
 from sluice.scheduler.actions.reclaim_rules import Order, ReclaimRules
@@ -44,7 +45,7 @@ from sluice.scheduler.session import Session
 from sluice.scheduler.set_domains import Placed, Search, Where, victim_search
 
 Key = tuple[int, float, Order]  # queue priority, -the queue's usage per weight, victim order
-LAST: Key = (2**63, 0.0, (0, 0.0, 0.0, 0.0, ""))  # no victim at all
+LAST: Key = (2**63, 0.0, (0, 0.0, 0.0, 0.0, "", 0))  # no victim at all
 RANKED, SUBTREE, VICTIM = 0, 1, 2  # what a search entry stands for
 Entry = tuple[Key, int, int, str, int, tuple[str, ...]]
 """(key, tie, kind, queue, index, path below the common ancestor); kinds: RANKED = the
@@ -285,10 +286,8 @@ class _Reclaim(ReclaimRules):
         for v in chosen:
             self.by_domain.taken(v)
             self.outcome.evict(self.session, "reclaim", v, job)
-            self.victims[v.queue].remove(v)
-            for listed in self.victims_using.get(v.queue, {}).values():
-                if v in listed:
-                    listed.remove(v)
+            for listed in (self.victims[v.queue], *self.victims_using.get(v.queue, {}).values()):
+                forget(listed, (v,))  # a workload goes with its parts above its minimum
         for name in touched:
             self.count_excess(name, +1)
             for node in self.session.chain(name):

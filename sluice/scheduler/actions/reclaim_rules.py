@@ -12,14 +12,16 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from sluice.api.views import EPOCH
-from sluice.scheduler.actions.domain_search import Held
+from sluice.scheduler.actions.domain_search import Held, held_on
+from sluice.scheduler.actions.growth_victims import with_parts
 from sluice.scheduler.actions.victims import PerQueue
 from sluice.scheduler.placement import Footprint
 from sluice.scheduler.records import JobInfo
 from sluice.scheduler.session import Session
 
-Order = tuple[int, float, float, float, str]
-"""Job priority, -its namespace's usage in its queue, -admitted, -created, name."""
+Order = tuple[int, float, float, float, str, int]
+"""Job priority, -its namespace's usage in its queue, -admitted, -created, name, -the rank of
+a victim above a minimum (0 for a workload: its parts come first, the newest first)."""
 Listed = tuple[tuple[tuple[int, int, float], Order], JobInfo, tuple[str, ...]]
 """A victim of a domain: its place in the candidates' order (the level of the common
 ancestor with the job, its queue's priority, minus that queue's usage per weight, its victim
@@ -35,10 +37,11 @@ share, resources) -> the queue's ``version`` and its ``Part``."""
 def victim_order(job: JobInfo, used: float = 0.0) -> Order:
     """Lower job priority first, then the job of the namespace that used more in its queue
     (``used``: its dominant usage, the usage plugin), then the most recently admitted, then
-    the most recently created, then by name."""
+    the most recently created, then by name; a workload's victims above its minimum
+    (growth_victims.py) in its place, just before it, the newest first."""
     admitted = (job.admitted_at or EPOCH).timestamp()
     created = job.view.creation_timestamp.timestamp()
-    return (job.priority, -used, -admitted, -created, job.key)
+    return (job.priority, -used, -admitted, -created, job.view.key, -job.part[2])
 
 
 @dataclass(slots=True)
@@ -66,7 +69,8 @@ class ByDomain:
     of_node: dict[str, dict[int, str]] = field(default_factory=dict)
     """Level -> node -> its domain's value."""
     on_value: dict[str, dict[str, list[JobInfo]]] = field(default_factory=dict)
-    """Level -> domain value -> the jobs of ``on_domains`` that hold room there."""
+    """Level -> domain value -> the workloads of ``on_domains`` that hold room there (their
+    victims above a minimum counted in them)."""
     gone: set[str] = field(default_factory=set)
     """The jobs taken (as victims) since."""
     anyone: dict[tuple[str, str, object], tuple[Held, Collection[int]]] = field(
@@ -88,16 +92,16 @@ class ByDomain:
         (``anyone``). Every victim is one of ``on_domains`` (eligible, in a leaf reclaim
         takes from) once those are listed, so each sum it is taken off counted it."""
         self.gone.add(victim.key)
+        whole = victim.part_of
         for level, of_node in self.of_node.items():
-            on: dict[str, Footprint] = {}
-            for i, room in victim.footprint.items():
-                value = of_node.get(i)
-                if value is not None:
-                    on.setdefault(value, {})[i] = room
-            for value, footprint in on.items():
+            of_whole = {} if whole is None else held_on(whole.footprint, of_node)
+            for value, footprint in held_on(victim.footprint, of_node).items():
                 for constraints in self.constraints_on.get((level, value), ()):
                     held, allowed = self.anyone[(level, value, constraints)]
-                    held.remove_on(footprint, allowed)
+                    if whole is None:
+                        held.remove_on(footprint, allowed)
+                    else:  # counted in its workload's room, which keeps the rest
+                        held.remove_on(of_whole.get(value, {}), allowed, footprint)
 
 
 class ReclaimRules:
@@ -224,7 +228,8 @@ class ReclaimRules:
         that are not eligible now never need to be looked at again."""
         if name not in self.victims:
             eligible = [j for j in self.session.queues[name].admitted_jobs if self.eligible(j)]
-            self.victims[name] = sorted(eligible, key=self.order)
+            # A workload's pods above its minimum are victims of their own, just before it.
+            self.victims[name] = sorted(with_parts(self.session, eligible), key=self.order)
         return self.victims[name]
 
     def victims_for(self, name: str, short: frozenset[str]) -> list[JobInfo]:
@@ -261,8 +266,7 @@ class ReclaimRules:
             found = kept.jobs_on[level] = {
                 job.key: tuple(sorted({of_node[i] for i in job.footprint if i in of_node}))
                 for name in self.excess
-                for job in self.session.queues[name].admitted_jobs
-                if self.eligible(job)
+                for job in self.sorted_victims(name)
             }
             on_value = kept.on_value[level] = {}
             for name in self.excess:

@@ -25,7 +25,14 @@ from sluice.scheduler.fit import (
     place_where,
 )
 from sluice.scheduler.flavor_choice import Chosen, choose_flavors
-from sluice.scheduler.partial import Sizes, ranges_of, shrink_to_fit, sizes_at, view_at
+from sluice.scheduler.partial import (
+    Sizes,
+    ranges_of,
+    request_at,
+    shrink_to_fit,
+    sizes_at,
+    view_at,
+)
 from sluice.scheduler.records import JobInfo
 from sluice.scheduler.session import Session
 from sluice.scheduler.set_domains import Placed
@@ -37,6 +44,8 @@ class Trial:
     fit), or what stopped it, in the words of an admission reason."""
 
     job: JobInfo
+    """The workload at that size; as far as it was made when the size does not fit (what
+    stopped it is all that is read of it then)."""
     placed: Placed | None
     stopped: str = ""
     chosen: Chosen | None = None
@@ -48,15 +57,26 @@ def at_size(job: JobInfo, view: WorkloadView) -> JobInfo:
     return replace(job, view=view, request=view.request.amounts)
 
 
-def trial(session: Session, job: JobInfo) -> Trial:
-    """Whether the job fits as admission tests it, and if not, what stops it."""
-    if over_capability_failure(session, job) is not None:
-        return Trial(job, None, f"queue {job.queue} is over its capability")
-    breach = next(limits(session, job), None)
-    if breach is not None:
-        return Trial(job, None, f"no room for more in queue {breach.queue}'s {breach.label}")
-    if cluster_failure(session, job) is not None:
-        return Trial(job, None, "no room for more in the cluster")
+def trial(
+    session: Session, job: JobInfo, sizes: Sizes | None = None, quota_passed: bool = False
+) -> Trial:
+    """Whether the job fits as admission tests it, at ``sizes`` when given (else as it is),
+    and if not, what stops it. The tests of its queues and of the cluster read only what it
+    asks, so they run on the request at ``sizes`` before the workload at that size is made:
+    most sizes tried in a full cluster stop there, and making it costs more than they do.
+    ``quota_passed``: its whole size passed them, so every smaller size does (they only
+    add up what it asks) and they are not run again."""
+    if sizes is not None:
+        request = request_at(job.view, sizes)
+        if not quota_passed:
+            asked = replace(job, request=request.amounts)
+            if stopped := quota_stop(session, asked):
+                return Trial(asked, None, stopped)
+        if not _may_place(session, job, sizes):
+            return Trial(job, None, NO_ROOM)
+        job = at_size(job, view_at(job.view, sizes, request))
+    elif not quota_passed and (stopped := quota_stop(session, job)):
+        return Trial(job, None, stopped)
     chosen = None
     if session.queues[job.queue].flavor_list:
         picked = choose_flavors(session, job, explain=False)
@@ -64,14 +84,48 @@ def trial(session: Session, job: JobInfo) -> Trial:
             return Trial(job, None, "no flavor has room for more")
         chosen = picked
     placed = place_where(session, job if chosen is None else chosen.job(job))
-    stopped = "" if placed is not None else "no room for more on the nodes"
+    stopped = "" if placed is not None else NO_ROOM
     return Trial(job, placed, stopped, chosen)
 
 
-def search(session: Session, job: JobInfo) -> tuple[Sizes, Trial, Trial] | None:
+NO_ROOM = "no room for more on the nodes"
+
+
+def _may_place(session: Session, job: JobInfo, sizes: Sizes) -> bool:
+    """False when the pods of a workload of one pod set, asking no Topology, in a queue
+    without flavors, do not fit on the nodes at ``sizes``: the very question ``place_where``
+    asks of it at that size, asked before the workload at that size is made (most sizes
+    tried in a full cluster stop there, and making it costs more than asking). True for any
+    other workload: its trial places it whole."""
+    view, pod_set = job.view, job.view.pod_sets[0]
+    if len(view.pod_sets) != 1 or view.topology is not None or pod_set.topology is not None:
+        return True
+    if session.queues[job.queue].flavor_list:
+        return True
+    n = sizes[0]
+    pods = pod_set.pod_count if n == pod_set.count else min(n, pod_set.pod_count)
+    return session.placement.place(pod_set.pod, pods) is not None
+
+
+def quota_stop(session: Session, job: JobInfo) -> str:
+    """What stops the job in its queues or the cluster, as a trial says it; "" for nothing."""
+    if over_capability_failure(session, job) is not None:
+        return f"queue {job.queue} is over its capability"
+    breach = next(limits(session, job), None)
+    if breach is not None:
+        return f"no room for more in queue {breach.queue}'s {breach.label}"
+    if cluster_failure(session, job) is not None:
+        return "no room for more in the cluster"
+    return ""
+
+
+def search(
+    session: Session, job: JobInfo, quota_passed: bool = False
+) -> tuple[Sizes, Trial, Trial] | None:
     """The largest sizes the job fits at below its whole size, the trial that fits there,
     and the trial of the next larger size on the search's path (what stops more); None when
-    it cannot shrink or even its minimums do not fit. The whole size is known not to fit."""
+    it cannot shrink or even its minimums do not fit. The whole size is known not to fit;
+    ``quota_passed``: it passed the tests of its queues and the cluster (``trial``)."""
     view = job.view
     if not any(s.resizable for s in view.pod_sets):
         return None
@@ -81,7 +135,7 @@ def search(session: Session, job: JobInfo) -> tuple[Sizes, Trial, Trial] | None:
 
     def fits(sizes: Sizes) -> bool:
         if sizes not in tried:
-            tried[sizes] = trial(session, at_size(job, view_at(view, sizes)))
+            tried[sizes] = trial(session, job, sizes, quota_passed)
         return tried[sizes].placed is not None
 
     found = shrink_to_fit(ranges, fits)
@@ -90,7 +144,7 @@ def search(session: Session, job: JobInfo) -> tuple[Sizes, Trial, Trial] | None:
     # The search ends between a size that fits and the next larger one on its path, which
     # it tried: of the sizes that did not fit, the one of fewest pods.
     larger = min((s for s, t in tried.items() if t.placed is None), key=sum)
-    stop = tried[larger] if larger != whole else trial(session, job)
+    stop = tried[larger] if larger != whole else trial(session, job, quota_passed=quota_passed)
     return found, tried[found], stop
 
 
@@ -108,10 +162,13 @@ def sizes_text(job: JobInfo, sizes: Sizes) -> str:
     )
 
 
-def admit_smaller(session: Session, outcome: Outcome, job: JobInfo, action: str) -> bool:
+def admit_smaller(
+    session: Session, outcome: Outcome, job: JobInfo, action: str, quota_passed: bool = False
+) -> bool:
     """Admits the job at the largest sizes that fit when it is resizable and some size at or
-    above its minimums fits; whether it did. Called only once its whole size did not fit."""
-    found = search(session, job)
+    above its minimums fits; whether it did. Called only once its whole size did not fit;
+    ``quota_passed``: its whole size passed its queues and the cluster (``trial``)."""
+    found = search(session, job, quota_passed)
     if found is None:
         return False
     sizes, fitting, stop = found

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from sluice.api.views import WorkloadView
+from sluice.scheduler.actions.growth_victims import remainder
 from sluice.scheduler.domain_room import Domain
 from sluice.scheduler.fit import place, place_where
 from sluice.scheduler.placement import Footprint
@@ -73,7 +74,9 @@ class Victims:
     def adds(self, victim: JobInfo, taken: PerQueue, over: PerQueue) -> bool:
         """Whether the victim helps and its queue keeps its guarantee without it (reclaim's
         rules; ``over``: the limits that stop the job, as given). Then it is chosen, and
-        what it holds is counted in ``taken`` for its queue and each ancestor."""
+        what it holds is counted in ``taken`` for its queue and each ancestor. A workload
+        some of whose parts above its minimum are chosen counts what they leave of it."""
+        victim = remainder(victim, self.chosen)
         if self.counted():
             # Enough in total: only room on a node its pods may use still helps.
             if not self.helps_pods(victim):
@@ -88,6 +91,7 @@ class Victims:
         return True
 
     def add(self, victim: JobInfo) -> None:
+        victim = remainder(victim, self.chosen)
         if self.counted():
             self.for_pods.add(victim.key)
         self.chosen.append(victim)

@@ -4,6 +4,7 @@ from `kubectl get flavors -o yaml`, as from the rest of the dump)."""
 from __future__ import annotations
 
 import io
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from rich.console import Console
 from sluice.api.flavor import FlavorView, Taint
 from sluice.cli.queue_view import queue_tree
 from sluice.cli.render import render_table, to_json
-from sluice.cli.simulate import simulate_file
+from sluice.cli.simulate import simulate_file, write_report
 from sluice.cli.snapshot_io import SnapshotError, build_snapshot, load_objects
 
 NOW = datetime(2026, 11, 28, tzinfo=UTC)
@@ -54,13 +55,17 @@ def test_a_flavor_the_door_would_refuse_is_named(tmp_path: Path) -> None:
         build_snapshot(load_objects(path), NOW)
 
 
-def test_simulate_shows_each_queues_figures_per_flavor(tmp_path: Path) -> None:
+def spot_dump(tmp_path: Path) -> Path:
+    """A queue with cpu deserved 4 in flavor spot, one node of it, and a Job asking cpu 2."""
     labelled = node("n1", "8")
     labelled["metadata"]["labels"] = {"pool": "spot"}
     team = queue("team", "root", flavors=[{"name": "spot", "deserved": {"cpu": "4"}}])
     objects = [queue("root"), team, labelled, flavor("spot", nodeLabels={"pool": "spot"})]
-    path = write(tmp_path, [*objects, job("j", "team", "2")])
-    sim = simulate_file(path, now=NOW)
+    return write(tmp_path, [*objects, job("j", "team", "2")])
+
+
+def test_simulate_shows_each_queues_figures_per_flavor(tmp_path: Path) -> None:
+    sim = simulate_file(spot_dump(tmp_path), now=NOW)
     assert sim.decisions[0][1].flavors == (("main", "spot"),)
     assert to_json(sim)["queues"]["team"]["flavors"] == [
         {
@@ -96,3 +101,17 @@ def test_the_queue_tree_has_a_line_per_flavor() -> None:
         "flavor spot deserved=cpu=4 allocated=cpu=2 realCapability=cpu=8" in line for line in lines
     )
     assert any(line.strip().endswith("flavor h100 allocated=cpu=1") for line in lines)
+
+
+def test_the_page_simulate_html_writes_draws_a_bar_per_flavor(tmp_path: Path) -> None:
+    sim = simulate_file(spot_dump(tmp_path), now=NOW, report=True)
+    out = tmp_path / "report.html"
+    write_report(sim, out, "spot")
+    html = out.read_text()
+    data = json.loads(html.split("window.SLUICE_DATA = ", 1)[1].split(";</script>", 1)[0])
+    shown = {q["name"]: q for q in data["tree"]["queues"]}
+    # The bars the dashboard draws for the same queue once its status says the same.
+    (spot,) = shown["team"]["flavors"]
+    assert (spot["name"], spot["resources"]) == ("spot", ["cpu"])
+    assert (spot["allocated"]["cpu"]["s"], spot["deserved"]["cpu"]["s"]) == ("2", "2")
+    assert shown["root"]["flavors"] == []

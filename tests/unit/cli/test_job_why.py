@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sluice.api.views import PublishedJob
 from sluice.cli.common import table_console
 from sluice.cli.job_report import explain, job_line, job_table
 
@@ -163,17 +164,71 @@ def test_a_workload_of_another_kind_is_read_through_its_adapter() -> None:
 def test_a_job_admitted_smaller_shows_its_sizes_in_the_list_and_in_why() -> None:
     record = '{"main":{"admitted":6,"asked":8,"fields":{"spec.parallelism":8}}}'
     obj = job(suspend=False, admitted_at="2026-11-23T08:00:00Z", admitted_size=record)
+    obj["metadata"]["annotations"]["sluice.dev/min-parallelism"] = "4"
     obj["spec"]["parallelism"] = 6
     line = job_line(obj)
     assert line is not None and line.sizes == "6/8"
+    assert admitted_column(line) == "6/8"
+    assert "  admitted 6 of 8 pods (min 4)" in explain(obj, QUEUE, [])
+    waiting = job_line(job(admitted_size=record))
+    assert waiting is not None and waiting.sizes == ""
+
+
+def admitted_column(line: PublishedJob) -> str:
+    """The ADMITTED cell of ``line``'s row in `sluice job list` (every cell of the row is
+    one word here)."""
     console = table_console()
     with console.capture() as captured:
         console.print(job_table([line], all_namespaces=False))
     header, row = captured.get().splitlines()
-    assert (header.split()[-1], row.split()[-1]) == ("ADMITTED", "6/8")
-    assert "  admitted smaller: 6/8 pods (admitted/asked)" in explain(obj, QUEUE, [])
-    waiting = job_line(job(admitted_size=record))
-    assert waiting is not None and waiting.sizes == ""
+    return row.split()[header.split().index("ADMITTED")]
+
+
+def sized_job(
+    parallelism: int, record: str = "", *, suspend: bool = False, **more: str
+) -> dict[str, Any]:
+    """A Job of minimum 4 asking ``parallelism`` pods, admitted with ``record`` (or waiting)."""
+    annotations = {"min_parallelism": "4", **more}
+    if record:
+        annotations |= {"admitted_size": record, "admitted_at": "2026-11-23T08:00:00Z"}
+    obj = job(suspend=suspend, **annotations)
+    obj["spec"]["parallelism"] = parallelism
+    return obj
+
+
+def test_a_resizable_job_admitted_whole_shows_its_size_and_no_growth() -> None:
+    obj = sized_job(6, '{"main":{"admitted":6,"asked":6,"fields":{}}}')
+    line = job_line(obj)
+    assert line is not None and line.sizes == "6/6"
+    lines = explain(obj, QUEUE, [])
+    assert "  admitted 6 of 6 pods (min 4)" in lines
+    assert not any("growth" in text for text in lines)
+
+
+def test_a_grown_job_shows_its_growth_waiting_in_the_list_and_in_why() -> None:
+    obj = sized_job(8, '{"main":{"admitted":6,"asked":6,"fields":{}}}')
+    line = job_line(obj)
+    assert line is not None and line.sizes == "6/8"
+    assert "  admitted 6 of 8 pods (min 4), growth of 2 pods waiting in its queue" in explain(
+        obj, QUEUE, []
+    )
+
+
+def test_a_waiting_resizable_job_shows_what_it_asks_and_its_minimum() -> None:
+    obj = sized_job(8, suspend=True, pending_reason="position 1 in team-a; team-a would use cpu 16")
+    line = job_line(obj)
+    assert line is not None and line.sizes == "0/8"
+    lines = explain(obj, QUEUE, [])
+    assert "  it asks 8 pods (min 4): admitted smaller when that is all that fits" in lines
+
+
+def test_a_job_without_a_minimum_or_a_record_has_no_size() -> None:
+    obj = job(suspend=False, admitted_at="2026-11-23T08:00:00Z")
+    obj["spec"]["parallelism"] = 8
+    line = job_line(obj)
+    assert line is not None and line.sizes == ""
+    assert admitted_column(line) == "-"
+    assert not any("pods" in text for text in explain(obj, QUEUE, []))
 
 
 H100_RECORD = (
@@ -198,3 +253,76 @@ def test_why_names_the_flavors_a_pending_job_tried() -> None:
     lines = explain(job(pending_reason=tried), None, [], "forbidden")
     assert lines[1].startswith("  reason: no flavor fits: flavor h100: ")
     assert "flavor a100: flavor a100 does not exist" in lines[1]
+
+
+def test_why_says_why_a_running_jobs_growth_waits() -> None:
+    # Admitted at 6, raised to 8 by its owner: the operator wrote why its growth waits.
+    record = '{"main":{"admitted":6,"asked":6,"fields":{}}}'
+    waits = "growth of 2 pods waiting: position 1 in team-a; team-a would use cpu 8 > capability 6"
+    obj = job(
+        suspend=False,
+        admitted_at="2026-11-23T08:00:00Z",
+        admitted_size=record,
+        pending_reason=waits,
+    )
+    obj["spec"]["parallelism"] = 8
+    line = job_line(obj)
+    assert line is not None and line.growth == waits
+    assert line.position is None and line.reason == ""  # it runs: not in the line itself
+    lines = explain(obj, QUEUE, [])
+    assert lines[0].endswith("; running")
+    assert f"  {waits}" in lines
+    # Its sizes say the rest, once: the operator's words say why its growth waits.
+    assert "  admitted 6 of 8 pods (min 8)" in lines
+    assert sum("growth" in text for text in lines) == 1
+    # A pending job's reason is its own, never read as a growth's.
+    pending = job(pending_reason=waits)
+    found = job_line(pending)
+    assert found is not None and found.growth == ""
+
+
+def listed(*lines: Any) -> list[list[str]]:
+    """The table `job list` prints, split into words per row (an empty cell shows none)."""
+    console = table_console()
+    with console.capture() as captured:
+        console.print(job_table([x for x in lines if x], all_namespaces=False))
+    return [row.split() for row in captured.get().splitlines()]
+
+
+def test_the_list_shows_the_flavor_an_admitted_job_runs_in() -> None:
+    running = job_line(
+        job("a", suspend=False, admitted_at="2026-11-23T08:00:00Z", flavor_assignment=H100_RECORD)
+    )
+    waiting = job_line(job("b", pending_reason="position 1 in team-a; cluster full"))
+    assert running is not None and running.flavor_column == "h100"
+    assert waiting is not None and waiting.flavor_column == ""
+    header, first, second = listed(running, waiting)
+    assert header[-1] == "FLAVOR"
+    assert (first[0], first[-1]) == ("a", "h100")
+    assert second[0] == "b" and "h100" not in second
+
+
+def test_the_list_shows_each_pod_sets_flavor_of_a_jobset() -> None:
+    def replicated(name: str) -> dict[str, Any]:
+        spec = {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}
+        return {"name": name, "replicas": 1, "template": {"spec": {"template": {"spec": spec}}}}
+
+    record = (
+        '{"driver":{"flavor":"h100","nodeSelector":{},"tolerations":[]},'
+        '"workers":{"flavor":"a100","nodeSelector":{},"tolerations":[]}}'
+    )
+    jobset = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {
+            "name": "s",
+            "namespace": "ml",
+            "uid": "uid-s",
+            "labels": {"sluice.dev/queue-name": "team-a"},
+            "annotations": {"sluice.dev/flavor-assignment": record},
+        },
+        "spec": {"suspend": False, "replicatedJobs": [replicated("driver"), replicated("workers")]},
+    }
+    line = job_line(jobset)
+    assert line is not None and line.flavor_column == "driver=h100,workers=a100"
+    assert listed(line)[1][-1] == "driver=h100,workers=a100"

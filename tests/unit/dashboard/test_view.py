@@ -174,3 +174,27 @@ def test_a_queue_without_flavors_has_no_flavor_bars() -> None:
     view.load([queue("team")], [])
     (shown,) = [q for q in view.tree()["queues"] if q["name"] == "team"]
     assert shown["flavors"] == []
+
+
+def test_a_resizable_jobs_row_shows_its_pods_admitted_of_those_asked() -> None:
+    view = DashboardView(clock=lambda: NOW)
+    grown = job(
+        "grown",
+        suspend=False,
+        admitted_at="2026-11-23T08:00:00Z",
+        min_parallelism="4",
+        admitted_size='{"main":{"admitted":6,"asked":6,"fields":{}}}',
+    )
+    grown["spec"]["parallelism"] = 8
+    view.load([], [grown, job("plain", suspend=False, admitted_at="2026-11-23T08:00:00Z")])
+    rows = {j["name"]: j for j in view.jobs_page("team")["jobs"]}
+    assert rows["grown"]["size"] == "6/8"
+    assert rows["grown"]["sizeWords"] == (
+        "admitted 6 of 8 pods (min 4), growth of 2 pods waiting in its queue"
+    )
+    assert (rows["plain"]["size"], rows["plain"]["sizeWords"]) == ("", "")
+    waits = "growth of 2 pods waiting: position 1 in team; team would use cpu 8 > capability 6"
+    grown["metadata"]["annotations"]["sluice.dev/pending-reason"] = waits
+    view.on_job("MODIFIED", grown)
+    row = next(j for j in view.jobs_page("team")["jobs"] if j["name"] == "grown")
+    assert row["sizeWords"] == f"admitted 6 of 8 pods (min 4); {waits}"

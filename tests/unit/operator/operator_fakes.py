@@ -19,9 +19,10 @@ from urllib3.exceptions import ProtocolError
 from sluice.operator.custom_writer import CustomWriter
 from sluice.operator.events import EventSink
 from sluice.operator.executor import Executor
-from sluice.operator.plan import Basis, plan
+from sluice.operator.plan import plan
 from sluice.operator.queue_reconciler import QueueReconciler, QueueWriter
 from sluice.operator.state import ClusterState
+from sluice.operator.writes import Basis
 from sluice.scheduler.model import CycleResult
 
 

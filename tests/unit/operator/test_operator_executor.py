@@ -14,7 +14,9 @@ from operator_fakes import apply_result, fake_executor, job
 from sluice.kube.writer import WRITERS
 from sluice.operator import executor as executor_module
 from sluice.operator.executor import BACKGROUND_WRITERS
-from sluice.operator.plan import POSITION_REFRESH, basis, plan
+from sluice.operator.plan import plan
+from sluice.operator.reason_writes import POSITION_REFRESH
+from sluice.operator.writes import basis
 from sluice.scheduler.model import CycleResult, Decision, PendingJob
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)

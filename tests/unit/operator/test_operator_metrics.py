@@ -6,11 +6,13 @@ from __future__ import annotations
 import asyncio
 import time
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from prometheus_client import generate_latest
 
 from sluice.api.queue import Queue
 from sluice.api.resources import Resources
+from sluice.api.workloads import workload_from_object
 from sluice.operator import metrics
 from sluice.scheduler.model import CycleResult, Decision, PendingJob, QueueResult
 
@@ -94,13 +96,95 @@ def test_a_decision_written_is_counted_once_by_what_it_did() -> None:
     assert sample("sluice_admission_wait_seconds_count", queue="mq-w") == waits + 1
 
 
+def test_a_shrink_is_a_decision_but_no_eviction() -> None:
+    # Reclaim took pods above the workload's minimum: it runs on, at 6 of 8.
+    evictions = sample("sluice_evictions_total", queue="mq-s", reason="reclaim") or 0
+    decided = sample("sluice_decisions_total", action="reclaim") or 0
+    shrink = Decision("reclaim", "ns/big", "mq-s", for_job="ns/x", sizes=(("main", 8, 6),))
+    metrics.decision_written(shrink, None)
+    assert (sample("sluice_evictions_total", queue="mq-s", reason="reclaim") or 0) == evictions
+    assert sample("sluice_decisions_total", action="reclaim") == decided + 1
+
+
 def test_an_admission_at_a_smaller_size_is_counted_by_its_queue() -> None:
     before = sample("sluice_partial_admissions_total", queue="mq-p") or 0
     metrics.decision_written(Decision("admit", "ns/whole", "mq-p"), None)
+    recorded = Decision("admit", "ns/resizable", "mq-p", sizes=(("main", 8, 8),))
+    metrics.decision_written(recorded, None)  # a resizable workload admitted whole
     assert (sample("sluice_partial_admissions_total", queue="mq-p") or 0) == before
     smaller = Decision("admit", "ns/small", "mq-p", sizes=(("main", 8, 6),))
     metrics.decision_written(smaller, None)
     assert sample("sluice_partial_admissions_total", queue="mq-p") == before + 1
+
+
+def test_a_growth_admitted_is_no_partial_admission() -> None:
+    # Admitted at 6 of 8, raised by its owner to 7: its growth's record says 7 of 8.
+    before = sample("sluice_partial_admissions_total", queue="mq-g") or 0
+    growth = Decision("admit", "ns/small (growth)", "mq-g", sizes=(("main", 8, 7),))
+    metrics.decision_written(growth, None)
+    assert (sample("sluice_partial_admissions_total", queue="mq-g") or 0) == before
+
+
+def resizable(
+    name: str, parallelism: int, record: str | None, *, done: bool = False, minimum: str = "4"
+) -> Any:
+    """A Job of ``minimum`` in queue mq-w (none for ""): admitted with ``record``, else
+    waiting."""
+    annotations = {"sluice.dev/min-parallelism": minimum} if minimum else {}
+    if record is not None:
+        annotations["sluice.dev/admitted-size"] = record
+    status: dict[str, Any] = {"active": parallelism} if record is not None else {}
+    if done:
+        status = {"conditions": [{"type": "Complete", "status": "True"}]}
+    view = workload_from_object(
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {
+                "name": name,
+                "namespace": "ns",
+                "uid": name,
+                "labels": {"sluice.dev/queue-name": "mq-w"},
+                "annotations": annotations,
+            },
+            "spec": {
+                "suspend": record is None and not done,
+                "parallelism": parallelism,
+                "template": {"spec": {"containers": [{"name": "c"}]}},
+            },
+            "status": status,
+        }
+    )
+    assert view is not None
+    return view
+
+
+def workload_pods(gauge: str, name: str) -> float | None:
+    labels = {"namespace": "ns", "name": name, "queue": "mq-w"}
+    return metrics.REGISTRY.get_sample_value(f"sluice_workload_{gauge}_pods", labels)
+
+
+def test_a_resizable_workload_has_its_pods_admitted_and_waiting_until_it_goes() -> None:
+    grown = resizable("grown", 8, '{"main":{"admitted":6,"asked":6,"fields":{}}}')
+    waiting = resizable("waiting", 8, None)
+    plain = resizable("plain", 8, None, minimum="")
+    metrics.publish(result("mq-w"), [], [grown, waiting, plain])
+    pods = {
+        (name, gauge): workload_pods(gauge, name)
+        for name in ("grown", "waiting", "plain")
+        for gauge in ("admitted", "waiting")
+    }
+    assert pods == {
+        ("grown", "admitted"): 6,
+        ("grown", "waiting"): 2,
+        ("waiting", "admitted"): 0,
+        ("waiting", "waiting"): 8,
+        ("plain", "admitted"): None,
+        ("plain", "waiting"): None,
+    }
+    done = resizable("grown", 8, '{"main":{"admitted":6,"asked":6,"fields":{}}}', done=True)
+    metrics.publish(result("mq-w"), [], [done])
+    assert all(workload_pods(gauge, name) is None for name, gauge in pods)
 
 
 def test_a_queue_over_its_capability_shows_by_how_much() -> None:

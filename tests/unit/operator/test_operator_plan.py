@@ -7,9 +7,11 @@ from typing import Any
 
 import pytest
 
-from sluice.operator.plan import POSITION_REFRESH, EventSpec, basis, plan
+from sluice.operator.plan import plan
+from sluice.operator.reason_writes import POSITION_REFRESH
 from sluice.operator.state import ClusterState
 from sluice.operator.stored import Packed
+from sluice.operator.writes import EventSpec, basis
 from sluice.scheduler.model import CycleResult, Decision, PendingJob
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, 500_000, tzinfo=UTC)

@@ -12,9 +12,11 @@ import jsonpatch
 
 from sluice.api.flavor import FlavorView, Taint
 from sluice.api.views import WorkloadView
+from sluice.api.workloads.flavor_patches import applied
 from sluice.api.workloads.pods import PodWorkload, pod_member, pod_workloads
-from sluice.operator.plan import Plan, basis, plan
+from sluice.operator.plan import Plan, plan
 from sluice.operator.state import ClusterState
+from sluice.operator.writes import basis
 from sluice.scheduler.model import CycleResult, Decision, PendingJob
 
 NOW = datetime(2026, 11, 28, tzinfo=UTC)
@@ -60,24 +62,12 @@ def admit(obj: dict[str, Any], decision: Decision) -> Plan:
     return plan(result, *as_stored(obj), decided, NOW, 0.0, {}, None, FLAVORS)
 
 
-def merge_patch(target: Any, patch: Any) -> Any:
-    if not isinstance(patch, dict):
-        return patch
-    out = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            out.pop(key, None)
-        else:
-            out[key] = merge_patch(out.get(key), value)
-    return out
-
-
 def test_a_job_is_released_on_its_flavor_with_its_domain_in_one_write() -> None:
     decision = Decision(
         "admit", "ns/j", "team-a", "fits", domain=f"{RACK}=r1", flavors=(("main", "h100"),)
     )
     (write,) = admit(job(), decision).admissions
-    running = merge_patch(job(), write.patch)
+    running = applied(job(), write.patch)
     spec = running["spec"]["template"]["spec"]
     assert running["spec"]["suspend"] is False
     assert spec["nodeSelector"] == {RACK: "r1", MODEL: "H100"}
@@ -99,11 +89,11 @@ def test_a_job_waiting_again_gets_its_template_back_with_its_reason() -> None:
         "admit", "ns/j", "team-a", "fits", domain=f"{RACK}=r1", flavors=(("main", "h100"),)
     )
     (write,) = admit(job(), decision).admissions
-    running = merge_patch(job(), write.patch)
-    waiting = merge_patch(running, {"spec": {"suspend": True}})
+    running = applied(job(), write.patch)
+    waiting = applied(running, {"spec": {"suspend": True}})
     result = CycleResult((), {}, pending=(PendingJob("ns/j", "team-a", 1, "reclaimed"),))
     (restore,) = plan(result, *as_stored(waiting), {}, NOW, 0.0, {}, None, FLAVORS).reasons
-    back = merge_patch(waiting, restore.patch)
+    back = applied(waiting, restore.patch)
     assert back["spec"] == job()["spec"]
     assert RECORD not in back["metadata"]["annotations"]
     assert back["metadata"]["annotations"]["sluice.dev/pending-reason"].endswith("reclaimed")

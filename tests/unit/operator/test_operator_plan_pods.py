@@ -6,7 +6,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sluice.api.workloads.pods import PodWorkload, pod_member, pod_workloads
-from sluice.operator.plan import EventSpec, PodChange, plan
+from sluice.operator.plan import plan
+from sluice.operator.writes import EventSpec, PodChange
 from sluice.scheduler.model import CycleResult, Decision, PendingJob
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)

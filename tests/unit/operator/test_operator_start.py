@@ -12,7 +12,7 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import MaxRetryError, ProtocolError
 
-from sluice.operator import run
+from sluice.operator import run, watches
 from sluice.operator.state import ClusterState
 
 
@@ -76,3 +76,27 @@ async def test_a_failure_that_is_not_the_api_servers_is_not_hidden(
     state = ClusterState(loop=asyncio.get_running_loop())
     with pytest.raises(KeyError):
         await run.prime_until_listed(None, state, (), asyncio.Event(), retry_seconds=0.01)  # type: ignore[arg-type]
+
+
+async def test_a_listing_that_fails_names_its_kind_in_the_log(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A kind whose CRD is missing (RayCluster beside RayJob): the operator waits, unready,
+    # and its log says which listing it waits on.
+    tries: list[int] = []
+
+    def missing(**_: Any) -> Any:
+        raise ApiException(status=404, reason="Not Found")
+
+    def prime(*_: Any) -> dict[str, str | None]:
+        tries.append(1)
+        if len(tries) == 1:
+            watches.list_into(missing, "ray.io/v1", "RayCluster", lambda *_: None)
+        return {}
+
+    monkeypatch.setattr(run, "prime", prime)
+    state = ClusterState(loop=asyncio.get_running_loop())
+    with caplog.at_level(logging.WARNING, logger="sluice.operator"):
+        await run.prime_until_listed(None, state, (), asyncio.Event(), retry_seconds=0.01)  # type: ignore[arg-type]
+    [line] = [r.getMessage() for r in caplog.records if "event=list-failed" in r.getMessage()]
+    assert "listing='RayCluster ray.io/v1'" in line and "Not Found" in line

@@ -425,7 +425,8 @@ def test_every_kind_a_snapshot_is_built_from_has_one_store_of_its_own() -> None:
     state = ClusterState()
     holders = {kind: [s.name for s in state.stores if kind in s.kinds] for kind in KINDS}
     assert all(len(names) == 1 for names in holders.values()), holders
-    assert set(state.reads) == set(KINDS)
+    # Besides them, the RayClusters of RayJobs, read into their RayJobs' views.
+    assert set(state.reads) == {*KINDS, "RayCluster"}
     names = [store.name for store in state.stores]
     assert len(set(names)) == len(names)
     # Forgetting a Node does not bury a Namespace of the same name.

@@ -94,6 +94,14 @@ def test_the_next_flavor_is_taken_when_the_first_is_full() -> None:
     assert admitted(result) == {"ns/j": (("main", "a100"),)}
 
 
+def test_jobs_alike_are_each_given_a_flavor_on_the_room_the_ones_before_left() -> None:
+    # The choice for jobs alike is made once only while the room stays as it was.
+    jobs = [gpus(f"j{i}", 1, 8) for i in range(1, 5)]
+    result = cycle([team()], jobs)
+    h100, a100 = (("main", "h100"),), (("main", "a100"),)
+    assert admitted(result) == {"ns/j1": h100, "ns/j2": h100, "ns/j3": a100}
+
+
 def test_the_next_flavor_is_taken_when_the_first_is_at_its_capability() -> None:
     capped = team("team-a", entry("h100", capability={GPU: "4"}), entry("a100"))
     result = cycle([capped], [holding(gpus("held", 1, 2), "h100"), gpus("j", 1, 4)])
@@ -311,6 +319,23 @@ def test_two_pod_sets_in_two_flavors() -> None:
     assert admit_reason(result, "ns/j").endswith(
         "fits in queue team-a, in flavors launcher: a100, worker: h100"
     )
+
+
+def test_a_job_needing_victims_in_two_flavors_takes_none_and_waits() -> None:
+    # Its launcher is owed h100, its worker a100, and team-b borrows in both: victims are
+    # taken in one flavor only (docs/scheduler.md, *Victims in one flavor only*), and those
+    # in h100 alone leave the worker short in a100, so none is taken.
+    lender, *held = LENDER
+    in_a100 = holding(gpus("b3", 1, 8, queue_name="team-b", admitted=100), "a100")
+    job = two_sets("j", pod("H100", nvidia_com_gpu=8), pod("A100", nvidia_com_gpu=8), 1)
+    result = cycle([team("team-a", *OWED), lender], [*held, in_a100, job], **CAPACITY)
+    assert [d.action for d in result.decisions] == []
+    # With a100 free, the same job takes its victim in h100 and is admitted.
+    result = cycle([team("team-a", *OWED), lender], [*held, job], **CAPACITY)
+    assert [(d.action, d.job) for d in result.decisions] == [
+        ("reclaim", "ns/b2"),
+        ("admit", "ns/j"),
+    ]
 
 
 def test_pod_sets_that_fit_alone_but_not_together_wait() -> None:

@@ -69,8 +69,19 @@ def test_a_job_that_fits_whole_is_admitted_whole() -> None:
         snapshot([queue("team")], [resizable("train", "team", 8, 4)], [node(cpu=64)])
     )
     decision = admissions(result)["ns/train"]
-    assert decision.sizes == ()
+    assert decision.sizes == (("main", 8, 8),)  # recorded whole: its growth counts from it
+    assert not decision.smaller
     assert "fits in queue team" in decision.reason
+    whole = run_cycle(snapshot([queue("team")], [gang("g", "team", 8, cpu=1)], [node(cpu=64)]))
+    assert admissions(whole)["ns/g"].sizes == ()  # no minimum: nothing recorded
+
+
+def test_a_job_whose_minimum_is_its_size_is_recorded_whole_to_grow_from_it() -> None:
+    base = gang("train", "team", 4, cpu=1)
+    (pod_set,) = base.pod_sets
+    train = replace(base, pod_sets=(replace(pod_set, min_declared=True),))
+    result = run_cycle(snapshot([queue("team")], [train], [node(cpu=64)]))
+    assert admissions(result)["ns/train"].sizes == (("main", 4, 4),)
 
 
 def test_nothing_below_the_minimum_and_nothing_for_a_job_that_cannot_shrink() -> None:

@@ -9,6 +9,7 @@ from datetime import timedelta
 import pytest
 from builders import NOW, T0, gang, node, pod, queue, snapshot
 
+from sluice.api.admitted_size import SizeRecord
 from sluice.api.views import JobPhase, PodView, WorkloadView
 from sluice.scheduler.cycle import apply_decisions, run_cycle
 from sluice.scheduler.model import CycleResult
@@ -202,3 +203,14 @@ def test_a_pod_that_ran_since_admission_counts_as_one_created_while_the_next_is_
     done = pod("train-a", "n1", owner=train, finished=True)
     result = run_cycle(snapshot([queue("q")], [train], [node(cpu=4)], pods=[done]))
     assert decisions(result) == []
+
+
+def test_the_gated_pods_of_a_workload_with_a_size_record_are_its_growth_not_late() -> None:
+    # docs/elastic.md, *Timeouts and shrinking*: they wait for the queue, not for a node.
+    train, (running, late) = stuck()
+    gated = [running, replace(late, gated=True)]
+    sized = replace(train, sized=(SizeRecord("main", 2, 1),))
+    result = run_cycle(snapshot([queue("q")], [sized], [node(cpu=4)], pods=gated))
+    assert decisions(result) == [("admit", "train (growth)")]  # its growth, nothing requeued
+    result = run_cycle(snapshot([queue("q")], [train], [node(cpu=4)], pods=gated))
+    assert decisions(result) == [("requeue", "train")]  # any other workload's are late

@@ -10,13 +10,20 @@ from typing import Any
 
 from workload_fixtures import merge_patch, objects
 
+from sluice.api.admitted_size import SizeRecord, size_record_text
 from sluice.api.constants import ADMITTED_SIZE_ANNOTATION as RECORD
 from sluice.api.workloads.job import JOB
 from sluice.api.workloads.kubeflow import PYTORCH_JOB
 from sluice.api.workloads.model import Adapter
 from sluice.api.workloads.rayjob import RAY_JOB
-from sluice.api.workloads.size_patches import size_admission_patch, size_restore_patch
+from sluice.api.workloads.size_patches import (
+    size_admission_patch,
+    size_growth_patch,
+    size_restore_patch,
+    size_shrink_patch,
+)
 
+RECORD_8 = SizeRecord("main", 8, 8)
 PYTORCHJOBS = objects("pytorchjobs.yaml")
 RAYJOBS = objects("rayjobs.yaml")
 
@@ -86,9 +93,46 @@ def test_other_jobs_keep_their_completions() -> None:
         assert running["spec"].get("completions") == spec.get("completions")
 
 
-def test_the_whole_size_writes_nothing() -> None:
-    assert size_admission_patch((("main", 8, 8),), job(), JOB) == {}
+def test_the_whole_size_writes_its_record_only_and_suspended_drops_it() -> None:
+    # A resizable workload admitted whole is recorded, as its growth is counted from it.
+    obj = job()
+    patch = size_admission_patch((("main", 8, 8),), obj, JOB)
+    assert patch == {"metadata": {"annotations": {RECORD: size_record_text([RECORD_8])}}}
+    running = admitted(obj, JOB, (("main", 8, 8),))
+    assert running["spec"]["parallelism"] == 8
+    back = restored(running, JOB)
+    assert back["spec"] == merge_patch(obj, JOB.suspend_patch(True))["spec"]
+    assert RECORD not in back["metadata"]["annotations"]
     assert size_admission_patch((), job(), JOB) == {}
+
+
+def test_an_admitted_growth_raises_the_record_and_keeps_what_was_lowered() -> None:
+    running = admitted(job(), JOB, (("main", 8, 6),))
+    grown = merge_patch(running, size_growth_patch((("main", 10, 10),), running))
+    assert record(grown) == {
+        "main": {"admitted": 10, "asked": 10, "fields": {"spec.parallelism": 8}}
+    }
+    assert size_growth_patch((("main", 10, 10),), job()) == {}  # no record: suspended since
+
+
+def test_a_shrink_lowers_a_running_gang_and_a_requeue_gives_its_size_back() -> None:
+    # An Indexed gang admitted whole at 8, shrunk to 6 by reclaim while it runs.
+    running = admitted(job(completions=8, completionMode="Indexed"), JOB, (("main", 8, 8),))
+    shrunk = merge_patch(running, size_shrink_patch((("main", 8, 6),), running, JOB))
+    assert (shrunk["spec"]["parallelism"], shrunk["spec"]["completions"]) == (6, 6)
+    assert shrunk["spec"]["suspend"] is False
+    assert record(shrunk) == {
+        "main": {
+            "admitted": 6,
+            "asked": 8,
+            "fields": {"spec.completions": 8, "spec.parallelism": 8},
+        }
+    }
+    again = merge_patch(shrunk, size_shrink_patch((("main", 8, 5),), shrunk, JOB))
+    assert record(again)["main"]["fields"] == {"spec.completions": 8, "spec.parallelism": 8}
+    back = restored(again, JOB)
+    assert (back["spec"]["parallelism"], back["spec"]["completions"]) == (8, 8)
+    assert size_shrink_patch((("main", 8, 6),), job(), JOB) == {}  # no record: suspended since
 
 
 def test_a_pytorchjob_runs_fewer_workers() -> None:

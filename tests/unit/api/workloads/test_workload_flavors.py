@@ -106,6 +106,21 @@ def test_each_pod_set_gets_its_own_flavor() -> None:
     round_trip(obj, JOBSET, {"driver": CPU, "workers": H100})
 
 
+def test_the_record_names_only_what_was_added() -> None:
+    obj = jobset(pod_spec(), pod_spec(nodeSelector={"pool": "cpu"}))
+    _, added = enforce(obj, JOBSET, {"driver": CPU, "workers": CPU})
+    assert flavor_assignment_text(added) == (
+        '{"driver":{"flavor":"cpu-pool","nodeSelector":{"pool":"cpu"}},'
+        '"workers":{"flavor":"cpu-pool"}}'
+    )
+    # A record written with the empty fields reads the same.
+    written = (
+        '{"driver":{"flavor":"cpu-pool","nodeSelector":{"pool":"cpu"},"tolerations":[]},'
+        '"workers":{"flavor":"cpu-pool","nodeSelector":{},"tolerations":[]}}'
+    )
+    assert flavor_assignments_of({FLAVOR_ASSIGNMENT_ANNOTATION: written}) == added
+
+
 def test_undoing_reads_the_record_not_the_flavor() -> None:
     obj = job()
     patch, added = enforce(obj, JOB, {"main": H100})

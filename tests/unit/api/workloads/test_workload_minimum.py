@@ -73,6 +73,13 @@ def test_a_minimum_above_the_size_asks_the_whole_size() -> None:
     assert sizes(job(parallelism=3, meta="4")) == {"main": (3, 3, 1)}
 
 
+def test_a_pod_set_says_whether_its_minimum_is_written_even_one_equal_to_its_size() -> None:
+    # Its pods are gated all the same, and its record is what they are released up to.
+    declared = read(job(parallelism=4, meta="4")).pod_sets[0]
+    assert declared.min_declared and not declared.resizable
+    assert not read(job()).pod_sets[0].min_declared
+
+
 @pytest.mark.parametrize("value", ["0", "-1", "four", "2.5", "", " 3", "+3"])
 def test_a_minimum_that_is_no_positive_count_is_refused_by_name(value: str) -> None:
     with pytest.raises(InvalidObject) as err:

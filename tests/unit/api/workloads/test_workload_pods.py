@@ -168,3 +168,14 @@ def test_a_finished_pod_is_a_completed_workload() -> None:
     done = pod("a", gated=False, admitted_at="2026-01-01T00:01:00Z", phase="Succeeded")
     view = pod_workloads([member(done)])["ns/pod/a"].view
     assert view is not None and view.phase is JobPhase.COMPLETED
+
+
+def test_a_pod_view_says_whether_it_carries_the_gate() -> None:
+    assert pod_from_object(pod("a")).gated
+    assert not pod_from_object(pod("a", gated=False)).gated
+
+
+def test_a_pod_view_says_where_its_gate_is_and_its_uid_for_a_release() -> None:
+    view = pod_from_object(pod("a", owner="Job"))
+    assert (view.gate_index, view.uid) == (1, "uid-a")
+    assert pod_from_object(pod("a", gated=False)).gate_index == -1

@@ -19,8 +19,9 @@ from sluice.api.topology import TopologyRequest
 from sluice.api.views import WorkloadView
 from sluice.api.workloads import BY_KIND, Adapter, workload_from_object
 from sluice.api.workloads.model import at
-from sluice.operator.plan import basis, plan
+from sluice.operator.plan import plan
 from sluice.operator.state import ClusterState
+from sluice.operator.writes import basis
 from sluice.queues.topology import check_topology_request
 from sluice.scheduler.model import CycleResult, Decision, PendingJob
 
