@@ -8,6 +8,8 @@ one really does.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from builders import gang, node
 
 from sluice.scheduler.actions.domain_search import (
@@ -19,6 +21,7 @@ from sluice.scheduler.actions.domain_search import (
     refined,
     room_rank,
 )
+from sluice.scheduler.actions.reclaim_rules import ByDomain
 from sluice.scheduler.actions.victims import Victims
 from sluice.scheduler.domain_room import Domain
 from sluice.scheduler.placement import Placement
@@ -200,3 +203,28 @@ def test_a_victim_taken_off_leaves_what_the_others_hold_added_up() -> None:
         }
         assert kept.low == 1
     assert kept.on == {"cpu": 2} and kept.most_on == {"cpu": 2}
+
+
+def test_a_part_taken_leaves_its_workload_counted_with_the_rest() -> None:
+    """What every victim holds on a domain counts a workload with its victims above its
+    minimum: taking one of them (4 of the workload's 10 cpu) leaves the workload counted
+    with its other 6, and taking the workload after it (shrunk: the session takes the
+    part's room off its footprint) leaves the others'."""
+    whole, on = victim("w", 0, {0: 8, 1: 2})
+    other, other_on = victim("o", 0, {1: 3})
+    part = replace(whole, key="ns/w (part)", held={"cpu": 4}, footprint={0: {"cpu": 4}})
+    part.part_of = whole
+    held = Held()
+    for info, footprint in ((whole, on), (other, other_on)):
+        held.add_on(info, footprint, ALL_NODES)
+    kept = ByDomain()
+    kept.of_node["rack"] = {0: "r0", 1: "r0"}
+    kept.anyone[("rack", "r0", ())] = (held, ALL_NODES)
+    kept.constraints_on[("rack", "r0")] = [()]
+    kept.taken(part)
+    assert held.on == {"cpu": 9} and held.most_on == {"cpu": 6}
+    assert sorted(held.each_on["cpu"]) == [3, 6]
+    assert room_rank(RACK, {}, {"cpu": 9}, {}, held)[:2] == (2, 0)
+    on[0]["cpu"] -= 4
+    kept.taken(whole)
+    assert held.on == {"cpu": 3} and held.each_on["cpu"] == [3] and held.most_on == {"cpu": 3}
