@@ -17,7 +17,8 @@ from sluice.scheduler.actions.domain_search import (
     asked,
     best_domain,
     held_on,
-    rank,
+    one_victim_rank,
+    refined,
     room_rank,
 )
 from sluice.scheduler.actions.flavor_victims import Memo, preempting, take_in_flavor
@@ -185,8 +186,7 @@ def _in_level(
     session: Session, job: JobInfo, usable: list[JobInfo], search: Search, level: str
 ) -> tuple[Victims | None, bool]:
     """domain_search.best_domain over the domains of one level, each with its victims, in
-    rank order (domain_search.rank, the bound over the job's own victims there); and
-    whether some domain's victims could make room at all."""
+    rank order; and whether some domain's victims could make room at all."""
     room = session.domains.room
     by_value = {d.value: d for d in room.domains(level)}
     of_node = {i: d.value for d in by_value.values() for i in d.nodes}
@@ -199,14 +199,12 @@ def _in_level(
             on.setdefault(value, []).append(victim)
             held.setdefault(value, Held()).add(victim, footprint, allowed)
     need, ask = cluster_need(session, job), asked(search.inside)
-    total = session.placement.total
     ranked: list[tuple[Rank, Domain]] = []
     for value, got in held.items():
         domain = by_value[value]
-        free = room.free_for(domain, pods)
-        bound = room_rank(free, ask, need, got)
-        if bound is not None:
-            ranked.append((rank(domain, bound, free, ask, total), domain))
+        rank = room_rank(domain, room.free_for(domain, pods), ask, need, got)
+        if rank is not None:
+            ranked.append((rank, domain))
 
     def searched(domain: Domain) -> Searched:
         those = on[domain.value]
@@ -215,6 +213,12 @@ def _in_level(
         found = _choose(session, job, those, search.where(domain), domain)
         return True, None if found is None else found[0]
 
+    def refine(rank: Rank, domain: Domain) -> Rank:
+        victims = on[domain.value]
+        return one_victim_rank(
+            session.placement, search.inside, domain, allowed, victims, need, rank
+        )
+
     limit = session.config.arguments("preempt").max_domains
     ranked.sort(key=lambda entry: entry[0])
-    return best_domain(ranked, searched, limit)
+    return best_domain(refined(iter(ranked), refine), searched, limit)

@@ -11,28 +11,37 @@ walking the others'.
 
 First, whether freeing could help at all, by room arithmetic alone (domain_search.room_rank):
 what the pods that go in a domain ask against the free room of the nodes there they may go on
-plus what every victim reclaim may take holds on those nodes (``InLevel._anyone``, kept for
-the cycle, a victim's room taken off as it is taken). A domain that falls short even so is
-ruled out for every job of those pods. The others are ranked by that arithmetic alone (the
-fewest victims it says, with the lowest priority of the job's victims there, a bound no
-search there beats), then by the most free room for the pods, then by name
-(domain_search.rank): nothing of the job's own victims is added up before the searches. At
-most ``maxDomains`` domains, in that order, are then searched exactly; a domain where this
-job's victims all gone would not make room (victims.frees_together, the one placement asked
-before a search) is not counted. The best found is taken: the fewest victims, then the
-lowest priorities, then by name; the searches stop early once it matches the next domain's
-bound (domain_search.best_domain). A job for which no domain passes takes nothing, and its
-reason says so (``InLevel.hopeless``). With ``maxDomains`` at least the number of domains
-this is the exact choice over every domain.
+plus what this job's victims there hold on those nodes, and what the victims hold in all
+against what the cluster lacks. Every domain with victims of the job is first ranked by what
+every victim reclaim may take holds there (``InLevel._anyone``, kept for the cycle, a victim's
+room taken off as it is taken): a domain that falls short even so is ruled out for every job
+of those pods without adding its victims up, and the others' fewest victims so counted is no
+more than the job's own. The job's own rank of a domain is worked out only once no domain's
+first rank comes before it (``InLevel._ranked``): where the first rank says one victim, by
+whether one of the job's victims there alone lets the pods fit node by node
+(domain_search.one_victim: the rank is then one victim of that lowest priority, with no sum
+of the job's victims made); otherwise by the arithmetic over the job's own victims
+(``InLevel._held``), two victims at the least where it says one. At most ``maxDomains``
+domains, in that order, are then searched exactly; a domain where this job's victims all gone
+would not make room (victims.frees_together, the one placement asked before a search) is not
+counted. The best found is taken: the fewest victims, then the lowest priorities, then by
+name; the searches stop early once it comes before the next domain's rank. A job for which
+no domain passes takes nothing, and its reason says so (``InLevel.hopeless``). With
+``maxDomains`` at least the number of domains this is the exact choice over every domain.
 
 What does not change from one job to the next is kept: for each queue the walk enters, the
 victims of its subtree spread over the domains with each domain's lowest priority, until a
 victim below it is taken or an admission puts a queue below it over its share
 (``Subtrees``): a job then puts together only the subtrees of its common ancestors'
-children, and a domain's victims only when the domain is searched (``InLevel._on``).
+children, and a domain's victims only when the domain is looked at (``InLevel._on``); what
+a subtree's victims hold on a domain is added up once while the subtree is kept
+(``InLevel._held``).
 """
 
 from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator
 
 from sluice.scheduler.actions.domain_search import (
     Held,
@@ -41,7 +50,7 @@ from sluice.scheduler.actions.domain_search import (
     asked,
     best_domain,
     held_on,
-    rank,
+    one_victim,
     room_rank,
 )
 from sluice.scheduler.actions.reclaim_rules import Listed, Part, ReclaimRules
@@ -74,65 +83,99 @@ class InLevel:
 
     def best(self) -> Found | None:
         """The best of at most ``maxDomains`` domains searched in rank order
-        (domain_search.best_domain, domain_search.rank) among those with victims of the job;
-        None when none is freed. Before a domain is searched, the room arithmetic over the
-        job's own victims there (what they hold on the nodes the pods may go on, and in all
-        against what the cluster lacks) and then placement with all of them gone
-        (victims.frees_together) say whether they could free it at all: the arithmetic never
-        counts less room than placement finds, so it answers no only where placement would,
-        for a few additions."""
+        (domain_search.best_domain, domain_search.room_rank) among those with victims of the
+        job; None when none is freed. The ranks are worked out lazily (``_ranked``)."""
         reclaim, inside = self.reclaim, self.search.inside
         self._gather()
-        room = reclaim.session.domains.room
-        pods = [p.pod for p in inside.pod_sets]
-        allowed, ask = room.allowed(pods), asked(inside)
 
         def search(domain: Domain) -> Searched:
             victims = self._on(domain.value)
-            own = Held()
-            for _, victim, _ in victims:
-                own.add(victim, self._on_domain(victim, domain.value), allowed)
-            if room_rank(room.free_for(domain, pods), ask, self.need, own) is None:
-                return False, None  # not even every victim of this job on it gone makes room
             session = reclaim.session
             if not frees_together(session, inside, domain, (v for _, v, _ in victims)):
-                return False, None
+                return False, None  # not even every victim of this job on it gone makes room
             return True, self._search(domain, sorted(victims, key=lambda entry: entry[0]))
 
         found_, could = best_domain(self._ranked(), search, reclaim.max_domains)
         self.hopeless = not could
         return None if found_ is None else (found_, found_.placed())
 
-    def _ranked(self) -> list[tuple[Rank, Domain]]:
-        """The domains with victims of the job, in rank order (domain_search.rank): each by
-        what every victim reclaim may take there holds (``_anyone``, kept from one job to the
-        next) with the free room of the nodes the pods may go on (kept by the domain's room
-        while it is as it was), its lowest priority the lowest of the job's victims there:
-        the fewest victims so counted is no more than the job's own, so this is a bound on
-        what a search there takes. A domain that falls short even with every victim gone is
-        not ranked. Nothing of the job's own victims is added up: the searches decide."""
-        session = self.reclaim.session
-        room, total = session.domains.room, session.placement.total
-        by_value, ask = room.by_value(self.level), asked(self.search.inside)
+    def _ranked(self) -> Iterator[tuple[Rank, Domain]]:
+        """The domains with victims of the job, in rank order (domain_search.room_rank), each
+        ranked only when its turn may have come: first by what every victim reclaim may take
+        there holds (``_anyone``, kept from one job to the next), whose fewest victims is a
+        lower bound on this job's there; then, when no domain's first rank comes before it,
+        by this job's own victims: one victim of the lowest priority that alone frees it
+        (domain_search.one_victim, for pods all alike, asked where the first rank says one),
+        else what they hold (``_held``), two at the least where that says one. A domain that
+        falls short even with every victim gone is never ranked by the job's own."""
+        room = self.reclaim.session.domains.room
+        by_value, ask, low = room.by_value(self.level), asked(self.search.inside), self.low
         pods = [p.pod for p in self.search.inside.pod_sets]
         allowed = room.allowed(pods)
         constraints = tuple(sorted({p.constraints for p in pods}, key=repr))
-        ranked: list[tuple[Rank, Domain]] = []
-        for value, priority in self.low.items():
+        heap: list[tuple[Rank, bool, Domain, dict[str, int]]] = []
+        for value, priority in low.items():
             domain = by_value[value]
             free = room.free_for(domain, pods)
-            bound = room_rank(free, ask, {}, self._anyone(domain, allowed, constraints))
-            if bound is not None:  # else every victim reclaim may take there gone, still short
-                low = (bound[0], bound[0] * priority)
-                ranked.append((rank(domain, low, free, ask, total), domain))
-        ranked.sort(key=lambda entry: entry[0])
-        return ranked
+            first = room_rank(domain, free, ask, {}, self._anyone(domain, allowed, constraints))
+            if first is not None:  # else every victim reclaim may take there gone, still short
+                heap.append(((first[0], first[0] * priority, value), False, domain, free))
+        heapq.heapify(heap)
+        placement, inside, need = self.reclaim.session.placement, self.search.inside, self.need
+        alike = len(inside.pod_sets) == 1
+        while heap:
+            rank, own, domain, free = heapq.heappop(heap)
+            if own:
+                yield rank, domain
+                continue
+            if alike and rank[0] == 1:
+                victims = (v for _, v, _ in self._on(domain.value))
+                one = one_victim(placement, inside, domain, allowed, victims, need)
+                if one is not None:  # the arithmetic would say one victim too
+                    heapq.heappush(heap, ((1, one, domain.value), True, domain, free))
+                    continue
+            held = self._held(domain.value, allowed, constraints)
+            found = room_rank(domain, free, ask, need, held)
+            if found is not None:
+                if alike and found[0] == 1:  # no one victim alone frees it (asked above)
+                    found = (2, 2 * found[1], found[2])
+                heapq.heappush(heap, (found, True, domain, free))
+
+    def _held(self, value: str, allowed: set[int], constraints: object) -> Held:
+        """What this job's victims on a domain hold there (``Held``), on the nodes the pods
+        may go on (``allowed``, the nodes of these ``constraints``): each part's
+        (``_gather``) kept from one job to the next while the part is the one kept for its
+        subtree, merged, so that a job adds up only the victims of parts no job before it
+        asked about that domain."""
+        kept_helds = self.reclaim.by_domain.helds
+        out: Held | None = None
+        merged = False
+        for part in self.parts:
+            got = part.get(value)
+            if got is None:
+                continue
+            key = (id(part), constraints)
+            kept = kept_helds.get(key)
+            if kept is None or kept[0] is not part:
+                kept = kept_helds[key] = (part, {})
+            held = kept[1].get(value)
+            if held is None:
+                held = kept[1][value] = Held()
+                for _, victim, _ in got[1]:
+                    held.add(victim, self._on_domain(victim, value), allowed)
+            if out is None:
+                out = held  # kept: merged into a copy only
+            else:
+                if not merged:
+                    out, merged = _copy(out), True
+                out.merge(held)
+        return Held() if out is None else out
 
     def _anyone(self, domain: Domain, allowed: set[int], constraints: object) -> Held:
         """What every victim reclaim may take (``on_domains``, not taken since) holds on the
         domain's nodes the pods may go on (``allowed``, the nodes of these
         ``constraints``): no job's victims there hold more, nor does any one of them (what
-        they hold in all is not counted: the rank asks the domain only). Kept for the
+        they hold in all is not counted: the first rank asks the domain only). Kept for the
         cycle, each victim's room there taken off as it is taken (ByDomain.taken; a job
         admitted since is no victim)."""
         by_domain = self.reclaim.by_domain
@@ -275,3 +318,9 @@ class InLevel:
                     got[1].append(entry)
                     if victim.priority < got[0]:
                         out[value] = (victim.priority, got[1])
+
+
+def _copy(held: Held) -> Held:
+    out = Held()
+    out.merge(held)
+    return out

@@ -81,6 +81,10 @@ class ByDomain:
     ``InLevel._anyone``), a victim's room taken off as it is taken."""
     constraints_on: dict[tuple[str, str], list[object]] = field(default_factory=dict)
     """(Level, domain value) -> the constraints ``anyone`` keeps a sum for on it."""
+    helds: dict[tuple[int, object], tuple[Part, dict[str, Held]]] = field(default_factory=dict)
+    """(A ``Part``'s id, the constraints of the pods) -> that part and, per domain value
+    asked so far, what its victims there hold (``InLevel._held``): kept while the part is
+    the one ``subtrees`` keeps."""
 
     def taken(self, victim: JobInfo) -> None:
         """A victim is taken (asked before its room is given back): it holds nothing any
