@@ -250,6 +250,22 @@ def one_victim_rank(
     return (1, low, rank[2])
 
 
+Fits = tuple[dict[int, int], int]
+"""Node -> how many of a workload's pods (of one pod set) it takes now, and their sum."""
+
+
+def fits_now(
+    placement: Placement, inside: WorkloadView, domain: Domain, allowed: Collection[int]
+) -> Fits:
+    """How many of the pods (of a workload of one pod set) each node of the domain they may
+    go on (``allowed``) takes now, and their sum: what ``one_victim`` starts from, the same
+    until room is held or given back on the domain's nodes."""
+    pod_set = inside.pod_sets[0]
+    pod, count = pod_set.pod, pod_set.pod_count
+    nodes = {i: placement.fit(pod, i, None, count) for i in domain.nodes if i in allowed}
+    return nodes, sum(nodes.values())
+
+
 def one_victim(
     placement: Placement,
     inside: WorkloadView,
@@ -257,6 +273,7 @@ def one_victim(
     allowed: Collection[int],
     victims: Iterable[JobInfo],
     need: Mapping[str, int],
+    now: Fits | None = None,
 ) -> int | None:
     """The lowest priority of a victim that alone, gone, lets the pods (of a workload of one
     pod set) fit on the domain's nodes they may go on (``allowed``) and frees what the
@@ -265,11 +282,11 @@ def one_victim(
     search that took that one victim would make, without the rules of whether it may be
     taken: no search there takes one victim of a lower priority, and a domain where one
     victim frees room only on paper (its room spread over nodes, none with room enough for
-    a pod) no longer ties with those where one really does."""
+    a pod) no longer ties with those where one really does. ``now``: ``fits_now``'s answer,
+    where the caller keeps it."""
     pod_set = inside.pod_sets[0]
     pod, count = pod_set.pod, pod_set.pod_count
-    nodes = {i: placement.fit(pod, i, None, count) for i in domain.nodes if i in allowed}
-    base = sum(nodes.values())
+    nodes, base = now or fits_now(placement, inside, domain, allowed)
     low: int | None = None
     for victim in victims:
         if low is not None and victim.priority >= low:

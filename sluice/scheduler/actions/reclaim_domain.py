@@ -44,11 +44,13 @@ import heapq
 from collections.abc import Iterator
 
 from sluice.scheduler.actions.domain_search import (
+    Fits,
     Held,
     Rank,
     Searched,
     asked,
     best_domain,
+    fits_now,
     held_on,
     one_victim,
     room_rank,
@@ -130,7 +132,8 @@ class InLevel:
                 continue
             if alike and rank[0] == 1:
                 victims = (v for _, v, _ in self._on(domain.value))
-                one = one_victim(placement, inside, domain, allowed, victims, need)
+                now = self._fits_now(domain, allowed)
+                one = one_victim(placement, inside, domain, allowed, victims, need, now)
                 if one is not None:  # the arithmetic would say one victim too
                     heapq.heappush(heap, ((1, one, domain.value), True, domain, free))
                     continue
@@ -140,6 +143,20 @@ class InLevel:
                 if alike and found[0] == 1:  # no one victim alone frees it (asked above)
                     found = (2, 2 * found[1], found[2])
                 heapq.heappush(heap, (found, True, domain, free))
+
+    def _fits_now(self, domain: Domain, allowed: set[int]) -> Fits:
+        """domain_search.fits_now for the job's pods, kept from one job to the next while no
+        room is held or given back on the domain's nodes (its version): jobs of pods alike
+        ask it of the same domains."""
+        pod_set = self.search.inside.pod_sets[0]
+        key = (domain.text, pod_set.pod, pod_set.pod_count)
+        version = self.reclaim.session.domains.room.version(domain)
+        kept = self.reclaim.by_domain.fits
+        found = kept.get(key)
+        if found is None or found[0] != version:
+            now = fits_now(self.reclaim.session.placement, self.search.inside, domain, allowed)
+            found = kept[key] = (version, now)
+        return found[1]
 
     def _held(self, value: str, allowed: set[int], constraints: object) -> Held:
         """What this job's victims on a domain hold there (``Held``), on the nodes the pods

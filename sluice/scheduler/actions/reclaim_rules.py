@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from sluice.api.views import EPOCH
-from sluice.scheduler.actions.domain_search import Held, held_on
+from sluice.scheduler.actions.domain_search import Fits, Held, held_on
 from sluice.scheduler.actions.growth_victims import with_parts
 from sluice.scheduler.actions.victims import PerQueue
 from sluice.scheduler.placement import Footprint
@@ -85,6 +85,10 @@ class ByDomain:
     """(A ``Part``'s id, the constraints of the pods) -> that part and, per domain value
     asked so far, what its victims there hold (``InLevel._held``): kept while the part is
     the one ``subtrees`` keeps."""
+
+    fits: dict[tuple[str, object, int], tuple[int, Fits]] = field(default_factory=dict)
+    """(Domain text, a pod, how many) -> the domain's version and domain_search.fits_now for
+    those pods then (``InLevel._fits_now``)."""
 
     def taken(self, victim: JobInfo) -> None:
         """A victim is taken (asked before its room is given back): it holds nothing any

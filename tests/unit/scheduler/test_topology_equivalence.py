@@ -446,3 +446,31 @@ def test_the_domain_pods_alike_last_went_in_counts_only_at_a_level_the_job_may_g
     ]
     with everywhere():
         assert run_cycle(snap) == result
+
+
+def test_how_many_pods_a_domains_nodes_take_is_kept_only_while_its_room_is() -> None:
+    """Whether one victim alone frees a domain starts from how many of the job's pods each of
+    its nodes takes now, kept from one job to the next: once room is held on one of them (an
+    admission), the next ask counts it, or a victim freeing the other node would seem to
+    free the domain. Rack r0: n0 takes one 4-cpu pod, n1 none; then n0's room is held."""
+    nodes = [node(f"n{k}", labels={BLOCK: "b0", RACK: "r0"}, cpu=8) for k in range(2)]
+    v = replace(gang("v", "b", 1, admitted=0, cpu=8), phase=JobPhase.RUNNING)
+    job = replace(gang("j", "a", 2, created=5, cpu=4), topology=TopologyRequest(RACK, True))
+    held = replace(gang("h", "b", 1, admitted=1, cpu=4), phase=JobPhase.RUNNING)
+    pods = [pod("v-0", "n1", owner=v), pod("h-0", "n0", owner=held)]
+    snap = replace(
+        snapshot([queue("a", weight=3), queue("b")], [v, held, job], nodes, config=ACTIONS,
+                 pods=pods),
+        topologies=(TopologyView("default", (BLOCK, RACK)),),
+    )  # fmt: skip
+    session = Session(snap)
+    (pending,) = session.queues["a"].pending_jobs
+    search = victim_search(session.domains, pending.view)
+    assert search is not None
+    reclaim = reclaim_action._Reclaim(session, Outcome())
+    level = InLevel(reclaim, pending, {"cpu": 4}, {}, search, RACK)
+    (rack,) = session.domains.domains(RACK)
+    allowed = session.domains.room.allowed([search.inside.pod_sets[0].pod])
+    assert level._fits_now(rack, allowed) == ({0: 1, 1: 0}, 1)
+    session.placement.hold({0: {"cpu": 4000}})
+    assert level._fits_now(rack, allowed) == ({0: 0, 1: 0}, 0)
