@@ -54,6 +54,21 @@ def gated(pod: dict[str, Any]) -> bool:
     return any(g.get("name") == GATE for g in pod["spec"].get("schedulingGates") or ())
 
 
+def raised_to_8_with_2_gated(s: Scenario) -> None:
+    """Raise train's parallelism to 8 and wait for its 2 new pods, gated."""
+    s.kubectl.run(
+        "patch", "job", "train", "-n", s.namespace, "--type=merge",
+        "-p", '{"spec":{"parallelism":8}}',
+    )  # fmt: skip
+
+    def two_gated() -> list[dict[str, Any]] | None:
+        pods = [p for p in s.pods("train") if not p["metadata"].get("deletionTimestamp")]
+        waiting = [p for p in pods if gated(p)]
+        return pods if len(pods) == 8 and len(waiting) == 2 else None
+
+    wait_for(two_gated, timeout=30, what="2 new pods of train gated")
+
+
 def record(s: Scenario) -> Any:
     return json.loads(s.annotation("train", "admitted-size") or "null")
 
@@ -67,17 +82,7 @@ def test_a_job_grown_from_6_to_8_waits_gated_until_its_queue_has_room_then_runs_
     s.wait_admitted("train")
     s.wait_pods_running("train", 6)
     assert record(s) == {"main": {"admitted": 6, "asked": 6, "fields": {}}}
-    s.kubectl.run(
-        "patch", "job", "train", "-n", s.namespace, "--type=merge",
-        "-p", '{"spec":{"parallelism":8}}',
-    )  # fmt: skip
-
-    def two_gated() -> list[dict[str, Any]] | None:
-        pods = [p for p in s.pods("train") if not p["metadata"].get("deletionTimestamp")]
-        waiting = [p for p in pods if gated(p)]
-        return pods if len(pods) == 8 and len(waiting) == 2 else None
-
-    wait_for(two_gated, timeout=30, what="2 new pods of train gated")
+    raised_to_8_with_2_gated(s)
     assert record(s)["main"]["admitted"] == 6  # its growth waits for its queue
     assert s.admitted("train")
     said = wait_for(
@@ -110,17 +115,7 @@ def test_a_job_lowered_then_raised_again_grows_through_its_queue(s: Scenario) ->
     s.wait_pods_running("train", 6, timeout=60)
     s.job("other", "team", 1, pods=2)
     s.wait_admitted("other", timeout=30)
-    s.kubectl.run(
-        "patch", "job", "train", "-n", s.namespace, "--type=merge",
-        "-p", '{"spec":{"parallelism":8}}',
-    )  # fmt: skip
-
-    def two_gated() -> list[dict[str, Any]] | None:
-        pods = [p for p in s.pods("train") if not p["metadata"].get("deletionTimestamp")]
-        waiting = [p for p in pods if gated(p)]
-        return pods if len(pods) == 8 and len(waiting) == 2 else None
-
-    wait_for(two_gated, timeout=30, what="2 new pods of train gated")
+    raised_to_8_with_2_gated(s)
     said = wait_for(
         lambda: s.annotation("train", "pending-reason"), timeout=30, what="growth's reason"
     )
