@@ -35,9 +35,6 @@ DEFAULT_PODS_READY_TIMEOUT: Final = timedelta(minutes=5)
 DEFAULT_TIERS: Final = (("priority", "gang"), ("drf", "proportion"))
 DEFAULT_HALF_LIFE: Final = timedelta(hours=1)
 DEFAULT_ENTRY_PENALTY: Final = timedelta(minutes=1)
-DEFAULT_MAX_DOMAINS: Final = 8
-"""How many Topology domains reclaim and preempt search for victims per job and level
-(docs/scheduler.md, *Reclaim and preempt by domain*)."""
 
 _ORDER_ACTIONS: Final = ("enqueue", "allocate", "reclaim", "preempt")
 _HIERARCHY_KEYS: Final = ("enableHierarchy", "enabledHierarchy")
@@ -54,8 +51,6 @@ class ActionArguments:
     score_weights: Mapping[str, float] = field(default_factory=dict)
     job_order: JobOrder = "queue"
     min_runtime: timedelta = timedelta(0)
-    max_domains: int = DEFAULT_MAX_DOMAINS
-    """reclaim and preempt: the most domains of a level searched for a job's victims."""
 
     def score_weight(self, plugin: str) -> float:
         """A plugin's QueueScoreOrder weight; 1 when not configured (Volcano's default)."""
@@ -375,7 +370,6 @@ def _action_arguments(action: str, raw: Any, where: str, warnings: list[str]) ->
     weights: dict[str, float] = {}
     job_order: JobOrder = "queue"
     min_runtime = timedelta(0)
-    max_domains = DEFAULT_MAX_DOMAINS
     for key, value in raw.items():
         at = f"{where}.{key}"
         match = _SCORE_KEY.match(str(key))
@@ -389,13 +383,11 @@ def _action_arguments(action: str, raw: Any, where: str, warnings: list[str]) ->
             job_order = value
         elif action == "reclaim" and key == "minRuntime":
             min_runtime = parse_duration(value, at)
-        elif action in ("reclaim", "preempt") and key == "maxDomains":
-            max_domains = _as_count(value, at)
         elif key in (theirs := volcano.IGNORED_ACTION_ARGUMENTS.get(action, {})):
             warnings.append(f"{at}: {action}'s argument {key} is ignored: {theirs[key]}")
         else:
             raise ConfigError(at, f"unknown argument of {action}")
-    return ActionArguments(score_order, weights, job_order, min_runtime, max_domains)
+    return ActionArguments(score_order, weights, job_order, min_runtime)
 
 
 def _as_bool(value: Any, where: str) -> bool:
@@ -404,13 +396,6 @@ def _as_bool(value: Any, where: str) -> bool:
     if isinstance(value, str) and value.lower() in ("true", "false"):
         return value.lower() == "true"
     raise ConfigError(where, f"expected true or false, got {value!r}")
-
-
-def _as_count(value: Any, where: str) -> int:
-    """A whole number of at least 1 (a count that 0 would make meaningless)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(where, f"expected a whole number >= 1, got {value!r}")
-    return value
 
 
 def _as_number(value: Any, where: str) -> float:

@@ -13,7 +13,6 @@ import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from sluice.api.constraints import PodSpecView
 from sluice.api.resources import Resources
 from sluice.api.topology import TopologyRequest, TopologyView, not_nested
 from sluice.scheduler.placement import Footprint, Placement
@@ -87,10 +86,6 @@ class DomainRoom:
         """(level, the resources a workload asks) -> its domains by the room they have free
         in those resources (a share of the cluster's each, added up), then by name; and each
         domain's figure: kept in order as room is held and given back."""
-        self._free_for: dict[tuple[str, tuple[object, ...]], tuple[int, dict[str, int]]] = {}
-        """(Domain text, the pods' constraints) -> its ``version`` and ``free_for`` then."""
-        self._allowed: dict[tuple[object, ...], set[int]] = {}
-        """A pod's constraints -> the nodes that may take it."""
         self.versions: dict[str, int] = {}
         """Domain text -> how many times room was held or given back on its nodes (read
         only)."""
@@ -136,42 +131,6 @@ class DomainRoom:
         """The free room of a domain's usable nodes now."""
         self.domains(domain.level)
         return self.sums[domain.text]
-
-    def allowed(self, pods: Sequence[PodSpecView]) -> set[int]:
-        """The nodes some of these pods may go on."""
-        if len(pods) == 1:
-            return self._allowed_for(pods[0])
-        out: set[int] = set()
-        for pod in pods:
-            out |= self._allowed_for(pod)
-        return out
-
-    def _allowed_for(self, pod: PodSpecView) -> set[int]:
-        nodes = self._allowed.get(pod.constraints)
-        if nodes is None:
-            nodes = self._allowed[pod.constraints] = set(self.placement.eligible(pod))
-        return nodes
-
-    def free_for(self, domain: Domain, pods: Sequence[PodSpecView]) -> dict[str, int]:
-        """The free room of the domain's nodes some of these pods may go on, each node's
-        counted from zero: a node over its allocatable takes nothing from the others' room,
-        so this plus what victims hold there is the most the pods could use there with them
-        gone. Kept while the domain's room is as it was."""
-        constraints = tuple(sorted({p.constraints for p in pods}, key=repr))
-        version = self.version(domain)
-        key = (domain.text, constraints)
-        kept = self._free_for.get(key)
-        if kept is None or kept[0] != version:
-            allowed = self.allowed(pods)
-            room: dict[str, int] = {}
-            free = self.placement.free
-            for i in domain.nodes:
-                if i in allowed:
-                    for r, a in free[i].items():
-                        if a > 0:
-                            room[r] = room.get(r, 0) + a
-            kept = self._free_for[key] = (version, room)
-        return kept[1]
 
     def widest_free(self, levels: Sequence[str]) -> dict[str, Resources]:
         """The free room of each domain of these levels, by its text."""

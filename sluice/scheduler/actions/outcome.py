@@ -27,13 +27,6 @@ from victims taken after its turn (nothing but victims adds room during a cycle)
 admission follows them in the same cycle."""
 
 
-def unfreeable(level: str) -> str:
-    """What the reason of a job no domain could be freed for adds."""
-    return (
-        f"taking room back would not help: no {level} holds it even with every job it may take gone"
-    )
-
-
 @dataclass(slots=True)
 class Outcome:
     made: dict[int, Decision] = field(default_factory=dict)
@@ -50,9 +43,6 @@ class Outcome:
     """Something was evicted since the last admission pass, so another pass may admit more."""
     passive: set[str] = field(default_factory=set)
     """Jobs whose preemptionPolicy is Never that reclaim or preempt passed over."""
-    hopeless: dict[str, str] = field(default_factory=dict)
-    """Job -> the Topology level no domain of which could hold it even with every job it
-    may take back gone: reclaim or preempt searched no victim for it."""
     flavor_reasons: dict[tuple[object, ...], str] = field(default_factory=dict)
     """Why jobs alike of a queue with flavors wait, as worked out once the cycle is over."""
     unplaced_reasons: dict[tuple[object, ...], str] = field(default_factory=dict)
@@ -81,11 +71,6 @@ class Outcome:
         reason says so, once."""
         self.passive.add(job.key)
 
-    def unfreeable(self, job: JobInfo, level: str) -> None:
-        """No domain of the level could hold the job even with every victim it may take
-        gone: its reason says so, once."""
-        self.hopeless[job.key] = level
-
     def unplaceable(self, job: JobInfo) -> None:
         self.reasons[job.key] = ""
         self.unplaced[job.key] = job
@@ -103,9 +88,6 @@ class Outcome:
             )
         if said and job.key in self.passive and WAITS_FOR_ROOM not in said:
             said = f"{said}; {WAITS_FOR_ROOM}"
-        level = self.hopeless.get(job.key)
-        if said and level is not None:
-            said = f"{said}; {unfreeable(level)}"
         return said
 
     def _unplaced(self, session: Session, job: JobInfo) -> str:

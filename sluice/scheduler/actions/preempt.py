@@ -10,22 +10,18 @@ fifo queue preempts only for its first waiting job.
 from __future__ import annotations
 
 from sluice.scheduler.actions.admit import admissible_leaves
-from sluice.scheduler.actions.domain_search import (
-    Held,
-    Rank,
-    Searched,
-    asked,
-    best_domain,
-    held_on,
-    one_victim_rank,
-    refined,
-    room_rank,
-)
 from sluice.scheduler.actions.flavor_victims import Memo, preempting, take_in_flavor
 from sluice.scheduler.actions.growth_victims import forget, with_parts
 from sluice.scheduler.actions.outcome import Outcome
 from sluice.scheduler.actions.reclaim_rules import victim_order
-from sluice.scheduler.actions.victims import PerQueue, Victims, cluster_need, frees_together
+from sluice.scheduler.actions.victims import (
+    PerQueue,
+    Victims,
+    cluster_need,
+    domain_rank,
+    frees_alone,
+    frees_together,
+)
 from sluice.scheduler.domain_room import Domain
 from sluice.scheduler.fit import (
     as_hard,
@@ -96,7 +92,7 @@ def _preempt_in(session: Session, outcome: Outcome, leaf: str, victims: list[Job
         if search is None or search.request is None:
             found = _choose(session, job, victims, over, search.anywhere if search else None)
         else:
-            found = _in_one_domain(session, outcome, job, victims, over, search)
+            found = _in_one_domain(session, job, victims, over, search)
         if found is not None:
             chosen, (footprint, domain) = found
             for v in chosen.chosen:
@@ -179,74 +175,54 @@ def _choose(
 
 
 def _in_one_domain(
-    session: Session,
-    outcome: Outcome,
-    job: JobInfo,
-    victims: list[JobInfo],
-    over: PerQueue,
-    search: Search,
+    session: Session, job: JobInfo, victims: list[JobInfo], over: PerQueue, search: Search
 ) -> tuple[Victims, Placed] | None:
-    """For a job that asks a Topology: the rule of reclaim by domain (reclaim_domain.py). Of
-    the domains of the level searched (set_domains.Search) that room arithmetic says the
-    job's victims there could free (domain_search.room_rank), at most ``maxDomains`` are
-    searched in rank order (domain_search.best_domain), and the one whose victims make the
-    job fit with the fewest of them, then the lowest priorities in total, then by name, is
-    taken. A preferred level widens level by level, then to anywhere; a required job no
-    domain could be freed for is told so."""
+    """For a job that asks a Topology: the domain of the level searched (set_domains.Search)
+    whose victims make it fit with the fewest of them, then the lowest priorities in total,
+    then by name (a preferred level widens level by level, then to anywhere).
+
+    A domain's search ends with a victim that stays (without it, the search had not been
+    done), so a domain freed by one victim is freed by one that alone frees it: no domain
+    comes before (1, the lowest priority of such a victim on it, its name), nor before
+    (2, ...) when it has none. Domains are searched in that order until the best found
+    comes before the next; one where what goes in it (``search.inside``) would not fit even
+    with every victim on it gone is not searched."""
     request = search.request
     assert request is not None
+    domains = session.domains
     usable = [v for v in victims if v.priority < job.priority]  # _choose stops at the rest
-    for level in session.domains.levels(request):
-        best, could = _in_level(session, job, usable, over, search, level)
+    need = cluster_need(session, job)
+    for level in domains.levels(request):
+        by_value = {d.value: d for d in domains.domains(level)}
+        of_node = {i: d.value for d in by_value.values() for i in d.nodes}
+        on: dict[str, list[JobInfo]] = {}
+        for victim in usable:
+            for value in sorted({of_node[i] for i in victim.footprint if i in of_node}):
+                on.setdefault(value, []).append(victim)
+        bounds: list[tuple[tuple[int, float, str], Domain]] = []
+        for value, those in on.items():
+            domain = by_value[value]
+            if not frees_together(session, search.inside, domain, those):
+                continue
+            alone = [
+                v.priority
+                for v in those
+                if frees_alone(session, need, over, v, search.inside, domain)
+            ]
+            bound = (1, float(min(alone)), value) if alone else (2, float("-inf"), value)
+            bounds.append((bound, domain))
+        bounds.sort(key=lambda entry: entry[0])
+        best: tuple[tuple[int, int, str], tuple[Victims, Placed]] | None = None
+        for bound, domain in bounds:
+            if best is not None and best[0] < bound:
+                break
+            found = _choose(session, job, on[domain.value], over, search.where(domain), domain)
+            if found is None:
+                continue
+            chosen = found[0].chosen
+            key = domain_rank(chosen, domain)
+            if best is None or key < best[0]:
+                best = (key, found)
         if best is not None:
-            return best, best.placed()
-        if request.required and not could:
-            outcome.unfreeable(job, level)
+            return best[1]
     return None if request.required else _choose(session, job, victims, over, search.anywhere)
-
-
-def _in_level(
-    session: Session,
-    job: JobInfo,
-    usable: list[JobInfo],
-    over: PerQueue,
-    search: Search,
-    level: str,
-) -> tuple[Victims | None, bool]:
-    """domain_search.best_domain over the domains of one level, each with its victims, in
-    rank order; and whether some domain's victims could make room at all."""
-    room = session.domains.room
-    by_value = {d.value: d for d in room.domains(level)}
-    of_node = {i: d.value for d in by_value.values() for i in d.nodes}
-    on: dict[str, list[JobInfo]] = {}
-    held: dict[str, Held] = {}
-    pods = [p.pod for p in search.inside.pod_sets]
-    allowed = room.allowed(pods)
-    for victim in usable:  # in victim order: so is each domain's list
-        for value, footprint in sorted(held_on(victim.footprint, of_node).items()):
-            on.setdefault(value, []).append(victim)
-            held.setdefault(value, Held()).add(victim, footprint, allowed)
-    need, ask = cluster_need(session, job), asked(search.inside)
-    ranked: list[tuple[Rank, Domain]] = []
-    for value, got in held.items():
-        domain = by_value[value]
-        rank = room_rank(domain, room.free_for(domain, pods), ask, need, got)
-        if rank is not None:
-            ranked.append((rank, domain))
-
-    def searched(domain: Domain) -> Searched:
-        those = on[domain.value]
-        if not frees_together(session, search.inside, domain, those):
-            return False, None
-        found = _choose(session, job, those, over, search.where(domain), domain)
-        return True, None if found is None else found[0]
-
-    def refine(rank: Rank, domain: Domain) -> Rank:
-        victims = on[domain.value]
-        return one_victim_rank(
-            session.placement, search.inside, domain, allowed, victims, need, rank
-        )
-
-    limit = session.config.arguments("preempt").max_domains
-    ranked.sort(key=lambda entry: entry[0])
-    return best_domain(refined(iter(ranked), refine), searched, limit)

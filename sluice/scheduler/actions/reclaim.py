@@ -29,7 +29,7 @@ from sluice.scheduler.actions.flavor_victims import (
 from sluice.scheduler.actions.growth_victims import forget
 from sluice.scheduler.actions.outcome import Outcome
 from sluice.scheduler.actions.reclaim_domain import InLevel
-from sluice.scheduler.actions.reclaim_rules import Order, ReclaimRules
+from sluice.scheduler.actions.reclaim_rules import Order, ReclaimRules, hold_on
 from sluice.scheduler.actions.victims import PerQueue, Victims
 from sluice.scheduler.fit import (
     as_hard,
@@ -262,29 +262,27 @@ class _Reclaim(ReclaimRules):
     def _in_one_domain(
         self, job: JobInfo, short: dict[str, int], over: PerQueue, search: Search
     ) -> tuple[Victims, Placed] | None:
-        """For a job that asks a Topology: of the domains of the level searched
-        (set_domains.Search) freeing could help, at most ``maxDomains`` searched, the one
-        whose victims make it fit with the fewest of them, then the lowest priorities in
-        total, then by name (reclaim_domain.py); a preferred level widens level by level,
-        then to anywhere. A required job no domain of its level could hold even with every
-        victim it may take gone is told so (``Outcome.unfreeable``)."""
+        """For a job that asks a Topology: the domain of the level searched
+        (set_domains.Search) whose victims make it fit with the fewest of them, then the
+        lowest priorities in total, then by name (reclaim_domain.py); a preferred level
+        widens level by level, then to anywhere."""
         request = search.request
         assert request is not None
         for level in self.session.domains.levels(request):
-            searched = InLevel(self, job, short, over, search, level)
-            found = searched.best()
+            found = InLevel(self, job, short, over, search, level).best()
             if found is not None:
                 return found
-            if request.required and searched.hopeless:
-                self.outcome.unfreeable(job, level)
         return None if request.required else self._choose(job, short, over, search.anywhere)
 
     def _take(self, job: JobInfo, chosen: list[JobInfo]) -> None:
         touched = {v.queue for v in chosen}
         for name in touched:
             self.count_excess(name, -1)
+        kept = self.by_domain
+        for level, held in kept.held_on.items():
+            for v in chosen:  # before they go: eviction forgets where they were
+                hold_on(held, kept.of_node[level], v.footprint, -1)
         for v in chosen:
-            self.by_domain.taken(v)
             self.outcome.evict(self.session, "reclaim", v, job)
             for listed in (self.victims[v.queue], *self.victims_using.get(v.queue, {}).values()):
                 forget(listed, (v,))  # a workload goes with its parts above its minimum

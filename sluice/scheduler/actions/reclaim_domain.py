@@ -9,59 +9,48 @@ the walk yields (``InLevel._gather``: the leaves the walk opens; in a domain's s
 the walk's order: nearest relatives, then queue priority, then victim order), without
 walking the others'.
 
-First, whether freeing could help at all, by room arithmetic alone (domain_search.room_rank):
-what the pods that go in a domain ask against the free room of the nodes there they may go on
-plus what this job's victims there hold on those nodes, and what the victims hold in all
-against what the cluster lacks. Every domain with victims of the job is first ranked by what
-every victim reclaim may take holds there (``InLevel._anyone``, kept for the cycle, a victim's
-room taken off as it is taken): a domain that falls short even so is ruled out for every job
-of those pods without adding its victims up, and the others' fewest victims so counted is no
-more than the job's own. The job's own rank of a domain is worked out only once no domain's
-first rank comes before it (``InLevel._ranked``): where the first rank says one victim, by
-whether one of the job's victims there alone lets the pods fit node by node
-(domain_search.one_victim: the rank is then one victim of that lowest priority, with no sum
-of the job's victims made); otherwise by the arithmetic over the job's own victims
-(``InLevel._held``), two victims at the least where it says one. At most ``maxDomains``
-domains, in that order, are then searched exactly; a domain where this job's victims all gone
-would not make room (victims.frees_together, the one placement asked before a search) is not
-counted. The best found is taken: the fewest victims, then the lowest priorities, then by
-name; the searches stop early once it comes before the next domain's rank. A job for which
-no domain passes takes nothing, and its reason says so (``InLevel.hopeless``). With
-``maxDomains`` at least the number of domains this is the exact choice over every domain.
+Domains are searched from the one whose result could come first. A search keeps at least
+one victim, and the last it takes always stays (without it, the search had not been done): a
+domain freed by one victim is freed by one that alone frees it, so none comes before (1, the
+lowest priority of such a victim on it, its name), nor, when it has none, before (2, twice
+the lowest priority of a victim on it, its name): two victims at least, none of them lower.
+Those victims are looked for a priority at a time, lowest first, only while the domain could
+still come first (a domain already known to be freed by one victim is searched without
+asking whether all of them together would: they would); the searches stop as soon as the
+best found comes before every bound left.
 
-What does not change from one job to the next is kept: for each queue the walk enters, the
-victims of its subtree spread over the domains with each domain's lowest priority, until a
-victim below it is taken or an admission puts a queue below it over its share
-(``Subtrees``): a job then puts together only the subtrees of its common ancestors'
-children, and a domain's victims only when the domain is looked at (``InLevel._on``); what
-a subtree's victims hold on a domain is added up once while the subtree is kept
-(``InLevel._held``).
+A domain that would not hold what goes in it even were every job that may be a victim on it
+gone, whoever asks, is not looked at (reclaim_rules' ``may_free``, kept across jobs). What does
+not change from one job to the next is kept: for each queue the walk enters, the victims of
+its subtree spread over the domains with each domain's lowest priority, until a victim below
+it is taken or an admission puts a queue below it over its share (``Subtrees``): a job then
+puts together only the subtrees of its common ancestors' children, and a domain's victims
+only when the domain is looked at (``InLevel._on``); whether a victim alone frees a domain for
+pods of one shape, while the domain's room is as it was (``Alone``). Before that is asked of
+each victim of a priority, it is asked of all of them together: when not even they could,
+none of them alone does.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator
 
-from sluice.scheduler.actions.domain_search import (
-    Fits,
-    Held,
-    Rank,
-    Searched,
-    asked,
-    best_domain,
-    fits_now,
-    held_on,
-    one_victim,
-    room_rank,
+from sluice.scheduler.actions.reclaim_rules import Listed, Part, ReclaimRules, Shape
+from sluice.scheduler.actions.victims import (
+    PerQueue,
+    Victims,
+    cluster_need,
+    domain_rank,
+    frees_alone,
+    frees_together,
+    gives_too_little,
 )
-from sluice.scheduler.actions.reclaim_rules import Listed, Part, ReclaimRules
-from sluice.scheduler.actions.victims import PerQueue, Victims, cluster_need, frees_together
 from sluice.scheduler.domain_room import Domain
-from sluice.scheduler.placement import Footprint
 from sluice.scheduler.records import JobInfo
 from sluice.scheduler.set_domains import Placed, Search
 
+Bound = tuple[int, int, str]
+SCAN, SEARCH = 0, 1  # what a domain on the heap stands for (``InLevel.best``)
 Found = tuple[Victims, Placed]
 
 
@@ -74,149 +63,106 @@ class InLevel:
     ) -> None:  # fmt: skip
         self.reclaim, self.job, self.short, self.over = reclaim, job, short, over
         self.search = search
+        self.domains = {d.value: d for d in reclaim.session.domains.domains(level)}
         self.need = cluster_need(reclaim.session, job)
+        self.shape: Shape = (
+            search.inside.pod_sets,
+            tuple(sorted(self.need.items())),
+            tuple((q, tuple(sorted(limits.items()))) for q, limits in sorted(over.items())),
+        )
+        self.alone = reclaim.by_domain.alone.setdefault(self.shape, {})  # this shape's, by domain
+        self.freeable = reclaim.by_domain.freeable.setdefault(search.inside.pod_sets, {})
         self.low: dict[str, int] = {}  # domain value -> the lowest priority of a victim on it
         self.level, self.of_job = level, reclaim.on_domains(level)
         self.parts: list[Part] = []  # ``_gather``'s subtrees
         self.on: dict[str, list[Listed]] = {}  # domain value -> its victims (``_on``)
-        self.hopeless = False
-        """Set by ``best``: no domain could hold the job even with every victim it may take
-        on it gone, so no victim was searched for."""
-
-    def best(self) -> Found | None:
-        """The best of at most ``maxDomains`` domains searched in rank order
-        (domain_search.best_domain, domain_search.room_rank) among those with victims of the
-        job; None when none is freed. The ranks are worked out lazily (``_ranked``)."""
-        reclaim, inside = self.reclaim, self.search.inside
         self._gather()
 
-        def search(domain: Domain) -> Searched:
-            victims = self._on(domain.value)
-            session = reclaim.session
-            if not frees_together(session, inside, domain, (v for _, v, _ in victims)):
-                return False, None  # not even every victim of this job on it gone makes room
-            return True, self._search(domain, sorted(victims, key=lambda entry: entry[0]))
-
-        found_, could = best_domain(self._ranked(), search, reclaim.max_domains)
-        self.hopeless = not could
-        return None if found_ is None else (found_, found_.placed())
-
-    def _ranked(self) -> Iterator[tuple[Rank, Domain]]:
-        """The domains with victims of the job, in rank order (domain_search.room_rank), each
-        ranked only when its turn may have come: first by what every victim reclaim may take
-        there holds (``_anyone``, kept from one job to the next), whose fewest victims is a
-        lower bound on this job's there; then, when no domain's first rank comes before it,
-        by this job's own victims: one victim of the lowest priority that alone frees it
-        (domain_search.one_victim, for pods all alike, asked where the first rank says one),
-        else what they hold (``_held``), two at the least where that says one. A domain that
-        falls short even with every victim gone is never ranked by the job's own."""
-        room = self.reclaim.session.domains.room
-        by_value, ask, low = room.by_value(self.level), asked(self.search.inside), self.low
-        pods = [p.pod for p in self.search.inside.pod_sets]
-        allowed = room.allowed(pods)
-        constraints = tuple(sorted({p.constraints for p in pods}, key=repr))
-        heap: list[tuple[Rank, bool, Domain, dict[str, int]]] = []
-        for value, priority in low.items():
-            domain = by_value[value]
-            free = room.free_for(domain, pods)
-            first = room_rank(domain, free, ask, {}, self._anyone(domain, allowed, constraints))
-            if first is not None:  # else every victim reclaim may take there gone, still short
-                heap.append(((first[0], first[0] * priority, value), False, domain, free))
+    def best(self) -> Found | None:
+        """Domains are taken from a heap by bound: first (stage SCAN) the lowest priority
+        of a victim on it not yet looked at; when one of that priority alone frees it, the
+        domain is searched at that bound (stage SEARCH); once none is left, at (2, twice
+        its lowest priority): two victims or more, none of a lower one."""
+        heap = [((1, low, value), SCAN, value) for value, low in self.low.items()]
         heapq.heapify(heap)
-        placement, inside, need = self.reclaim.session.placement, self.search.inside, self.need
-        alike = len(inside.pod_sets) == 1
+        best: tuple[Bound, Victims] | None = None
+        may_free, freeable, inside = self.reclaim.may_free, self.freeable, self.search.inside
         while heap:
-            rank, own, domain, free = heapq.heappop(heap)
-            if own:
-                yield rank, domain
+            bound, stage, value = heapq.heappop(heap)
+            if best is not None and best[0] < bound:
+                break
+            domain = self.domains[value]
+            if stage == SCAN:
+                low = self.low[value]
+                if bound[1] == low and not may_free(freeable, inside, domain):
+                    continue  # not even every victim on it gone makes room: none does
+                frees, after = self._scan(domain, bound[1])
+                if frees:
+                    heapq.heappush(heap, (bound, SEARCH, value))
+                elif after is not None:
+                    heapq.heappush(heap, ((1, after, value), SCAN, value))
+                else:
+                    heapq.heappush(heap, ((2, 2 * low, value), SEARCH, value))
                 continue
-            if alike and rank[0] == 1:
-                victims = (v for _, v, _ in self._on(domain.value))
-                now = self._fits_now(domain, allowed)
-                one = one_victim(placement, inside, domain, allowed, victims, need, now)
-                if one is not None:  # the arithmetic would say one victim too
-                    heapq.heappush(heap, ((1, one, domain.value), True, domain, free))
-                    continue
-            held = self._held(domain.value, allowed, constraints)
-            found = room_rank(domain, free, ask, need, held)
-            if found is not None:
-                if alike and found[0] == 1:  # no one victim alone frees it (asked above)
-                    found = (2, 2 * found[1], found[2])
-                heapq.heappush(heap, (found, True, domain, free))
+            victims = sorted(self._on(value), key=lambda entry: entry[0])
+            # One of them alone frees it (bound (1, ...)): all of them together do.
+            session = self.reclaim.session
+            if bound[0] == 1 or frees_together(session, inside, domain, (v for _, v, _ in victims)):
+                found = self._search(domain, victims)
+                if found is not None:
+                    key = domain_rank(found.chosen, domain)
+                    if best is None or key < best[0]:
+                        best = (key, found)
+        return None if best is None else (best[1], best[1].placed())
 
-    def _fits_now(self, domain: Domain, allowed: set[int]) -> Fits:
-        """domain_search.fits_now for the job's pods, kept from one job to the next while no
-        room is held or given back on the domain's nodes (its version): jobs of pods alike
-        ask it of the same domains."""
-        pod_set = self.search.inside.pod_sets[0]
-        key = (domain.text, pod_set.pod, pod_set.pod_count)
-        version = self.reclaim.session.domains.room.version(domain)
-        kept = self.reclaim.by_domain.fits
-        found = kept.get(key)
-        if found is None or found[0] != version:
-            now = fits_now(self.reclaim.session.placement, self.search.inside, domain, allowed)
-            found = kept[key] = (version, now)
-        return found[1]
-
-    def _held(self, value: str, allowed: set[int], constraints: object) -> Held:
-        """What this job's victims on a domain hold there (``Held``), on the nodes the pods
-        may go on (``allowed``, the nodes of these ``constraints``): each part's
-        (``_gather``) kept from one job to the next while the part is the one kept for its
-        subtree, merged, so that a job adds up only the victims of parts no job before it
-        asked about that domain."""
-        kept_helds = self.reclaim.by_domain.helds
-        out: Held | None = None
-        merged = False
-        for part in self.parts:
+    def _scan(self, domain: Domain, priority: int) -> tuple[bool, int | None]:
+        """Look at the victims on the domain of the priority given: whether one alone frees
+        the domain, and the next priority of a victim on it (None: none higher). Which of
+        them is asked first does not matter: each answer is kept, and any yes ends the look."""
+        value = domain.value
+        version = self.reclaim.session.domains.version(domain)
+        kept = self.alone.get(domain.text)
+        if kept is None or kept[0] != version:
+            kept = self.alone[domain.text] = (version, {})
+        known = kept[1]
+        unknown: list[JobInfo] = []
+        after: int | None = None
+        for part in self.parts:  # the victims on it (``_on``), without putting them together
             got = part.get(value)
             if got is None:
                 continue
-            key = (id(part), constraints)
-            kept = kept_helds.get(key)
-            if kept is None or kept[0] is not part:
-                kept = kept_helds[key] = (part, {})
-            held = kept[1].get(value)
-            if held is None:
-                held = kept[1][value] = Held()
-                for _, victim, _ in got[1]:
-                    held.add(victim, self._on_domain(victim, value), allowed)
-            if out is None:
-                out = held  # kept: merged into a copy only
-            else:
-                if not merged:
-                    out, merged = _copy(out), True
-                out.merge(held)
-        return Held() if out is None else out
+            for _, victim, _ in got[1]:
+                other = victim.priority
+                if other == priority:
+                    frees = known.get(victim.key)
+                    if frees:
+                        return True, None
+                    if frees is None:
+                        unknown.append(victim)
+                elif other > priority and (after is None or other < after):
+                    after = other
+        session, inside = self.reclaim.session, self.search.inside
+        if unknown:
+            missing, maybe = session.domains.missing(inside, domain), []
+            for victim in unknown:  # too little room on it for what the domain lacks: no
+                if gives_too_little(missing, victim.footprint):
+                    known[victim.key] = False
+                else:
+                    maybe.append(victim)
+            unknown = maybe
+        if len(unknown) > 2 and not frees_together(session, inside, domain, unknown):
+            for victim in unknown:  # not even all of them together could
+                known[victim.key] = False
+            return False, after
+        for victim in unknown:
+            frees = known[victim.key] = self._frees(victim, domain)
+            if frees:
+                return True, None
+        return False, after
 
-    def _anyone(self, domain: Domain, allowed: set[int], constraints: object) -> Held:
-        """What every victim reclaim may take (``on_domains``, not taken since) holds on the
-        domain's nodes the pods may go on (``allowed``, the nodes of these
-        ``constraints``): no job's victims there hold more, nor does any one of them (what
-        they hold in all is not counted: the first rank asks the domain only). Kept for the
-        cycle, each victim's room there taken off as it is taken (ByDomain.taken; a job
-        admitted since is no victim)."""
-        by_domain = self.reclaim.by_domain
-        key = (self.level, domain.value, constraints)
-        kept = by_domain.anyone.get(key)
-        if kept is None:
-            held, gone = Held(), by_domain.gone
-            for victim in by_domain.on_value[self.level].get(domain.value, ()):
-                if victim.key not in gone:
-                    held.add_on(victim, self._on_domain(victim, domain.value), allowed)
-            kept = by_domain.anyone[key] = (held, allowed)
-            by_domain.constraints_on.setdefault(key[:2], []).append(constraints)
-        return kept[0]
-
-    def _on_domain(self, victim: JobInfo, value: str) -> Footprint:
-        """The room the victim holds on a domain of the level (its footprint does not change
-        while it is admitted: worked out once a cycle)."""
-        kept = self.reclaim.by_domain.held_on
-        key = (self.level, victim.key)
-        found = kept.get(key)
-        if found is None:
-            of_node = self.reclaim.by_domain.of_node[self.level]
-            found = kept[key] = held_on(victim.footprint, of_node)
-        return found.get(value, {})
+    def _frees(self, victim: JobInfo, domain: Domain) -> bool:
+        session = self.reclaim.session  # victims.frees_alone, for this job
+        return frees_alone(session, self.need, self.over, victim, self.search.inside, domain)
 
     def _search(self, domain: Domain, victims: list[Listed]) -> Victims | None:
         """The victims, in the candidates' order, that make the job fit in the domain (those
@@ -335,9 +281,3 @@ class InLevel:
                     got[1].append(entry)
                     if victim.priority < got[0]:
                         out[value] = (victim.priority, got[1])
-
-
-def _copy(held: Held) -> Held:
-    out = Held()
-    out.merge(held)
-    return out

@@ -11,10 +11,10 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from sluice.api.views import EPOCH
-from sluice.scheduler.actions.domain_search import Fits, Held, held_on
+from sluice.api.views import EPOCH, WorkloadView
 from sluice.scheduler.actions.growth_victims import with_parts
 from sluice.scheduler.actions.victims import PerQueue
+from sluice.scheduler.domain_room import Domain
 from sluice.scheduler.placement import Footprint
 from sluice.scheduler.records import JobInfo
 from sluice.scheduler.session import Session
@@ -32,6 +32,13 @@ yields, and those victims (``InLevel._subtree``)."""
 Subtrees = dict[tuple[object, ...], tuple[int, Part]]
 """(level, queue, the level of the common ancestor, path, the queues on it not above their
 share, resources) -> the queue's ``version`` and its ``Part``."""
+Shape = tuple[object, ...]
+"""What a victim freeing a domain alone depends on besides the domain's room: the pod sets
+that go in it, what the cluster lacks and what each limit is over by."""
+Alone = dict[Shape, dict[str, tuple[int, dict[str, bool]]]]
+"""Shape -> domain -> the domain's room version (``Domains.version``), and victim -> whether
+it alone frees the domain for that shape: kept from one job to the next while the domain's
+room is as it was (a victim goes only by giving room back there)."""
 
 
 def victim_order(job: JobInfo, used: float = 0.0) -> Order:
@@ -61,51 +68,17 @@ class Supply:
 class ByDomain:
     """What the search by domain (reclaim_domain.py) keeps from one job to the next."""
 
+    alone: Alone = field(default_factory=dict)
     subtrees: Subtrees = field(default_factory=dict)
     jobs_on: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
     """Level -> ``on_domains``."""
-    held_on: dict[tuple[str, str], dict[str, Footprint]] = field(default_factory=dict)
-    """(Level, job) -> domain value -> the room the job holds on that domain's nodes."""
+    held_on: dict[str, dict[str, Footprint]] = field(default_factory=dict)
+    """Level -> domain value -> the room every job that may still be a victim holds on
+    its nodes (``on_domains``'s jobs, less those taken since)."""
+    freeable: dict[object, dict[str, tuple[int, bool]]] = field(default_factory=dict)
+    """Pod sets -> domain -> ``may_free``'s answer for them, and the domain's version then."""
     of_node: dict[str, dict[int, str]] = field(default_factory=dict)
     """Level -> node -> its domain's value."""
-    on_value: dict[str, dict[str, list[JobInfo]]] = field(default_factory=dict)
-    """Level -> domain value -> the workloads of ``on_domains`` that hold room there (their
-    victims above a minimum counted in them)."""
-    gone: set[str] = field(default_factory=set)
-    """The jobs taken (as victims) since."""
-    anyone: dict[tuple[str, str, object], tuple[Held, Collection[int]]] = field(
-        default_factory=dict
-    )
-    """(Level, domain value, the constraints of the pods) -> what the jobs of ``on_value``
-    not taken hold on its nodes the pods may go on (those nodes, beside it:
-    ``InLevel._anyone``), a victim's room taken off as it is taken."""
-    constraints_on: dict[tuple[str, str], list[object]] = field(default_factory=dict)
-    """(Level, domain value) -> the constraints ``anyone`` keeps a sum for on it."""
-    helds: dict[tuple[int, object], tuple[Part, dict[str, Held]]] = field(default_factory=dict)
-    """(A ``Part``'s id, the constraints of the pods) -> that part and, per domain value
-    asked so far, what its victims there hold (``InLevel._held``): kept while the part is
-    the one ``subtrees`` keeps."""
-
-    fits: dict[tuple[str, object, int], tuple[int, Fits]] = field(default_factory=dict)
-    """(Domain text, a pod, how many) -> the domain's version and domain_search.fits_now for
-    those pods then (``InLevel._fits_now``)."""
-
-    def taken(self, victim: JobInfo) -> None:
-        """A victim is taken (asked before its room is given back): it holds nothing any
-        more, so its room on each domain it is on is taken off what every victim holds there
-        (``anyone``). Every victim is one of ``on_domains`` (eligible, in a leaf reclaim
-        takes from) once those are listed, so each sum it is taken off counted it."""
-        self.gone.add(victim.key)
-        whole = victim.part_of
-        for level, of_node in self.of_node.items():
-            of_whole = {} if whole is None else held_on(whole.footprint, of_node)
-            for value, footprint in held_on(victim.footprint, of_node).items():
-                for constraints in self.constraints_on.get((level, value), ()):
-                    held, allowed = self.anyone[(level, value, constraints)]
-                    if whole is None:
-                        held.remove_on(footprint, allowed)
-                    else:  # counted in its workload's room, which keeps the rest
-                        held.remove_on(of_whole.get(value, {}), allowed, footprint)
 
 
 class ReclaimRules:
@@ -113,9 +86,7 @@ class ReclaimRules:
 
     def __init__(self, session: Session) -> None:
         self.session = session
-        arguments = session.config.arguments("reclaim")
-        self.min_runtime: timedelta = arguments.min_runtime
-        self.max_domains = arguments.max_domains  # searched per job and level (InLevel)
+        self.min_runtime: timedelta = session.config.arguments("reclaim").min_runtime
         self.now: datetime = session.now
         self.victims: dict[str, list[JobInfo]] = {}
         self.victims_using: dict[str, dict[frozenset[str], list[JobInfo]]] = {}
@@ -272,10 +243,41 @@ class ReclaimRules:
                 for name in self.excess
                 for job in self.sorted_victims(name)
             }
-            on_value = kept.on_value[level] = {}
+            held: dict[str, Footprint] = {}
             for name in self.excess:
                 for job in self.session.queues[name].admitted_jobs:
-                    for value in found.get(job.key, ()):
-                        on_value.setdefault(value, []).append(job)
-            kept.of_node[level] = of_node
+                    if job.key in found:
+                        hold_on(held, of_node, job.footprint, 1)
+            kept.held_on[level], kept.of_node[level] = held, of_node
         return found
+
+    def may_free(
+        self, known: dict[str, tuple[int, bool]], inside: WorkloadView, domain: Domain
+    ) -> bool:
+        """Whether what goes in the domain (set_domains.Search's ``inside``) could fit there
+        were every job that may be a victim on it gone (``held_on``): when not, no victims
+        the walk yields for any job do, so the domain is not looked at. Kept per shape and
+        domain: a no for good (a victim taken moves its room from ``held_on`` to the free
+        room, an admission takes room: neither adds any), a yes while the domain's room is
+        as it was (``known``: ``freeable``'s for the pod sets of ``inside``)."""
+        kept = known.get(domain.text)
+        if kept is not None and not kept[1]:
+            return False
+        domains = self.session.domains
+        version = domains.version(domain)
+        if kept is None or kept[0] != version:
+            held = self.by_domain.held_on[domain.level].get(domain.value, {})
+            kept = known[domain.text] = (version, domains.could_hold(inside, domain, held))
+        return kept[1]
+
+
+def hold_on(
+    held: dict[str, Footprint], of_node: dict[int, str], footprint: Footprint, sign: int
+) -> None:
+    """Add (or with sign -1, take away) a job's room to that of the domains its nodes are in."""
+    for i, room in footprint.items():
+        value = of_node.get(i)
+        if value is not None:
+            target = held.setdefault(value, {}).setdefault(i, {})
+            for r, a in room.items():
+                target[r] = target.get(r, 0) + sign * a

@@ -14,6 +14,7 @@ from sluice.scheduler.placement import Footprint
 from sluice.scheduler.records import JobInfo
 from sluice.scheduler.session import Session
 from sluice.scheduler.set_domains import Placed, Where, confined
+from sluice.scheduler.topology import Missing
 
 PerQueue = dict[str, dict[str, int]]
 """Queue -> resource -> an amount: what victims take from it, or what admitting a job takes
@@ -203,6 +204,44 @@ def _frees_below(session: Session, victim: JobInfo, need: dict[str, int], over: 
     return any(
         victim.held.get(r, 0) > 0 for q, limits in over.items() if q in chain for r in limits
     )
+
+
+def frees_alone(
+    session: Session,
+    need: Mapping[str, int],
+    over: PerQueue,
+    victim: JobInfo,
+    inside: WorkloadView,
+    domain: Domain,
+) -> bool:
+    """Whether the victim alone could make the job fit in the domain: it frees what the
+    cluster lacks (``need``) and each limit is over by, and the pods that go in the domain
+    (``inside``: set_domains.Search's) would fit there with its room given back. Victims
+    whose search ends with this victim alone are only ever such victims."""
+    held = victim.held
+    if any(held.get(r, 0) < a for r, a in need.items()):
+        return False
+    chain = session.chain(victim.queue)
+    for q, limits in over.items():
+        if q not in chain or any(held.get(r, 0) < a for r, a in limits.items()):
+            return False
+    return session.domains.could_hold(inside, domain, victim.footprint)
+
+
+def gives_too_little(missing: list[Missing], footprint: Footprint) -> bool:
+    """Whether room given back on these nodes (a victim's) is too little to fit what a
+    domain lacks (``Domains.missing``), whatever room is free there already: a node takes
+    at most ceil(x / a) more pods asking a of a resource whose room grows by x for the
+    resource that stopped the next pod, so at most the largest such count over the
+    resources. A cheap no before ``frees_alone``'s, never a different answer."""
+    for fits, items, lacking in missing:
+        more = 0
+        for i, room in footprint.items():
+            if i in fits:
+                more += max(-(-room.get(r, 0) // a) for r, a in items)
+        if more < lacking:
+            return True
+    return False
 
 
 def frees_together(

@@ -304,33 +304,3 @@ def test_what_neither_sluice_nor_volcano_knows_is_still_refused(text: str, key: 
     with pytest.raises(ConfigError) as caught:
         load_scheduler_config(text)
     assert caught.value.key == key
-
-
-def test_max_domains_is_an_argument_of_reclaim_and_preempt_with_default_8() -> None:
-    config = load_scheduler_config(
-        """
-configurations:
-- {name: reclaim, arguments: {maxDomains: 3}}
-- {name: preempt, arguments: {maxDomains: 200}}
-"""
-    )
-    assert config.arguments("reclaim").max_domains == 3
-    assert config.arguments("preempt").max_domains == 200
-    assert load_scheduler_config("").arguments("reclaim").max_domains == 8
-    assert load_scheduler_config("").arguments("preempt").max_domains == 8
-
-
-@pytest.mark.parametrize(
-    ("text", "message"),
-    [
-        ("- {name: reclaim, arguments: {maxDomains: 0}}", "expected a whole number >= 1, got 0"),
-        ("- {name: preempt, arguments: {maxDomains: 2.5}}", "expected a whole number >= 1"),
-        ("- {name: preempt, arguments: {maxDomains: true}}", "expected a whole number >= 1"),
-        ("- {name: allocate, arguments: {maxDomains: 4}}", "unknown argument of allocate"),
-    ],
-)
-def test_max_domains_is_refused_when_it_is_no_count_or_not_of_reclaim_or_preempt(
-    text: str, message: str
-) -> None:
-    with pytest.raises(ConfigError, match=message):
-        load_scheduler_config(f"configurations:\n{text}")
