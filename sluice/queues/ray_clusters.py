@@ -17,7 +17,7 @@ from typing import Any
 
 from sluice.api.admitted_size import size_records_of
 from sluice.api.constants import QUEUE_LABEL
-from sluice.api.workloads.ray_cluster import cluster_sizes
+from sluice.api.workloads.ray_cluster import cluster_sizes, group_hosts
 from sluice.queues.jobs import Writer, metadata_map
 from sluice.queues.verdict import ALLOW, Verdict, deny
 
@@ -97,10 +97,9 @@ def _groups(obj: Mapping[str, Any]) -> list[tuple[str, int, int]]:
     for i, group in enumerate(groups if isinstance(groups, list) else ()):
         if not isinstance(group, Mapping):
             continue
-        replicas, hosts = group.get("replicas"), group.get("numOfHosts")
+        replicas = group.get("replicas")
         if isinstance(replicas, int) and not isinstance(replicas, bool):
-            size = hosts if isinstance(hosts, int) and hosts > 0 else 1
-            out.append((str(group.get("groupName") or i), replicas, size))
+            out.append((str(group.get("groupName") or i), replicas, group_hosts(group)))
     return out
 
 

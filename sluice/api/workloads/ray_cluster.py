@@ -126,9 +126,7 @@ def workers_taken_patch(
     for i, group in enumerate(groups if isinstance(groups, list) else ()):
         if not isinstance(group, Mapping):
             continue
-        name = _group_name(group, i)
-        hosts = group.get("numOfHosts")
-        hosts = hosts if isinstance(hosts, int) and hosts > 0 else 1
+        name, hosts = _group_name(group, i), group_hosts(group)
         now = on_cluster.get(name)
         if name not in admitted or now is None or now * hosts <= admitted[name]:
             continue
@@ -142,6 +140,13 @@ def workers_taken_patch(
             {"op": "add", "path": f"{at}/scaleStrategy", "value": {"workersToDelete": named}},
         ]
     return ops
+
+
+def group_hosts(group: Mapping[str, Any]) -> int:
+    """A worker group's ``numOfHosts``: the pods of one of its replicas (1 when unset or not a
+    count above 0)."""
+    hosts = group.get("numOfHosts")
+    return hosts if isinstance(hosts, int) and hosts > 0 else 1
 
 
 def _group_name(group: Mapping[str, Any], i: int) -> str:

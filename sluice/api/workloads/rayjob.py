@@ -20,6 +20,7 @@ from sluice.api.workloads.model import (
     read_map,
     template_pod_set,
 )
+from sluice.api.workloads.ray_cluster import group_hosts
 
 KIND = "RayJob"
 FINISHED: Final = ("Complete", "Failed")
@@ -186,8 +187,7 @@ def _size_fields(
         group = groups[i] if isinstance(groups[i], Mapping) else {}
         if _group_name(group, i) != pod_set:
             continue
-        hosts = group.get("numOfHosts") or 1
-        replicas = pods // hosts if isinstance(hosts, int) and hosts > 0 else pods
+        replicas = pods // group_hosts(group)
         out: list[tuple[TemplatePath, int]] = [((*base, i, "replicas"), replicas)]
         low = group.get("minReplicas")
         if isinstance(low, int):
