@@ -69,6 +69,17 @@ def raised_to_8_with_2_gated(s: Scenario) -> None:
     wait_for(two_gated, timeout=30, what="2 new pods of train gated")
 
 
+def running_whole(s: Scenario, pods: int) -> None:
+    """train (minimum 4) admitted whole at ``pods`` in a queue of that many, its pods running
+    and its record saying so."""
+    s.node(16)
+    s.queue("team", capability={s.resource: str(pods)})
+    work_queue_job(s, pods, 4)
+    s.wait_admitted("train")
+    s.wait_pods_running("train", pods)
+    assert record(s) == {"main": {"admitted": pods, "asked": pods, "fields": {}}}
+
+
 def record(s: Scenario) -> Any:
     return json.loads(s.annotation("train", "admitted-size") or "null")
 
@@ -76,12 +87,7 @@ def record(s: Scenario) -> Any:
 def test_a_job_grown_from_6_to_8_waits_gated_until_its_queue_has_room_then_runs_8(
     s: Scenario,
 ) -> None:
-    s.node(16)
-    s.queue("team", capability={s.resource: "6"})
-    work_queue_job(s, 6, 4)
-    s.wait_admitted("train")
-    s.wait_pods_running("train", 6)
-    assert record(s) == {"main": {"admitted": 6, "asked": 6, "fields": {}}}
+    running_whole(s, 6)
     raised_to_8_with_2_gated(s)
     assert record(s)["main"]["admitted"] == 6  # its growth waits for its queue
     assert s.admitted("train")
@@ -100,12 +106,7 @@ def test_a_job_lowered_then_raised_again_grows_through_its_queue(s: Scenario) ->
     # Admitted whole at 8 (minimum 4) in a queue of 8; its owner lowers it to 6, which frees
     # 2 at once for another job of the queue, and its record follows. Raised back to 8, its
     # 2 new pods wait gated until the queue has room again: never the old record's 8.
-    s.node(16)
-    s.queue("team", capability={s.resource: "8"})
-    work_queue_job(s, 8, 4)
-    s.wait_admitted("train")
-    s.wait_pods_running("train", 8)
-    assert record(s) == {"main": {"admitted": 8, "asked": 8, "fields": {}}}
+    running_whole(s, 8)
     s.kubectl.run(
         "patch", "job", "train", "-n", s.namespace, "--type=merge",
         "-p", '{"spec":{"parallelism":6}}',
